@@ -1,0 +1,196 @@
+'use strict';
+// NativeKubernetesWatcher: Backstage's KubernetesWatcher on top of the native watch.
+//
+// JavaScript's part is small on purpose: check the arguments, start the native watch, and for
+// each batch the native side hands over (every event ready at that moment, as one JSON array
+// text) run one JSON.parse and yield the events one by one. The network, TLS, HTTP, framing
+// and classification all happened on Rust threads.
+
+const native = require('./native');
+
+/** Bookmarks arrive about once a minute; three missed ones mean the connection is dead. */
+const DEFAULT_IDLE_TIMEOUT_WITH_BOOKMARKS_SECONDS = 180;
+
+const CREDENTIAL_TYPES = new Set(['bearer token', 'x509 client certificate', 'anonymous']);
+
+function fail(field, expected, value) {
+  const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+  return new TypeError(`kube-watch-native: ${field} must be ${expected} (got ${got})`);
+}
+
+function requireObject(value, field) {
+  if (value === null || typeof value !== 'object') throw fail(field, 'an object', value);
+  return value;
+}
+
+function requireString(value, field, { nonEmpty = false } = {}) {
+  if (typeof value !== 'string' || (nonEmpty && value.length === 0)) {
+    throw fail(field, nonEmpty ? 'a non-empty string' : 'a string', value);
+  }
+  return value;
+}
+
+function optional(value, field, check) {
+  return value === undefined || value === null ? undefined : check(value, field);
+}
+
+function optionalBoolean(value, field) {
+  return optional(value, field, (v) => {
+    if (typeof v !== 'boolean') throw fail(field, 'a boolean', v);
+    return v;
+  });
+}
+
+function optionalNumber(value, field, { integer = false, min = 0 } = {}) {
+  return optional(value, field, (v) => {
+    const ok = typeof v === 'number' && Number.isFinite(v) && v >= min;
+    if (!ok || (integer && !Number.isInteger(v))) {
+      throw fail(field, `a ${integer ? 'whole ' : ''}number >= ${min}`, v);
+    }
+    return v;
+  });
+}
+
+function optionalString(value, field) {
+  return optional(value, field, requireString);
+}
+
+function credentialFields(credential) {
+  requireObject(credential, 'params.credential');
+  const { type } = credential;
+  if (!CREDENTIAL_TYPES.has(type)) {
+    throw new TypeError(
+      `kube-watch-native: params.credential.type must be one of ${[...CREDENTIAL_TYPES]
+        .map((t) => `'${t}'`)
+        .join(', ')} (got ${JSON.stringify(type)})`,
+    );
+  }
+  if (type === 'bearer token') {
+    return { credentialType: type, token: requireString(credential.token, 'params.credential.token') };
+  }
+  if (type === 'x509 client certificate') {
+    return {
+      credentialType: type,
+      cert: requireString(credential.cert, 'params.credential.cert', { nonEmpty: true }),
+      key: requireString(credential.key, 'params.credential.key', { nonEmpty: true }),
+    };
+  }
+  return { credentialType: type };
+}
+
+function signalOf(options) {
+  const { signal } = options;
+  if (signal === undefined || signal === null) return undefined;
+  if (typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
+    throw fail('options.signal', 'an AbortSignal', signal);
+  }
+  return signal;
+}
+
+/** Flattens and type-checks the arguments into the native WatchSpec. Throws TypeError. */
+function toSpec(params, options, serviceAccountDir) {
+  requireObject(params, 'params');
+  requireObject(options, 'options');
+  const cluster = requireObject(params.clusterDetails, 'params.clusterDetails');
+  const authMetadata =
+    optional(cluster.authMetadata, 'params.clusterDetails.authMetadata', requireObject) ?? {};
+  const provider = optionalString(
+    authMetadata['kubernetes.io/auth-provider'],
+    "params.clusterDetails.authMetadata['kubernetes.io/auth-provider']",
+  );
+  const allowWatchBookmarks = optionalBoolean(options.allowWatchBookmarks, 'options.allowWatchBookmarks');
+  const idleTimeoutSeconds =
+    optionalNumber(options.idleTimeoutSeconds, 'options.idleTimeoutSeconds') ??
+    (allowWatchBookmarks ? DEFAULT_IDLE_TIMEOUT_WITH_BOOKMARKS_SECONDS : undefined);
+  return {
+    clusterName: requireString(cluster.name, 'params.clusterDetails.name'),
+    clusterUrl: requireString(cluster.url, 'params.clusterDetails.url', { nonEmpty: true }),
+    authProvider: provider,
+    hasServiceAccountToken: Boolean(authMetadata.serviceAccountToken),
+    skipTLSVerify: optionalBoolean(cluster.skipTLSVerify, 'params.clusterDetails.skipTLSVerify'),
+    caData: optionalString(cluster.caData, 'params.clusterDetails.caData'),
+    caFile: optionalString(cluster.caFile, 'params.clusterDetails.caFile'),
+    ...credentialFields(params.credential),
+    group: requireString(params.group ?? '', 'params.group'),
+    apiVersion: requireString(params.apiVersion, 'params.apiVersion', { nonEmpty: true }),
+    plural: requireString(params.plural, 'params.plural', { nonEmpty: true }),
+    namespace: optionalString(options.namespace, 'options.namespace'),
+    labelSelector: optionalString(options.labelSelector, 'options.labelSelector'),
+    resourceVersion: optionalString(options.resourceVersion, 'options.resourceVersion'),
+    timeoutSeconds: optionalNumber(options.timeoutSeconds, 'options.timeoutSeconds', { integer: true }),
+    allowWatchBookmarks,
+    sendInitialEvents: optionalBoolean(options.sendInitialEvents, 'options.sendInitialEvents'),
+    resourceVersionMatch: optionalString(options.resourceVersionMatch, 'options.resourceVersionMatch'),
+    maxLineBytes: optionalNumber(options.maxLineBytes, 'options.maxLineBytes', { integer: true, min: 1 }),
+    idleTimeoutSeconds: idleTimeoutSeconds > 0 ? idleTimeoutSeconds : undefined,
+    serviceAccountDir,
+  };
+}
+
+/** Turns one parsed array element into the contract's event shape. */
+function toEvent(raw) {
+  // ERROR events were generated natively in their final shape.
+  if (raw.type === 'ERROR') return raw;
+  const object = raw.object;
+  return { type: raw.type, object, resourceVersion: object?.metadata?.resourceVersion };
+}
+
+const consoleLogger = {
+  error: (message) => console.error(message),
+  warn: (message) => console.warn(message),
+  info: () => {},
+  debug: () => {},
+  child: () => consoleLogger,
+};
+
+class NativeKubernetesWatcher {
+  #logger;
+  #serviceAccountDir;
+
+  /**
+   * @param {{ logger?: import('..').LoggerService, serviceAccountDir?: string }} [options]
+   */
+  constructor(options = {}) {
+    requireObject(options, 'options');
+    const logger = options.logger ?? consoleLogger;
+    for (const method of ['warn', 'error']) {
+      if (typeof logger[method] !== 'function') throw fail(`options.logger.${method}`, 'a function', logger[method]);
+    }
+    this.#logger = logger;
+    this.#serviceAccountDir = optionalString(options.serviceAccountDir, 'options.serviceAccountDir');
+  }
+
+  /**
+   * Watches one resource collection. Errors are yielded as `{ type: 'ERROR', error }`; only
+   * malformed arguments throw (a TypeError, at call time).
+   */
+  watchResource(params, options = {}) {
+    const spec = toSpec(params, options ?? {}, this.#serviceAccountDir);
+    return this.#stream(spec, signalOf(options ?? {}));
+  }
+
+  async *#stream(spec, signal) {
+    if (signal?.aborted) return;
+    const watch = native.startWatch(spec);
+    const cancel = () => watch.cancel();
+    signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      for (;;) {
+        const batch = await watch.nextBatch();
+        for (const warning of batch.warnings) this.#logger.warn(warning);
+        if (batch.events) {
+          for (const raw of JSON.parse(batch.events)) {
+            if (signal?.aborted) return;
+            yield toEvent(raw);
+          }
+        }
+        if (batch.done || signal?.aborted) return;
+      }
+    } finally {
+      signal?.removeEventListener('abort', cancel);
+      watch.cancel();
+    }
+  }
+}
+
+module.exports = { NativeKubernetesWatcher, toSpec };

@@ -1,0 +1,188 @@
+//! The N-API shell: converts the JavaScript watch spec, starts the core watch, hands batches
+//! back. No contract logic lives here.
+
+use std::path::Path;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use napi::bindgen_prelude::within_runtime_if_available;
+use napi_derive::napi;
+
+use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
+use crate::error::Failure;
+use crate::framing::DEFAULT_MAX_LINE_BYTES;
+use crate::pool::ClientPool;
+use crate::redact::Redactor;
+use crate::request::{ResourceRef, WatchQuery, watch_url};
+use crate::tls::ClientKey;
+use crate::watch::{Batch, Watch, WatchConfig};
+
+/// One process-wide pool, so every watch to a cluster shares its connections.
+static POOL: LazyLock<Arc<ClientPool>> = LazyLock::new(Arc::default);
+
+const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// Everything `watchResource` was given, flattened and type-checked by `lib/watcher.js`.
+#[napi(object)]
+pub struct WatchSpec {
+    pub cluster_name: String,
+    pub cluster_url: String,
+    pub auth_provider: Option<String>,
+    pub has_service_account_token: Option<bool>,
+    pub skip_tls_verify: Option<bool>,
+    pub ca_data: Option<String>,
+    pub ca_file: Option<String>,
+    /// `bearer token`, `x509 client certificate` or `anonymous`.
+    pub credential_type: String,
+    pub token: Option<String>,
+    pub cert: Option<String>,
+    pub key: Option<String>,
+    pub group: String,
+    pub api_version: String,
+    pub plural: String,
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub resource_version: Option<String>,
+    pub timeout_seconds: Option<i64>,
+    pub allow_watch_bookmarks: Option<bool>,
+    pub send_initial_events: Option<bool>,
+    pub resource_version_match: Option<String>,
+    pub max_line_bytes: Option<i64>,
+    pub idle_timeout_seconds: Option<f64>,
+    pub service_account_dir: Option<String>,
+}
+
+/// One batch for JavaScript: `events` is a JSON array text (or empty).
+#[napi(object)]
+pub struct NativeBatch {
+    pub events: String,
+    pub warnings: Vec<String>,
+    pub done: bool,
+}
+
+impl From<Batch> for NativeBatch {
+    fn from(batch: Batch) -> Self {
+        Self {
+            events: batch.events,
+            warnings: batch.warnings,
+            done: batch.done,
+        }
+    }
+}
+
+/// A running watch, owned by one JavaScript generator.
+#[napi]
+pub struct NativeWatch {
+    inner: Arc<Watch>,
+}
+
+#[napi]
+impl NativeWatch {
+    /// Resolves with every event ready now (at least one, or the end).
+    #[napi]
+    pub async fn next_batch(&self) -> NativeBatch {
+        let watch = self.inner.clone();
+        watch.next_batch().await.into()
+    }
+
+    /// Stops the native task and closes the connection; safe to call any number of times.
+    #[napi]
+    pub fn cancel(&self) {
+        self.inner.cancel();
+    }
+}
+
+/// Starts a watch; refusals and configuration errors come back as the watch's first batch.
+#[napi]
+pub fn start_watch(spec: WatchSpec) -> NativeWatch {
+    let resource_path = ResourceRef {
+        group: spec.group.clone(),
+        version: spec.api_version.clone(),
+        plural: spec.plural.clone(),
+        namespace: spec.namespace.clone(),
+    }
+    .path();
+    let redactor = Redactor::new(spec.token.as_deref(), spec.key.as_deref());
+    let cluster = ClusterSpec {
+        name: spec.cluster_name.clone(),
+        url: spec.cluster_url.clone(),
+        auth_provider: spec.auth_provider.clone(),
+        has_service_account_token: spec.has_service_account_token.unwrap_or(false),
+        skip_tls_verify: spec.skip_tls_verify.unwrap_or(false),
+        ca_data: spec.ca_data.clone(),
+        ca_file: spec.ca_file.clone(),
+    };
+    let credential = match (spec.credential_type.as_str(), &spec.cert, &spec.key) {
+        ("x509 client certificate", Some(cert), Some(key)) => Credential::ClientCertificate {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
+        ("anonymous", _, _) => Credential::Anonymous,
+        _ => Credential::Bearer(spec.token.clone().unwrap_or_default()),
+    };
+    let ca_path = Path::new(spec.service_account_dir.as_deref().unwrap_or(SERVICE_ACCOUNT_DIR))
+        .join("ca.crt");
+    let env = InClusterEnv {
+        host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
+        port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
+        ca_path: ca_path.exists().then_some(ca_path),
+    };
+
+    let connection = match plan(&cluster, &credential, &env) {
+        Plan::Refuse { failure, warning } => {
+            let warning = format!("watch of {resource_path}: {warning}");
+            return wrap(Watch::refused(resource_path, failure, warning));
+        }
+        Plan::Connect(connection) => connection,
+    };
+    let client = match ClientKey::resolve(&connection) {
+        Ok(client) => client,
+        Err(err) => {
+            let warning = redactor.apply(&format!(
+                "watch of {resource_path} on cluster '{}': {err}",
+                spec.cluster_name
+            ));
+            return wrap(Watch::refused(resource_path, Failure::system(), warning));
+        }
+    };
+    let query = WatchQuery {
+        label_selector: spec.label_selector,
+        resource_version: spec.resource_version,
+        timeout_seconds: spec.timeout_seconds.and_then(|s| u64::try_from(s).ok()),
+        allow_watch_bookmarks: spec.allow_watch_bookmarks.unwrap_or(false),
+        send_initial_events: spec.send_initial_events.unwrap_or(false),
+        resource_version_match: spec.resource_version_match,
+    };
+    let config = WatchConfig {
+        cluster_name: spec.cluster_name,
+        url: watch_url(&connection.base_url, &resource_path, &query),
+        resource_path,
+        bearer: connection.bearer,
+        client,
+        max_line_bytes: spec
+            .max_line_bytes
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(DEFAULT_MAX_LINE_BYTES),
+        idle_timeout: spec
+            .idle_timeout_seconds
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(Duration::from_secs_f64),
+        redactor,
+    };
+    let watch = within_runtime_if_available(|| {
+        Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())
+    });
+    wrap(watch)
+}
+
+fn wrap(watch: Watch) -> NativeWatch {
+    NativeWatch {
+        inner: Arc::new(watch),
+    }
+}
+
+/// How many pooled clients exist (tests use it to check that watches share one).
+#[napi]
+pub fn pooled_client_count() -> u32 {
+    u32::try_from(POOL.client_count()).unwrap_or(u32::MAX)
+}

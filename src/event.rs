@@ -1,0 +1,213 @@
+//! Classifying one framed line of a watch body.
+//!
+//! The line is validated here, on a Rust thread, so that JavaScript can hand the text of a
+//! whole batch to `JSON.parse` without ever meeting a line it cannot parse. Only the fields the
+//! contract needs are looked at (`type`, and `object.code` for in-stream errors); everything
+//! else is checked for syntax and skipped without being built into a value.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+use crate::error::Failure;
+
+/// What one line of the body means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// Empty or white space only: skipped without a word.
+    Blank,
+    /// A watch event (`ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or a type Kubernetes adds
+    /// later) whose text JavaScript may parse as it is.
+    Event,
+    /// A `{"type":"ERROR","object":Status}` line, already mapped to the contract's failure.
+    Error(Failure),
+    /// Not a watch event; the reason goes into a warning and the stream goes on.
+    Malformed(String),
+}
+
+/// The parts of a watch event the classifier reads.
+#[derive(Deserialize)]
+struct WireEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    object: Option<StatusProbe>,
+}
+
+/// Reads `code` if the value is an object with an integer `code`, and only checks the syntax
+/// of everything else.
+#[derive(Default)]
+struct StatusProbe {
+    code: Option<i64>,
+}
+
+impl<'de> Deserialize<'de> for StatusProbe {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ProbeVisitor;
+
+        impl<'de> Visitor<'de> for ProbeVisitor {
+            type Value = StatusProbe;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<StatusProbe, M::Error> {
+                let mut probe = StatusProbe::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if key == "code" {
+                        probe.code = map.next_value::<serde_json::Value>()?.as_i64();
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(probe)
+            }
+
+            fn visit_seq<S: de::SeqAccess<'de>>(self, mut seq: S) -> Result<StatusProbe, S::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(StatusProbe::default())
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<StatusProbe, E> {
+                Ok(StatusProbe::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<StatusProbe, E> {
+                Ok(StatusProbe::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<StatusProbe, E> {
+                Ok(StatusProbe::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<StatusProbe, E> {
+                Ok(StatusProbe::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<StatusProbe, E> {
+                Ok(StatusProbe::default())
+            }
+            fn visit_unit<E>(self) -> Result<StatusProbe, E> {
+                Ok(StatusProbe::default())
+            }
+        }
+
+        deserializer.deserialize_any(ProbeVisitor)
+    }
+}
+
+/// Classifies one line (without its terminator).
+pub fn classify(line: &[u8]) -> Line {
+    let text = match std::str::from_utf8(line) {
+        Ok(text) => text,
+        Err(err) => {
+            return Line::Malformed(format!(
+                "invalid UTF-8 at byte {} of {}",
+                err.valid_up_to(),
+                line.len()
+            ));
+        }
+    };
+    if text.trim().is_empty() {
+        return Line::Blank;
+    }
+    match serde_json::from_str::<WireEvent>(text) {
+        // The API server ends a watch it cannot serve (410 Expired, mostly) with a Status.
+        Ok(event) if event.kind == "ERROR" => {
+            let code = event
+                .object
+                .and_then(|object| object.code)
+                .filter(|code| (1..=999).contains(code))
+                .unwrap_or(500);
+            // The filter above keeps the code inside u16.
+            Line::Error(Failure::from_status(code as u16))
+        }
+        Ok(_) => Line::Event,
+        Err(err) => Line::Malformed(describe_json_error(&err, line.len())),
+    }
+}
+
+fn describe_json_error(err: &serde_json::Error, len: usize) -> String {
+    match err.classify() {
+        serde_json::error::Category::Data => {
+            format!("not a watch event (an object with a string \"type\"): {err} ({len} bytes)")
+        }
+        _ => format!("malformed JSON: {err} ({len} bytes)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorType;
+
+    #[test]
+    fn regular_events_pass() {
+        for kind in ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "SOMETHING_NEW"] {
+            let line = format!(r#"{{"type":"{kind}","object":{{"metadata":{{"name":"a"}}}}}}"#);
+            assert_eq!(classify(line.as_bytes()), Line::Event, "{kind}");
+        }
+    }
+
+    #[test]
+    fn blank_lines_are_skipped() {
+        assert_eq!(classify(b""), Line::Blank);
+        assert_eq!(classify(b"  \t "), Line::Blank);
+    }
+
+    #[test]
+    fn in_stream_errors_carry_their_code() {
+        let line = br#"{"type":"ERROR","object":{"kind":"Status","reason":"Expired","code":410}}"#;
+        assert_eq!(classify(line), Line::Error(Failure::from_status(410)));
+    }
+
+    #[test]
+    fn in_stream_errors_without_code_are_500() {
+        let expected = Line::Error(Failure {
+            error_type: ErrorType::SystemError,
+            status_code: 500,
+        });
+        assert_eq!(classify(br#"{"type":"ERROR","object":{"kind":"Status"}}"#), expected);
+        assert_eq!(classify(br#"{"type":"ERROR"}"#), expected);
+        assert_eq!(classify(br#"{"type":"ERROR","object":{"code":0}}"#), expected);
+        assert_eq!(classify(br#"{"type":"ERROR","object":"gone"}"#), expected);
+    }
+
+    #[test]
+    fn malformed_lines_are_reported() {
+        for bad in [
+            &b"{not json"[..],
+            b"[1,2]",
+            b"42",
+            b"\"ADDED\"",
+            b"{\"object\":{}}",
+            b"{\"type\":7}",
+            b"{\"type\":\"ADDED\",\"object\":{}} trailing",
+        ] {
+            assert!(
+                matches!(classify(bad), Line::Malformed(_)),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_with_its_offset() {
+        match classify(b"{\"type\":\"ADDED\",\"x\":\"\xff\"}") {
+            Line::Malformed(reason) => assert!(reason.contains("invalid UTF-8 at byte 21")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_syntax_anywhere_in_the_object_is_caught() {
+        let line = br#"{"type":"ADDED","object":{"metadata":{"name":"a",}}}"#;
+        assert!(matches!(classify(line), Line::Malformed(_)));
+    }
+
+    #[test]
+    fn unicode_and_escapes_pass() {
+        let line = r#"{"type":"ADDED","object":{"metadata":{"name":"caf\u00e9 ☕ \"q\""}}}"#;
+        assert_eq!(classify(line.as_bytes()), Line::Event);
+    }
+}

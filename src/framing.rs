@@ -1,0 +1,210 @@
+//! Splitting the watch body into lines.
+//!
+//! The API server writes one JSON object and `\n` per event, but the transport re-chunks at
+//! will: one chunk can carry many lines, one line can span many chunks, and a multi-byte UTF-8
+//! character can be split between two. The framer only looks for `\n` bytes (which never occur
+//! inside a UTF-8 sequence), so it is indifferent to all of that. Unlike an unbounded lines
+//! codec it refuses a line longer than its limit, so a hostile or broken peer cannot make it
+//! buffer without end.
+
+use bytes::{Bytes, BytesMut};
+
+/// Kubernetes' own client refuses lines above this many bytes.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// A line grew beyond the framer's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("line longer than {limit} bytes")]
+pub struct LineTooLong {
+    /// The limit that was exceeded.
+    pub limit: usize,
+}
+
+/// Incremental `\n` framer with a line-length cap.
+#[derive(Debug)]
+pub struct LineFramer {
+    buf: BytesMut,
+    /// How far `buf` is known to hold no `\n`, so a line arriving byte by byte is scanned once.
+    scanned: usize,
+    max_line: usize,
+}
+
+impl LineFramer {
+    /// A framer refusing lines longer than `max_line` bytes (the terminator not counted).
+    pub fn new(max_line: usize) -> Self {
+        Self {
+            buf: BytesMut::new(),
+            scanned: 0,
+            max_line,
+        }
+    }
+
+    /// Appends a chunk of the body.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// The next complete line, without its `\n` or `\r\n`; `None` when more bytes are needed.
+    pub fn next_line(&mut self) -> Result<Option<Bytes>, LineTooLong> {
+        match memchr::memchr(b'\n', &self.buf[self.scanned..]) {
+            Some(offset) => {
+                let end = self.scanned + offset;
+                self.scanned = 0;
+                let mut line = self.buf.split_to(end + 1);
+                line.truncate(end);
+                if line.last() == Some(&b'\r') {
+                    line.truncate(end - 1);
+                }
+                if line.len() > self.max_line {
+                    return Err(LineTooLong {
+                        limit: self.max_line,
+                    });
+                }
+                Ok(Some(line.freeze()))
+            }
+            None => {
+                self.scanned = self.buf.len();
+                // A `\r` may still turn out to belong to a `\r\n`, so allow one byte of slack.
+                if self.buf.len() > self.max_line + 1 {
+                    return Err(LineTooLong {
+                        limit: self.max_line,
+                    });
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// What is left when the body ends cleanly: a last line that had no `\n`, if any.
+    pub fn finish(&mut self) -> Result<Option<Bytes>, LineTooLong> {
+        self.scanned = 0;
+        let mut rest = self.buf.split();
+        if rest.last() == Some(&b'\r') {
+            rest.truncate(rest.len() - 1);
+        }
+        if rest.len() > self.max_line {
+            return Err(LineTooLong {
+                limit: self.max_line,
+            });
+        }
+        Ok((!rest.is_empty()).then(|| rest.freeze()))
+    }
+
+    /// Bytes held for an incomplete line.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn drain(framer: &mut LineFramer, out: &mut Vec<Vec<u8>>) {
+        while let Some(line) = framer.next_line().unwrap() {
+            out.push(line.to_vec());
+        }
+    }
+
+    fn frame_all(chunks: &[&[u8]]) -> Vec<Vec<u8>> {
+        let mut framer = LineFramer::new(DEFAULT_MAX_LINE_BYTES);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            framer.push(chunk);
+            drain(&mut framer, &mut out);
+        }
+        if let Some(last) = framer.finish().unwrap() {
+            out.push(last.to_vec());
+        }
+        out
+    }
+
+    #[test]
+    fn many_lines_in_one_chunk() {
+        assert_eq!(
+            frame_all(&[b"a\nb\nc\n"]),
+            vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]
+        );
+    }
+
+    #[test]
+    fn one_line_over_many_chunks_including_a_split_utf8_character() {
+        let text = "{\"name\":\"café\"}\n".as_bytes();
+        let chunks: Vec<&[u8]> = text.chunks(1).collect();
+        assert_eq!(frame_all(&chunks), vec![text[..text.len() - 1].to_vec()]);
+    }
+
+    #[test]
+    fn crlf_endings_are_tolerated() {
+        assert_eq!(
+            frame_all(&[b"a\r", b"\nb\r\n"]),
+            vec![b"a".to_vec(), b"b".to_vec()]
+        );
+    }
+
+    #[test]
+    fn last_line_without_newline_is_kept() {
+        assert_eq!(
+            frame_all(&[b"a\nlast"]),
+            vec![b"a".to_vec(), b"last".to_vec()]
+        );
+    }
+
+    #[test]
+    fn empty_lines_come_out_empty() {
+        assert_eq!(
+            frame_all(&[b"\n\na\n"]),
+            vec![b"".to_vec(), b"".to_vec(), b"a".to_vec()]
+        );
+    }
+
+    #[test]
+    fn an_overlong_line_is_refused_before_it_is_complete() {
+        let mut framer = LineFramer::new(8);
+        framer.push(b"0123456789");
+        assert_eq!(framer.next_line(), Err(LineTooLong { limit: 8 }));
+        let mut framer = LineFramer::new(8);
+        framer.push(b"012345678\n");
+        assert_eq!(framer.next_line(), Err(LineTooLong { limit: 8 }));
+    }
+
+    #[test]
+    fn a_line_at_the_limit_passes_with_crlf() {
+        let mut framer = LineFramer::new(4);
+        framer.push(b"abcd\r");
+        assert_eq!(framer.next_line(), Ok(None));
+        framer.push(b"\n");
+        assert_eq!(framer.next_line().unwrap().unwrap().as_ref(), b"abcd");
+        assert_eq!(framer.buffered(), 0);
+    }
+
+    proptest! {
+        /// Whatever the chunking, every line comes out once, whole and in order.
+        #[test]
+        fn any_chunking_yields_the_same_lines(
+            lines in proptest::collection::vec(proptest::collection::vec(
+                any::<u8>().prop_filter("no newline", |b| *b != b'\n' && *b != b'\r'), 0..40), 0..20),
+            cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..30),
+            crlf in any::<bool>(),
+        ) {
+            let ending: &[u8] = if crlf { b"\r\n" } else { b"\n" };
+            let mut body = Vec::new();
+            for line in &lines {
+                body.extend_from_slice(line);
+                body.extend_from_slice(ending);
+            }
+            let mut points: Vec<usize> = cuts.iter().map(|i| i.index(body.len() + 1)).collect();
+            points.sort_unstable();
+            points.dedup();
+            let mut chunks = Vec::new();
+            let mut start = 0;
+            for point in points {
+                chunks.push(&body[start..point]);
+                start = point;
+            }
+            chunks.push(&body[start..]);
+            prop_assert_eq!(frame_all(&chunks), lines);
+        }
+    }
+}

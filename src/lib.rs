@@ -1,0 +1,18 @@
+//! kube-watch-native: Kubernetes watches for Node.js, with the network, TLS, HTTP, line
+//! framing and event classification on Rust threads.
+//!
+//! The core (`request`, `auth`, `tls`, `pool`, `framing`, `event`, `watch`, `error`, `redact`)
+//! is plain Rust and tested with `cargo test`; `binding` is the only module that knows N-API.
+#![deny(clippy::all)]
+
+pub mod auth;
+pub mod error;
+pub mod event;
+pub mod framing;
+pub mod pool;
+pub mod redact;
+pub mod request;
+pub mod tls;
+pub mod watch;
+
+mod binding;

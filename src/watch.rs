@@ -1,0 +1,489 @@
+//! One watch: the task that reads the body, and the bounded queue JavaScript drains in batches.
+//!
+//! ```text
+//! task: request ─► body chunks ─► LineFramer ─► classify ─► queue (byte budget) ─┐
+//! JS:   next_batch() ◄─ every ready item, up to MAX_BATCH_BYTES, as one JSON array ◄┘
+//! ```
+//! The queue holds at most [`QUEUE_BUDGET_BYTES`] of event text: when it is full the task
+//! stops polling the body, the socket's receive window fills, and the server's writes block.
+//! Cancelling (or dropping the [`Watch`]) drops the task's future, which drops the response and
+//! so closes the connection (HTTP/1.1) or resets the stream (HTTP/2).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Failure, WatchError, describe_chain};
+use crate::event::{Line, classify};
+use crate::framing::LineFramer;
+use crate::pool::ClientPool;
+use crate::redact::Redactor;
+use crate::tls::ClientKey;
+
+/// Event text a watch may hold while JavaScript is busy.
+pub const QUEUE_BUDGET_BYTES: usize = 4 * 1024 * 1024;
+/// A batch stops growing past this many bytes, so parsing one never holds the event loop long.
+pub const MAX_BATCH_BYTES: usize = 256 * 1024;
+/// How much of an error response's body goes into the warning.
+const ERROR_BODY_BYTES: usize = 4096;
+/// How long to wait for the rest of an error response's body.
+const ERROR_BODY_WAIT: Duration = Duration::from_secs(5);
+
+/// Everything the task needs, resolved before it starts.
+#[derive(Debug, Clone)]
+pub struct WatchConfig {
+    /// Cluster name, for warnings.
+    pub cluster_name: String,
+    /// The contract's `resourcePath`, for ERROR events and warnings.
+    pub resource_path: String,
+    /// The full request URL.
+    pub url: String,
+    /// Bearer token, sent as `Authorization` on this request only.
+    pub bearer: Option<String>,
+    /// Which pooled client to use.
+    pub client: ClientKey,
+    /// Lines above this end the watch.
+    pub max_line_bytes: usize,
+    /// End the watch when no bytes arrive for this long.
+    pub idle_timeout: Option<Duration>,
+    /// Masks the credentials in every warning.
+    pub redactor: Redactor,
+}
+
+/// What the task hands to the queue.
+enum Item {
+    /// A validated event line; its permit returns its bytes to the budget when dropped.
+    Event(Bytes, OwnedSemaphorePermit),
+    /// The watch failed; this is its last item.
+    Failure(Failure),
+    /// Something the logger should hear.
+    Warning(String),
+}
+
+/// One drained batch.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// A JSON array of event objects, raw watch lines and generated ERROR events in order; empty
+    /// when the batch holds no events.
+    pub events: String,
+    /// Warnings for the logger, in order.
+    pub warnings: Vec<String>,
+    /// Nothing follows this batch.
+    pub done: bool,
+}
+
+/// A running (or finished) watch.
+pub struct Watch {
+    queue: Mutex<mpsc::UnboundedReceiver<Item>>,
+    cancel: CancellationToken,
+    resource_path: String,
+}
+
+impl Watch {
+    /// Starts the task for `config` on `runtime`.
+    pub fn start(
+        config: WatchConfig,
+        pool: Arc<ClientPool>,
+        runtime: &tokio::runtime::Handle,
+    ) -> Self {
+        let (sender, queue) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let resource_path = config.resource_path.clone();
+        let task_cancel = cancel.clone();
+        runtime.spawn(async move {
+            let producer = Producer {
+                sender,
+                budget: Arc::new(Semaphore::new(QUEUE_BUDGET_BYTES)),
+            };
+            tokio::select! {
+                // Cancellation wins ties: after an abort nothing more is reported.
+                biased;
+                () = task_cancel.cancelled() => {}
+                () = producer.run(&config, &pool) => {}
+            }
+        });
+        Self {
+            queue: Mutex::new(queue),
+            cancel,
+            resource_path,
+        }
+    }
+
+    /// A watch refused before any request: it yields one warning and one ERROR, then ends.
+    pub fn refused(resource_path: String, failure: Failure, warning: String) -> Self {
+        let (sender, queue) = mpsc::unbounded_channel();
+        // The receiver is alive right here, so these sends cannot fail.
+        let _ = sender.send(Item::Warning(warning));
+        let _ = sender.send(Item::Failure(failure));
+        Self {
+            queue: Mutex::new(queue),
+            cancel: CancellationToken::new(),
+            resource_path,
+        }
+    }
+
+    /// Waits for at least one item (or the end), then takes every ready one up to
+    /// [`MAX_BATCH_BYTES`]. Returns a `done` batch at once after [`Watch::cancel`].
+    pub async fn next_batch(&self) -> Batch {
+        let mut queue = self.queue.lock().await;
+        let first = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            item = queue.recv() => item,
+        };
+        let mut batch = BatchBuilder::new(&self.resource_path);
+        let Some(first) = first else {
+            return batch.finish(true);
+        };
+        batch.push(first);
+        while batch.events.len() < MAX_BATCH_BYTES {
+            match queue.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(mpsc::error::TryRecvError::Empty) => return batch.finish(false),
+                Err(mpsc::error::TryRecvError::Disconnected) => return batch.finish(true),
+            }
+        }
+        batch.finish(false)
+    }
+
+    /// Stops the task and closes its connection; idempotent.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+struct BatchBuilder<'a> {
+    resource_path: &'a str,
+    events: Vec<u8>,
+    warnings: Vec<String>,
+}
+
+impl<'a> BatchBuilder<'a> {
+    fn new(resource_path: &'a str) -> Self {
+        Self {
+            resource_path,
+            events: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, item: Item) {
+        match item {
+            Item::Event(line, _permit) => self.push_event(&line),
+            Item::Failure(failure) => {
+                self.push_event(failure.event_json(self.resource_path).as_bytes())
+            }
+            Item::Warning(text) => self.warnings.push(text),
+        }
+    }
+
+    fn push_event(&mut self, json: &[u8]) {
+        self.events
+            .push(if self.events.is_empty() { b'[' } else { b',' });
+        self.events.extend_from_slice(json);
+    }
+
+    fn finish(mut self, done: bool) -> Batch {
+        if !self.events.is_empty() {
+            self.events.push(b']');
+        }
+        // Every piece was validated as UTF-8 (event lines) or produced by serde (errors).
+        let events = String::from_utf8(self.events)
+            .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned());
+        Batch {
+            events,
+            warnings: self.warnings,
+            done,
+        }
+    }
+}
+
+/// The task's side of the queue.
+struct Producer {
+    sender: mpsc::UnboundedSender<Item>,
+    budget: Arc<Semaphore>,
+}
+
+impl Producer {
+    async fn run(&self, config: &WatchConfig, pool: &ClientPool) {
+        if let Err(err) = self.stream(config, pool).await {
+            let detail = match &err {
+                WatchError::Connect(source) | WatchError::Body(source) => {
+                    format!("{}: {}", err_prefix(&err), describe_chain(source))
+                }
+                other => other.to_string(),
+            };
+            self.warn(config, &detail);
+            let _ = self.sender.send(Item::Failure(err.failure()));
+        }
+    }
+
+    async fn stream(&self, config: &WatchConfig, pool: &ClientPool) -> Result<(), WatchError> {
+        let lease = pool.lease(&config.client)?;
+        let mut request = lease
+            .client
+            .get(&config.url)
+            .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(token) = &config.bearer {
+            request = request.bearer_auth(token);
+        }
+        let mut response = request.send().await.map_err(WatchError::Connect)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(WatchError::Status {
+                status: status.as_u16(),
+                body: read_error_body(response).await,
+            });
+        }
+
+        let mut framer = LineFramer::new(config.max_line_bytes);
+        let limit = |_| WatchError::LineTooLong {
+            limit: config.max_line_bytes,
+        };
+        loop {
+            let next = response.chunk();
+            let chunk = match config.idle_timeout {
+                Some(idle) => tokio::time::timeout(idle, next)
+                    .await
+                    .map_err(|_| WatchError::Idle {
+                        seconds: idle.as_secs_f64(),
+                    })?,
+                None => next.await,
+            };
+            let Some(chunk) = chunk.map_err(WatchError::Body)? else {
+                break;
+            };
+            framer.push(&chunk);
+            while let Some(line) = framer.next_line().map_err(limit)? {
+                self.deliver(config, line).await;
+            }
+        }
+        if let Some(line) = framer.finish().map_err(limit)? {
+            self.deliver(config, line).await;
+        }
+        Ok(())
+    }
+
+    async fn deliver(&self, config: &WatchConfig, line: Bytes) {
+        match classify(&line) {
+            // Keep-alive newlines and padding carry nothing.
+            Line::Blank => {}
+            // The common case: the text goes to JavaScript untouched, once the budget has room.
+            Line::Event => {
+                let cost = line.len().clamp(1, QUEUE_BUDGET_BYTES) as u32;
+                if let Ok(permit) = self.budget.clone().acquire_many_owned(cost).await {
+                    let _ = self.sender.send(Item::Event(line, permit));
+                }
+            }
+            // The server's own verdict (410 Expired, mostly); it closes the stream after it.
+            Line::Error(failure) => {
+                let _ = self.sender.send(Item::Failure(failure));
+            }
+            // A broken line must not take the rest of the stream with it.
+            Line::Malformed(reason) => {
+                self.warn(config, &format!("skipped a watch line: {reason}"));
+            }
+        }
+    }
+
+    fn warn(&self, config: &WatchConfig, detail: &str) {
+        let text = format!(
+            "watch of {} on cluster '{}': {detail}",
+            config.resource_path, config.cluster_name
+        );
+        let _ = self
+            .sender
+            .send(Item::Warning(config.redactor.apply(&text)));
+    }
+}
+
+fn err_prefix(err: &WatchError) -> &'static str {
+    match err {
+        WatchError::Body(_) => "watch stream broke",
+        _ => "request failed",
+    }
+}
+
+async fn read_error_body(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let read = async {
+        while body.len() < ERROR_BODY_BYTES {
+            match response.chunk().await {
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(ERROR_BODY_WAIT, read).await;
+    body.truncate(ERROR_BODY_BYTES);
+    let text = String::from_utf8_lossy(&body);
+    let text = text.trim();
+    if text.is_empty() {
+        "(empty body)".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_are_json_arrays_in_order() {
+        let budget = Arc::new(Semaphore::new(100));
+        let permit = |n| budget.clone().try_acquire_many_owned(n).unwrap();
+        let mut builder = BatchBuilder::new("/api/v1/pods");
+        builder.push(Item::Event(Bytes::from_static(br#"{"type":"ADDED"}"#), permit(1)));
+        builder.push(Item::Warning("w".into()));
+        builder.push(Item::Failure(Failure::from_status(410)));
+        let batch = builder.finish(true);
+        let parsed: serde_json::Value = serde_json::from_str(&batch.events).unwrap();
+        assert_eq!(parsed[0]["type"], "ADDED");
+        assert_eq!(parsed[1]["error"]["statusCode"], 410);
+        assert_eq!(parsed[1]["error"]["resourcePath"], "/api/v1/pods");
+        assert_eq!(batch.warnings, vec!["w".to_owned()]);
+        assert!(batch.done);
+        assert_eq!(budget.available_permits(), 100, "permits return with the batch");
+    }
+
+    #[test]
+    fn an_empty_batch_has_no_events_text() {
+        let batch = BatchBuilder::new("/p").finish(true);
+        assert_eq!(batch.events, "");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn refused_watches_yield_warning_then_error_then_end() {
+        let watch = Watch::refused("/api/v1/pods".into(), Failure::from_status(400), "no".into());
+        let batch = watch.next_batch().await;
+        assert_eq!(batch.warnings, vec!["no".to_owned()]);
+        assert!(batch.events.contains("BAD_REQUEST"));
+        assert!(batch.done);
+    }
+
+    fn config_for(origin: &str) -> WatchConfig {
+        WatchConfig {
+            cluster_name: "c".into(),
+            resource_path: "/api/v1/pods".into(),
+            url: format!("{origin}/api/v1/pods?watch=true"),
+            bearer: Some("sekret-token".into()),
+            client: ClientKey {
+                origin: origin.into(),
+                ca_pem: None,
+                skip_verify: false,
+                identity_pem: None,
+            },
+            max_line_bytes: 1024,
+            idle_timeout: None,
+            redactor: Redactor::new(Some("sekret-token"), None),
+        }
+    }
+
+    /// A loopback server that accepts one connection, answers with `response` (if any), then
+    /// reports when the client closes the socket.
+    async fn one_shot_server(
+        response: Option<&'static [u8]>,
+    ) -> (String, tokio::sync::oneshot::Receiver<()>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let (closed_tx, closed_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = socket.read(&mut buf).await;
+            if let Some(bytes) = response {
+                socket.write_all(bytes).await.unwrap();
+            }
+            while let Ok(n) = socket.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+            }
+            let _ = closed_tx.send(());
+        });
+        (origin, closed_rx)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancel_while_waiting_for_headers_closes_the_socket_and_ends_quietly() {
+        let (origin, closed) = one_shot_server(None).await;
+        let watch = Watch::start(
+            config_for(&origin),
+            Arc::new(ClientPool::default()),
+            &tokio::runtime::Handle::current(),
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        watch.cancel();
+        let batch = watch.next_batch().await;
+        assert_eq!(batch, Batch { done: true, ..Batch::default() });
+        tokio::time::timeout(Duration::from_secs(1), closed)
+            .await
+            .expect("socket closed within a second")
+            .unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn events_flow_then_a_clean_end() {
+        let body: &'static [u8] = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+            transfer-encoding: chunked\r\n\r\n\
+            10\r\n{\"type\":\"ADDED\",\r\n\
+            19\r\n\"object\":{\"code\":1}}\n\nnot\r\n\
+            2\r\n\n\n\r\n0\r\n\r\n";
+        let (origin, _closed) = one_shot_server(Some(body)).await;
+        let watch = Watch::start(
+            config_for(&origin),
+            Arc::new(ClientPool::default()),
+            &tokio::runtime::Handle::current(),
+        );
+        let mut events = String::new();
+        let mut warnings = Vec::new();
+        loop {
+            let batch = watch.next_batch().await;
+            events.push_str(&batch.events);
+            warnings.extend(batch.warnings);
+            if batch.done {
+                break;
+            }
+        }
+        assert_eq!(events, r#"[{"type":"ADDED","object":{"code":1}}]"#);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("malformed JSON"));
+        assert!(warnings[0].contains("cluster 'c'"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn http_errors_become_one_error_event_with_the_body_logged_and_redacted() {
+        let body: &'static [u8] = b"HTTP/1.1 403 Forbidden\r\ncontent-length: 33\r\n\r\n\
+            {\"message\":\"sekret-token no\"}  ";
+        let (origin, _closed) = one_shot_server(Some(body)).await;
+        let watch = Watch::start(
+            config_for(&origin),
+            Arc::new(ClientPool::default()),
+            &tokio::runtime::Handle::current(),
+        );
+        let mut batch = watch.next_batch().await;
+        while !batch.done {
+            let next = watch.next_batch().await;
+            batch.events.push_str(&next.events);
+            batch.warnings.extend(next.warnings);
+            batch.done = next.done;
+        }
+        assert!(batch.events.contains(r#""statusCode":403"#));
+        assert!(batch.events.contains("UNKNOWN_ERROR"));
+        assert_eq!(batch.warnings.len(), 1);
+        assert!(batch.warnings[0].contains("HTTP 403"));
+        assert!(batch.warnings[0].contains("[REDACTED] no"));
+        assert!(!batch.warnings[0].contains("sekret-token"));
+    }
+}
