@@ -1,0 +1,79 @@
+'use strict';
+// Shared pieces of the JS suite: a recording logger, watch params for a simulator, and a
+// bounded way to drain a watch.
+
+const { NativeKubernetesWatcher } = require('..');
+
+const TOKEN = 'tok-7f3a9c1e5b2d4a6f';
+
+/** A Backstage-shaped logger that records every call. */
+function recordingLogger() {
+  const lines = [];
+  const record = (level) => (message, meta) => lines.push({ level, message: String(message), meta });
+  const logger = {
+    lines,
+    error: record('error'),
+    warn: record('warn'),
+    info: record('info'),
+    debug: record('debug'),
+    child: () => logger,
+    warnings: () => lines.filter((l) => l.level === 'warn').map((l) => l.message),
+  };
+  return logger;
+}
+
+/** Watch params for `sim` (core pods unless overridden). */
+function paramsFor(sim, overrides = {}) {
+  const { clusterDetails, ...rest } = overrides;
+  return {
+    clusterDetails: { name: 'sim', url: sim.url, authMetadata: {}, ...clusterDetails },
+    credential: { type: 'bearer token', token: TOKEN },
+    group: '',
+    apiVersion: 'v1',
+    plural: 'pods',
+    ...rest,
+  };
+}
+
+/**
+ * Drains `generator` into an array, stopping after `count` events (when given) or at its end,
+ * and failing after `timeoutMs`.
+ */
+async function collect(generator, { count = Infinity, timeoutMs = 5000 } = {}) {
+  const events = [];
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`collect: timed out after ${timeoutMs} ms with ${events.length} events`)),
+      timeoutMs,
+    );
+  });
+  const drain = (async () => {
+    if (count <= 0) return;
+    for await (const event of generator) {
+      events.push(event);
+      if (events.length >= count) break;
+    }
+  })();
+  try {
+    await Promise.race([drain, timeout]);
+  } finally {
+    clearTimeout(timer);
+    if (events.length < count) await generator.return?.();
+  }
+  return events;
+}
+
+/** A watcher with a recording logger. */
+function watcherWithLogger() {
+  const logger = recordingLogger();
+  return { watcher: new NativeKubernetesWatcher({ logger }), logger };
+}
+
+function pod(name, { namespace = 'default', labels = {}, extra = {} } = {}) {
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace, labels }, ...extra };
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+module.exports = { TOKEN, recordingLogger, paramsFor, collect, watcherWithLogger, pod, sleep };

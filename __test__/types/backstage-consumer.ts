@@ -1,0 +1,66 @@
+// Compiled (never run) by __test__/types.test.js under `tsc --strict`: a Backstage backend
+// plugin's view of this package. If index.d.ts drifts from Backstage's published types, this
+// file stops compiling.
+import type { KubernetesWatcher, KubernetesWatchParams } from '@backstage/plugin-kubernetes-node';
+import type {
+  KubernetesFetchError,
+  KubernetesWatchEvent,
+  KubernetesWatchOptions,
+} from '@backstage/plugin-kubernetes-common';
+import type { LoggerService } from '@backstage/backend-plugin-api';
+import {
+  NativeKubernetesWatcher,
+  type KubernetesWatchEvent as OwnEvent,
+  type KubernetesWatchOptions as OwnOptions,
+  type KubernetesWatchParams as OwnParams,
+} from '../..';
+
+declare const logger: LoggerService;
+
+// The point of the package: assignable to Backstage's interface with no glue.
+const watcher: KubernetesWatcher = new NativeKubernetesWatcher({ logger });
+
+const params: KubernetesWatchParams = {
+  clusterDetails: { name: 'c', url: 'https://k8s.example', authMetadata: {} },
+  credential: { type: 'bearer token', token: 't' },
+  group: 'apps',
+  apiVersion: 'v1',
+  plural: 'deployments',
+};
+const options: KubernetesWatchOptions = {
+  namespace: 'default',
+  allowWatchBookmarks: true,
+  sendInitialEvents: true,
+  resourceVersionMatch: 'NotOlderThan',
+  signal: new AbortController().signal,
+};
+
+// Our own declarations and Backstage's are interchangeable both ways.
+const ownParams: OwnParams = params;
+const ownOptions: OwnOptions = options;
+const backToBackstage: KubernetesWatchParams = ownParams;
+void backToBackstage;
+
+export async function consume(): Promise<string[]> {
+  const names: string[] = [];
+  for await (const event of watcher.watchResource(params, options)) {
+    const own: OwnEvent = event;
+    const theirs: KubernetesWatchEvent = own;
+    void theirs;
+    // @ts-expect-error `object` exists only once `type` has been narrowed away from ERROR.
+    void event.object;
+    if (event.type === 'ERROR') {
+      const error: KubernetesFetchError = event.error;
+      names.push(error.errorType);
+    } else {
+      const rv: string | undefined = event.resourceVersion;
+      const metadata = event.object.metadata;
+      names.push(`${event.type} ${String(rv)} ${JSON.stringify(metadata)}`);
+    }
+  }
+  return names;
+}
+
+// Extra limits are optional fields of the options type.
+const native = new NativeKubernetesWatcher();
+void native.watchResource(ownParams, { ...ownOptions, idleTimeoutSeconds: 5, maxLineBytes: 1024 });

@@ -1,0 +1,155 @@
+// Public types of kube-watch-native. They mirror, shape for shape, the types Backstage
+// publishes in @backstage/plugin-kubernetes-node (KubernetesWatcher, KubernetesWatchParams,
+// ClusterDetails, KubernetesCredential) and @backstage/plugin-kubernetes-common
+// (KubernetesWatchOptions, KubernetesWatchEvent, KubernetesFetchError), so that a
+// NativeKubernetesWatcher is assignable to Backstage's KubernetesWatcher with no glue.
+// Written by hand; __test__/types.test.js compiles a Backstage-typed consumer under --strict.
+
+/** A JSON value, as in @backstage/types. */
+export type JsonPrimitive = number | string | boolean | null;
+/** A JSON object, as in @backstage/types. */
+export type JsonObject = { [key in string]?: JsonValue };
+/** A JSON array, as in @backstage/types. */
+export interface JsonArray extends Array<JsonValue> {}
+/** Any JSON value, as in @backstage/types. */
+export type JsonValue = JsonObject | JsonArray | JsonPrimitive;
+
+/** Backstage's AuthMetadata. */
+export type AuthMetadata = Record<string, string>;
+
+/** The parts of Backstage's ClusterDetails a watch reads (others are accepted and ignored). */
+export interface ClusterDetails {
+  /** Name of the cluster; named in warnings. */
+  name: string;
+  title?: string;
+  /** API server URL; a path (e.g. a Rancher proxy prefix) is kept and the resource path appended. */
+  url: string;
+  /**
+   * `kubernetes.io/auth-provider`: google, oidc and aks are refused (BAD_REQUEST);
+   * `localKubectlProxy` allows the anonymous credential; `serviceAccount` without
+   * `serviceAccountToken` means in-cluster when the service account CA exists.
+   */
+  authMetadata: AuthMetadata;
+  /** Turn off server certificate verification for this cluster only. */
+  skipTLSVerify?: boolean;
+  skipMetricsLookup?: boolean;
+  /** Base64 of the PEM CA bundle to trust instead of the system roots. */
+  caData?: string | undefined;
+  /** Path of a PEM CA bundle to trust instead of the system roots. */
+  caFile?: string | undefined;
+  dashboardUrl?: string;
+  dashboardApp?: string;
+  dashboardParameters?: JsonObject;
+  customResources?: Array<{ group: string; apiVersion: string; plural: string }>;
+}
+
+/** Backstage's KubernetesCredential. */
+export type KubernetesCredential =
+  | { type: 'bearer token'; token: string }
+  | { type: 'x509 client certificate'; cert: string; key: string }
+  | { type: 'anonymous' };
+
+/** Backstage's KubernetesWatchParams. */
+export interface KubernetesWatchParams {
+  clusterDetails: ClusterDetails;
+  credential: KubernetesCredential;
+  /** API group; empty string for the core group. */
+  group: string;
+  /** API version, e.g. `v1`. */
+  apiVersion: string;
+  /** Plural resource name, e.g. `pods`. */
+  plural: string;
+}
+
+/** Backstage's KubernetesWatchOptions, plus two optional limits of this watcher. */
+export interface KubernetesWatchOptions {
+  namespace?: string;
+  labelSelector?: string;
+  resourceVersion?: string;
+  timeoutSeconds?: number;
+  allowWatchBookmarks?: boolean;
+  sendInitialEvents?: boolean;
+  resourceVersionMatch?: 'NotOlderThan' | 'Exact';
+  /** Cancels the watch: the iterator ends, the connection closes, no ERROR follows. */
+  signal?: AbortSignal;
+  /**
+   * End the watch with `SYSTEM_ERROR 0` when no bytes arrive for this long. Default: 180 when
+   * `allowWatchBookmarks` is set, otherwise off; `0` turns it off.
+   */
+  idleTimeoutSeconds?: number;
+  /** A longer line ends the watch with `SYSTEM_ERROR 0`. Default 16 MiB, as Kubernetes' client. */
+  maxLineBytes?: number;
+}
+
+/** Backstage's KubernetesErrorTypes. */
+export type KubernetesErrorTypes =
+  | 'BAD_REQUEST'
+  | 'UNAUTHORIZED_ERROR'
+  | 'NOT_FOUND'
+  | 'SYSTEM_ERROR'
+  | 'UNKNOWN_ERROR';
+
+/** Backstage's StatusError: what this watcher's ERROR events carry. */
+export interface StatusError {
+  errorType: KubernetesErrorTypes;
+  statusCode?: number;
+  resourcePath?: string;
+}
+
+/** Backstage's RawFetchError (never produced by this watcher; part of the union). */
+export interface RawFetchError {
+  errorType: 'FETCH_ERROR';
+  message: string;
+}
+
+/** Backstage's KubernetesFetchError. */
+export type KubernetesFetchError = StatusError | RawFetchError;
+
+/** Backstage's KubernetesWatchEventType. */
+export type KubernetesWatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+/** Backstage's KubernetesWatchEvent. */
+export type KubernetesWatchEvent =
+  | {
+      type: Exclude<KubernetesWatchEventType, 'ERROR'>;
+      object: JsonObject;
+      resourceVersion?: string;
+    }
+  | {
+      type: 'ERROR';
+      error: KubernetesFetchError;
+    };
+
+/** Backstage's KubernetesWatcher. */
+export interface KubernetesWatcher {
+  watchResource(
+    params: KubernetesWatchParams,
+    options?: KubernetesWatchOptions,
+  ): AsyncGenerator<KubernetesWatchEvent, void, undefined>;
+}
+
+/** The methods of Backstage's LoggerService this package calls (warn) or may call. */
+export interface LoggerService {
+  error(message: string, meta?: Error | JsonObject): void;
+  warn(message: string, meta?: Error | JsonObject): void;
+  info(message: string, meta?: Error | JsonObject): void;
+  debug(message: string, meta?: Error | JsonObject): void;
+  child(meta: JsonObject): LoggerService;
+}
+
+/** Options of {@link NativeKubernetesWatcher}. */
+export interface NativeKubernetesWatcherOptions {
+  /** Receives warnings (malformed lines, HTTP and network errors). Default: console.warn. */
+  logger?: Pick<LoggerService, 'warn' | 'error'> & Partial<LoggerService>;
+  /** Where the in-cluster service account lives; default `/var/run/secrets/kubernetes.io/serviceaccount`. */
+  serviceAccountDir?: string;
+}
+
+/** Backstage's KubernetesWatcher, implemented natively. */
+export declare class NativeKubernetesWatcher implements KubernetesWatcher {
+  constructor(options?: NativeKubernetesWatcherOptions);
+  watchResource(
+    params: KubernetesWatchParams,
+    options?: KubernetesWatchOptions,
+  ): AsyncGenerator<KubernetesWatchEvent, void, undefined>;
+}
