@@ -47,5 +47,9 @@ if (build.error?.code === 'ENOENT') {
   process.exit(1);
 }
 if (build.status !== 0) process.exit(build.status ?? 1);
-fs.copyFileSync(builtLibrary(), target);
+// Copy then rename: a process that has the old binary loaded keeps its (unlinked) file intact,
+// where copying over it in place could crash that process.
+const staging = `${target}.${process.pid}.tmp`;
+fs.copyFileSync(builtLibrary(), staging);
+fs.renameSync(staging, target);
 console.log(`kube-watch-native: built ${path.basename(target)}`);

@@ -29,6 +29,7 @@ pub struct WatchSpec {
     pub cluster_url: String,
     pub auth_provider: Option<String>,
     pub has_service_account_token: Option<bool>,
+    #[napi(js_name = "skipTLSVerify")]
     pub skip_tls_verify: Option<bool>,
     pub ca_data: Option<String>,
     pub ca_file: Option<String>,

@@ -73,15 +73,13 @@ impl Failure {
     /// The JSON text of the `{ type: 'ERROR', error }` event for `resource_path`, with exactly
     /// the keys `errorType`, `statusCode` and `resourcePath`.
     pub fn event_json(&self, resource_path: &str) -> String {
-        serde_json::json!({
-            "type": "ERROR",
-            "error": {
-                "errorType": self.error_type.as_str(),
-                "statusCode": self.status_code,
-                "resourcePath": resource_path,
-            }
-        })
-        .to_string()
+        // Written out rather than through `json!`, whose map would sort the keys.
+        let path = serde_json::Value::from(resource_path);
+        format!(
+            r#"{{"type":"ERROR","error":{{"errorType":"{}","statusCode":{},"resourcePath":{path}}}}}"#,
+            self.error_type.as_str(),
+            self.status_code,
+        )
     }
 }
 
@@ -169,11 +167,17 @@ mod tests {
     #[test]
     fn error_event_json_has_exactly_three_keys() {
         let json = Failure::from_status(410).event_json("/api/v1/pods");
+        assert_eq!(
+            json,
+            r#"{"type":"ERROR","error":{"errorType":"UNKNOWN_ERROR","statusCode":410,"resourcePath":"/api/v1/pods"}}"#
+        );
+        let json = Failure::system().event_json("/api/v1/namespaces/\"q\"/pods");
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(
             value,
             serde_json::json!({"type": "ERROR", "error": {
-                "errorType": "UNKNOWN_ERROR", "statusCode": 410, "resourcePath": "/api/v1/pods"}})
+                "errorType": "SYSTEM_ERROR", "statusCode": 0,
+                "resourcePath": "/api/v1/namespaces/\"q\"/pods"}})
         );
     }
 
