@@ -194,7 +194,11 @@ mod tests {
     #[test]
     fn client_side_providers_are_refused_as_bad_request() {
         for provider in ["google", "oidc", "aks"] {
-            let plan = plan(&cluster(Some(provider)), &bearer(), &InClusterEnv::default());
+            let plan = plan(
+                &cluster(Some(provider)),
+                &bearer(),
+                &InClusterEnv::default(),
+            );
             assert_eq!(refused_status(plan), 400, "{provider}");
         }
     }

@@ -121,8 +121,12 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
         ("anonymous", _, _) => Credential::Anonymous,
         _ => Credential::Bearer(spec.token.clone().unwrap_or_default()),
     };
-    let ca_path = Path::new(spec.service_account_dir.as_deref().unwrap_or(SERVICE_ACCOUNT_DIR))
-        .join("ca.crt");
+    let ca_path = Path::new(
+        spec.service_account_dir
+            .as_deref()
+            .unwrap_or(SERVICE_ACCOUNT_DIR),
+    )
+    .join("ca.crt");
     let env = InClusterEnv {
         host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
         port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),

@@ -166,9 +166,15 @@ mod tests {
             error_type: ErrorType::SystemError,
             status_code: 500,
         });
-        assert_eq!(classify(br#"{"type":"ERROR","object":{"kind":"Status"}}"#), expected);
+        assert_eq!(
+            classify(br#"{"type":"ERROR","object":{"kind":"Status"}}"#),
+            expected
+        );
         assert_eq!(classify(br#"{"type":"ERROR"}"#), expected);
-        assert_eq!(classify(br#"{"type":"ERROR","object":{"code":0}}"#), expected);
+        assert_eq!(
+            classify(br#"{"type":"ERROR","object":{"code":0}}"#),
+            expected
+        );
         assert_eq!(classify(br#"{"type":"ERROR","object":"gone"}"#), expected);
     }
 

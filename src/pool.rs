@@ -44,7 +44,10 @@ impl Drop for Lease {
 impl ClientPool {
     /// Lends a client for `key`, building one when every existing client is full.
     pub fn lease(&self, key: &ClientKey) -> Result<Lease, WatchError> {
-        let mut slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let clients = slots.entry(key.clone()).or_default();
         // Idle extra clients go, so a burst of watches does not leave connections behind.
         let mut kept_idle = false;
@@ -75,7 +78,10 @@ impl ClientPool {
 
     /// How many distinct clients the pool holds (for tests and diagnostics).
     pub fn client_count(&self) -> usize {
-        let slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         slots.values().map(Vec::len).sum()
     }
 }

@@ -34,9 +34,9 @@ impl Redactor {
 
     /// `text` with every secret masked.
     pub fn apply(&self, text: &str) -> String {
-        self.secrets
-            .iter()
-            .fold(text.to_owned(), |acc, secret| acc.replace(secret, "[REDACTED]"))
+        self.secrets.iter().fold(text.to_owned(), |acc, secret| {
+            acc.replace(secret, "[REDACTED]")
+        })
     }
 }
 

@@ -152,7 +152,10 @@ mod tests {
             resource("", "v1", "pods", Some("a b/c?d#é")).path(),
             "/api/v1/namespaces/a%20b%2Fc%3Fd%23%C3%A9/pods"
         );
-        assert_eq!(resource("", "v1", "x!~*'()", None).path(), "/api/v1/x!~*'()");
+        assert_eq!(
+            resource("", "v1", "x!~*'()", None).path(),
+            "/api/v1/x!~*'()"
+        );
     }
 
     #[test]
@@ -186,7 +189,11 @@ mod tests {
             "https://rancher.example/k8s/clusters/c-1/api/v1/pods?watch=true"
         );
         assert_eq!(
-            watch_url("http://127.0.0.1:8001", "/api/v1/pods", &WatchQuery::default()),
+            watch_url(
+                "http://127.0.0.1:8001",
+                "/api/v1/pods",
+                &WatchQuery::default()
+            ),
             "http://127.0.0.1:8001/api/v1/pods?watch=true"
         );
     }

@@ -70,9 +70,7 @@ impl ClientKey {
             let certs = reqwest::Certificate::from_pem_bundle(pem)
                 .map_err(|err| WatchError::Config(format!("CA is not valid PEM: {err}")))?;
             if certs.is_empty() {
-                return Err(WatchError::Config(
-                    "CA holds no PEM certificate".to_owned(),
-                ));
+                return Err(WatchError::Config("CA holds no PEM certificate".to_owned()));
             }
             builder = builder.tls_built_in_root_certs(false);
             for cert in certs {
@@ -147,8 +145,8 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD.encode(pem);
         let key = ClientKey::resolve(&connection("https://h", Some(CaSource::Data(b64)))).unwrap();
         assert_eq!(key.ca_pem.as_deref(), Some(pem.as_bytes()));
-        let key = ClientKey::resolve(&connection("https://h", Some(CaSource::Data(pem.into()))))
-            .unwrap();
+        let key =
+            ClientKey::resolve(&connection("https://h", Some(CaSource::Data(pem.into())))).unwrap();
         assert_eq!(key.ca_pem.as_deref(), Some(pem.as_bytes()));
     }
 
@@ -178,7 +176,10 @@ mod tests {
     fn a_bad_identity_error_does_not_quote_the_key() {
         let mut conn = connection("https://h", None);
         conn.identity = Some(("not a cert".into(), "SECRETKEYMATERIAL".into()));
-        let err = ClientKey::resolve(&conn).unwrap().build_client().unwrap_err();
+        let err = ClientKey::resolve(&conn)
+            .unwrap()
+            .build_client()
+            .unwrap_err();
         assert!(!err.to_string().contains("SECRETKEYMATERIAL"));
     }
 }

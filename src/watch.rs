@@ -252,11 +252,13 @@ impl Producer {
         loop {
             let next = response.chunk();
             let chunk = match config.idle_timeout {
-                Some(idle) => tokio::time::timeout(idle, next)
-                    .await
-                    .map_err(|_| WatchError::Idle {
-                        seconds: idle.as_secs_f64(),
-                    })?,
+                Some(idle) => {
+                    tokio::time::timeout(idle, next)
+                        .await
+                        .map_err(|_| WatchError::Idle {
+                            seconds: idle.as_secs_f64(),
+                        })?
+                }
                 None => next.await,
             };
             let Some(chunk) = chunk.map_err(WatchError::Body)? else {
@@ -343,7 +345,10 @@ mod tests {
         let budget = Arc::new(Semaphore::new(100));
         let permit = |n| budget.clone().try_acquire_many_owned(n).unwrap();
         let mut builder = BatchBuilder::new("/api/v1/pods");
-        builder.push(Item::Event(Bytes::from_static(br#"{"type":"ADDED"}"#), permit(1)));
+        builder.push(Item::Event(
+            Bytes::from_static(br#"{"type":"ADDED"}"#),
+            permit(1),
+        ));
         builder.push(Item::Warning("w".into()));
         builder.push(Item::Failure(Failure::from_status(410)));
         let batch = builder.finish(true);
@@ -353,7 +358,11 @@ mod tests {
         assert_eq!(parsed[1]["error"]["resourcePath"], "/api/v1/pods");
         assert_eq!(batch.warnings, vec!["w".to_owned()]);
         assert!(batch.done);
-        assert_eq!(budget.available_permits(), 100, "permits return with the batch");
+        assert_eq!(
+            budget.available_permits(),
+            100,
+            "permits return with the batch"
+        );
     }
 
     #[test]
@@ -364,7 +373,11 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn refused_watches_yield_warning_then_error_then_end() {
-        let watch = Watch::refused("/api/v1/pods".into(), Failure::from_status(400), "no".into());
+        let watch = Watch::refused(
+            "/api/v1/pods".into(),
+            Failure::from_status(400),
+            "no".into(),
+        );
         let batch = watch.next_batch().await;
         assert_eq!(batch.warnings, vec!["no".to_owned()]);
         assert!(batch.events.contains("BAD_REQUEST"));
@@ -426,7 +439,13 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         watch.cancel();
         let batch = watch.next_batch().await;
-        assert_eq!(batch, Batch { done: true, ..Batch::default() });
+        assert_eq!(
+            batch,
+            Batch {
+                done: true,
+                ..Batch::default()
+            }
+        );
         tokio::time::timeout(Duration::from_secs(1), closed)
             .await
             .expect("socket closed within a second")
