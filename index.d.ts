@@ -153,3 +153,42 @@ export declare class NativeKubernetesWatcher implements KubernetesWatcher {
     options?: KubernetesWatchOptions,
   ): AsyncGenerator<KubernetesWatchEvent, void, undefined>;
 }
+
+/** Options of {@link loadKubeconfig}. */
+export interface LoadKubeconfigOptions {
+  /** Kubeconfig file to read; overrides `KUBECONFIG` and `~/.kube/config`. Must exist. */
+  path?: string;
+  /** Context to use instead of the file's `current-context`. */
+  context?: string;
+  /** Environment to read `KUBECONFIG` and `KUBERNETES_SERVICE_HOST`/`_PORT` from (default `process.env`). */
+  env?: Record<string, string | undefined>;
+  /** Home directory holding `.kube/config` (default `os.homedir()`). */
+  homedir?: string;
+  /** Where the in-cluster `token`, `ca.crt` and `namespace` are (default `/var/run/secrets/kubernetes.io/serviceaccount`). */
+  serviceAccountDir?: string;
+}
+
+/** What {@link loadKubeconfig} found: `clusterDetails` and `credential` go straight into `watchResource`. */
+export interface LoadedKubeconfig {
+  clusterDetails: ClusterDetails;
+  credential: KubernetesCredential;
+  /** The context's namespace, the pod's namespace in-cluster, else `'default'`. */
+  namespace: string;
+  /** The context used (`'in-cluster'` for the service-account fallback). */
+  contextName: string;
+  source: 'kubeconfig' | 'in-cluster';
+}
+
+/** Why a kubeconfig cannot be used; the message names files, contexts and fields, never secrets. */
+export declare class KubeconfigError extends Error {
+  readonly name: 'KubeconfigError';
+  readonly code: 'ERR_KUBECONFIG';
+}
+
+/**
+ * Reads `options.path`, else the files in `KUBECONFIG` (merged first-wins, as kubectl does),
+ * else `~/.kube/config`, else the in-cluster service account. Supports static tokens,
+ * token files and client certificates; throws {@link KubeconfigError} for exec plugins,
+ * auth providers, basic auth, impersonation, `tls-server-name` and `proxy-url`.
+ */
+export declare function loadKubeconfig(options?: LoadKubeconfigOptions): LoadedKubeconfig;

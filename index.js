@@ -2,5 +2,6 @@
 // Public entry point of kube-watch-native.
 
 const { NativeKubernetesWatcher } = require('./lib/watcher');
+const { loadKubeconfig, KubeconfigError } = require('./lib/kubeconfig');
 
-module.exports = { NativeKubernetesWatcher };
+module.exports = { NativeKubernetesWatcher, loadKubeconfig, KubeconfigError };

@@ -64,3 +64,15 @@ export async function consume(): Promise<string[]> {
 // Extra limits are optional fields of the options type.
 const native = new NativeKubernetesWatcher();
 void native.watchResource(ownParams, { ...ownOptions, idleTimeoutSeconds: 5, maxLineBytes: 1024 });
+
+// The kubeconfig loader's result feeds watchResource directly.
+import { loadKubeconfig, KubeconfigError } from '../..';
+export function fromKubeconfig(): AsyncGenerator<KubernetesWatchEvent, void, undefined> | string {
+  try {
+    const { clusterDetails, credential, namespace } = loadKubeconfig({ context: 'dev' });
+    return watcher.watchResource({ clusterDetails, credential, group: '', apiVersion: 'v1', plural: 'pods' }, { namespace });
+  } catch (err) {
+    if (err instanceof KubeconfigError) return err.code;
+    throw err;
+  }
+}

@@ -1,0 +1,304 @@
+#!/usr/bin/env node
+'use strict';
+// kube-watch: `kubectl get -w` on top of NativeKubernetesWatcher.
+// Exit codes: 0 the watch ended (server timeout, Ctrl-C, --demo-seconds); 1 it ended with
+// an ERROR event; 2 usage or kubeconfig error.
+
+const { parseArgs } = require('node:util');
+
+const { loadKubeconfig, KubeconfigError } = require('../lib/kubeconfig');
+const { parseResourceArg, ResourceArgError } = require('../lib/resource-arg');
+const { createLogger, createTableFormatter, formatWatchError, shouldColor } = require('../lib/cli-format');
+
+const USAGE = `Usage: kube-watch RESOURCE [options]
+       kube-watch --demo [RESOURCE] [options]
+
+Stream Kubernetes watch events, like \`kubectl get -w\`, through the native watcher.
+
+RESOURCE
+  pods, po, deployments.apps, deploy        well-known resources and short names
+  crontabs.stable.example.com/v1            any group, with its version
+  apps/v1/deployments, v1/pods              group/version/plural
+  Resources the built-in table does not know are assumed namespaced: use -A for
+  cluster-scoped custom resources.
+
+Options
+  -n, --namespace NS          namespace to watch (default: the context's namespace)
+  -A, --all-namespaces        watch every namespace
+  -l, --selector SELECTOR     label selector, e.g. app=web,tier!=cache
+  -o, --output FORMAT         table (default) or json (one event per line, as yielded)
+      --resource-version RV   start after this resourceVersion
+      --bookmarks             ask for BOOKMARK events (allowWatchBookmarks)
+      --send-initial-events   start with the current objects, then a bookmark
+                              (implies --bookmarks and resourceVersionMatch=NotOlderThan)
+      --timeout SECONDS       ask the server to end the watch after SECONDS
+      --kubeconfig PATH       kubeconfig file (default: $KUBECONFIG, then ~/.kube/config,
+                              then the in-cluster service account)
+      --context NAME          kubeconfig context (default: current-context)
+      --demo                  watch a simulated cluster with a generated workload
+                              (no kubeconfig needed; pods in all namespaces by default)
+      --demo-seconds N        stop the demo after N seconds (default 30)
+  -v, --verbose               print debug logging on stderr
+  -h, --help                  print this help
+      --version               print the version
+
+Exit status: 0 when the watch ends or is interrupted, 1 when it ends with an error
+event, 2 for usage or kubeconfig errors.
+`;
+
+const OPTIONS = {
+  namespace: { type: 'string', short: 'n' },
+  'all-namespaces': { type: 'boolean', short: 'A' },
+  selector: { type: 'string', short: 'l' },
+  output: { type: 'string', short: 'o' },
+  'resource-version': { type: 'string' },
+  bookmarks: { type: 'boolean' },
+  'send-initial-events': { type: 'boolean' },
+  timeout: { type: 'string' },
+  kubeconfig: { type: 'string' },
+  context: { type: 'string' },
+  demo: { type: 'boolean' },
+  'demo-seconds': { type: 'string' },
+  verbose: { type: 'boolean', short: 'v' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+};
+
+/** A problem with the command line: message on stderr, exit 2. */
+class UsageError extends Error {}
+
+function parseCommandLine(argv) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    // parseArgs' unknown-option message goes on about positionals starting with '-'.
+    const message = err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? err.message.split('. ')[0] : err.message;
+    throw new UsageError(message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help || values.version) return { values, positionals };
+
+  if (positionals.length > 1) throw new UsageError(`expected one resource, got ${positionals.length}: ${positionals.join(' ')}`);
+  if (positionals.length === 0 && !values.demo) throw new UsageError('a resource type is required, e.g. kube-watch pods');
+  const output = values.output ?? 'table';
+  if (output !== 'table' && output !== 'json') throw new UsageError(`--output must be table or json, not "${output}"`);
+  for (const name of ['namespace', 'selector', 'resource-version', 'kubeconfig', 'context']) {
+    if (values[name] !== undefined && values[name].trim() === '') throw new UsageError(`--${name} needs a non-empty value`);
+  }
+  const timeout = values.timeout === undefined ? undefined : positiveInteger(values.timeout, '--timeout');
+  const demoSeconds = values['demo-seconds'] === undefined ? 30 : positiveNumber(values['demo-seconds'], '--demo-seconds');
+  if (values['demo-seconds'] !== undefined && !values.demo) throw new UsageError('--demo-seconds only applies with --demo');
+
+  let resource;
+  try {
+    resource = parseResourceArg(positionals[0] ?? 'pods');
+  } catch (err) {
+    if (err instanceof ResourceArgError) throw new UsageError(err.message);
+    throw err;
+  }
+  return { values, positionals, output, timeout, demoSeconds, resource };
+}
+
+function positiveInteger(text, flag) {
+  if (!/^\d+$/.test(text) || Number(text) < 1) throw new UsageError(`${flag} must be a whole number of seconds (1 or more), not "${text}"`);
+  return Number(text);
+}
+
+function positiveNumber(text, flag) {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n) || n <= 0) throw new UsageError(`${flag} must be a positive number of seconds, not "${text}"`);
+  return n;
+}
+
+/**
+ * Runs the command; resolves to the exit code. Never calls process.exit itself except
+ * on a second Ctrl-C or when something fails to let go of the event loop after an abort.
+ */
+async function main(argv) {
+  const stdout = process.stdout;
+  const stderr = process.stderr;
+
+  let cmd;
+  try {
+    cmd = parseCommandLine(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    stderr.write(`kube-watch: ${err.message}\nRun kube-watch --help for usage.\n`);
+    return 2;
+  }
+  const { values, resource } = cmd;
+  if (values.help) {
+    stdout.write(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    stdout.write(`${require('../package.json').version}\n`);
+    return 0;
+  }
+
+  const logger = createLogger({ verbose: Boolean(values.verbose), stream: stderr });
+  const controller = new AbortController();
+  const cleanups = [];
+
+  // Ctrl-C / SIGTERM end the watch through its AbortSignal; a second one gives up waiting.
+  let interrupted = false;
+  const onSignal = (signal) => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    logger.debug(`${signal}: stopping the watch`);
+    controller.abort();
+    // The aborted watch must let the process go; if it does not, do not hang the terminal.
+    setTimeout(() => process.exit(0), 3000).unref();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  cleanups.push(() => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  });
+
+  // A closed pipe (`kube-watch pods | head`) ends the watch quietly.
+  let stdoutOpen = true;
+  const onStdoutError = (err) => {
+    stdoutOpen = false;
+    if (err.code !== 'EPIPE') stderr.write(`kube-watch: cannot write output: ${err.message}\n`);
+    controller.abort();
+  };
+  stdout.on('error', onStdoutError);
+  cleanups.push(() => stdout.off('error', onStdoutError));
+
+  try {
+    let target;
+    if (values.demo) {
+      target = await startDemo(cmd, controller, logger, cleanups, stderr);
+    } else {
+      try {
+        target = loadKubeconfig({ path: values.kubeconfig, context: values.context });
+      } catch (err) {
+        if (!(err instanceof KubeconfigError)) throw err;
+        stderr.write(`kube-watch: ${err.message}\n`);
+        return 2;
+      }
+    }
+
+    let namespace;
+    if (!resource.namespaced) {
+      if (values.namespace) logger.debug(`${resource.display} is cluster-scoped: ignoring --namespace`);
+    } else if (!values['all-namespaces']) {
+      namespace = values.namespace ?? target.namespace;
+    }
+
+    let NativeKubernetesWatcher;
+    try {
+      ({ NativeKubernetesWatcher } = require('..'));
+    } catch (err) {
+      stderr.write(`kube-watch: the native addon could not be loaded: ${err.message}\n`);
+      return 1;
+    }
+
+    const params = {
+      clusterDetails: target.clusterDetails,
+      credential: target.credential,
+      group: resource.group,
+      apiVersion: resource.apiVersion,
+      plural: resource.plural,
+    };
+    const options = { signal: controller.signal };
+    if (namespace) options.namespace = namespace;
+    if (values.selector) options.labelSelector = values.selector;
+    if (values['resource-version']) options.resourceVersion = values['resource-version'];
+    if (cmd.timeout) options.timeoutSeconds = cmd.timeout;
+    if (values.bookmarks || values['send-initial-events']) options.allowWatchBookmarks = true;
+    if (values['send-initial-events']) {
+      options.sendInitialEvents = true;
+      options.resourceVersionMatch = 'NotOlderThan';
+    }
+    logger.debug(
+      `watching ${resource.display} (${resource.group || 'core'}/${resource.apiVersion}) ` +
+        `${namespace ? `in namespace ${namespace}` : 'in all namespaces'} on ${target.clusterDetails.url} ` +
+        `(context ${target.contextName})`,
+    );
+
+    const watcher = new NativeKubernetesWatcher({ logger });
+    const json = cmd.output === 'json';
+    const table = createTableFormatter({ plural: resource.plural, color: shouldColor(stdout) });
+    const write = (line) => {
+      if (stdoutOpen) stdout.write(`${line}\n`);
+    };
+    // Like kubectl, the header comes with the first row: a watch that fails prints none.
+    let headerDone = json;
+    let failed = false;
+    for await (const ev of watcher.watchResource(params, options)) {
+      if (ev.type === 'ERROR') {
+        if (json) write(JSON.stringify(ev));
+        stderr.write(`${formatWatchError(ev, { display: resource.display, clusterUrl: target.clusterDetails.url })}\n`);
+        failed = true;
+        break; // the watcher ends the stream after an ERROR anyway
+      }
+      if (!headerDone) {
+        write(table.header());
+        headerDone = true;
+      }
+      write(json ? JSON.stringify(ev) : table.line(ev));
+    }
+    if (interrupted) logger.debug('watch stopped');
+    return failed ? 1 : 0;
+  } finally {
+    for (const cleanup of cleanups.reverse()) {
+      try {
+        await cleanup();
+      } catch (err) {
+        logger.debug(`cleanup failed: ${err.message}`);
+      }
+    }
+  }
+}
+
+/** Starts the simulated cluster and its workload; returns the watch target. */
+async function startDemo(cmd, controller, logger, cleanups, stderr) {
+  const { createSimulator, startWorkload } = require('../sim');
+  const sim = await createSimulator();
+  cleanups.push(() => sim.close());
+  const workload = startWorkload(sim, { intervalMs: 250 });
+  cleanups.push(() => workload.stop());
+  const timer = setTimeout(() => controller.abort(), cmd.demoSeconds * 1000);
+  cleanups.push(() => clearTimeout(timer));
+  stderr.write(
+    `kube-watch: demo — a simulated cluster (not a real one) at ${sim.url} with a generated workload; ` +
+      `stopping after ${cmd.demoSeconds}s or Ctrl-C\n`,
+  );
+  logger.debug('demo: anonymous credential, kubectl-proxy style');
+  return {
+    clusterDetails: {
+      name: 'kube-watch-demo',
+      url: sim.url,
+      authMetadata: { 'kubernetes.io/auth-provider': 'localKubectlProxy' },
+    },
+    credential: { type: 'anonymous' },
+    // The demo watches every namespace unless -n is given.
+    namespace: cmd.values.namespace ? cmd.values.namespace : undefined,
+    contextName: 'demo',
+  };
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+      // Everything is closed by now; if a handle still holds the loop, do not hang.
+      setTimeout(() => {
+        if (process.argv.includes('-v') || process.argv.includes('--verbose')) {
+          process.stderr.write('debug: a handle still held the event loop 2s after the watch ended; exiting\n');
+        }
+        process.exit(code);
+      }, 2000).unref();
+    },
+    (err) => {
+      process.stderr.write(`kube-watch: internal error: ${err && err.stack ? err.stack : err}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+module.exports = { main, parseCommandLine, USAGE };

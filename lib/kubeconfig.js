@@ -1,0 +1,422 @@
+'use strict';
+/**
+ * Turns a kubeconfig file (or, failing that, the pod's service account) into the
+ * `{ clusterDetails, credential }` pair that `NativeKubernetesWatcher#watchResource` takes.
+ *
+ * Which file:
+ *  1. `options.path` when given (it must exist);
+ *  2. else every existing file named in `KUBECONFIG` (a `:`-separated list, `;` on Windows),
+ *     merged the way kubectl merges them: the first file that sets `current-context` wins,
+ *     and for clusters, users and contexts the first file that defines a name wins
+ *     (entries are never merged field by field);
+ *  3. else `~/.kube/config`;
+ *  4. else, inside a pod (`KUBERNETES_SERVICE_HOST` set and a service-account token
+ *     mounted), the in-cluster service account.
+ *
+ * Relative file paths in an entry (`certificate-authority`, `client-certificate`,
+ * `client-key`, `tokenFile`) are resolved against the directory of the file that defined
+ * that entry, as kubectl does.
+ *
+ * Only static credentials are supported: a bearer token (`token`, `tokenFile`), a client
+ * certificate (inline `-data` or files), or none (anonymous, allowed by the watcher only
+ * for a local `kubectl proxy`). Exec plugins, auth providers, basic auth, impersonation,
+ * `tls-server-name` and `proxy-url` are refused with a `KubeconfigError` that says which
+ * context, cluster or user asked for them: a watch that silently ignored them would talk
+ * to the wrong server or as the wrong identity.
+ *
+ * Error messages name files, contexts, clusters, users and fields, never the value of a
+ * token, key, password or certificate (YAML syntax errors are reported by line and column
+ * only, because the YAML parser's own message quotes the offending source line).
+ */
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const YAML = require('yaml');
+
+/** Where Kubernetes mounts a pod's service-account token, CA and namespace. */
+const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** A kubeconfig that cannot be used; the message is safe to print (no secrets in it). */
+class KubeconfigError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'KubeconfigError';
+    this.code = 'ERR_KUBECONFIG';
+  }
+}
+
+/**
+ * @param {object} [options]
+ * @param {string} [options.path] kubeconfig file to read (overrides KUBECONFIG and ~/.kube/config)
+ * @param {string} [options.context] context to use instead of `current-context`
+ * @param {Record<string, string | undefined>} [options.env] environment (default `process.env`)
+ * @param {string} [options.homedir] home directory (default `os.homedir()`)
+ * @param {string} [options.serviceAccountDir] where the in-cluster token, ca.crt and namespace live
+ * @returns {{ clusterDetails: object, credential: object, namespace: string,
+ *   contextName: string, source: 'kubeconfig' | 'in-cluster' }}
+ * @throws {KubeconfigError}
+ */
+function loadKubeconfig(options = {}) {
+  const {
+    path: explicitPath,
+    context: requestedContext,
+    env = process.env,
+    homedir = os.homedir(),
+    serviceAccountDir = DEFAULT_SERVICE_ACCOUNT_DIR,
+  } = options;
+
+  let candidates;
+  if (explicitPath) {
+    const file = path.resolve(explicitPath);
+    if (!isFile(file)) throw new KubeconfigError(`kubeconfig ${file} does not exist or is not a file`);
+    candidates = [file];
+  } else if (env.KUBECONFIG) {
+    candidates = env.KUBECONFIG.split(path.delimiter).filter(Boolean).map((p) => path.resolve(p));
+  } else {
+    candidates = [path.join(homedir, '.kube', 'config')];
+  }
+
+  const files = candidates.filter(isFile);
+  if (files.length === 0) {
+    const looked = env.KUBECONFIG && !explicitPath
+      ? `KUBECONFIG (${candidates.join(', ') || 'empty'})`
+      : candidates.join(', ');
+    const inCluster = loadInCluster(env, serviceAccountDir);
+    if (inCluster.result) {
+      if (requestedContext) {
+        throw new KubeconfigError(
+          `context "${requestedContext}" was requested, but no kubeconfig file exists (looked at ${looked}); ` +
+            'only the in-cluster service account is available',
+        );
+      }
+      return inCluster.result;
+    }
+    throw new KubeconfigError(
+      `no kubeconfig found: looked at ${looked}, and in-cluster configuration is not available ` +
+        `(${inCluster.reason}); pass --kubeconfig PATH or set KUBECONFIG`,
+    );
+  }
+
+  const config = mergeFiles(files);
+  return resolveContext(config, requestedContext);
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading and merging files
+
+/** Parses each file and merges them first-wins (see the module comment). */
+function mergeFiles(files) {
+  const config = {
+    files,
+    currentContext: '',
+    currentContextFile: '',
+    clusters: new Map(),
+    users: new Map(),
+    contexts: new Map(),
+  };
+  for (const file of files) {
+    const doc = parseFile(file);
+    const current = scalar(doc['current-context']);
+    if (!config.currentContext && current) {
+      config.currentContext = current;
+      config.currentContextFile = file;
+    }
+    addNamed(config.clusters, doc, 'clusters', 'cluster', file);
+    addNamed(config.users, doc, 'users', 'user', file);
+    addNamed(config.contexts, doc, 'contexts', 'context', file);
+  }
+  return config;
+}
+
+function parseFile(file) {
+  let text;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new KubeconfigError(`cannot read kubeconfig ${file}: ${err.code || err.message}`);
+  }
+  let doc;
+  try {
+    // The failsafe schema keeps every scalar a string, as kubectl's typed Go structs do:
+    // a token such as `0x1F` or `1e3` must not turn into a number.
+    doc = YAML.parse(text, { schema: 'failsafe' });
+  } catch (err) {
+    // The parser's message quotes the offending line, which may hold a token: report
+    // only the error code and the position.
+    const where = err.linePos ? ` at line ${err.linePos[0].line}, column ${err.linePos[0].col}` : '';
+    throw new KubeconfigError(`kubeconfig ${file} is not valid YAML (${err.code || 'parse error'}${where})`);
+  }
+  if (doc === null || doc === undefined || doc === '') return {};
+  if (!isMapping(doc)) throw new KubeconfigError(`kubeconfig ${file} is not a YAML mapping`);
+  return doc;
+}
+
+/** Adds `doc[listKey]` entries `{ name, [itemKey]: {...} }` to `map`, first wins. */
+function addNamed(map, doc, listKey, itemKey, file) {
+  const list = doc[listKey];
+  if (list === undefined || isNull(list)) return;
+  if (!Array.isArray(list)) throw new KubeconfigError(`kubeconfig ${file}: "${listKey}" must be a list`);
+  list.forEach((entry, i) => {
+    const name = isMapping(entry) ? scalar(entry.name) : '';
+    if (!name) throw new KubeconfigError(`kubeconfig ${file}: ${listKey}[${i}] has no name`);
+    const body = entry[itemKey];
+    if (body !== undefined && !isNull(body) && !isMapping(body)) {
+      throw new KubeconfigError(`kubeconfig ${file}: ${itemKey} "${name}" must be a mapping`);
+    }
+    if (!map.has(name)) map.set(name, { name, body: isMapping(body) ? body : {}, file, dir: path.dirname(file) });
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// From a context to watch parameters
+
+function resolveContext(config, requestedContext) {
+  const where = config.files.length === 1 ? config.files[0] : `the merged kubeconfig (${config.files.join(', ')})`;
+  const available = [...config.contexts.keys()];
+  const availableText = available.length ? `available contexts: ${available.join(', ')}` : 'it defines no contexts';
+
+  const contextName = requestedContext || config.currentContext;
+  if (!contextName) {
+    throw new KubeconfigError(`${where} has no current-context; choose one with --context NAME (${availableText})`);
+  }
+  const ctx = config.contexts.get(contextName);
+  if (!ctx) {
+    const how = requestedContext ? '' : ` (the current-context of ${config.currentContextFile})`;
+    throw new KubeconfigError(`context "${contextName}"${how} not found in ${where}; ${availableText}`);
+  }
+
+  const clusterName = scalar(ctx.body.cluster);
+  if (!clusterName) throw new KubeconfigError(`context "${contextName}" in ${ctx.file} names no cluster`);
+  const cluster = config.clusters.get(clusterName);
+  if (!cluster) {
+    throw new KubeconfigError(`context "${contextName}" refers to cluster "${clusterName}", which ${where} does not define`);
+  }
+  const clusterDetails = clusterDetailsFor(contextName, cluster);
+
+  const userName = scalar(ctx.body.user);
+  let credential = { type: 'anonymous' };
+  if (userName) {
+    const user = config.users.get(userName);
+    if (!user) {
+      throw new KubeconfigError(`context "${contextName}" refers to user "${userName}", which ${where} does not define`);
+    }
+    credential = credentialFor(contextName, user);
+  }
+  if (credential.type === 'anonymous' && isLocalPlainHttp(clusterDetails.url)) {
+    // kubectl proxy: the proxy adds the credentials, so no credential here is expected.
+    clusterDetails.authMetadata['kubernetes.io/auth-provider'] = 'localKubectlProxy';
+  }
+
+  return {
+    clusterDetails,
+    credential,
+    namespace: scalar(ctx.body.namespace) || 'default',
+    contextName,
+    source: 'kubeconfig',
+  };
+}
+
+function clusterDetailsFor(contextName, { name, body, file, dir }) {
+  const what = `context "${contextName}": cluster "${name}"`;
+  for (const field of ['tls-server-name', 'proxy-url']) {
+    if (scalar(body[field])) {
+      throw new KubeconfigError(`${what} sets ${field}, which kube-watch-native does not support`);
+    }
+  }
+  const server = scalar(body.server);
+  if (!server) throw new KubeconfigError(`${what} in ${file} has no server`);
+  let parsed;
+  try {
+    parsed = new URL(server);
+  } catch {
+    throw new KubeconfigError(`${what}: server "${server}" is not a URL`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+    throw new KubeconfigError(`${what}: server "${server}" must be an http:// or https:// URL`);
+  }
+  if (parsed.username || parsed.password) {
+    throw new KubeconfigError(`${what}: server URL carries credentials (user:password@host), which is not supported`);
+  }
+
+  const details = { name, url: server.replace(/\/+$/, ''), authMetadata: {} };
+  const caData = scalar(body['certificate-authority-data']);
+  const caPath = scalar(body['certificate-authority']);
+  if (caData) {
+    // kubectl's rule: inline data wins over a file when both are given.
+    if (!decodeBase64(caData).includes('-----BEGIN')) {
+      throw new KubeconfigError(`${what}: certificate-authority-data is not base64 of a PEM certificate`);
+    }
+    details.caData = caData;
+  } else if (caPath) {
+    const caFile = path.resolve(dir, caPath);
+    if (!isFile(caFile)) throw new KubeconfigError(`${what}: certificate-authority file ${caFile} does not exist`);
+    details.caFile = caFile;
+  }
+  if (bool(body['insecure-skip-tls-verify'], `${what}: insecure-skip-tls-verify`)) details.skipTLSVerify = true;
+  return details;
+}
+
+function credentialFor(contextName, { name, body, dir }) {
+  const what = `context "${contextName}": user "${name}"`;
+
+  if (body.exec !== undefined && !isNull(body.exec)) {
+    const command = isMapping(body.exec) ? scalar(body.exec.command) : '';
+    throw new KubeconfigError(
+      `${what} uses an exec credential plugin (command ${command ? `"${command}"` : 'not set'}), ` +
+        'which kube-watch-native does not run; use a kubeconfig with a static token ' +
+        '(for example from `kubectl create token SERVICE_ACCOUNT`) or a client certificate, ' +
+        'or run `kubectl proxy` and point a context without a user at http://127.0.0.1:8001',
+    );
+  }
+  if (body['auth-provider'] !== undefined && !isNull(body['auth-provider'])) {
+    const provider = isMapping(body['auth-provider']) ? scalar(body['auth-provider'].name) : '';
+    throw new KubeconfigError(
+      `${what} uses the "${provider || 'unnamed'}" auth-provider, which kube-watch-native does not support; ` +
+        'use a static token or client certificate, or run `kubectl proxy`',
+    );
+  }
+  if (scalar(body.username) || scalar(body.password)) {
+    throw new KubeconfigError(`${what} uses basic authentication (username/password), which kube-watch-native does not support`);
+  }
+  for (const field of ['as', 'as-uid', 'as-groups', 'as-user-extra']) {
+    const v = body[field];
+    const set = Array.isArray(v) ? v.length > 0 : isMapping(v) ? Object.keys(v).length > 0 : scalar(v) !== '';
+    if (set) {
+      throw new KubeconfigError(`${what} sets ${field} (impersonation), which kube-watch-native does not support`);
+    }
+  }
+
+  let token = scalar(body.token);
+  const tokenFile = scalar(body.tokenFile);
+  if (!token && tokenFile) {
+    const file = path.resolve(dir, tokenFile);
+    token = readText(file, `${what}: tokenFile`).trim();
+    if (!token) throw new KubeconfigError(`${what}: tokenFile ${file} is empty`);
+  }
+
+  const cert = pemFrom(body, 'client-certificate', dir, what);
+  const key = pemFrom(body, 'client-key', dir, what);
+  if (cert && !key) throw new KubeconfigError(`${what} has a client certificate but no client key (client-key or client-key-data)`);
+  if (key && !cert) throw new KubeconfigError(`${what} has a client key but no client certificate (client-certificate or client-certificate-data)`);
+
+  if (token && cert) {
+    throw new KubeconfigError(
+      `${what} sets both a bearer token and a client certificate; kube-watch-native sends one credential, ` +
+        'so keep only the one this cluster should see',
+    );
+  }
+  if (token) return { type: 'bearer token', token };
+  if (cert) return { type: 'x509 client certificate', cert, key };
+  return { type: 'anonymous' };
+}
+
+/** Reads `<field>-data` (base64 of PEM; wins) or `<field>` (a file) as a PEM string. */
+function pemFrom(body, field, dir, what) {
+  const data = scalar(body[`${field}-data`]);
+  if (data) {
+    const pem = decodeBase64(data);
+    if (!pem.includes('-----BEGIN')) throw new KubeconfigError(`${what}: ${field}-data is not base64 of a PEM block`);
+    return pem;
+  }
+  const file = scalar(body[field]);
+  if (!file) return '';
+  const resolved = path.resolve(dir, file);
+  const pem = readText(resolved, `${what}: ${field}`);
+  if (!pem.includes('-----BEGIN')) throw new KubeconfigError(`${what}: ${field} file ${resolved} is not PEM`);
+  return pem;
+}
+
+// ---------------------------------------------------------------------------------------
+// In-cluster
+
+/** Returns `{ result }` when running in a pod with a mounted token, else `{ reason }`. */
+function loadInCluster(env, serviceAccountDir) {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  if (!host) return { reason: 'KUBERNETES_SERVICE_HOST is not set' };
+  const tokenPath = path.join(serviceAccountDir, 'token');
+  if (!isFile(tokenPath)) return { reason: `${tokenPath} does not exist` };
+  const token = readText(tokenPath, 'in-cluster service account token').trim();
+  if (!token) throw new KubeconfigError(`in-cluster service account token ${tokenPath} is empty`);
+
+  let namespace = 'default';
+  const nsPath = path.join(serviceAccountDir, 'namespace');
+  if (isFile(nsPath)) namespace = readText(nsPath, 'in-cluster namespace').trim() || 'default';
+
+  const port = env.KUBERNETES_SERVICE_PORT || '443';
+  const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  return {
+    result: {
+      clusterDetails: {
+        name: 'in-cluster',
+        url: `https://${hostPart}:${port}`,
+        authMetadata: { 'kubernetes.io/auth-provider': 'serviceAccount' },
+        caFile: path.join(serviceAccountDir, 'ca.crt'),
+      },
+      credential: { type: 'bearer token', token },
+      namespace,
+      contextName: 'in-cluster',
+      source: 'in-cluster',
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Small helpers
+
+function isFile(p) {
+  try {
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function readText(file, what) {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new KubeconfigError(`${what} ${file} cannot be read (${err.code || err.message})`);
+  }
+}
+
+function isMapping(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** With the failsafe schema a YAML null is the plain text `~`/`null` or an empty value. */
+function isNull(v) {
+  return v === null || v === '~' || v === 'null' || v === 'Null' || v === 'NULL';
+}
+
+/** A scalar field as a string, '' when absent or null. */
+function scalar(v) {
+  if (v === undefined || isNull(v) || typeof v !== 'string') return '';
+  return v;
+}
+
+const TRUE_WORDS = new Set(['true', 'True', 'TRUE', 'yes', 'Yes', 'YES', 'on', 'On', 'ON', 'y', 'Y']);
+const FALSE_WORDS = new Set(['false', 'False', 'FALSE', 'no', 'No', 'NO', 'off', 'Off', 'OFF', 'n', 'N']);
+
+/** Booleans as kubectl's YAML 1.1 reader accepts them. */
+function bool(v, what) {
+  const s = scalar(v);
+  if (!s) return false;
+  if (TRUE_WORDS.has(s)) return true;
+  if (FALSE_WORDS.has(s)) return false;
+  throw new KubeconfigError(`${what} must be true or false`);
+}
+
+function decodeBase64(s) {
+  return Buffer.from(s, 'base64').toString('utf8');
+}
+
+/** A plain-HTTP server on the loopback interface: what `kubectl proxy` serves. */
+function isLocalPlainHttp(url) {
+  const u = new URL(url);
+  if (u.protocol !== 'http:') return false;
+  const host = u.hostname;
+  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+module.exports = { loadKubeconfig, KubeconfigError, DEFAULT_SERVICE_ACCOUNT_DIR };
