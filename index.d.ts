@@ -79,6 +79,12 @@ export interface KubernetesWatchOptions {
   idleTimeoutSeconds?: number;
   /** A longer line ends the watch with `SYSTEM_ERROR 0`. Default 16 MiB, as Kubernetes' client. */
   maxLineBytes?: number;
+  /**
+   * Opt-in: keep only these dotted paths (e.g. `['metadata.name', 'status.phase']`) in each
+   * event's `object`, plus `metadata.resourceVersion`. The cut happens on a Rust thread, so the
+   * JavaScript thread parses only what the consumer reads. Paths traverse objects, not arrays.
+   */
+  fields?: string[];
 }
 
 /** Backstage's KubernetesErrorTypes. */

@@ -162,3 +162,17 @@ test('tokens never appear in warnings or events, whatever the error path', async
   const events = await collect(watcher.watchResource(params, {}));
   assert.ok(!(JSON.stringify(events) + logger.warnings().join('\n')).includes(token));
 });
+
+test('an in-stream ERROR is the last event: nothing after it is read, even if the server goes on', async () => {
+  const { events } = await watchWith({
+    rawLines: [
+      line('ADDED', 'a', 1),
+      '{"type":"ERROR","object":{"kind":"Status","reason":"Expired","code":410}}',
+      line('ADDED', 'b', 2),
+    ],
+    then: 'stall',
+  });
+  assert.deepEqual(events.map((e) => e.type), ['ADDED', 'ERROR'], JSON.stringify(events));
+  assert.deepEqual(events[1], errorEvent('UNKNOWN_ERROR', 410));
+  assert.ok(await sim.waitForSocketsClosed(1000), 'the connection is closed');
+});

@@ -184,3 +184,23 @@ test('programmer errors throw a TypeError naming the field, at call time', () =>
   }
   assert.throws(() => new NativeKubernetesWatcher({ logger: {} }), TypeError);
 });
+
+test('fields projects each object in Rust to the listed paths plus metadata.resourceVersion', async () => {
+  const ns = 'fields';
+  sim.create('pods', pod('f1', { namespace: ns, labels: { app: 'web' }, extra: { status: { phase: 'Running', podIP: '10.1.2.3' }, spec: { nodeName: 'n1' } } }));
+  const { watcher } = watcherWithLogger();
+  const [event] = await collect(
+    watcher.watchResource(paramsFor(sim), { namespace: ns, fields: ['metadata.name', 'status.phase'] }),
+    { count: 1 },
+  );
+  assert.deepEqual(event, {
+    type: 'ADDED',
+    object: { metadata: { name: 'f1', resourceVersion: event.resourceVersion }, status: { phase: 'Running' } },
+    resourceVersion: event.resourceVersion,
+  });
+  assert.match(event.resourceVersion, /^\d+$/);
+  const watcherStrict = new NativeKubernetesWatcher({ logger: { warn() {}, error() {} } });
+  for (const fields of ['metadata.name', [''], [1]]) {
+    assert.throws(() => watcherStrict.watchResource(paramsFor(sim), { fields }), /options\.fields/);
+  }
+});

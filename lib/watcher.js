@@ -123,8 +123,18 @@ function toSpec(params, options, serviceAccountDir) {
     resourceVersionMatch: optionalString(options.resourceVersionMatch, 'options.resourceVersionMatch'),
     maxLineBytes: optionalNumber(options.maxLineBytes, 'options.maxLineBytes', { integer: true, min: 1 }),
     idleTimeoutSeconds: idleTimeoutSeconds > 0 ? idleTimeoutSeconds : undefined,
+    fields: optionalFields(options.fields),
     serviceAccountDir,
   };
+}
+
+function optionalFields(value) {
+  return optional(value, 'options.fields', (v) => {
+    if (!Array.isArray(v) || !v.every((f) => typeof f === 'string' && f.length > 0)) {
+      throw fail('options.fields', 'an array of dotted field paths', v);
+    }
+    return v;
+  });
 }
 
 /** Turns one parsed array element into the contract's event shape. */

@@ -12,6 +12,7 @@ use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
 use crate::error::Failure;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::pool::ClientPool;
+use crate::projection::Projection;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
 use crate::tls::ClientKey;
@@ -51,6 +52,8 @@ pub struct WatchSpec {
     pub max_line_bytes: Option<i64>,
     pub idle_timeout_seconds: Option<f64>,
     pub service_account_dir: Option<String>,
+    /// Dotted paths to keep in each object (the `fields` opt-in).
+    pub fields: Option<Vec<String>>,
 }
 
 /// One batch for JavaScript: `events` is a JSON array text (or empty).
@@ -173,6 +176,7 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(Duration::from_secs_f64),
         redactor,
+        projection: spec.fields.as_deref().map(Projection::new),
     };
     let watch = within_runtime_if_available(|| {
         Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())

@@ -1,7 +1,8 @@
 //! kube-watch-native: Kubernetes watches for Node.js, with the network, TLS, HTTP, line
 //! framing and event classification on Rust threads.
 //!
-//! The core (`request`, `auth`, `tls`, `pool`, `framing`, `event`, `watch`, `error`, `redact`)
+//! The core (`request`, `auth`, `tls`, `pool`, `framing`, `event`, `projection`, `watch`,
+//! `error`, `redact`)
 //! is plain Rust and tested with `cargo test`; `binding` is the only module that knows N-API.
 #![deny(clippy::all)]
 
@@ -10,6 +11,7 @@ pub mod error;
 pub mod event;
 pub mod framing;
 pub mod pool;
+pub mod projection;
 pub mod redact;
 pub mod request;
 pub mod tls;

@@ -6,6 +6,7 @@ use base64::Engine as _;
 
 use crate::auth::{CaSource, Connection};
 use crate::error::WatchError;
+use crate::pool::WATCHES_PER_CLIENT;
 
 /// Everything that makes two clients different, resolved to bytes: watches with equal keys
 /// share one client (and so its connections). Tokens are not part of it: they travel on each
@@ -28,6 +29,14 @@ const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
 const H2_PING_TIMEOUT: Duration = Duration::from_secs(15);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// HTTP/2 flow-control window of one watch's stream. A consumer that stops reading holds at most
+/// this much unread data for its stream.
+const H2_STREAM_WINDOW: u32 = 1024 * 1024;
+/// The connection window is shared by every stream on the connection. It is sized so that every
+/// watch a client carries can fill its own window at once and the rest still flow: one stalled
+/// consumer must never stall the other watches multiplexed with it.
+const H2_CONNECTION_WINDOW: u32 = H2_STREAM_WINDOW * (WATCHES_PER_CLIENT as u32 + 1);
 
 impl ClientKey {
     /// Resolves `caData` / `caFile` and the client identity. Fails, without any I/O towards the
@@ -65,6 +74,8 @@ impl ClientKey {
             .http2_keep_alive_interval(H2_PING_INTERVAL)
             .http2_keep_alive_timeout(H2_PING_TIMEOUT)
             .http2_keep_alive_while_idle(true)
+            .http2_initial_stream_window_size(H2_STREAM_WINDOW)
+            .http2_initial_connection_window_size(H2_CONNECTION_WINDOW)
             .danger_accept_invalid_certs(self.skip_verify);
         if let Some(pem) = &self.ca_pem {
             let certs = reqwest::Certificate::from_pem_bundle(pem)

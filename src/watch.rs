@@ -20,6 +20,7 @@ use crate::error::{Failure, WatchError, describe_chain};
 use crate::event::{Line, classify};
 use crate::framing::LineFramer;
 use crate::pool::ClientPool;
+use crate::projection::Projection;
 use crate::redact::Redactor;
 use crate::tls::ClientKey;
 
@@ -51,6 +52,8 @@ pub struct WatchConfig {
     pub idle_timeout: Option<Duration>,
     /// Masks the credentials in every warning.
     pub redactor: Redactor,
+    /// Cut each object down to these fields before it crosses into JavaScript.
+    pub projection: Option<Projection>,
 }
 
 /// What the task hands to the queue.
@@ -207,6 +210,13 @@ impl<'a> BatchBuilder<'a> {
     }
 }
 
+/// Whether the body loop goes on after a line.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
 /// The task's side of the queue.
 struct Producer {
     sender: mpsc::UnboundedSender<Item>,
@@ -266,7 +276,9 @@ impl Producer {
             };
             framer.push(&chunk);
             while let Some(line) = framer.next_line().map_err(limit)? {
-                self.deliver(config, line).await;
+                if self.deliver(config, line).await == Flow::Stop {
+                    return Ok(());
+                }
             }
         }
         if let Some(line) = framer.finish().map_err(limit)? {
@@ -275,26 +287,33 @@ impl Producer {
         Ok(())
     }
 
-    async fn deliver(&self, config: &WatchConfig, line: Bytes) {
+    async fn deliver(&self, config: &WatchConfig, line: Bytes) -> Flow {
         match classify(&line) {
             // Keep-alive newlines and padding carry nothing.
             Line::Blank => {}
             // The common case: the text goes to JavaScript untouched, once the budget has room.
             Line::Event => {
+                let line = match &config.projection {
+                    Some(projection) => projection.apply(&line).map_or(line, Bytes::from),
+                    None => line,
+                };
                 let cost = line.len().clamp(1, QUEUE_BUDGET_BYTES) as u32;
                 if let Ok(permit) = self.budget.clone().acquire_many_owned(cost).await {
                     let _ = self.sender.send(Item::Event(line, permit));
                 }
             }
-            // The server's own verdict (410 Expired, mostly); it closes the stream after it.
+            // The server's own verdict (410 Expired, mostly) ends the watch, as it ends the
+            // stream on the server's side; one ERROR is the last thing a consumer sees.
             Line::Error(failure) => {
                 let _ = self.sender.send(Item::Failure(failure));
+                return Flow::Stop;
             }
             // A broken line must not take the rest of the stream with it.
             Line::Malformed(reason) => {
                 self.warn(config, &format!("skipped a watch line: {reason}"));
             }
         }
+        Flow::Continue
     }
 
     fn warn(&self, config: &WatchConfig, detail: &str) {
@@ -399,6 +418,7 @@ mod tests {
             max_line_bytes: 1024,
             idle_timeout: None,
             redactor: Redactor::new(Some("sekret-token"), None),
+            projection: None,
         }
     }
 
