@@ -1,0 +1,453 @@
+'use strict';
+
+// A simulated Kubernetes API server for tests, benchmarks and the demo: real HTTP/1.1,
+// HTTPS (optionally mutual TLS) and HTTP/2 on 127.0.0.1, a store with watch semantics, and
+// scripted faults. See DESIGN.md §4–§5 for the behaviour it reproduces.
+
+const { EventEmitter } = require('node:events');
+const http = require('node:http');
+const https = require('node:https');
+const http2 = require('node:http2');
+const certs = require('./certs');
+const { Store } = require('./store');
+const { resourceKey } = require('./resources');
+const { sendStatus } = require('./status');
+const {
+  route,
+  isWatchRequest,
+  parseApiPath,
+  lookupResource,
+  acceptsGzip,
+  sendNotFound,
+} = require('./routes');
+const { Watch, parseWatchOptions } = require('./watch');
+const { checkFault, sendFaultStatus, watchContext } = require('./faults');
+const { startWorkload } = require('./workload');
+
+function peerCommonName(req) {
+  const sock = req.socket;
+  if (!sock || typeof sock.getPeerCertificate !== 'function') return null;
+  try {
+    const cert = sock.getPeerCertificate();
+    return (cert && cert.subject && cert.subject.CN) || null;
+  } catch {
+    return null;
+  }
+}
+
+const noop = () => {};
+
+const OPTION_KEYS = new Set([
+  'tls',
+  'http2',
+  'requireClientCert',
+  'token',
+  'pathPrefix',
+  'bookmarkIntervalMs',
+  'defaultTimeoutSeconds',
+  'historyLimit',
+  'gzip',
+  'maxConcurrentStreams',
+  'keepAliveTimeoutMs',
+  'port',
+]);
+
+// What a fresh cluster serves before any CRD is installed; anything else is 404 until
+// defineResource() or create() introduces it.
+const BUILTIN_RESOURCES = [
+  'pods',
+  'services',
+  'endpoints',
+  'configmaps',
+  'secrets',
+  'serviceaccounts',
+  'events',
+  'namespaces',
+  'nodes',
+  'persistentvolumes',
+  'persistentvolumeclaims',
+  'apps/v1/deployments',
+  'apps/v1/replicasets',
+  'apps/v1/statefulsets',
+  'apps/v1/daemonsets',
+  'batch/v1/jobs',
+  'batch/v1/cronjobs',
+  'networking.k8s.io/v1/ingresses',
+  'autoscaling/v2/horizontalpodautoscalers',
+  'apiextensions.k8s.io/v1/customresourcedefinitions',
+];
+
+// The HTTP/2 compat request's socket getter throws once the stream is gone.
+function remotePort(req) {
+  try {
+    return req.socket && req.socket.remotePort;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The simulated API server. Create it with createSimulator(). */
+class Simulator extends EventEmitter {
+  constructor(options = {}) {
+    super();
+    for (const key of Object.keys(options)) {
+      if (!OPTION_KEYS.has(key)) throw new TypeError(`unknown simulator option "${key}"`);
+    }
+    if (options.http2 && !options.tls)
+      throw new TypeError('http2 needs tls: true (h2 is negotiated with ALPN)');
+    if (options.requireClientCert && !options.tls) throw new TypeError('requireClientCert needs tls: true');
+    const prefix = (options.pathPrefix || '').replace(/\/+$/, '');
+    this.options = {
+      bookmarkIntervalMs: 60000,
+      historyLimit: 1000,
+      maxConcurrentStreams: 250,
+      port: 0,
+      ...options,
+      pathPrefix: prefix && !prefix.startsWith('/') ? `/${prefix}` : prefix,
+    };
+    this.store = new Store({ historyLimit: this.options.historyLimit });
+    for (const key of BUILTIN_RESOURCES) this.store.defineResource(key);
+    this.requests = [];
+    this.sockets = new Map();
+    this.socketsByPort = new Map();
+    this.nextSocketId = 1;
+    this.watches = new Set();
+    this.timers = new Set();
+    this.fault = null;
+    this.faultQueue = [];
+    this.closing = null;
+  }
+
+  async listen() {
+    const o = this.options;
+    const handler = (req, res) => this.onRequest(req, res);
+    const tls = {
+      key: certs.serverKey,
+      cert: certs.server,
+      ...(o.requireClientCert && { ca: [certs.ca], requestCert: true, rejectUnauthorized: true }),
+    };
+    if (!o.tls) this.server = http.createServer({ noDelay: true }, handler);
+    else if (o.http2) {
+      this.server = http2.createSecureServer(
+        { ...tls, allowHTTP1: true, settings: { maxConcurrentStreams: o.maxConcurrentStreams } },
+        handler,
+      );
+      this.server.on('sessionError', noop);
+    } else this.server = https.createServer({ ...tls, noDelay: true }, handler);
+    if (o.keepAliveTimeoutMs !== undefined) this.server.keepAliveTimeout = o.keepAliveTimeoutMs;
+    this.server.on('connection', (socket) => this.track(socket));
+    await new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(o.port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.port = this.server.address().port;
+    this.origin = `${o.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
+    this.url = this.origin + o.pathPrefix;
+    return this;
+  }
+
+  track(socket) {
+    const id = this.nextSocketId++;
+    const port = socket.remotePort;
+    // Without this, Nagle's algorithm would merge the byte-by-byte writes faults ask for.
+    socket.setNoDelay(true);
+    socket.on('error', noop);
+    this.sockets.set(id, socket);
+    this.socketsByPort.set(port, { id, socket });
+    this.emit('socketOpen', id);
+    socket.once('close', () => {
+      this.sockets.delete(id);
+      if (this.socketsByPort.get(port)?.id === id) this.socketsByPort.delete(port);
+      this.emit('socketClose', id);
+    });
+  }
+
+  onRequest(req, res) {
+    req.on('error', noop);
+    res.on('error', noop);
+    const q = req.url.indexOf('?');
+    const path = q >= 0 ? req.url.slice(0, q) : req.url;
+    const params = new URLSearchParams(q >= 0 ? req.url.slice(q + 1) : '');
+    const tcp = this.socketsByPort.get(remotePort(req));
+    const record = {
+      method: req.method,
+      path,
+      query: Object.fromEntries(params),
+      headers: { ...req.headers },
+      clientCertCN: peerCommonName(req),
+      http2: req.httpVersionMajor === 2,
+      socketId: tcp ? tcp.id : null,
+      time: Date.now(),
+    };
+    this.requests.push(record);
+    this.emit('request', record);
+    if (this.closing) return res.destroy();
+
+    const prefix = this.options.pathPrefix;
+    let rest = path;
+    if (prefix) {
+      if (path !== prefix && !path.startsWith(`${prefix}/`)) return sendNotFound(res);
+      rest = path.slice(prefix.length) || '/';
+    }
+    // A throwing handler (a test's onWatch included) becomes a 500 the client can see.
+    const fail = (err) => {
+      this.emit('handlerError', err);
+      if (!res.headersSent) sendStatus(res, 500, `Internal error occurred: ${err.message}`, 'InternalError');
+      else res.destroy();
+    };
+    try {
+      const r = parseApiPath(rest);
+      // Watches take their fault before authentication: a fault stands for a misbehaving
+      // server or network, and "the next watch" must not depend on the credentials sent.
+      let done;
+      if (isWatchRequest(req, r, params)) done = this.serveWatch(req, res, r, params, record);
+      else if (!this.authorized(req, record)) done = sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
+      else done = route(this, req, res, r, params);
+      if (done && typeof done.catch === 'function') done.catch(fail);
+    } catch (err) {
+      fail(err);
+    }
+    return undefined;
+  }
+
+  authorized(req, record) {
+    const { token, requireClientCert } = this.options;
+    if (!token) return true;
+    if (requireClientCert && record.clientCertCN && req.socket.authorized) return true;
+    // The API server's bearer authenticator: trimmed header, case-insensitive scheme.
+    const parts = String(req.headers.authorization || '')
+      .trim()
+      .split(' ');
+    return parts.length >= 2 && parts[0].toLowerCase() === 'bearer' && parts[1] === token;
+  }
+
+  takeFault() {
+    return this.faultQueue.length ? this.faultQueue.shift() : this.fault;
+  }
+
+  delay(ms) {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        resolve();
+      }, ms);
+      this.timers.add(t);
+    });
+  }
+
+  async serveWatch(req, res, r, params, record) {
+    const fault = this.takeFault() || {};
+    const tcp = this.socketsByPort.get(remotePort(req));
+    const rawSocket = tcp ? tcp.socket : req.socket;
+    const slot = { end: noop, dispose: noop, closed: false };
+    this.watches.add(slot);
+    res.once('close', () => {
+      slot.closed = true;
+      this.watches.delete(slot);
+      slot.dispose();
+    });
+    if (fault.delayMs) {
+      await this.delay(fault.delayMs);
+      if (slot.closed || this.closing) return undefined;
+    }
+    // Headers never come: the client is left waiting for the response.
+    if (fault.stallHeaders) return undefined;
+    if (fault.onWatch) return fault.onWatch(watchContext(req, res, rawSocket, params, this.store));
+    if (fault.status) return sendFaultStatus(res, r, fault);
+    if (!this.authorized(req, record)) return sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
+
+    const def = lookupResource(this.store, r);
+    if (!def) return sendNotFound(res);
+    const parsed = parseWatchOptions(params);
+    if (parsed.error) {
+      const e = parsed.error;
+      return sendStatus(res, e.code, e.message, e.reason, e.details);
+    }
+    const gzip = Boolean(fault.gzip ?? this.options.gzip) && acceptsGzip(req.headers['accept-encoding']);
+    const watch = new Watch({
+      store: this.store,
+      def,
+      namespace: r.namespace,
+      name: r.name,
+      options: parsed.options,
+      fault,
+      res,
+      rawSocket,
+      gzip,
+      bookmarkIntervalMs: this.options.bookmarkIntervalMs,
+      defaultTimeoutSeconds: this.options.defaultTimeoutSeconds ?? 1800 + Math.random() * 1800,
+    });
+    slot.end = () => watch.end();
+    slot.dispose = () => watch.dispose();
+    watch.start();
+    this.emit('watchStart', {
+      resource: def.key,
+      namespace: r.namespace,
+      name: r.name,
+      query: Object.fromEntries(params),
+      socketId: tcp ? tcp.id : null,
+      http2: req.httpVersionMajor === 2,
+      req,
+      res,
+    });
+    return undefined;
+  }
+
+  // ---- store API -------------------------------------------------------------------------
+
+  /** Declares a resource type; see Store#defineResource. */
+  defineResource(key, options) {
+    return this.store.defineResource(key, options);
+  }
+
+  /** Stores a new object; see Store#create. */
+  create(key, obj) {
+    return this.store.create(key, obj);
+  }
+
+  /** Replaces an object; see Store#update. */
+  update(key, obj) {
+    return this.store.update(key, obj);
+  }
+
+  /** Read-modify-write; see Store#patch. */
+  patch(key, namespace, name, mutate) {
+    return this.store.patch(key, namespace, name, mutate);
+  }
+
+  /** Deletes an object; see Store#remove. */
+  remove(key, namespace, name) {
+    return this.store.remove(key, namespace, name);
+  }
+
+  /** A copy of one object, or undefined. */
+  get(key, namespace, name) {
+    return this.store.get(key, namespace, name);
+  }
+
+  /** Copies of the current objects of a type. */
+  list(key, options) {
+    return this.store.list(key, options);
+  }
+
+  /** Forgets history so any older resourceVersion is answered 410. */
+  compact() {
+    this.store.compact();
+  }
+
+  /** @returns {string} the current global resourceVersion */
+  get resourceVersion() {
+    return this.store.resourceVersion;
+  }
+
+  // ---- faults and observation -----------------------------------------------------------
+
+  /**
+   * Applies `fault` to every following watch request until cleared with null.
+   * @param {import('./faults').Fault|null} fault
+   */
+  setFault(fault) {
+    this.fault = checkFault(fault);
+  }
+
+  /**
+   * Applies `fault` to the next watch request only (calls queue up, one per request); it
+   * takes precedence over setFault's.
+   * @param {import('./faults').Fault} fault
+   */
+  nextWatchFault(fault) {
+    this.faultQueue.push(checkFault(fault) || {});
+  }
+
+  /** @returns {number} TCP connections currently open */
+  openSockets() {
+    return this.sockets.size;
+  }
+
+  /** @returns {number} watch responses still in progress */
+  activeWatches() {
+    return this.watches.size;
+  }
+
+  /**
+   * @param {number} [timeoutMs]
+   * @returns {Promise<boolean>} true once no TCP connection is open, false on timeout
+   */
+  waitForSocketsClosed(timeoutMs = 1000) {
+    if (this.sockets.size === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (value) => {
+        clearTimeout(timer);
+        this.off('socketClose', onClose);
+        resolve(value);
+      };
+      const onClose = () => this.sockets.size === 0 && done(true);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.on('socketClose', onClose);
+    });
+  }
+
+  /** Ends every watch cleanly, as when their timeouts expire. */
+  endWatches() {
+    for (const w of this.watches) w.end();
+  }
+
+  /**
+   * Drops every TCP connection, as a restarting server or load balancer does.
+   * @param {{reset?: boolean}} [options] reset: send a TCP RST instead of a FIN
+   */
+  destroySockets(options = {}) {
+    for (const s of this.sockets.values()) {
+      if (options.reset && s._handle && typeof s.resetAndDestroy === 'function') s.resetAndDestroy();
+      else s.destroy();
+    }
+  }
+
+  /**
+   * Destroys every connection and stops the server; safe to call twice.
+   * @returns {Promise<void>}
+   */
+  close() {
+    if (!this.closing) {
+      this.closing = (async () => {
+        this.emit('close');
+        for (const t of this.timers) clearTimeout(t);
+        this.timers.clear();
+        for (const w of this.watches) w.dispose();
+        if (this.server) {
+          const closed = new Promise((resolve) => this.server.close(() => resolve()));
+          for (const s of this.sockets.values()) s.destroy();
+          // 'close' of a destroyed socket comes a tick later than the server's.
+          await Promise.all([closed, this.waitForSocketsClosed(5000)]);
+        }
+      })();
+    }
+    return this.closing;
+  }
+}
+
+/**
+ * Starts a simulated API server on 127.0.0.1.
+ * @param {object} [options]
+ * @param {boolean} [options.tls] HTTPS with the fixture server certificate
+ * @param {boolean} [options.http2] with tls: negotiate h2 or http/1.1 by ALPN
+ * @param {boolean} [options.requireClientCert] with tls: only clients with a cert from the test CA connect
+ * @param {string} [options.token] require `Authorization: Bearer <token>` (or a client cert)
+ * @param {string} [options.pathPrefix] serve the API under this path, e.g. `/k8s/clusters/c-1`
+ * @param {number} [options.bookmarkIntervalMs=60000]
+ * @param {number} [options.defaultTimeoutSeconds] default: random 1800–3600 per watch
+ * @param {number} [options.historyLimit=1000] events kept for replay
+ * @param {boolean} [options.gzip] gzip watch and list bodies for clients that accept it
+ * @param {number} [options.maxConcurrentStreams=250] HTTP/2 streams per connection
+ * @param {number} [options.keepAliveTimeoutMs] idle HTTP/1.1 keep-alive timeout (Node's default 5000)
+ * @param {number} [options.port=0]
+ * @returns {Promise<Simulator>}
+ */
+async function createSimulator(options = {}) {
+  return new Simulator(options).listen();
+}
+
+module.exports = { createSimulator, Simulator, resourceKey, startWorkload, certs };

@@ -1,0 +1,241 @@
+'use strict';
+
+// URL routing of the read-only API surface: discovery, list, get, and handing watches over.
+
+const zlib = require('node:zlib');
+const { resourceKey } = require('./resources');
+const { sendJson, sendStatus, commonHeaders } = require('./status');
+const { compileSelector, SelectorError } = require('./selector');
+const { parseBool } = require('./watch');
+
+const VERSION = {
+  major: '1',
+  minor: '31',
+  gitVersion: 'v1.31.0-sim',
+  gitCommit: '0000000000000000000000000000000000000000',
+  gitTreeState: 'clean',
+  buildDate: '2024-08-13T00:00:00Z',
+  goVersion: 'go1.22.5',
+  compiler: 'gc',
+  platform: 'linux/amd64',
+};
+
+const NOT_FOUND = 'the server could not find the requested resource';
+
+/**
+ * Parses a path (without any cluster path prefix) into a route, or null for a path the API
+ * server does not serve.
+ * @param {string} pathname percent-encoded path
+ * @returns {object|null}
+ */
+function parseApiPath(pathname) {
+  if (pathname === '/version') return { type: 'version' };
+  if (pathname === '/healthz' || pathname === '/livez' || pathname === '/readyz') return { type: 'health' };
+  let segs;
+  try {
+    segs = pathname.split('/').slice(1).map(decodeURIComponent);
+  } catch {
+    return null;
+  }
+  if (pathname[0] !== '/' || segs.some((s) => s === '')) return null;
+  let group;
+  let version;
+  let rest;
+  if (segs[0] === 'api') {
+    if (segs.length === 1) return { type: 'apiVersions' };
+    group = '';
+    version = segs[1];
+    rest = segs.slice(2);
+  } else if (segs[0] === 'apis') {
+    if (segs.length === 1) return { type: 'apiGroups' };
+    if (segs.length === 2) return { type: 'apiGroup', group: segs[1] };
+    group = segs[1];
+    version = segs[2];
+    rest = segs.slice(3);
+  } else {
+    return null;
+  }
+  // The deprecated `/watch/` path form is still served by real clusters.
+  const watchPath = rest[0] === 'watch';
+  if (watchPath) rest = rest.slice(1);
+  const base = { type: 'resource', group, version, watchPath };
+  if (rest.length === 0) return watchPath ? null : { type: 'resources', group, version };
+  if (rest[0] === 'namespaces' && rest.length >= 3) {
+    if (rest.length > 4) return null;
+    return { ...base, namespace: rest[1], plural: rest[2], name: rest[3] };
+  }
+  if (rest.length > 2) return null;
+  return { ...base, plural: rest[0], name: rest[1] };
+}
+
+function acceptsGzip(header) {
+  if (!header) return false;
+  return String(header)
+    .split(',')
+    .some((part) => {
+      const [coding, ...params] = part.trim().split(';');
+      const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+      return (coding.trim() === 'gzip' || coding.trim() === '*') && !(q && Number(q.slice(2)) === 0);
+    });
+}
+
+/**
+ * The resource description for a route, or null when the real server would answer 404.
+ * @param {import('./store').Store} store
+ * @param {object} route from parseApiPath
+ * @returns {object|null}
+ */
+function lookupResource(store, route) {
+  let def;
+  try {
+    def = store.resource(resourceKey(route.group, route.version, route.plural));
+  } catch {
+    return null;
+  }
+  if (!def) return null;
+  // Namespaced paths exist only for namespaced types, and namespaced objects are only
+  // addressable by name inside their namespace.
+  if (route.namespace !== undefined && !def.namespaced) return null;
+  if (route.name !== undefined && def.namespaced && route.namespace === undefined) return null;
+  return def;
+}
+
+function sendNotFound(res) {
+  sendStatus(res, 404, NOT_FOUND, 'NotFound', {});
+}
+
+function discovery(store, route, origin) {
+  const defs = [...store.defs.values()];
+  if (route.type === 'apiVersions') {
+    return {
+      kind: 'APIVersions',
+      versions: ['v1'],
+      serverAddressByClientCIDRs: [
+        { clientCIDR: '0.0.0.0/0', serverAddress: origin.replace(/^https?:\/\//, '') },
+      ],
+    };
+  }
+  const groups = new Map();
+  for (const d of defs) {
+    if (!d.group) continue;
+    if (!groups.has(d.group)) groups.set(d.group, new Set());
+    groups.get(d.group).add(d.version);
+  }
+  const groupInfo = (name) => {
+    const versions = [...groups.get(name)].map((v) => ({ groupVersion: `${name}/${v}`, version: v }));
+    return { name, versions, preferredVersion: versions[0] };
+  };
+  if (route.type === 'apiGroups') {
+    return { kind: 'APIGroupList', apiVersion: 'v1', groups: [...groups.keys()].sort().map(groupInfo) };
+  }
+  if (route.type === 'apiGroup') {
+    return groups.has(route.group) ? { kind: 'APIGroup', apiVersion: 'v1', ...groupInfo(route.group) } : null;
+  }
+  const mine = defs.filter((d) => d.group === route.group && d.version === route.version);
+  if (mine.length === 0 && !(route.group === '' && route.version === 'v1')) return null;
+  return {
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion: route.group ? `${route.group}/${route.version}` : route.version,
+    resources: mine.map((d) => ({
+      name: d.plural,
+      singularName: d.kind.toLowerCase(),
+      namespaced: d.namespaced,
+      kind: d.kind,
+      verbs: ['get', 'list', 'watch'],
+    })),
+  };
+}
+
+function sendList(sim, req, res, def, route, params) {
+  let matches;
+  try {
+    matches = compileSelector(params.get('labelSelector'));
+  } catch (err) {
+    if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
+    throw err;
+  }
+  const items = sim.store
+    .snapshot(def.key, { namespace: route.namespace })
+    .filter((obj) => matches(obj.metadata.labels))
+    // List items carry no kind/apiVersion on the real server; the list itself does.
+    .map(({ kind, apiVersion, ...rest }) => JSON.stringify(rest));
+  const body =
+    `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}",` +
+    `"metadata":{"resourceVersion":"${sim.store.resourceVersion}"},"items":[${items.join(',')}]}`;
+  if (sim.options.gzip && acceptsGzip(req.headers['accept-encoding'])) {
+    const gz = zlib.gzipSync(body);
+    res.writeHead(200, {
+      ...commonHeaders(),
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+      'content-length': gz.length,
+    });
+    return res.end(gz);
+  }
+  return sendJson(res, 200, body, { 'content-type': 'application/json' });
+}
+
+/**
+ * Whether a request is a watch (and so subject to faults).
+ * @param {import('http').IncomingMessage} req
+ * @param {object|null} r from parseApiPath
+ * @param {URLSearchParams} params
+ * @returns {boolean}
+ */
+function isWatchRequest(req, r, params) {
+  return Boolean(
+    r &&
+    r.type === 'resource' &&
+    (req.method === 'GET' || req.method === 'HEAD') &&
+    (r.watchPath || parseBool(params.get('watch')) === true),
+  );
+}
+
+/**
+ * Serves one authenticated request that is not a watch.
+ * @param {object} sim the Simulator
+ * @param {import('http').IncomingMessage} req
+ * @param {import('http').ServerResponse} res
+ * @param {object|null} r from parseApiPath (null: a path the API server does not serve)
+ * @param {URLSearchParams} params
+ */
+function route(sim, req, res, r, params) {
+  if (!r) return sendNotFound(res);
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    return sendStatus(
+      res,
+      405,
+      'the server does not allow this method on the requested resource',
+      'MethodNotAllowed',
+      {},
+    );
+  }
+  switch (r.type) {
+    case 'version':
+      return sendJson(res, 200, VERSION);
+    case 'health':
+      return sendJson(res, 200, 'ok');
+    case 'apiVersions':
+    case 'apiGroups':
+    case 'apiGroup':
+    case 'resources': {
+      const body = discovery(sim.store, r, sim.origin);
+      return body ? sendJson(res, 200, body) : sendNotFound(res);
+    }
+    default:
+      break;
+  }
+  const def = lookupResource(sim.store, r);
+  if (!def) return sendNotFound(res);
+  if (r.name === undefined) return sendList(sim, req, res, def, r, params);
+  const obj = sim.store.get(def.key, r.namespace, r.name);
+  if (!obj)
+    return sendStatus(res, 404, `${def.plural} "${r.name}" not found`, 'NotFound', {
+      name: r.name,
+      kind: def.plural,
+    });
+  return sendJson(res, 200, obj);
+}
+
+module.exports = { route, isWatchRequest, parseApiPath, lookupResource, acceptsGzip, sendNotFound, VERSION };
