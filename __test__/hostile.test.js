@@ -1,0 +1,166 @@
+'use strict';
+// Hostile networks: silent TLS peers, servers that go away mid-stream, oversized lines arriving
+// slowly, and one stalled consumer sharing an HTTP/2 connection with a healthy watch.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { createSimulator } = require('../sim');
+const certs = require('../sim/certs');
+const { toSpec } = require('../lib/watcher');
+const { paramsFor, collect, watcherWithLogger, pod, sleep, TOKEN } = require('./helpers');
+
+const caData = Buffer.from(certs.ca).toString('base64');
+const line = (type, name, rv, extra = {}) =>
+  JSON.stringify({ type, object: { metadata: { name, resourceVersion: String(rv) }, ...extra } });
+
+test('abort during the TLS handshake (peer accepts TCP, never answers) closes the socket within a second', async () => {
+  const sockets = new Set();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    // Read (and drop) the ClientHello: a paused socket would never see the client's FIN.
+    socket.resume();
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { watcher } = watcherWithLogger();
+    const controller = new AbortController();
+    const url = `https://127.0.0.1:${server.address().port}`;
+    const gen = watcher.watchResource(paramsFor({ url }, { clusterDetails: { caData } }), { signal: controller.signal });
+    const pending = gen.next();
+    const deadline = Date.now() + 2000;
+    while (sockets.size === 0 && Date.now() < deadline) await sleep(10);
+    assert.equal(sockets.size, 1, 'the client connected and is handshaking');
+    const abortedAt = Date.now();
+    controller.abort();
+    assert.deepEqual(await pending, { done: true, value: undefined }, 'no ERROR after an abort');
+    while (sockets.size > 0 && Date.now() - abortedAt < 1000) await sleep(10);
+    assert.equal(sockets.size, 0, 'the socket closed within a second of the abort');
+  } finally {
+    server.close();
+  }
+});
+
+test('a server shutting down mid-stream gives the events before it, then one SYSTEM_ERROR 0', async () => {
+  const sim = await createSimulator({ token: TOKEN });
+  sim.create('pods', pod('a'));
+  const { watcher, logger } = watcherWithLogger();
+  const gen = watcher.watchResource(paramsFor(sim), { namespace: 'default' });
+  const first = await gen.next();
+  assert.equal(first.value.object.metadata.name, 'a');
+  await sim.close();
+  const rest = await collect(gen);
+  assert.deepEqual(rest, [
+    { type: 'ERROR', error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath: '/api/v1/namespaces/default/pods' } },
+  ]);
+  assert.equal(logger.warnings().length, 1);
+});
+
+test('a 429 with Retry-After is reported as UNKNOWN_ERROR 429 with the body logged', async () => {
+  const sim = await createSimulator({ token: TOKEN });
+  try {
+    sim.nextWatchFault({ status: 429, retryAfterSeconds: 2 });
+    const { watcher, logger } = watcherWithLogger();
+    const events = await collect(watcher.watchResource(paramsFor(sim), {}));
+    assert.deepEqual(events, [{ type: 'ERROR', error: { errorType: 'UNKNOWN_ERROR', statusCode: 429, resourcePath: '/api/v1/pods' } }]);
+    assert.match(logger.warnings()[0], /retryAfterSeconds/);
+  } finally {
+    await sim.close();
+  }
+});
+
+test('an endless line is refused at the limit while memory stays bounded', async () => {
+  const sim = await createSimulator({ token: TOKEN });
+  try {
+    const chunk = Buffer.alloc(1024 * 1024, 0x61);
+    let written = 0;
+    sim.nextWatchFault({
+      onWatch(ctx) {
+        ctx.write('{"type":"ADDED","object":{"pad":"');
+        const pump = () => {
+          // 128 MiB offered, far past the 16 MiB default limit.
+          while (written < 128 * chunk.length && !ctx.res.destroyed) {
+            written += chunk.length;
+            if (!ctx.write(chunk)) return ctx.res.once('drain', pump);
+          }
+        };
+        pump();
+      },
+    });
+    const rssBefore = process.memoryUsage.rss();
+    let peak = rssBefore;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 5);
+    const { watcher, logger } = watcherWithLogger();
+    const events = await collect(watcher.watchResource(paramsFor(sim), {}), { timeoutMs: 20000 });
+    clearInterval(sampler);
+    assert.deepEqual(events, [{ type: 'ERROR', error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath: '/api/v1/pods' } }]);
+    assert.match(logger.warnings()[0], /limit of 16777216 bytes/);
+    assert.ok(written < 128 * chunk.length, `the client stopped reading (server wrote ${written >> 20} MiB)`);
+    assert.ok(peak - rssBefore < 64 * 1024 * 1024, `RSS grew by ${(peak - rssBefore) >> 20} MiB`);
+  } finally {
+    await sim.close();
+  }
+});
+
+test('the idle limit defaults on with bookmarks (180 s), off without, and 0 turns it off', () => {
+  const params = paramsFor({ url: 'http://127.0.0.1:1' });
+  assert.equal(toSpec(params, { allowWatchBookmarks: true }).idleTimeoutSeconds, 180);
+  assert.equal(toSpec(params, {}).idleTimeoutSeconds, undefined);
+  assert.equal(toSpec(params, { allowWatchBookmarks: true, idleTimeoutSeconds: 0 }).idleTimeoutSeconds, undefined);
+  assert.equal(toSpec(params, { idleTimeoutSeconds: 5 }).idleTimeoutSeconds, 5);
+});
+
+test('over HTTP/2, stalled consumers do not delay a healthy watch sharing their connection', { timeout: 60000 }, async () => {
+  const sim = await createSimulator({ tls: true, http2: true, token: TOKEN });
+  const big = 'x'.repeat(100 * 1024);
+  const offered = [];
+  const stallers = [];
+  try {
+    // A fresh pool key (localhost rather than 127.0.0.1) so the watches share one new client.
+    const params = paramsFor(sim, { clusterDetails: { url: `https://localhost:${sim.port}`, caData } });
+    const { watcher } = watcherWithLogger();
+    for (let i = 0; i < 3; i++) {
+      const state = { written: 0 };
+      offered.push(state);
+      sim.nextWatchFault({
+        onWatch(ctx) {
+          let rv = 0;
+          const pump = () => {
+            while (state.written < 64 * 1024 * 1024 && !ctx.res.destroyed) {
+              const text = `${line('ADDED', `big-${rv}`, ++rv, { data: { big } })}\n`;
+              state.written += text.length;
+              if (!ctx.write(text)) return ctx.res.once('drain', pump);
+            }
+          };
+          pump();
+        },
+      });
+      const gen = watcher.watchResource(params, { namespace: 'stalled' });
+      await gen.next(); // take one event, then stop reading
+      stallers.push(gen);
+    }
+    await sleep(1000);
+    const plateau = offered.map((s) => s.written);
+    assert.ok(plateau.every((w) => w < 64 * 1024 * 1024), 'the stalled streams are flow-controlled');
+
+    const healthy = watcher.watchResource(params, { namespace: 'healthy' });
+    const socketIds = new Set(sim.requests.slice(-4).map((r) => r.socketId));
+    assert.equal(socketIds.size, 1, 'all four watches share one HTTP/2 connection');
+    const latencies = [];
+    for (let i = 0; i < 10; i++) {
+      const created = Date.now();
+      sim.create('pods', pod(`h-${i}`, { namespace: 'healthy' }));
+      const { value } = await healthy.next();
+      assert.equal(value.object.metadata.name, `h-${i}`);
+      latencies.push(Date.now() - created);
+      await sleep(20);
+    }
+    assert.ok(Math.max(...latencies) < 500, `healthy watch latencies: ${latencies.join(', ')} ms`);
+    await healthy.return();
+  } finally {
+    for (const gen of stallers) await gen.return();
+    await sim.close();
+  }
+});
