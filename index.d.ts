@@ -89,11 +89,7 @@ export interface KubernetesWatchOptions {
 
 /** Backstage's KubernetesErrorTypes. */
 export type KubernetesErrorTypes =
-  | 'BAD_REQUEST'
-  | 'UNAUTHORIZED_ERROR'
-  | 'NOT_FOUND'
-  | 'SYSTEM_ERROR'
-  | 'UNKNOWN_ERROR';
+  'BAD_REQUEST' | 'UNAUTHORIZED_ERROR' | 'NOT_FOUND' | 'SYSTEM_ERROR' | 'UNKNOWN_ERROR';
 
 /** Backstage's StatusError: what this watcher's ERROR events carry. */
 export interface StatusError {

@@ -32,9 +32,12 @@ async function withSim(options, fn) {
 
 async function firstEvents(sim, paramOverrides, { count = 1 } = {}) {
   const { watcher, logger } = watcherWithLogger();
-  const events = await collect(watcher.watchResource(paramsFor(sim, paramOverrides), { namespace: 'default' }), {
-    count,
-  });
+  const events = await collect(
+    watcher.watchResource(paramsFor(sim, paramOverrides), { namespace: 'default' }),
+    {
+      count,
+    },
+  );
   return { events, logger };
 }
 
@@ -73,7 +76,9 @@ test('a client certificate the server does not trust fails as SYSTEM_ERROR 0', (
     assert.deepEqual(events, [errorEvent('SYSTEM_ERROR', 0)]);
     const log = logger.warnings().join('\n');
     assert.match(log, /cluster 'sim'/);
-    for (const keyLine of certs.otherClientKey.split('\n').filter((l) => l.length > 20 && !l.startsWith('-'))) {
+    for (const keyLine of certs.otherClientKey
+      .split('\n')
+      .filter((l) => l.length > 20 && !l.startsWith('-'))) {
       assert.ok(!log.includes(keyLine), 'no key material in the log');
     }
   }));
@@ -151,16 +156,25 @@ test('in-cluster: serviceAccount without a token in authMetadata uses the servic
     process.env.KUBERNETES_SERVICE_PORT = String(sim.port);
     try {
       const { NativeKubernetesWatcher } = require('..');
-      const watcher = new NativeKubernetesWatcher({ logger: { warn() {}, error() {} }, serviceAccountDir: dir });
+      const watcher = new NativeKubernetesWatcher({
+        logger: { warn() {}, error() {} },
+        serviceAccountDir: dir,
+      });
       const params = paramsFor(sim, {
         // The configured URL is wrong on purpose: in-cluster must not use it.
-        clusterDetails: { url: 'https://192.0.2.1:1', authMetadata: { 'kubernetes.io/auth-provider': 'serviceAccount' } },
+        clusterDetails: {
+          url: 'https://192.0.2.1:1',
+          authMetadata: { 'kubernetes.io/auth-provider': 'serviceAccount' },
+        },
       });
       const [event] = await collect(watcher.watchResource(params, { namespace: 'default' }), { count: 1 });
       assert.equal(event.object.metadata.name, 'p1');
       assert.equal(sim.requests.at(-1).headers.authorization, `Bearer ${TOKEN}`);
     } finally {
-      for (const [key, value] of Object.entries({ KUBERNETES_SERVICE_HOST: saved.host, KUBERNETES_SERVICE_PORT: saved.port })) {
+      for (const [key, value] of Object.entries({
+        KUBERNETES_SERVICE_HOST: saved.host,
+        KUBERNETES_SERVICE_PORT: saved.port,
+      })) {
         if (value === undefined) delete process.env[key];
         else process.env[key] = value;
       }
@@ -171,7 +185,11 @@ test('in-cluster: serviceAccount without a token in authMetadata uses the servic
 test('redirects are not followed: the 3xx is the ERROR and the token goes nowhere else', () =>
   withSim({ token: TOKEN }, async (elsewhere) => {
     await withSim({ token: TOKEN }, async (sim) => {
-      sim.nextWatchFault({ status: 302, headers: { location: `${elsewhere.url}/api/v1/pods?watch=true` }, body: '' });
+      sim.nextWatchFault({
+        status: 302,
+        headers: { location: `${elsewhere.url}/api/v1/pods?watch=true` },
+        body: '',
+      });
       const { events } = await firstEvents(sim, {});
       assert.deepEqual(events, [errorEvent('UNKNOWN_ERROR', 302)]);
       assert.equal(elsewhere.requests.length, 0, 'the redirect target saw no request');
@@ -194,8 +212,15 @@ test('watches to one cluster with one TLS identity share a pooled client and one
     assert.ok(firsts.every((r) => r.value.object.metadata.name === 'p1'));
     assert.equal(native.pooledClientCount() - before, 1, 'one pooled client for five watches');
     const watchRequests = sim.requests.slice(-5);
-    assert.ok(watchRequests.every((r) => r.http2), 'HTTP/2 was negotiated');
-    assert.equal(new Set(watchRequests.map((r) => r.socketId)).size, 1, 'all five streams share one connection');
+    assert.ok(
+      watchRequests.every((r) => r.http2),
+      'HTTP/2 was negotiated',
+    );
+    assert.equal(
+      new Set(watchRequests.map((r) => r.socketId)).size,
+      1,
+      'all five streams share one connection',
+    );
     controller.abort();
     for (const g of gens) assert.deepEqual(await g.next(), { done: true, value: undefined });
   }));

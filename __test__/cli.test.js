@@ -48,7 +48,8 @@ function runCli(args, { env = {} } = {}) {
   const done = new Promise((resolve) => {
     child.on('close', (code, signal) => {
       clearTimeout(killer);
-      for (const w of watchers) w.reject(new Error(`child exited before the wait was satisfied:\n${out.stdout}\n${out.stderr}`));
+      for (const w of watchers)
+        w.reject(new Error(`child exited before the wait was satisfied:\n${out.stdout}\n${out.stderr}`));
       resolve({ code, signal, killedByTest, elapsedMs: Date.now() - started, ...out });
     });
   });
@@ -68,7 +69,10 @@ function runCli(args, { env = {} } = {}) {
           reject(e);
         },
       };
-      w.timer = setTimeout(() => w.reject(new Error(`timed out after ${ms}ms; stdout:\n${out.stdout}\nstderr:\n${out.stderr}`)), ms);
+      w.timer = setTimeout(
+        () => w.reject(new Error(`timed out after ${ms}ms; stdout:\n${out.stdout}\nstderr:\n${out.stderr}`)),
+        ms,
+      );
       watchers.add(w);
     });
   }
@@ -78,12 +82,20 @@ function runCli(args, { env = {} } = {}) {
 /** Runs to completion and returns the exit status and output. */
 async function runToEnd(args, options) {
   const result = await runCli(args, options).done;
-  assert.equal(result.killedByTest, false, `kube-watch ${args.join(' ')} had to be killed:\n${result.stdout}\n${result.stderr}`);
+  assert.equal(
+    result.killedByTest,
+    false,
+    `kube-watch ${args.join(' ')} had to be killed:\n${result.stdout}\n${result.stderr}`,
+  );
   return result;
 }
 
 const dataLines = (stdout) => stdout.split('\n').filter(Boolean).slice(1); // after the header
-const jsonLines = (stdout) => stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const jsonLines = (stdout) =>
+  stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 describe('resource argument', () => {
   const cases = [
@@ -98,15 +110,38 @@ describe('resource argument', () => {
     ['hpa', { group: 'autoscaling', apiVersion: 'v2', plural: 'horizontalpodautoscalers', namespaced: true }],
     ['cj', { group: 'batch', apiVersion: 'v1', plural: 'cronjobs', namespaced: true }],
     ['ing', { group: 'networking.k8s.io', apiVersion: 'v1', plural: 'ingresses', namespaced: true }],
-    ['crd', { group: 'apiextensions.k8s.io', apiVersion: 'v1', plural: 'customresourcedefinitions', namespaced: false }],
+    [
+      'crd',
+      {
+        group: 'apiextensions.k8s.io',
+        apiVersion: 'v1',
+        plural: 'customresourcedefinitions',
+        namespaced: false,
+      },
+    ],
     ['ns', { group: '', apiVersion: 'v1', plural: 'namespaces', namespaced: false }],
     ['no', { group: '', apiVersion: 'v1', plural: 'nodes', namespaced: false }],
-    ['clusterroles.rbac.authorization.k8s.io', { group: 'rbac.authorization.k8s.io', apiVersion: 'v1', plural: 'clusterroles', namespaced: false }],
+    [
+      'clusterroles.rbac.authorization.k8s.io',
+      { group: 'rbac.authorization.k8s.io', apiVersion: 'v1', plural: 'clusterroles', namespaced: false },
+    ],
     ['ev', { group: '', apiVersion: 'v1', plural: 'events', namespaced: true }],
-    ['events.events.k8s.io', { group: 'events.k8s.io', apiVersion: 'v1', plural: 'events', namespaced: true }],
-    ['crontabs.stable.example.com/v1', { group: 'stable.example.com', apiVersion: 'v1', plural: 'crontabs', namespaced: true }],
-    ['stable.example.com/v1beta1/crontabs', { group: 'stable.example.com', apiVersion: 'v1beta1', plural: 'crontabs', namespaced: true }],
-    ['deployments.apps/v1beta2', { group: 'apps', apiVersion: 'v1beta2', plural: 'deployments', namespaced: true }],
+    [
+      'events.events.k8s.io',
+      { group: 'events.k8s.io', apiVersion: 'v1', plural: 'events', namespaced: true },
+    ],
+    [
+      'crontabs.stable.example.com/v1',
+      { group: 'stable.example.com', apiVersion: 'v1', plural: 'crontabs', namespaced: true },
+    ],
+    [
+      'stable.example.com/v1beta1/crontabs',
+      { group: 'stable.example.com', apiVersion: 'v1beta1', plural: 'crontabs', namespaced: true },
+    ],
+    [
+      'deployments.apps/v1beta2',
+      { group: 'apps', apiVersion: 'v1beta2', plural: 'deployments', namespaced: true },
+    ],
   ];
   for (const [arg, want] of cases) {
     test(arg, () => {
@@ -116,11 +151,17 @@ describe('resource argument', () => {
   }
 
   test('an unknown group needs a version, and the error says how', () => {
-    assert.throws(() => parseResourceArg('crontabs.stable.example.com'), (err) => {
-      assert.ok(err instanceof ResourceArgError);
-      assert.match(err.message, /unknown API group "stable\.example\.com".*crontabs\.stable\.example\.com\/v1/);
-      return true;
-    });
+    assert.throws(
+      () => parseResourceArg('crontabs.stable.example.com'),
+      (err) => {
+        assert.ok(err instanceof ResourceArgError);
+        assert.match(
+          err.message,
+          /unknown API group "stable\.example\.com".*crontabs\.stable\.example\.com\/v1/,
+        );
+        return true;
+      },
+    );
     assert.throws(() => parseResourceArg('a/b/c/d'), ResourceArgError);
     assert.throws(() => parseResourceArg('pods/notaversion!'), ResourceArgError);
     assert.throws(() => parseResourceArg(''), ResourceArgError);
@@ -137,16 +178,36 @@ describe('output formatting', () => {
 
   test('status: pods, workloads, generic phase, bookmarks', () => {
     assert.equal(eventStatus({ type: 'ADDED', object: pod('Running', [true, false]) }), 'Running 1/2');
-    assert.equal(eventStatus({ type: 'ADDED', object: pod('Running', [true], { deletionTimestamp: 'x' }) }), 'Terminating 1/1');
+    assert.equal(
+      eventStatus({ type: 'ADDED', object: pod('Running', [true], { deletionTimestamp: 'x' }) }),
+      'Terminating 1/1',
+    );
     const crashing = pod('Running', [false]);
     crashing.status.containerStatuses[0].state = { waiting: { reason: 'CrashLoopBackOff' } };
     assert.equal(eventStatus({ type: 'MODIFIED', object: crashing }), 'CrashLoopBackOff 0/1');
-    const deploy = { kind: 'Deployment', metadata: { name: 'd' }, spec: { replicas: 3 }, status: { readyReplicas: 2 } };
+    const deploy = {
+      kind: 'Deployment',
+      metadata: { name: 'd' },
+      spec: { replicas: 3 },
+      status: { readyReplicas: 2 },
+    };
     assert.equal(eventStatus({ type: 'MODIFIED', object: deploy }), 'ready 2/3');
-    assert.equal(eventStatus({ type: 'ADDED', object: { metadata: { name: 'n' } } }, 'deployments'), 'ready 0/1');
-    assert.equal(eventStatus({ type: 'ADDED', object: { kind: 'Namespace', metadata: { name: 'n' }, status: { phase: 'Active' } } }), 'Active');
+    assert.equal(
+      eventStatus({ type: 'ADDED', object: { metadata: { name: 'n' } } }, 'deployments'),
+      'ready 0/1',
+    );
+    assert.equal(
+      eventStatus({
+        type: 'ADDED',
+        object: { kind: 'Namespace', metadata: { name: 'n' }, status: { phase: 'Active' } },
+      }),
+      'Active',
+    );
     assert.equal(eventStatus({ type: 'ADDED', object: { kind: 'ConfigMap', metadata: { name: 'c' } } }), '-');
-    assert.equal(eventStatus({ type: 'BOOKMARK', object: { kind: 'Pod', metadata: { resourceVersion: '9' } } }), '-');
+    assert.equal(
+      eventStatus({ type: 'BOOKMARK', object: { kind: 'Pod', metadata: { resourceVersion: '9' } } }),
+      '-',
+    );
   });
 
   test('table lines stay aligned with the header and widen for long names', () => {
@@ -164,14 +225,29 @@ describe('output formatting', () => {
     const wide = t.line({ type: 'MODIFIED', object: long, resourceVersion: '8' }, at);
     const after = t.line({ type: 'DELETED', object: pod('Running', [true]), resourceVersion: '9' }, at);
     assert.equal(wide.indexOf(' 8 '), after.indexOf(' 9 '), 'later lines take the widened column');
-    assert.equal(t.line({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '10' } }, resourceVersion: '10' }, at).slice(cols[1]).split(' ')[0], '-');
+    assert.equal(
+      t
+        .line(
+          { type: 'BOOKMARK', object: { metadata: { resourceVersion: '10' } }, resourceVersion: '10' },
+          at,
+        )
+        .slice(cols[1])
+        .split(' ')[0],
+      '-',
+    );
   });
 
   test('colors only when asked, padding computed without escape codes', () => {
     const t = createTableFormatter({ color: true });
-    const line = t.line({ type: 'DELETED', object: pod('Running', [true]), resourceVersion: '3' }, new Date());
+    const line = t.line(
+      { type: 'DELETED', object: pod('Running', [true]), resourceVersion: '3' },
+      new Date(),
+    );
     assert.match(line, /\x1b\[31mDELETED\x1b\[0m {3}ns\/p/);
-    assert.doesNotMatch(createTableFormatter().line({ type: 'DELETED', object: pod('Running', [true]) }, new Date()), /\x1b/);
+    assert.doesNotMatch(
+      createTableFormatter().line({ type: 'DELETED', object: pod('Running', [true]) }, new Date()),
+      /\x1b/,
+    );
   });
 
   test('time is local HH:MM:SS.mmm', () => {
@@ -229,7 +305,10 @@ describe('usage errors (no cluster needed)', () => {
     try {
       const r = await runToEnd(['pods'], { env: { HOME: home, KUBERNETES_SERVICE_HOST: '' } });
       assert.equal(r.code, 2);
-      assert.ok(r.stderr.includes(`no kubeconfig found: looked at ${path.join(home, '.kube', 'config')}`), r.stderr);
+      assert.ok(
+        r.stderr.includes(`no kubeconfig found: looked at ${path.join(home, '.kube', 'config')}`),
+        r.stderr,
+      );
     } finally {
       fs.rmSync(home, { recursive: true, force: true });
     }
@@ -307,7 +386,10 @@ describe('against the simulated API server', () => {
     sim.create('pods', podObject('default', 'db-1', { app: 'db' }, false));
     sim.create('pods', podObject('other', 'web-2', { app: 'web' }, true));
     kubeconfig = writeKubeconfig('config.yaml', { server: sim.url, user: { token: TOKEN } });
-    wrongTokenKubeconfig = writeKubeconfig('wrong.yaml', { server: sim.url, user: { token: 'not-the-token' } });
+    wrongTokenKubeconfig = writeKubeconfig('wrong.yaml', {
+      server: sim.url,
+      user: { token: 'not-the-token' },
+    });
     tlsSim = await createSimulator({ tls: true, requireClientCert: true, token: TOKEN });
     tlsSim.create('pods', podObject('default', 'tls-pod', { app: 'tls' }, true));
     certKubeconfig = writeKubeconfig('cert.yaml', {
@@ -320,7 +402,10 @@ describe('against the simulated API server', () => {
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
-  const names = (stdout) => dataLines(stdout).map((l) => l.split(/\s+/)[2]).sort();
+  const names = (stdout) =>
+    dataLines(stdout)
+      .map((l) => l.split(/\s+/)[2])
+      .sort();
 
   test('table: aligned header and lines for the context namespace; --timeout ends with exit 0', async () => {
     const r = await runToEnd(['pods', '--kubeconfig', kubeconfig, '--timeout', '1']);
@@ -346,7 +431,9 @@ describe('against the simulated API server', () => {
   test('-n picks the namespace, -A watches all of them, -l filters by label', async () => {
     const [ns, all, selected, context] = await Promise.all([
       runToEnd(['pods', '--kubeconfig', kubeconfig, '--timeout', '1', '-n', 'other']),
-      runToEnd(['pods', '--timeout', '1', '-A'], { env: { KUBECONFIG: [path.join(tmp, 'absent.yaml'), kubeconfig].join(path.delimiter) } }),
+      runToEnd(['pods', '--timeout', '1', '-A'], {
+        env: { KUBECONFIG: [path.join(tmp, 'absent.yaml'), kubeconfig].join(path.delimiter) },
+      }),
       runToEnd(['po', '--kubeconfig', kubeconfig, '--timeout', '1', '--all-namespaces', '-l', 'app=web']),
       runToEnd(['pods', '--kubeconfig', kubeconfig, '--timeout', '1', '--context', 'sim-other']),
     ]);
@@ -386,12 +473,26 @@ describe('against the simulated API server', () => {
       assert.equal(e.object.kind, 'Pod');
     }
     const rvs = events.slice(1).map((e) => Number(e.resourceVersion));
-    assert.deepEqual(rvs, [...rvs].sort((a, b) => a - b));
+    assert.deepEqual(
+      rvs,
+      [...rvs].sort((a, b) => a - b),
+    );
     assert.equal(events[2].object.status.containerStatuses[0].ready, true);
   });
 
   test('--send-initial-events ends the initial list with a bookmark', async () => {
-    const r = await runToEnd(['pods', '--kubeconfig', kubeconfig, '-o', 'json', '-n', 'other', '--send-initial-events', '--timeout', '1']);
+    const r = await runToEnd([
+      'pods',
+      '--kubeconfig',
+      kubeconfig,
+      '-o',
+      'json',
+      '-n',
+      'other',
+      '--send-initial-events',
+      '--timeout',
+      '1',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const events = jsonLines(r.stdout);
     assert.deepEqual(events.map((e) => e.type).slice(0, 2), ['ADDED', 'BOOKMARK']);
@@ -404,9 +505,24 @@ describe('against the simulated API server', () => {
   test('--resource-version resumes after that version', async () => {
     const { metadata } = sim.create('pods', podObject('rv-test', 'first', {}, true));
     sim.create('pods', podObject('rv-test', 'second', {}, true));
-    const r = await runToEnd(['pods', '--kubeconfig', kubeconfig, '-o', 'json', '-n', 'rv-test', '--resource-version', metadata.resourceVersion, '--timeout', '1']);
+    const r = await runToEnd([
+      'pods',
+      '--kubeconfig',
+      kubeconfig,
+      '-o',
+      'json',
+      '-n',
+      'rv-test',
+      '--resource-version',
+      metadata.resourceVersion,
+      '--timeout',
+      '1',
+    ]);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(jsonLines(r.stdout).map((e) => e.object.metadata.name), ['second']);
+    assert.deepEqual(
+      jsonLines(r.stdout).map((e) => e.object.metadata.name),
+      ['second'],
+    );
   });
 
   test('client certificate from the kubeconfig over mutual TLS', async () => {
@@ -434,7 +550,10 @@ describe('against the simulated API server', () => {
   test('wrong token: UNAUTHORIZED_ERROR 401 on stderr, exit 1', async () => {
     const r = await runToEnd(['pods', '--kubeconfig', wrongTokenKubeconfig]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /watch failed: UNAUTHORIZED_ERROR \(status 401\) on \/api\/v1\/namespaces\/default\/pods/);
+    assert.match(
+      r.stderr,
+      /watch failed: UNAUTHORIZED_ERROR \(status 401\) on \/api\/v1\/namespaces\/default\/pods/,
+    );
     assert.ok(!r.stderr.includes('not-the-token'), 'the token is not printed');
     assert.ok(!r.stderr.includes(TOKEN));
   });
@@ -443,14 +562,24 @@ describe('against the simulated API server', () => {
     const r = await runToEnd(['deploy', '--kubeconfig', wrongTokenKubeconfig, '-o', 'json', '-A']);
     assert.equal(r.code, 1);
     assert.deepEqual(jsonLines(r.stdout), [
-      { type: 'ERROR', error: { errorType: 'UNAUTHORIZED_ERROR', statusCode: 401, resourcePath: '/apis/apps/v1/deployments' } },
+      {
+        type: 'ERROR',
+        error: {
+          errorType: 'UNAUTHORIZED_ERROR',
+          statusCode: 401,
+          resourcePath: '/apis/apps/v1/deployments',
+        },
+      },
     ]);
   });
 
   test('unknown resource: NOT_FOUND 404, exit 1', async () => {
     const r = await runToEnd(['crontabs.stable.example.com/v1', '--kubeconfig', kubeconfig]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /NOT_FOUND \(status 404\) on \/apis\/stable\.example\.com\/v1\/namespaces\/default\/crontabs/);
+    assert.match(
+      r.stderr,
+      /NOT_FOUND \(status 404\) on \/apis\/stable\.example\.com\/v1\/namespaces\/default\/crontabs/,
+    );
     assert.equal(r.stdout, '', 'no header without a row');
   });
 

@@ -16,8 +16,12 @@ test.before(async () => {
 test.after(() => sim.close());
 
 const resourcePath = '/api/v1/namespaces/errs/pods';
-const errorEvent = (errorType, statusCode) => ({ type: 'ERROR', error: { errorType, statusCode, resourcePath } });
-const line = (type, name, rv) => JSON.stringify({ type, object: { metadata: { name, resourceVersion: String(rv) } } });
+const errorEvent = (errorType, statusCode) => ({
+  type: 'ERROR',
+  error: { errorType, statusCode, resourcePath },
+});
+const line = (type, name, rv) =>
+  JSON.stringify({ type, object: { metadata: { name, resourceVersion: String(rv) } } });
 
 async function watchWith(fault, options = {}, paramOverrides = {}) {
   if (fault) sim.nextWatchFault(fault);
@@ -40,7 +44,13 @@ test('HTTP statuses map to error types and the body is logged', async () => {
     [503, 'UNKNOWN_ERROR'],
   ];
   for (const [status, errorType] of cases) {
-    const body = { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: `marker-${status}`, code: status };
+    const body = {
+      kind: 'Status',
+      apiVersion: 'v1',
+      status: 'Failure',
+      message: `marker-${status}`,
+      code: status,
+    };
     const { events, warnings } = await watchWith({ status, body });
     assert.deepEqual(events, [errorEvent(errorType, status)], `status ${status}`);
     assert.equal(warnings.length, 1);
@@ -79,7 +89,10 @@ test('malformed, non-object and invalid UTF-8 lines are warned about and skipped
     ],
     then: 'end',
   });
-  assert.deepEqual(events.map((e) => `${e.type} ${e.object.metadata.name}`), ['ADDED a', 'MODIFIED a']);
+  assert.deepEqual(
+    events.map((e) => `${e.type} ${e.object.metadata.name}`),
+    ['ADDED a', 'MODIFIED a'],
+  );
   assert.equal(warnings.length, 6, warnings.join('\n'));
   assert.match(warnings[0], /malformed JSON/);
   assert.match(warnings[1], /not a watch event/);
@@ -98,14 +111,23 @@ test('an in-stream ERROR without a code is SYSTEM_ERROR 500; the events before i
 
 test('a clean end of the body ends the iterator without an ERROR', async () => {
   const { events, warnings } = await watchWith({ rawLines: [line('ADDED', 'a', 1)], then: 'end' });
-  assert.deepEqual(events.map((e) => e.type), ['ADDED']);
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['ADDED'],
+  );
   assert.deepEqual(warnings, []);
 });
 
 for (const then of ['cut', 'truncate', 'reset']) {
   test(`a broken stream (${then}) gives the events before it, then exactly one SYSTEM_ERROR 0`, async () => {
-    const { events, warnings } = await watchWith({ rawLines: [line('ADDED', 'a', 1), line('ADDED', 'b', 2)], then });
-    assert.deepEqual(events.slice(0, 2).map((e) => e.object.metadata.name), ['a', 'b']);
+    const { events, warnings } = await watchWith({
+      rawLines: [line('ADDED', 'a', 1), line('ADDED', 'b', 2)],
+      then,
+    });
+    assert.deepEqual(
+      events.slice(0, 2).map((e) => e.object.metadata.name),
+      ['a', 'b'],
+    );
     assert.deepEqual(events.slice(2), [errorEvent('SYSTEM_ERROR', 0)]);
     assert.equal(warnings.length, 1);
     assert.match(warnings[0], /watch stream broke|request failed/);
@@ -119,25 +141,40 @@ test('the server closing after a partial line is a broken stream, not an event',
       setTimeout(() => ctx.destroy(), 20);
     },
   });
-  assert.deepEqual(events.map((e) => e.type), ['ADDED', 'ERROR']);
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['ADDED', 'ERROR'],
+  );
   assert.deepEqual(events[1], errorEvent('SYSTEM_ERROR', 0));
 });
 
 test('a line above maxLineBytes ends the watch with SYSTEM_ERROR 0 and a warning naming the limit', async () => {
   const { events, warnings } = await watchWith(
-    { rawLines: [line('ADDED', 'a', 1), JSON.stringify({ type: 'ADDED', object: { pad: 'x'.repeat(5000) } })], then: 'stall' },
+    {
+      rawLines: [line('ADDED', 'a', 1), JSON.stringify({ type: 'ADDED', object: { pad: 'x'.repeat(5000) } })],
+      then: 'stall',
+    },
     { maxLineBytes: 4096 },
   );
-  assert.deepEqual(events.map((e) => e.type), ['ADDED', 'ERROR']);
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['ADDED', 'ERROR'],
+  );
   assert.deepEqual(events[1], errorEvent('SYSTEM_ERROR', 0));
   assert.match(warnings[0], /limit of 4096 bytes/);
 });
 
 test('a silent peer ends the watch with SYSTEM_ERROR 0 after idleTimeoutSeconds', async () => {
   const started = Date.now();
-  const { events, warnings } = await watchWith({ rawLines: [line('ADDED', 'a', 1)], then: 'stall' }, { idleTimeoutSeconds: 0.5 });
+  const { events, warnings } = await watchWith(
+    { rawLines: [line('ADDED', 'a', 1)], then: 'stall' },
+    { idleTimeoutSeconds: 0.5 },
+  );
   const elapsed = Date.now() - started;
-  assert.deepEqual(events.map((e) => e.type), ['ADDED', 'ERROR']);
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['ADDED', 'ERROR'],
+  );
   assert.deepEqual(events[1], errorEvent('SYSTEM_ERROR', 0));
   assert.match(warnings[0], /idle timeout/);
   assert.ok(elapsed >= 450 && elapsed < 3000, `${elapsed} ms`);
@@ -172,7 +209,11 @@ test('an in-stream ERROR is the last event: nothing after it is read, even if th
     ],
     then: 'stall',
   });
-  assert.deepEqual(events.map((e) => e.type), ['ADDED', 'ERROR'], JSON.stringify(events));
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['ADDED', 'ERROR'],
+    JSON.stringify(events),
+  );
   assert.deepEqual(events[1], errorEvent('UNKNOWN_ERROR', 410));
   assert.ok(await sim.waitForSocketsClosed(1000), 'the connection is closed');
 });

@@ -25,7 +25,9 @@ test('ADDED, MODIFIED and DELETED arrive in order with the shape of the contract
   const gen = watcher.watchResource(paramsFor(sim), { namespace: ns, signal: controller.signal });
   const first = await gen.next();
   assert.equal(first.value.type, 'ADDED');
-  sim.patch('pods', ns, 'a', (p) => { p.status = { phase: 'Running' }; });
+  sim.patch('pods', ns, 'a', (p) => {
+    p.status = { phase: 'Running' };
+  });
   sim.create('pods', pod('b', { namespace: ns }));
   sim.remove('pods', ns, 'a');
   const rest = await collect(gen, { count: 3 });
@@ -37,7 +39,11 @@ test('ADDED, MODIFIED and DELETED arrive in order with the shape of the contract
     assert.equal(typeof event.resourceVersion, 'string');
   }
   const versions = events.map((e) => Number(e.resourceVersion));
-  assert.deepEqual(versions, [...versions].sort((x, y) => x - y), 'resourceVersions increase');
+  assert.deepEqual(
+    versions,
+    [...versions].sort((x, y) => x - y),
+    'resourceVersions increase',
+  );
   assert.equal(events[1].object.status.phase, 'Running');
 });
 
@@ -71,7 +77,10 @@ async function watchWithFault(fault, options = {}) {
 }
 
 const line = (type, name, rv, extra = {}) =>
-  JSON.stringify({ type, object: { kind: 'Pod', metadata: { name, resourceVersion: String(rv) }, ...extra } });
+  JSON.stringify({
+    type,
+    object: { kind: 'Pod', metadata: { name, resourceVersion: String(rv) }, ...extra },
+  });
 
 test('byte-by-byte writes with multi-byte UTF-8 split across chunks yield whole events', async () => {
   const fancy = 'café-☕-𝄞-日本';
@@ -99,9 +108,20 @@ test('CRLF endings, empty lines and a last line without newline', async () => {
 test('many events in one chunk, and events split at arbitrary points', async () => {
   const lines = Array.from({ length: 300 }, (_, i) => line('ADDED', `p${i}`, i + 1));
   const coalesced = await watchWithFault({ writeMode: 'coalesce', rawLines: lines, then: 'end' });
-  assert.deepEqual(coalesced.events.map((e) => e.object.metadata.name), lines.map((_, i) => `p${i}`));
-  const split = await watchWithFault({ writeMode: 'split', splitAt: 7, rawLines: lines.slice(0, 50), then: 'end' });
-  assert.deepEqual(split.events.map((e) => e.resourceVersion), lines.slice(0, 50).map((_, i) => String(i + 1)));
+  assert.deepEqual(
+    coalesced.events.map((e) => e.object.metadata.name),
+    lines.map((_, i) => `p${i}`),
+  );
+  const split = await watchWithFault({
+    writeMode: 'split',
+    splitAt: 7,
+    rawLines: lines.slice(0, 50),
+    then: 'end',
+  });
+  assert.deepEqual(
+    split.events.map((e) => e.resourceVersion),
+    lines.slice(0, 50).map((_, i) => String(i + 1)),
+  );
 });
 
 test('multi-megabyte objects arrive intact', async () => {
@@ -118,7 +138,11 @@ test('multi-megabyte objects arrive intact', async () => {
 test('types Kubernetes may add later pass through unchanged', async () => {
   const { events } = await watchWithFault({ rawLines: [line('SOMETHING_NEW', 'n', 9)], then: 'end' });
   assert.deepEqual(events, [
-    { type: 'SOMETHING_NEW', object: { kind: 'Pod', metadata: { name: 'n', resourceVersion: '9' } }, resourceVersion: '9' },
+    {
+      type: 'SOMETHING_NEW',
+      object: { kind: 'Pod', metadata: { name: 'n', resourceVersion: '9' } },
+      resourceVersion: '9',
+    },
   ]);
 });
 

@@ -42,11 +42,12 @@ function paramsFor(sim, overrides = {}) {
 async function collect(generator, { count = Infinity, timeoutMs = 5000 } = {}) {
   const events = [];
   let timer;
+  let timedOut = false;
   const timeout = new Promise((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`collect: timed out after ${timeoutMs} ms with ${events.length} events`)),
-      timeoutMs,
-    );
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(new Error(`collect: timed out after ${timeoutMs} ms with ${events.length} events`));
+    }, timeoutMs);
   });
   const drain = (async () => {
     if (count <= 0) return;
@@ -59,7 +60,9 @@ async function collect(generator, { count = Infinity, timeoutMs = 5000 } = {}) {
     await Promise.race([drain, timeout]);
   } finally {
     clearTimeout(timer);
-    if (events.length < count) await generator.return?.();
+    // After a timeout a next() is still pending, and return() would wait for it: don't await.
+    if (timedOut) generator.return?.().catch(() => {});
+    else if (events.length < count) await generator.return?.();
   }
   return events;
 }

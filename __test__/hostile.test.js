@@ -28,7 +28,9 @@ test('abort during the TLS handshake (peer accepts TCP, never answers) closes th
     const { watcher } = watcherWithLogger();
     const controller = new AbortController();
     const url = `https://127.0.0.1:${server.address().port}`;
-    const gen = watcher.watchResource(paramsFor({ url }, { clusterDetails: { caData } }), { signal: controller.signal });
+    const gen = watcher.watchResource(paramsFor({ url }, { clusterDetails: { caData } }), {
+      signal: controller.signal,
+    });
     const pending = gen.next();
     const deadline = Date.now() + 2000;
     while (sockets.size === 0 && Date.now() < deadline) await sleep(10);
@@ -53,7 +55,10 @@ test('a server shutting down mid-stream gives the events before it, then one SYS
   await sim.close();
   const rest = await collect(gen);
   assert.deepEqual(rest, [
-    { type: 'ERROR', error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath: '/api/v1/namespaces/default/pods' } },
+    {
+      type: 'ERROR',
+      error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath: '/api/v1/namespaces/default/pods' },
+    },
   ]);
   assert.equal(logger.warnings().length, 1);
 });
@@ -64,7 +69,9 @@ test('a 429 with Retry-After is reported as UNKNOWN_ERROR 429 with the body logg
     sim.nextWatchFault({ status: 429, retryAfterSeconds: 2 });
     const { watcher, logger } = watcherWithLogger();
     const events = await collect(watcher.watchResource(paramsFor(sim), {}));
-    assert.deepEqual(events, [{ type: 'ERROR', error: { errorType: 'UNKNOWN_ERROR', statusCode: 429, resourcePath: '/api/v1/pods' } }]);
+    assert.deepEqual(events, [
+      { type: 'ERROR', error: { errorType: 'UNKNOWN_ERROR', statusCode: 429, resourcePath: '/api/v1/pods' } },
+    ]);
     assert.match(logger.warnings()[0], /retryAfterSeconds/);
   } finally {
     await sim.close();
@@ -95,7 +102,9 @@ test('an endless line is refused at the limit while memory stays bounded', async
     const { watcher, logger } = watcherWithLogger();
     const events = await collect(watcher.watchResource(paramsFor(sim), {}), { timeoutMs: 20000 });
     clearInterval(sampler);
-    assert.deepEqual(events, [{ type: 'ERROR', error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath: '/api/v1/pods' } }]);
+    assert.deepEqual(events, [
+      { type: 'ERROR', error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath: '/api/v1/pods' } },
+    ]);
     assert.match(logger.warnings()[0], /limit of 16777216 bytes/);
     assert.ok(written < 128 * chunk.length, `the client stopped reading (server wrote ${written >> 20} MiB)`);
     assert.ok(peak - rssBefore < 64 * 1024 * 1024, `RSS grew by ${(peak - rssBefore) >> 20} MiB`);
@@ -108,59 +117,69 @@ test('the idle limit defaults on with bookmarks (180 s), off without, and 0 turn
   const params = paramsFor({ url: 'http://127.0.0.1:1' });
   assert.equal(toSpec(params, { allowWatchBookmarks: true }).idleTimeoutSeconds, 180);
   assert.equal(toSpec(params, {}).idleTimeoutSeconds, undefined);
-  assert.equal(toSpec(params, { allowWatchBookmarks: true, idleTimeoutSeconds: 0 }).idleTimeoutSeconds, undefined);
+  assert.equal(
+    toSpec(params, { allowWatchBookmarks: true, idleTimeoutSeconds: 0 }).idleTimeoutSeconds,
+    undefined,
+  );
   assert.equal(toSpec(params, { idleTimeoutSeconds: 5 }).idleTimeoutSeconds, 5);
 });
 
-test('over HTTP/2, stalled consumers do not delay a healthy watch sharing their connection', { timeout: 60000 }, async () => {
-  const sim = await createSimulator({ tls: true, http2: true, token: TOKEN });
-  const big = 'x'.repeat(100 * 1024);
-  const offered = [];
-  const stallers = [];
-  try {
-    // A fresh pool key (localhost rather than 127.0.0.1) so the watches share one new client.
-    const params = paramsFor(sim, { clusterDetails: { url: `https://localhost:${sim.port}`, caData } });
-    const { watcher } = watcherWithLogger();
-    for (let i = 0; i < 3; i++) {
-      const state = { written: 0 };
-      offered.push(state);
-      sim.nextWatchFault({
-        onWatch(ctx) {
-          let rv = 0;
-          const pump = () => {
-            while (state.written < 64 * 1024 * 1024 && !ctx.res.destroyed) {
-              const text = `${line('ADDED', `big-${rv}`, ++rv, { data: { big } })}\n`;
-              state.written += text.length;
-              if (!ctx.write(text)) return ctx.res.once('drain', pump);
-            }
-          };
-          pump();
-        },
-      });
-      const gen = watcher.watchResource(params, { namespace: 'stalled' });
-      await gen.next(); // take one event, then stop reading
-      stallers.push(gen);
-    }
-    await sleep(1000);
-    const plateau = offered.map((s) => s.written);
-    assert.ok(plateau.every((w) => w < 64 * 1024 * 1024), 'the stalled streams are flow-controlled');
+test(
+  'over HTTP/2, stalled consumers do not delay a healthy watch sharing their connection',
+  { timeout: 60000 },
+  async () => {
+    const sim = await createSimulator({ tls: true, http2: true, token: TOKEN });
+    const big = 'x'.repeat(100 * 1024);
+    const offered = [];
+    const stallers = [];
+    try {
+      // A fresh pool key (localhost rather than 127.0.0.1) so the watches share one new client.
+      const params = paramsFor(sim, { clusterDetails: { url: `https://localhost:${sim.port}`, caData } });
+      const { watcher } = watcherWithLogger();
+      for (let i = 0; i < 3; i++) {
+        const state = { written: 0 };
+        offered.push(state);
+        sim.nextWatchFault({
+          onWatch(ctx) {
+            let rv = 0;
+            const pump = () => {
+              while (state.written < 64 * 1024 * 1024 && !ctx.res.destroyed) {
+                const text = `${line('ADDED', `big-${rv}`, ++rv, { data: { big } })}\n`;
+                state.written += text.length;
+                if (!ctx.write(text)) return ctx.res.once('drain', pump);
+              }
+            };
+            pump();
+          },
+        });
+        const gen = watcher.watchResource(params, { namespace: 'stalled' });
+        await gen.next(); // take one event, then stop reading
+        stallers.push(gen);
+      }
+      await sleep(1000);
+      const plateau = offered.map((s) => s.written);
+      assert.ok(
+        plateau.every((w) => w < 64 * 1024 * 1024),
+        'the stalled streams are flow-controlled',
+      );
 
-    const healthy = watcher.watchResource(params, { namespace: 'healthy' });
-    const socketIds = new Set(sim.requests.slice(-4).map((r) => r.socketId));
-    assert.equal(socketIds.size, 1, 'all four watches share one HTTP/2 connection');
-    const latencies = [];
-    for (let i = 0; i < 10; i++) {
-      const created = Date.now();
-      sim.create('pods', pod(`h-${i}`, { namespace: 'healthy' }));
-      const { value } = await healthy.next();
-      assert.equal(value.object.metadata.name, `h-${i}`);
-      latencies.push(Date.now() - created);
-      await sleep(20);
+      const healthy = watcher.watchResource(params, { namespace: 'healthy' });
+      const socketIds = new Set(sim.requests.slice(-4).map((r) => r.socketId));
+      assert.equal(socketIds.size, 1, 'all four watches share one HTTP/2 connection');
+      const latencies = [];
+      for (let i = 0; i < 10; i++) {
+        const created = Date.now();
+        sim.create('pods', pod(`h-${i}`, { namespace: 'healthy' }));
+        const { value } = await healthy.next();
+        assert.equal(value.object.metadata.name, `h-${i}`);
+        latencies.push(Date.now() - created);
+        await sleep(20);
+      }
+      assert.ok(Math.max(...latencies) < 500, `healthy watch latencies: ${latencies.join(', ')} ms`);
+      await healthy.return();
+    } finally {
+      for (const gen of stallers) await gen.return();
+      await sim.close();
     }
-    assert.ok(Math.max(...latencies) < 500, `healthy watch latencies: ${latencies.join(', ')} ms`);
-    await healthy.return();
-  } finally {
-    for (const gen of stallers) await gen.return();
-    await sim.close();
-  }
-});
+  },
+);

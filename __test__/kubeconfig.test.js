@@ -20,7 +20,12 @@ const SECRET_MARKER = 'SHOULD-NEVER-BE-PRINTED';
 
 /** Loads with an empty environment and a home directory that has no kubeconfig. */
 function load(options) {
-  return loadKubeconfig({ env: {}, homedir: emptyHome, serviceAccountDir: path.join(emptyHome, 'no-sa'), ...options });
+  return loadKubeconfig({
+    env: {},
+    homedir: emptyHome,
+    serviceAccountDir: path.join(emptyHome, 'no-sa'),
+    ...options,
+  });
 }
 
 /** Asserts that loading throws a KubeconfigError matching `pattern`, with no secret in it. */
@@ -141,7 +146,9 @@ describe('supported fields', () => {
 describe('which file', () => {
   test('KUBECONFIG: missing entries are skipped and files merge first-wins', () => {
     const env = {
-      KUBECONFIG: [path.join(tmp, 'missing.yaml'), fixture('merge-a.yaml'), fixture('merge-b.yaml')].join(path.delimiter),
+      KUBECONFIG: [path.join(tmp, 'missing.yaml'), fixture('merge-a.yaml'), fixture('merge-b.yaml')].join(
+        path.delimiter,
+      ),
     };
     // merge-a sets current-context from-b, which only merge-b defines.
     const got = load({ env });
@@ -171,12 +178,21 @@ describe('which file', () => {
     assert.equal(load({ path: CONFIG, env, homedir: home }).contextName, 'token-inline');
     assert.equal(load({ env, homedir: home }).contextName, 'nested');
     // ~/.kube/config alone: merge-a names from-b, which it does not define.
-    assertRefused({ homedir: home }, /context "from-b" \(the current-context of .*config\) not found .*available contexts: from-a/);
-    assert.equal(load({ homedir: home, context: 'from-a' }).clusterDetails.url, 'https://a.example.test:6443');
+    assertRefused(
+      { homedir: home },
+      /context "from-b" \(the current-context of .*config\) not found .*available contexts: from-a/,
+    );
+    assert.equal(
+      load({ homedir: home, context: 'from-a' }).clusterDetails.url,
+      'https://a.example.test:6443',
+    );
   });
 
   test('a missing path option is an error even when other configs exist', () => {
-    assertRefused({ path: path.join(tmp, 'nope.yaml'), env: { KUBECONFIG: CONFIG } }, /nope\.yaml does not exist/);
+    assertRefused(
+      { path: path.join(tmp, 'nope.yaml'), env: { KUBECONFIG: CONFIG } },
+      /nope\.yaml does not exist/,
+    );
   });
 
   test('no kubeconfig and not in a cluster: the error says where it looked', () => {
@@ -186,7 +202,10 @@ describe('which file', () => {
 
     const env = { KUBECONFIG: [path.join(tmp, 'a'), path.join(tmp, 'b')].join(path.delimiter) };
     const err2 = assertRefused({ env }, /no kubeconfig found: looked at KUBECONFIG/);
-    assert.ok(err2.message.includes(path.join(tmp, 'a')) && err2.message.includes(path.join(tmp, 'b')), err2.message);
+    assert.ok(
+      err2.message.includes(path.join(tmp, 'a')) && err2.message.includes(path.join(tmp, 'b')),
+      err2.message,
+    );
   });
 });
 
@@ -247,7 +266,10 @@ describe('in-cluster fallback', () => {
 
 describe('refusals (never leaking secrets)', () => {
   const cases = [
-    ['exec', /context "exec": user "exec-user" uses an exec credential plugin \(command "aws"\), which kube-watch-native does not run/],
+    [
+      'exec',
+      /context "exec": user "exec-user" uses an exec credential plugin \(command "aws"\), which kube-watch-native does not run/,
+    ],
     ['oidc', /user "oidc-user" uses the "oidc" auth-provider/],
     ['gcp', /user "gcp-user" uses the "gcp" auth-provider/],
     ['basic', /user "basic-user" uses basic authentication/],
@@ -255,7 +277,10 @@ describe('refusals (never leaking secrets)', () => {
     ['key-no-cert', /user "key-no-cert" has a client key but no client certificate/],
     ['token-and-cert', /user "token-and-cert" sets both a bearer token and a client certificate/],
     ['impersonate', /user "impersonator" sets as \(impersonation\)/],
-    ['tls-server-name', /context "tls-server-name": cluster "sni" sets tls-server-name, which kube-watch-native does not support/],
+    [
+      'tls-server-name',
+      /context "tls-server-name": cluster "sni" sets tls-server-name, which kube-watch-native does not support/,
+    ],
     ['proxy-url', /context "proxy-url": cluster "proxied" sets proxy-url/],
     ['missing-cluster', /context "missing-cluster" refers to cluster "nowhere", which .* does not define/],
     ['missing-user', /context "missing-user" refers to user "nobody"/],
@@ -271,8 +296,14 @@ describe('refusals (never leaking secrets)', () => {
   });
 
   test('an unknown context is named, with the available ones listed', () => {
-    const err = assertRefused({ path: CONFIG, context: 'prod' }, /context "prod" not found in .*config\.yaml/);
-    assert.match(err.message, /available contexts: token-inline, numeric-token, token-file, cert-data, cert-files, kubectl-proxy, anonymous-remote/);
+    const err = assertRefused(
+      { path: CONFIG, context: 'prod' },
+      /context "prod" not found in .*config\.yaml/,
+    );
+    assert.match(
+      err.message,
+      /available contexts: token-inline, numeric-token, token-file, cert-data, cert-files, kubectl-proxy, anonymous-remote/,
+    );
   });
 
   test('no current-context and no context option', () => {
@@ -283,7 +314,10 @@ describe('refusals (never leaking secrets)', () => {
   });
 
   test('invalid YAML is reported by position without quoting the file', () => {
-    assertRefused({ path: fixture('broken.yaml') }, /broken\.yaml is not valid YAML \([A-Z_]+ at line 7, column \d+\)/);
+    assertRefused(
+      { path: fixture('broken.yaml') },
+      /broken\.yaml is not valid YAML \([A-Z_]+ at line 7, column \d+\)/,
+    );
   });
 
   test('bad inline data and non-mapping files', () => {

@@ -29,7 +29,11 @@ async function requestFor(params, options) {
 test('resource paths for core and named groups, namespaced and cluster-wide', async () => {
   const cases = [
     [{ group: '', apiVersion: 'v1', plural: 'pods' }, {}, '/api/v1/pods'],
-    [{ group: '', apiVersion: 'v1', plural: 'pods' }, { namespace: 'team-a' }, '/api/v1/namespaces/team-a/pods'],
+    [
+      { group: '', apiVersion: 'v1', plural: 'pods' },
+      { namespace: 'team-a' },
+      '/api/v1/namespaces/team-a/pods',
+    ],
     [{ group: 'apps', apiVersion: 'v1', plural: 'deployments' }, {}, '/apis/apps/v1/deployments'],
     [
       { group: 'apps', apiVersion: 'v1', plural: 'deployments' },
@@ -49,7 +53,9 @@ test('segments are percent-encoded and the ERROR names the encoded path', async 
   const events = await collect(watcher.watchResource(params, { namespace: 'a/b' }));
   const path = '/apis/stable.example.com/v1/namespaces/a%2Fb/cron%20tabs';
   assert.equal(lastRequest().path, path);
-  assert.deepEqual(events, [{ type: 'ERROR', error: { errorType: 'NOT_FOUND', statusCode: 404, resourcePath: path } }]);
+  assert.deepEqual(events, [
+    { type: 'ERROR', error: { errorType: 'NOT_FOUND', statusCode: 404, resourcePath: path } },
+  ]);
 });
 
 test('a cluster URL with a path keeps it as a prefix', async () => {
@@ -116,7 +122,10 @@ test('resourceVersion replays what came after it', async () => {
   const events = await collect(
     watcher.watchResource(paramsFor(sim), { namespace: ns, resourceVersion: from, timeoutSeconds: 1 }),
   );
-  assert.deepEqual(events.map((e) => `${e.type} ${e.object.metadata.name}`), ['ADDED new', 'DELETED old']);
+  assert.deepEqual(
+    events.map((e) => `${e.type} ${e.object.metadata.name}`),
+    ['ADDED new', 'DELETED old'],
+  );
 });
 
 test('an expired resourceVersion gives the in-stream 410 as an ERROR event, then the end', async () => {
@@ -126,7 +135,9 @@ test('an expired resourceVersion gives the in-stream 410 as an ERROR event, then
   sim.create('pods', pod('q', { namespace: ns }));
   sim.compact();
   const { watcher, logger } = watcherWithLogger();
-  const events = await collect(watcher.watchResource(paramsFor(sim), { namespace: ns, resourceVersion: from }));
+  const events = await collect(
+    watcher.watchResource(paramsFor(sim), { namespace: ns, resourceVersion: from }),
+  );
   assert.deepEqual(events, [
     {
       type: 'ERROR',
@@ -154,7 +165,9 @@ test('sendInitialEvents without resourceVersionMatch is answered 422 and logged 
 test('timeoutSeconds ends the watch cleanly with no ERROR', async () => {
   const { watcher } = watcherWithLogger();
   const started = Date.now();
-  const events = await collect(watcher.watchResource(paramsFor(sim), { namespace: 'empty', timeoutSeconds: 1 }));
+  const events = await collect(
+    watcher.watchResource(paramsFor(sim), { namespace: 'empty', timeoutSeconds: 1 }),
+  );
   assert.deepEqual(events, []);
   const elapsed = Date.now() - started;
   assert.ok(elapsed >= 900 && elapsed < 4000, `ended after ${elapsed} ms`);
@@ -180,14 +193,24 @@ test('programmer errors throw a TypeError naming the field, at call time', () =>
     [good, { maxLineBytes: 0 }, /options\.maxLineBytes/],
   ];
   for (const [params, options, message] of cases) {
-    assert.throws(() => watcher.watchResource(params, options), (err) => err instanceof TypeError && message.test(err.message));
+    assert.throws(
+      () => watcher.watchResource(params, options),
+      (err) => err instanceof TypeError && message.test(err.message),
+    );
   }
   assert.throws(() => new NativeKubernetesWatcher({ logger: {} }), TypeError);
 });
 
 test('fields projects each object in Rust to the listed paths plus metadata.resourceVersion', async () => {
   const ns = 'fields';
-  sim.create('pods', pod('f1', { namespace: ns, labels: { app: 'web' }, extra: { status: { phase: 'Running', podIP: '10.1.2.3' }, spec: { nodeName: 'n1' } } }));
+  sim.create(
+    'pods',
+    pod('f1', {
+      namespace: ns,
+      labels: { app: 'web' },
+      extra: { status: { phase: 'Running', podIP: '10.1.2.3' }, spec: { nodeName: 'n1' } },
+    }),
+  );
   const { watcher } = watcherWithLogger();
   const [event] = await collect(
     watcher.watchResource(paramsFor(sim), { namespace: ns, fields: ['metadata.name', 'status.phase'] }),
@@ -195,7 +218,10 @@ test('fields projects each object in Rust to the listed paths plus metadata.reso
   );
   assert.deepEqual(event, {
     type: 'ADDED',
-    object: { metadata: { name: 'f1', resourceVersion: event.resourceVersion }, status: { phase: 'Running' } },
+    object: {
+      metadata: { name: 'f1', resourceVersion: event.resourceVersion },
+      status: { phase: 'Running' },
+    },
     resourceVersion: event.resourceVersion,
   });
   assert.match(event.resourceVersion, /^\d+$/);

@@ -14,34 +14,47 @@ const { platformSuffix } = require('../lib/platform');
 const root = path.join(__dirname, '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
-test('npm pack ships the binary, and the tarball installs and works in another project', { timeout: 120_000 }, async () => {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'kwn-pack-'));
-  const sim = await createSimulator({});
-  try {
-    const packed = JSON.parse(
-      execFileSync(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', work], { cwd: root }),
-    );
-    const files = packed[0].files.map((f) => f.path);
-    const binary = `kube-watch-native.${platformSuffix()}.node`;
-    assert.ok(files.includes(binary), `the tarball ships ${binary}`);
-    for (const needed of ['index.js', 'index.d.ts', 'lib/watcher.js', 'bin/kube-watch.js', 'src/lib.rs', 'Cargo.toml']) {
-      assert.ok(files.includes(needed), `the tarball ships ${needed}`);
-    }
-    assert.ok(!files.some((f) => f.startsWith('__test__/') || f.startsWith('target/')));
+test(
+  'npm pack ships the binary, and the tarball installs and works in another project',
+  { timeout: 120_000 },
+  async () => {
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), 'kwn-pack-'));
+    const sim = await createSimulator({});
+    try {
+      const packed = JSON.parse(
+        execFileSync(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', work], { cwd: root }),
+      );
+      const files = packed[0].files.map((f) => f.path);
+      const binary = `kube-watch-native.${platformSuffix()}.node`;
+      assert.ok(files.includes(binary), `the tarball ships ${binary}`);
+      for (const needed of [
+        'index.js',
+        'index.d.ts',
+        'lib/watcher.js',
+        'bin/kube-watch.js',
+        'src/lib.rs',
+        'Cargo.toml',
+      ]) {
+        assert.ok(files.includes(needed), `the tarball ships ${needed}`);
+      }
+      assert.ok(!files.some((f) => f.startsWith('__test__/') || f.startsWith('target/')));
 
-    const project = path.join(work, 'consumer');
-    fs.mkdirSync(project);
-    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
-    const output = execFileSync(
-      npm,
-      ['install', '--offline', '--no-audit', '--no-fund', path.join(work, packed[0].filename)],
-      { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    assert.ok(fs.existsSync(path.join(project, 'node_modules/kube-watch-native', binary)));
-    assert.doesNotMatch(output, /cargo build/, 'the prebuilt binary was used, nothing was compiled');
+      const project = path.join(work, 'consumer');
+      fs.mkdirSync(project);
+      fs.writeFileSync(
+        path.join(project, 'package.json'),
+        JSON.stringify({ name: 'consumer', private: true }),
+      );
+      const output = execFileSync(
+        npm,
+        ['install', '--offline', '--no-audit', '--no-fund', path.join(work, packed[0].filename)],
+        { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      assert.ok(fs.existsSync(path.join(project, 'node_modules/kube-watch-native', binary)));
+      assert.doesNotMatch(output, /cargo build/, 'the prebuilt binary was used, nothing was compiled');
 
-    sim.create('pods', { metadata: { name: 'from-tarball', namespace: 'default' } });
-    const script = `
+      sim.create('pods', { metadata: { name: 'from-tarball', namespace: 'default' } });
+      const script = `
       const { NativeKubernetesWatcher } = require('kube-watch-native');
       (async () => {
         const w = new NativeKubernetesWatcher({ logger: console });
@@ -53,15 +66,19 @@ test('npm pack ships the binary, and the tarball installs and works in another p
           break;
         }
       })();`;
-    const { execFile } = require('node:child_process');
-    const printed = await new Promise((resolve, reject) => {
-      execFile(process.execPath, ['-e', script, sim.url], { cwd: project, timeout: 20_000 }, (err, stdout) =>
-        err ? reject(err) : resolve(stdout),
-      );
-    });
-    assert.equal(printed.trim(), 'ADDED from-tarball');
-  } finally {
-    await sim.close();
-    fs.rmSync(work, { recursive: true, force: true });
-  }
-});
+      const { execFile } = require('node:child_process');
+      const printed = await new Promise((resolve, reject) => {
+        execFile(
+          process.execPath,
+          ['-e', script, sim.url],
+          { cwd: project, timeout: 20_000 },
+          (err, stdout) => (err ? reject(err) : resolve(stdout)),
+        );
+      });
+      assert.equal(printed.trim(), 'ADDED from-tarball');
+    } finally {
+      await sim.close();
+      fs.rmSync(work, { recursive: true, force: true });
+    }
+  },
+);

@@ -79,16 +79,22 @@ function parseCommandLine(argv) {
   const { values, positionals } = parsed;
   if (values.help || values.version) return { values, positionals };
 
-  if (positionals.length > 1) throw new UsageError(`expected one resource, got ${positionals.length}: ${positionals.join(' ')}`);
-  if (positionals.length === 0 && !values.demo) throw new UsageError('a resource type is required, e.g. kube-watch pods');
+  if (positionals.length > 1)
+    throw new UsageError(`expected one resource, got ${positionals.length}: ${positionals.join(' ')}`);
+  if (positionals.length === 0 && !values.demo)
+    throw new UsageError('a resource type is required, e.g. kube-watch pods');
   const output = values.output ?? 'table';
-  if (output !== 'table' && output !== 'json') throw new UsageError(`--output must be table or json, not "${output}"`);
+  if (output !== 'table' && output !== 'json')
+    throw new UsageError(`--output must be table or json, not "${output}"`);
   for (const name of ['namespace', 'selector', 'resource-version', 'kubeconfig', 'context']) {
-    if (values[name] !== undefined && values[name].trim() === '') throw new UsageError(`--${name} needs a non-empty value`);
+    if (values[name] !== undefined && values[name].trim() === '')
+      throw new UsageError(`--${name} needs a non-empty value`);
   }
   const timeout = values.timeout === undefined ? undefined : positiveInteger(values.timeout, '--timeout');
-  const demoSeconds = values['demo-seconds'] === undefined ? 30 : positiveNumber(values['demo-seconds'], '--demo-seconds');
-  if (values['demo-seconds'] !== undefined && !values.demo) throw new UsageError('--demo-seconds only applies with --demo');
+  const demoSeconds =
+    values['demo-seconds'] === undefined ? 30 : positiveNumber(values['demo-seconds'], '--demo-seconds');
+  if (values['demo-seconds'] !== undefined && !values.demo)
+    throw new UsageError('--demo-seconds only applies with --demo');
 
   let resource;
   try {
@@ -101,13 +107,15 @@ function parseCommandLine(argv) {
 }
 
 function positiveInteger(text, flag) {
-  if (!/^\d+$/.test(text) || Number(text) < 1) throw new UsageError(`${flag} must be a whole number of seconds (1 or more), not "${text}"`);
+  if (!/^\d+$/.test(text) || Number(text) < 1)
+    throw new UsageError(`${flag} must be a whole number of seconds (1 or more), not "${text}"`);
   return Number(text);
 }
 
 function positiveNumber(text, flag) {
   const n = Number(text);
-  if (text.trim() === '' || !Number.isFinite(n) || n <= 0) throw new UsageError(`${flag} must be a positive number of seconds, not "${text}"`);
+  if (text.trim() === '' || !Number.isFinite(n) || n <= 0)
+    throw new UsageError(`${flag} must be a positive number of seconds, not "${text}"`);
   return n;
 }
 
@@ -232,7 +240,9 @@ async function main(argv) {
     for await (const ev of watcher.watchResource(params, options)) {
       if (ev.type === 'ERROR') {
         if (json) write(JSON.stringify(ev));
-        stderr.write(`${formatWatchError(ev, { display: resource.display, clusterUrl: target.clusterDetails.url })}\n`);
+        stderr.write(
+          `${formatWatchError(ev, { display: resource.display, clusterUrl: target.clusterDetails.url })}\n`,
+        );
         failed = true;
         break; // the watcher ends the stream after an ERROR anyway
       }
@@ -289,7 +299,9 @@ if (require.main === module) {
       // Everything is closed by now; if a handle still holds the loop, do not hang.
       setTimeout(() => {
         if (process.argv.includes('-v') || process.argv.includes('--verbose')) {
-          process.stderr.write('debug: a handle still held the event loop 2s after the watch ended; exiting\n');
+          process.stderr.write(
+            'debug: a handle still held the event loop 2s after the watch ended; exiting\n',
+          );
         }
         process.exit(code);
       }, 2000).unref();

@@ -49,11 +49,20 @@ function createTableFormatter({ plural = '', color = false } = {}) {
 
   return {
     header() {
-      return row(COLUMNS, COLUMNS.map(() => 'bold'));
+      return row(
+        COLUMNS,
+        COLUMNS.map(() => 'bold'),
+      );
     },
     /** One line (no newline) for a non-ERROR event. */
     line(ev, now = new Date()) {
-      const cells = [formatTime(now), ev.type, objectRef(ev), ev.resourceVersion || '-', eventStatus(ev, plural)];
+      const cells = [
+        formatTime(now),
+        ev.type,
+        objectRef(ev),
+        ev.resourceVersion || '-',
+        eventStatus(ev, plural),
+      ];
       return row(cells, [null, TYPE_COLORS[ev.type], null, null, null]);
     },
   };
@@ -79,7 +88,10 @@ function eventStatus(ev, plural = '') {
   const status = obj.status || {};
   const kind = obj.kind || '';
   if (kind === 'Pod' || (!kind && plural === 'pods')) return podStatus(obj);
-  if (['Deployment', 'StatefulSet', 'ReplicaSet'].includes(kind) || (!kind && ['deployments', 'statefulsets', 'replicasets'].includes(plural))) {
+  if (
+    ['Deployment', 'StatefulSet', 'ReplicaSet'].includes(kind) ||
+    (!kind && ['deployments', 'statefulsets', 'replicasets'].includes(plural))
+  ) {
     const desired = obj.spec && obj.spec.replicas !== undefined ? obj.spec.replicas : 1;
     return `ready ${status.readyReplicas || 0}/${desired}`;
   }
@@ -99,7 +111,9 @@ function podStatus(pod) {
   const total = pod.spec && Array.isArray(pod.spec.containers) ? pod.spec.containers.length : statuses.length;
   const ready = statuses.filter((c) => c && c.ready).length;
   // kubectl shows why a container is stuck (CrashLoopBackOff, ImagePullBackOff) over the phase.
-  const waiting = statuses.map((c) => c && c.state && c.state.waiting && c.state.waiting.reason).find(Boolean);
+  const waiting = statuses
+    .map((c) => c && c.state && c.state.waiting && c.state.waiting.reason)
+    .find(Boolean);
   let phase = status.phase || 'Pending';
   if (waiting) phase = waiting;
   if (pod.metadata && pod.metadata.deletionTimestamp) phase = 'Terminating';
@@ -109,14 +123,19 @@ function podStatus(pod) {
 /** The stderr text for an ERROR event, with a hint for the common causes. */
 function formatWatchError(ev, { display = '', clusterUrl = '' } = {}) {
   const e = ev.error || {};
-  const head = `kube-watch: watch failed: ${e.errorType || 'UNKNOWN_ERROR'} (status ${e.statusCode ?? '?'})` +
+  const head =
+    `kube-watch: watch failed: ${e.errorType || 'UNKNOWN_ERROR'} (status ${e.statusCode ?? '?'})` +
     (e.resourcePath ? ` on ${e.resourcePath}` : '');
   let hint = '';
-  if (e.statusCode === 401) hint = 'the cluster refused the credentials: check the token or client certificate of the context';
+  if (e.statusCode === 401)
+    hint = 'the cluster refused the credentials: check the token or client certificate of the context';
   else if (e.statusCode === 403) hint = 'the credentials are not allowed to watch this resource';
-  else if (e.statusCode === 404) hint = `the cluster does not serve "${display}" there: check the name, group and version (plural.group/version)`;
-  else if (e.statusCode === 410) hint = 'the resourceVersion is too old; start again without --resource-version';
-  else if (e.statusCode === 0) hint = `could not reach ${clusterUrl || 'the cluster'} (connection, DNS or TLS failure; see warnings above)`;
+  else if (e.statusCode === 404)
+    hint = `the cluster does not serve "${display}" there: check the name, group and version (plural.group/version)`;
+  else if (e.statusCode === 410)
+    hint = 'the resourceVersion is too old; start again without --resource-version';
+  else if (e.statusCode === 0)
+    hint = `could not reach ${clusterUrl || 'the cluster'} (connection, DNS or TLS failure; see warnings above)`;
   return hint ? `${head}\n  ${hint}` : head;
 }
 

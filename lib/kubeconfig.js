@@ -72,16 +72,19 @@ function loadKubeconfig(options = {}) {
     if (!isFile(file)) throw new KubeconfigError(`kubeconfig ${file} does not exist or is not a file`);
     candidates = [file];
   } else if (env.KUBECONFIG) {
-    candidates = env.KUBECONFIG.split(path.delimiter).filter(Boolean).map((p) => path.resolve(p));
+    candidates = env.KUBECONFIG.split(path.delimiter)
+      .filter(Boolean)
+      .map((p) => path.resolve(p));
   } else {
     candidates = [path.join(homedir, '.kube', 'config')];
   }
 
   const files = candidates.filter(isFile);
   if (files.length === 0) {
-    const looked = env.KUBECONFIG && !explicitPath
-      ? `KUBECONFIG (${candidates.join(', ') || 'empty'})`
-      : candidates.join(', ');
+    const looked =
+      env.KUBECONFIG && !explicitPath
+        ? `KUBECONFIG (${candidates.join(', ') || 'empty'})`
+        : candidates.join(', ');
     const inCluster = loadInCluster(env, serviceAccountDir);
     if (inCluster.result) {
       if (requestedContext) {
@@ -164,7 +167,8 @@ function addNamed(map, doc, listKey, itemKey, file) {
     if (body !== undefined && !isNull(body) && !isMapping(body)) {
       throw new KubeconfigError(`kubeconfig ${file}: ${itemKey} "${name}" must be a mapping`);
     }
-    if (!map.has(name)) map.set(name, { name, body: isMapping(body) ? body : {}, file, dir: path.dirname(file) });
+    if (!map.has(name))
+      map.set(name, { name, body: isMapping(body) ? body : {}, file, dir: path.dirname(file) });
   });
 }
 
@@ -172,13 +176,18 @@ function addNamed(map, doc, listKey, itemKey, file) {
 // From a context to watch parameters
 
 function resolveContext(config, requestedContext) {
-  const where = config.files.length === 1 ? config.files[0] : `the merged kubeconfig (${config.files.join(', ')})`;
+  const where =
+    config.files.length === 1 ? config.files[0] : `the merged kubeconfig (${config.files.join(', ')})`;
   const available = [...config.contexts.keys()];
-  const availableText = available.length ? `available contexts: ${available.join(', ')}` : 'it defines no contexts';
+  const availableText = available.length
+    ? `available contexts: ${available.join(', ')}`
+    : 'it defines no contexts';
 
   const contextName = requestedContext || config.currentContext;
   if (!contextName) {
-    throw new KubeconfigError(`${where} has no current-context; choose one with --context NAME (${availableText})`);
+    throw new KubeconfigError(
+      `${where} has no current-context; choose one with --context NAME (${availableText})`,
+    );
   }
   const ctx = config.contexts.get(contextName);
   if (!ctx) {
@@ -190,7 +199,9 @@ function resolveContext(config, requestedContext) {
   if (!clusterName) throw new KubeconfigError(`context "${contextName}" in ${ctx.file} names no cluster`);
   const cluster = config.clusters.get(clusterName);
   if (!cluster) {
-    throw new KubeconfigError(`context "${contextName}" refers to cluster "${clusterName}", which ${where} does not define`);
+    throw new KubeconfigError(
+      `context "${contextName}" refers to cluster "${clusterName}", which ${where} does not define`,
+    );
   }
   const clusterDetails = clusterDetailsFor(contextName, cluster);
 
@@ -199,7 +210,9 @@ function resolveContext(config, requestedContext) {
   if (userName) {
     const user = config.users.get(userName);
     if (!user) {
-      throw new KubeconfigError(`context "${contextName}" refers to user "${userName}", which ${where} does not define`);
+      throw new KubeconfigError(
+        `context "${contextName}" refers to user "${userName}", which ${where} does not define`,
+      );
     }
     credential = credentialFor(contextName, user);
   }
@@ -236,7 +249,9 @@ function clusterDetailsFor(contextName, { name, body, file, dir }) {
     throw new KubeconfigError(`${what}: server "${server}" must be an http:// or https:// URL`);
   }
   if (parsed.username || parsed.password) {
-    throw new KubeconfigError(`${what}: server URL carries credentials (user:password@host), which is not supported`);
+    throw new KubeconfigError(
+      `${what}: server URL carries credentials (user:password@host), which is not supported`,
+    );
   }
 
   const details = { name, url: server.replace(/\/+$/, ''), authMetadata: {} };
@@ -250,10 +265,12 @@ function clusterDetailsFor(contextName, { name, body, file, dir }) {
     details.caData = caData;
   } else if (caPath) {
     const caFile = path.resolve(dir, caPath);
-    if (!isFile(caFile)) throw new KubeconfigError(`${what}: certificate-authority file ${caFile} does not exist`);
+    if (!isFile(caFile))
+      throw new KubeconfigError(`${what}: certificate-authority file ${caFile} does not exist`);
     details.caFile = caFile;
   }
-  if (bool(body['insecure-skip-tls-verify'], `${what}: insecure-skip-tls-verify`)) details.skipTLSVerify = true;
+  if (bool(body['insecure-skip-tls-verify'], `${what}: insecure-skip-tls-verify`))
+    details.skipTLSVerify = true;
   return details;
 }
 
@@ -277,13 +294,17 @@ function credentialFor(contextName, { name, body, dir }) {
     );
   }
   if (scalar(body.username) || scalar(body.password)) {
-    throw new KubeconfigError(`${what} uses basic authentication (username/password), which kube-watch-native does not support`);
+    throw new KubeconfigError(
+      `${what} uses basic authentication (username/password), which kube-watch-native does not support`,
+    );
   }
   for (const field of ['as', 'as-uid', 'as-groups', 'as-user-extra']) {
     const v = body[field];
     const set = Array.isArray(v) ? v.length > 0 : isMapping(v) ? Object.keys(v).length > 0 : scalar(v) !== '';
     if (set) {
-      throw new KubeconfigError(`${what} sets ${field} (impersonation), which kube-watch-native does not support`);
+      throw new KubeconfigError(
+        `${what} sets ${field} (impersonation), which kube-watch-native does not support`,
+      );
     }
   }
 
@@ -297,8 +318,14 @@ function credentialFor(contextName, { name, body, dir }) {
 
   const cert = pemFrom(body, 'client-certificate', dir, what);
   const key = pemFrom(body, 'client-key', dir, what);
-  if (cert && !key) throw new KubeconfigError(`${what} has a client certificate but no client key (client-key or client-key-data)`);
-  if (key && !cert) throw new KubeconfigError(`${what} has a client key but no client certificate (client-certificate or client-certificate-data)`);
+  if (cert && !key)
+    throw new KubeconfigError(
+      `${what} has a client certificate but no client key (client-key or client-key-data)`,
+    );
+  if (key && !cert)
+    throw new KubeconfigError(
+      `${what} has a client key but no client certificate (client-certificate or client-certificate-data)`,
+    );
 
   if (token && cert) {
     throw new KubeconfigError(
@@ -316,7 +343,8 @@ function pemFrom(body, field, dir, what) {
   const data = scalar(body[`${field}-data`]);
   if (data) {
     const pem = decodeBase64(data);
-    if (!pem.includes('-----BEGIN')) throw new KubeconfigError(`${what}: ${field}-data is not base64 of a PEM block`);
+    if (!pem.includes('-----BEGIN'))
+      throw new KubeconfigError(`${what}: ${field}-data is not base64 of a PEM block`);
     return pem;
   }
   const file = scalar(body[field]);

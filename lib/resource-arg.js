@@ -118,7 +118,9 @@ const SEGMENT_RE = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
  * @throws {ResourceArgError}
  */
 function parseResourceArg(arg) {
-  const text = String(arg ?? '').trim().toLowerCase();
+  const text = String(arg ?? '')
+    .trim()
+    .toLowerCase();
   if (!text) throw new ResourceArgError('a resource type is required, e.g. pods or deployments.apps');
 
   let name;
@@ -150,7 +152,9 @@ function parseResourceArg(arg) {
       group = parts.slice(2).join('.');
     }
   } else {
-    throw new ResourceArgError(`cannot read resource "${arg}": use plural, plural.group, plural.group/version or group/version/plural`);
+    throw new ResourceArgError(
+      `cannot read resource "${arg}": use plural, plural.group, plural.group/version or group/version/plural`,
+    );
   }
 
   if (!name || !SEGMENT_RE.test(name) || name.includes('.')) {
@@ -160,12 +164,14 @@ function parseResourceArg(arg) {
     throw new ResourceArgError(`cannot read resource "${arg}": "${group}" is not an API group`);
   }
   if (version !== undefined && !VERSION_RE.test(version)) {
-    throw new ResourceArgError(`cannot read resource "${arg}": "${version}" is not an API version (v1, v1beta1, v2alpha1, ...)`);
+    throw new ResourceArgError(
+      `cannot read resource "${arg}": "${version}" is not an API version (v1, v1beta1, v2alpha1, ...)`,
+    );
   }
 
   const known = RESOURCES.find((r) => r.names.has(name) && (group === undefined || r.group === group));
   const plural = known ? known.plural : name;
-  const resolvedGroup = known ? known.group : group ?? '';
+  const resolvedGroup = known ? known.group : (group ?? '');
   const apiVersion = version ?? GROUP_VERSIONS[resolvedGroup];
   if (!apiVersion) {
     throw new ResourceArgError(

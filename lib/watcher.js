@@ -164,7 +164,8 @@ class NativeKubernetesWatcher {
     requireObject(options, 'options');
     const logger = options.logger ?? consoleLogger;
     for (const method of ['warn', 'error']) {
-      if (typeof logger[method] !== 'function') throw fail(`options.logger.${method}`, 'a function', logger[method]);
+      if (typeof logger[method] !== 'function')
+        throw fail(`options.logger.${method}`, 'a function', logger[method]);
     }
     this.#logger = logger;
     this.#serviceAccountDir = optionalString(options.serviceAccountDir, 'options.serviceAccountDir');

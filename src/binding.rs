@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use napi::bindgen_prelude::within_runtime_if_available;
+use napi::bindgen_prelude::{AsyncBlock, AsyncBlockBuilder, within_runtime_if_available};
+use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
@@ -83,15 +84,27 @@ pub struct NativeWatch {
 #[napi]
 impl NativeWatch {
     /// Resolves with every event ready now (at least one, or the end).
-    #[napi]
-    pub async fn next_batch(&self) -> NativeBatch {
+    ///
+    /// Not an `async fn`: the future must own its reference to the watch rather than borrow
+    /// `self`, because a worker thread's teardown frees `self` while the future may still run.
+    #[napi(ts_return_type = "Promise<NativeBatch>")]
+    pub fn next_batch(&self, env: &Env) -> Result<AsyncBlock<NativeBatch>> {
         let watch = self.inner.clone();
-        watch.next_batch().await.into()
+        AsyncBlockBuilder::new(async move { Ok(watch.next_batch().await.into()) }).build(env)
     }
 
     /// Stops the native task and closes the connection; safe to call any number of times.
     #[napi]
     pub fn cancel(&self) {
+        self.inner.cancel();
+    }
+}
+
+/// A worker thread's JavaScript objects are finalized when it terminates, but a pending
+/// `nextBatch` future holds its own reference to the watch: cancel here, so no watch (and no
+/// connection) outlives the environment that owns it.
+impl Drop for NativeWatch {
+    fn drop(&mut self) {
         self.inner.cancel();
     }
 }

@@ -76,7 +76,10 @@ impl ClientKey {
             .http2_keep_alive_while_idle(true)
             .http2_initial_stream_window_size(H2_STREAM_WINDOW)
             .http2_initial_connection_window_size(H2_CONNECTION_WINDOW)
-            .danger_accept_invalid_certs(self.skip_verify);
+            .danger_accept_invalid_certs(self.skip_verify)
+            // Watches are long-lived: one idle HTTP/1.1 connection per host is enough to reuse
+            // for the next watch, and more would only hold sockets open after a burst ends.
+            .pool_max_idle_per_host(1);
         if let Some(pem) = &self.ca_pem {
             let certs = reqwest::Certificate::from_pem_bundle(pem)
                 .map_err(|err| WatchError::Config(format!("CA is not valid PEM: {err}")))?;

@@ -25,7 +25,8 @@ fn event_line() -> impl Strategy<Value = Piece> {
         0u32..1_000_000,
     )
         .prop_map(|(kind, name, rv)| {
-            let object = serde_json::json!({"metadata": {"name": name, "resourceVersion": rv.to_string()}});
+            let object =
+                serde_json::json!({"metadata": {"name": name, "resourceVersion": rv.to_string()}});
             Piece::Event(serde_json::json!({"type": kind, "object": object}).to_string())
         })
 }

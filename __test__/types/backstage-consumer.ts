@@ -70,7 +70,10 @@ import { loadKubeconfig, KubeconfigError } from '../..';
 export function fromKubeconfig(): AsyncGenerator<KubernetesWatchEvent, void, undefined> | string {
   try {
     const { clusterDetails, credential, namespace } = loadKubeconfig({ context: 'dev' });
-    return watcher.watchResource({ clusterDetails, credential, group: '', apiVersion: 'v1', plural: 'pods' }, { namespace });
+    return watcher.watchResource(
+      { clusterDetails, credential, group: '', apiVersion: 'v1', plural: 'pods' },
+      { namespace },
+    );
   } catch (err) {
     if (err instanceof KubeconfigError) return err.code;
     throw err;

@@ -1,0 +1,352 @@
+'use strict';
+// Backpressure: events cross into JavaScript in batches, the native queue is bounded so a
+// consumer that stops pulling stops the server (not the process's memory), nothing is lost or
+// reordered on the way, and one slow watch does not hold up another.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const { createSimulator } = require('../sim');
+const { NativeWatch } = require('../lib/native');
+const { TOKEN, paramsFor, collect, watcherWithLogger, pod, sleep } = require('./helpers');
+
+const MiB = 1024 * 1024;
+
+/** The native queue's budget (src/watch.rs QUEUE_BUDGET_BYTES). */
+const QUEUE_BYTES = 4 * MiB;
+
+/** The largest a socket buffer may autotune to (`tcp_rmem`/`tcp_wmem` max), or `fallback`. */
+function socketBufferMax(name, fallback) {
+  try {
+    return Number(fs.readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim().split(/\s+/)[2]) || fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * Where a server writing into a consumer that takes nothing must stall at the latest: the
+ * native queue, plus the client's receive buffer and the server's send buffer (the kernel
+ * grows both, up to these maxima, while the flood runs), plus 4 MiB for the HTTP client's read
+ * buffer and Node's writable buffer. On a stock Linux box this is about 44 MiB.
+ */
+const STALL_CEILING =
+  QUEUE_BYTES + socketBufferMax('tcp_rmem', 6 * MiB) + socketBufferMax('tcp_wmem', 4 * MiB) + 4 * MiB;
+
+/** What the flood offers: well beyond the ceiling, so a watch without backpressure takes it all. */
+const OFFERED = Math.max(128 * MiB, 2 * STALL_CEILING);
+
+/** A hung test fails (and its afterEach still closes the simulator) instead of hanging the run. */
+const TEST_TIMEOUT_MS = 20000;
+
+let sim;
+test.before(async () => {
+  sim = await createSimulator({ token: TOKEN });
+});
+test.after(() => sim.close());
+test.afterEach(() => sim.setFault(null));
+
+/** `promise`, or a rejection naming `what` after `ms`. */
+async function within(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Resolves once `predicate()` holds, polling; rejects after `ms`. */
+async function until(predicate, ms, what) {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+/** Counts calls of NativeWatch.prototype.nextBatch until `restore()`. */
+function countNextBatch() {
+  const original = NativeWatch.prototype.nextBatch;
+  const counter = { calls: 0 };
+  NativeWatch.prototype.nextBatch = function nextBatch(...args) {
+    counter.calls++;
+    return original.apply(this, args);
+  };
+  counter.restore = () => {
+    NativeWatch.prototype.nextBatch = original;
+  };
+  return counter;
+}
+
+/**
+ * A watch body (for the simulator's `onWatch`) that offers `totalBytes` of numbered ADDED
+ * lines, `lineBytes` each, as fast as the socket takes them: it writes 64 lines at a time and
+ * waits for 'drain' whenever `write()` returns false, then ends the response. `written` is
+ * what it has handed to the response so far; `waiting` is true while a write is blocked.
+ */
+function flood(totalBytes, lineBytes = 1024) {
+  const state = {
+    offered: totalBytes,
+    lines: Math.ceil(totalBytes / lineBytes),
+    written: 0,
+    seq: 0,
+    waiting: false,
+    closed: false,
+  };
+  const lineFor = (seq) => {
+    const head = `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"f${seq}","resourceVersion":"${seq + 1}"},"seq":${seq},"pad":"`;
+    return `${head}${'x'.repeat(Math.max(0, lineBytes - head.length - 4))}"}}\n`;
+  };
+  state.onWatch = async (ctx) => {
+    let wake = () => {};
+    ctx.res.once('close', () => {
+      state.closed = true;
+      wake();
+    });
+    while (state.seq < state.lines && !state.closed) {
+      let text = '';
+      for (let i = 0; i < 64 && state.seq < state.lines; i++) text += lineFor(state.seq++);
+      const ok = ctx.write(text);
+      state.written += text.length;
+      if (!ok && !state.closed) {
+        state.waiting = true;
+        await new Promise((resolve) => {
+          wake = resolve;
+          ctx.res.once('drain', resolve);
+        });
+        state.waiting = false;
+      }
+    }
+    if (!state.closed) ctx.end();
+  };
+  return state;
+}
+
+/**
+ * Waits until the server has been blocked with no progress for `settleMs` (the kernel grows
+ * its socket buffers for a while after the first block), then asserts it stays blocked, with
+ * not one more byte written, for a further `ms`. Returns where it stalled.
+ */
+async function assertStalled(body, ms, what, settleMs = 300) {
+  let last = -1;
+  let since = Date.now();
+  await until(
+    () => {
+      if (!body.waiting || body.written !== last) {
+        last = body.written;
+        since = Date.now();
+        return false;
+      }
+      return Date.now() - since >= settleMs;
+    },
+    5000,
+    `${what}: the server's writes to stall`,
+  );
+  const before = body.written;
+  await sleep(ms);
+  assert.ok(body.waiting, `${what}: the server is still waiting for 'drain'`);
+  assert.equal(body.written, before, `${what}: the server made no progress in ${ms} ms`);
+  return before;
+}
+
+const rss = () => process.memoryUsage().rss;
+
+test(
+  'many ready events cross in far fewer nextBatch() calls, all in order',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    const ns = 'burst';
+    const count = 2000;
+    for (let i = 0; i < count; i++)
+      sim.create('pods', pod(`b${String(i).padStart(4, '0')}`, { namespace: ns }));
+    const { watcher, logger } = watcherWithLogger();
+    const counter = countNextBatch();
+    let events;
+    try {
+      events = await collect(watcher.watchResource(paramsFor(sim), { namespace: ns }), {
+        count,
+        timeoutMs: 10000,
+      });
+    } finally {
+      counter.restore();
+    }
+    assert.equal(events.length, count);
+    assert.deepEqual(
+      events.map((e) => e.object.metadata.name),
+      Array.from({ length: count }, (_, i) => `b${String(i).padStart(4, '0')}`),
+    );
+    const versions = events.map((e) => Number(e.resourceVersion));
+    for (let i = 1; i < count; i++) assert.ok(versions[i] > versions[i - 1], 'resourceVersions increase');
+    // One call per event would be 2000; the burst is ~0.4 MB, so a handful of 256 KiB batches
+    // plus whatever the socket splits it into. 100 leaves a wide margin for a busy machine.
+    assert.ok(counter.calls <= count / 20, `${counter.calls} nextBatch() calls for ${count} events`);
+    assert.deepEqual(logger.warnings(), []);
+  },
+);
+
+test(
+  'one coalesced chunk of 1000 live events arrives in a few batches, in order',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    const ns = 'coalesce';
+    sim.create('pods', pod('seed', { namespace: ns }));
+    sim.setFault({ writeMode: 'coalesce' });
+    const { watcher } = watcherWithLogger();
+    const gen = watcher.watchResource(paramsFor(sim), { namespace: ns });
+    assert.equal((await within(gen.next(), 2000, 'the seed event')).value.object.metadata.name, 'seed');
+    const counter = countNextBatch();
+    let events;
+    try {
+      // All in one turn of the event loop: the simulator writes them as one chunk.
+      for (let i = 0; i < 1000; i++) sim.create('pods', pod(`c${i}`, { namespace: ns }));
+      events = await collect(gen, { count: 1000, timeoutMs: 10000 });
+    } finally {
+      counter.restore();
+      await gen.return();
+    }
+    assert.deepEqual(
+      events.map((e) => e.object.metadata.name),
+      Array.from({ length: 1000 }, (_, i) => `c${i}`),
+    );
+    // ~200 kB in one chunk fits in one or two batches; 10 allows for TCP splitting it.
+    assert.ok(counter.calls <= 10, `${counter.calls} nextBatch() calls for 1000 coalesced events`);
+  },
+);
+
+test(
+  'a consumer that stops pulling stops the server, memory stays bounded, and nothing is lost',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    // Warm up first: the runtime, the pooled client and the V8 heap for small batches exist
+    // before the baseline, so the baseline measures only what the flood adds.
+    sim.create('pods', pod('warm', { namespace: 'warm' }));
+    await collect(watcherWithLogger().watcher.watchResource(paramsFor(sim), { namespace: 'warm' }), {
+      count: 1,
+    });
+    const rss0 = rss();
+    let maxRss = rss0;
+    const sample = () => {
+      maxRss = Math.max(maxRss, rss());
+    };
+
+    const body = flood(OFFERED);
+    sim.setFault({ onWatch: body.onWatch });
+    const { watcher, logger } = watcherWithLogger();
+    const gen = watcher.watchResource(paramsFor(sim), {});
+    let expected = 0;
+    const take = async () => {
+      const { value, done } = await within(gen.next(), 5000, `event ${expected}`);
+      assert.equal(done, false);
+      assert.equal(value.type, 'ADDED');
+      assert.equal(value.object.seq, expected, 'no gap, no reordering');
+      expected++;
+    };
+    try {
+      await take();
+
+      // Phase 1: the consumer takes nothing. The native queue (4 MiB) fills, then the socket
+      // buffers, then the server's writes block and stay blocked.
+      const stalledAt = await assertStalled(body, 500, 'consumer idle');
+      sample();
+      assert.ok(stalledAt > 1 * MiB, `the server did send a fair amount first (${stalledAt} bytes)`);
+      assert.ok(
+        stalledAt < STALL_CEILING,
+        `the server stalled at ${(stalledAt / MiB).toFixed(1)} MiB; expected under ${(STALL_CEILING / MiB).toFixed(1)} MiB`,
+      );
+
+      // Phase 2: one event per 10 ms. The server moves only as fast as the consumer.
+      const t0 = Date.now();
+      while (Date.now() - t0 < 1000) {
+        await take();
+        sample();
+        await sleep(10);
+      }
+      assert.ok(
+        body.written < STALL_CEILING + MiB,
+        `the server is still held back (${(body.written / MiB).toFixed(1)} MiB)`,
+      );
+      assert.ok(!body.closed);
+      sample();
+      assert.ok(
+        maxRss - rss0 < 64 * MiB,
+        `RSS grew by ${((maxRss - rss0) / MiB).toFixed(1)} MiB while the server offered ${OFFERED / MiB} MiB`,
+      );
+
+      // Phase 3: drain. Every remaining event arrives, in order, then the stream ends cleanly.
+      const drained = (async () => {
+        for (;;) {
+          const { value, done } = await gen.next();
+          if (done) return;
+          if (value.object?.seq !== expected)
+            assert.fail(`expected seq ${expected}, got ${JSON.stringify(value).slice(0, 200)}`);
+          expected++;
+        }
+      })();
+      await within(drained, 15000, 'the drain');
+      assert.equal(expected, body.lines, 'every offered event arrived');
+      assert.equal(body.written, body.lines * 1024);
+      assert.deepEqual(logger.warnings(), []);
+    } finally {
+      await gen.return();
+    }
+  },
+);
+
+test(
+  'stalled watches (not pulled, or pulled slowly) do not delay events on another watch',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    const ns = 'fast';
+    const floods = [flood(OFFERED), flood(OFFERED), flood(OFFERED)];
+    // More stalled watches than the machine has runtime worker threads: a producer that blocked
+    // its thread while the queue is full would starve the fast watch.
+    for (const body of floods) sim.nextWatchFault({ onWatch: body.onWatch });
+    const socketsBefore = sim.openSockets();
+    const { watcher } = watcherWithLogger();
+    const slow = floods.map(() => watcher.watchResource(paramsFor(sim), {}));
+    const fast = watcher.watchResource(paramsFor(sim), { namespace: ns });
+    let slowConsumer;
+    let stop = false;
+    try {
+      for (const gen of slow)
+        assert.equal((await within(gen.next(), 2000, 'a slow watch')).value.object.seq, 0);
+      await Promise.all(floods.map((body) => until(() => body.waiting, 5000, 'a flood to block')));
+      // The first slow watch is pulled one event per 10 ms; the others not at all.
+      slowConsumer = (async () => {
+        let seq = 1;
+        while (!stop) {
+          const { value } = await slow[0].next();
+          assert.equal(value.object.seq, seq++);
+          await sleep(10);
+        }
+      })();
+
+      sim.create('pods', pod('first', { namespace: ns }));
+      assert.equal((await within(fast.next(), 2000, 'the fast watch')).value.object.metadata.name, 'first');
+      const latencies = [];
+      for (let i = 0; i < 10; i++) {
+        const t0 = Date.now();
+        sim.create('pods', pod(`p${i}`, { namespace: ns }));
+        const { value } = await within(fast.next(), 2000, `fast event ${i}`);
+        latencies.push(Date.now() - t0);
+        assert.equal(value.object.metadata.name, `p${i}`);
+      }
+      assert.ok(Math.max(...latencies) < 250, `fast watch latencies: ${latencies.join(', ')} ms`);
+      assert.ok(
+        floods.every((body) => !body.closed && body.written < body.offered),
+        'the slow watches are still held back',
+      );
+    } finally {
+      stop = true;
+      await slowConsumer;
+      await Promise.all([...slow, fast].map((gen) => gen.return()));
+    }
+    // An idle pooled connection left by an earlier test may have been reused, so "no more than
+    // before" rather than zero.
+    await until(() => sim.openSockets() <= socketsBefore, 2000, "the watches' connections to close");
+  },
+);

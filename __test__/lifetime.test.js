@@ -1,0 +1,376 @@
+'use strict';
+// Lifetime: a running watch keeps Node alive, a finished, cancelled or never-started one does
+// not (checked in child processes); an abandoned generator and a terminated worker thread let
+// go of their connections; and many start/cancel cycles leave no socket, file descriptor or
+// thread behind.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+const readline = require('node:readline');
+const v8 = require('node:v8');
+const vm = require('node:vm');
+const { createSimulator } = require('../sim');
+const { TOKEN, paramsFor, watcherWithLogger, pod, sleep } = require('./helpers');
+
+const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'watch.js');
+const WORKER_FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'worker.js');
+/** A child still running this long after its watch ended is kept alive by something. */
+const EXIT_MS = 3000;
+/** Any child is killed after this long, so a hung one fails its test instead of the run. */
+const KILL_MS = 10000;
+
+/** A hung test fails (and its afterEach still closes the simulator) instead of hanging the run. */
+const TEST_TIMEOUT_MS = 15000;
+
+let sim;
+const children = new Set();
+test.beforeEach(async () => {
+  sim = await createSimulator({ token: TOKEN });
+});
+test.afterEach(async () => {
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  children.clear();
+  await sim.close();
+});
+
+/** Resolves once `predicate()` holds, polling; rejects after `ms`. */
+async function until(predicate, ms, what) {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+/** `promise`, or a rejection naming `what` after `ms`. */
+async function within(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Starts `script` (the watch fixture unless given) with `mode` against `url`. The handle records stdout lines with their
+ * arrival time; `exited` resolves with `{ code, signal, at, killed }`.
+ */
+function runChild(mode, url = sim.url, { script = FIXTURE } = {}) {
+  const child = spawn(process.execPath, [script, url, TOKEN, mode], { stdio: ['pipe', 'pipe', 'pipe'] });
+  children.add(child);
+  const handle = { child, lines: [], stderr: '', killed: false };
+  readline
+    .createInterface({ input: child.stdout })
+    .on('line', (text) => handle.lines.push({ text, at: Date.now() }));
+  child.stderr.on('data', (chunk) => {
+    handle.stderr += chunk;
+  });
+  const killer = setTimeout(() => {
+    handle.killed = true;
+    child.kill('SIGKILL');
+  }, KILL_MS);
+  handle.exited = new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      clearTimeout(killer);
+      resolve({ code, signal, at: Date.now(), killed: handle.killed });
+    });
+  });
+  handle.alive = () => child.exitCode === null && child.signalCode === null;
+  handle.texts = () => handle.lines.map((l) => l.text);
+  /** The first stdout line equal to `text`, waiting up to `ms`. */
+  handle.line = async (text, ms = 5000) => {
+    await until(
+      () => handle.lines.some((l) => l.text === text) || !handle.alive(),
+      ms,
+      `child line "${text}"`,
+    );
+    const found = handle.lines.find((l) => l.text === text);
+    assert.ok(
+      found,
+      `child exited without printing "${text}"; stdout: ${handle.texts().join(' | ')}; stderr: ${handle.stderr}`,
+    );
+    return found;
+  };
+  return handle;
+}
+
+/** Asserts the child exits cleanly within EXIT_MS of `since` (a timestamp). */
+async function assertExitsBy(handle, since, what) {
+  const exit = await handle.exited;
+  assert.equal(
+    exit.killed,
+    false,
+    `${what}: the child had to be killed; stdout: ${handle.texts().join(' | ')}`,
+  );
+  assert.equal(exit.code, 0, `${what}: exit code ${exit.code}; stderr: ${handle.stderr}`);
+  const took = exit.at - since;
+  assert.ok(took < EXIT_MS, `${what}: the child exited ${took} ms after its watch ended`);
+}
+
+test(
+  'a watch the server ends cleanly: the process exits by itself',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    sim.create('pods', pod('a'));
+    sim.create('pods', pod('b'));
+    const child = runChild('drain');
+    await until(() => child.lines.length >= 2, 5000, 'two events in the child');
+    assert.deepEqual(child.texts(), ['event ADDED', 'event ADDED']);
+    sim.endWatches();
+    const end = await child.line('end');
+    await assertExitsBy(child, end.at, 'server end');
+  },
+);
+
+for (const mode of ['break', 'abort', 'return', 'idle-abort']) {
+  test(
+    `a watch ended mid-stream by ${mode}: the process exits by itself`,
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      sim.create('pods', pod('a'));
+      sim.create('pods', pod('b'));
+      const child = runChild(mode);
+      const end = await child.line('end');
+      assert.deepEqual(child.texts(), ['event ADDED', 'end'], 'one event, then the end, no ERROR');
+      // The simulator keeps the stream open: only the child's cancel can have closed it.
+      await until(() => sim.activeWatches() === 0, 1000, 'the server to see the watch close');
+      await assertExitsBy(child, end.at, mode);
+    },
+  );
+}
+
+test(
+  'a watch that ends with an HTTP error: the process exits by itself',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    sim.setFault({ status: 500 });
+    const child = runChild('drain');
+    const end = await child.line('end');
+    assert.deepEqual(child.texts(), ['event ERROR', 'end']);
+    await assertExitsBy(child, end.at, 'HTTP 500');
+  },
+);
+
+test(
+  'a watch whose connection is refused: the process exits by itself',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    // A port that was free a moment ago: nothing listens there.
+    const probe = net.createServer();
+    await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address();
+    await new Promise((resolve) => probe.close(resolve));
+    const child = runChild('drain', `http://127.0.0.1:${port}`);
+    const end = await child.line('end');
+    assert.deepEqual(child.texts(), ['event ERROR', 'end']);
+    await assertExitsBy(child, end.at, 'connection refused');
+  },
+);
+
+test(
+  'a generator that is never iterated does not keep the process alive (and sends nothing)',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    const started = Date.now();
+    const child = runChild('unused');
+    await child.line('created');
+    await assertExitsBy(child, started, 'never iterated');
+    assert.equal(sim.requests.length, 0);
+  },
+);
+
+test(
+  'a running, idle watch keeps the process alive until the server ends it',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    sim.create('pods', pod('a'));
+    const child = runChild('drain');
+    await child.line('event ADDED');
+    // Nothing but the watch is left in the child; the stream is open and silent.
+    await sleep(1500);
+    assert.ok(
+      child.alive(),
+      `the child exited while its watch was running; stdout: ${child.texts().join(' | ')}`,
+    );
+    assert.deepEqual(child.texts(), ['event ADDED']);
+    assert.equal(sim.activeWatches(), 1);
+    sim.endWatches();
+    const end = await child.line('end');
+    await assertExitsBy(child, end.at, 'end after idling');
+  },
+);
+
+test(
+  'a watch still waiting for response headers keeps the process alive until the server goes',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    sim.setFault({ stallHeaders: true });
+    const child = runChild('drain');
+    await until(() => sim.requests.length === 1, 5000, "the child's request");
+    await sleep(1500);
+    assert.ok(child.alive(), `the child exited while connecting; stdout: ${child.texts().join(' | ')}`);
+    assert.deepEqual(child.texts(), []);
+    // Closing drops the connection: the child sees a broken watch (one ERROR), then ends.
+    await sim.close();
+    const end = await child.line('end');
+    assert.deepEqual(child.texts(), ['event ERROR', 'end']);
+    await assertExitsBy(child, end.at, 'end after the server went');
+  },
+);
+
+test(
+  'a generator abandoned mid-stream (never finished or returned) releases its connection once collected',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    // Exposes gc() without a command-line flag: only this test needs it.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc');
+    sim.create('pods', pod('a'));
+    sim.create('pods', pod('b'));
+    const { watcher } = watcherWithLogger();
+    await (async () => {
+      // No signal: nothing outside this function refers to the generator or its native watch.
+      const gen = watcher.watchResource(paramsFor(sim), {});
+      assert.equal((await within(gen.next(), 2000, 'the first event')).value.type, 'ADDED');
+    })();
+    assert.equal(sim.openSockets(), 1);
+    await until(
+      () => {
+        gc();
+        return sim.openSockets() === 0;
+      },
+      3000,
+      "the abandoned watch's connection to close after gc()",
+    );
+    await until(() => sim.activeWatches() === 0, 1000, 'the server-side watch to go');
+  },
+);
+
+test(
+  'terminating a worker thread mid-watch closes its connection, and the process survives it',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    // Node finalizes a worker's native objects when it terminates; a watch must not outlive
+    // its JavaScript environment (a leaked connection per terminated worker), and the native
+    // side must not touch the dead environment afterwards.
+    sim.create('pods', pod('a'));
+    const rounds = 4;
+    const child = runChild(String(rounds), sim.url, { script: WORKER_FIXTURE });
+    const leftOpen = [];
+    for (let round = 0; round < rounds; round++) {
+      await child.line(`round ${round} terminated`);
+      await sim.waitForSocketsClosed(1000);
+      leftOpen.push(sim.openSockets());
+      if (child.alive()) child.child.stdin.write('next\n');
+    }
+    const exit = await child.exited;
+    assert.equal(exit.signal, null, `the child died of ${exit.signal}; stdout: ${child.texts().join(' | ')}`);
+    assert.equal(exit.code, 0, `exit code ${exit.code}; stderr: ${child.stderr}`);
+    assert.ok(child.texts().includes('done'));
+    assert.deepEqual(
+      leftOpen,
+      Array(rounds).fill(0),
+      'simulator sockets still open 1 s after each terminate()',
+    );
+  },
+);
+
+const fdCount = () => fs.readdirSync('/proc/self/fd').length;
+const threadCount = () => fs.readdirSync('/proc/self/task').length;
+
+test(
+  '200 start/cancel cycles leave no socket, file descriptor or thread behind',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    const ns = 'cycles';
+    sim.create('pods', pod('a', { namespace: ns }));
+    sim.create('pods', pod('b', { namespace: ns }));
+    const { watcher, logger } = watcherWithLogger();
+
+    /** One watch, started and then cancelled the way `i` picks. */
+    async function cycle(i) {
+      const controller = new AbortController();
+      const mode = i % 5;
+      if (mode === 4) controller.abort();
+      if (mode === 3) sim.nextWatchFault({ stallHeaders: true });
+      const gen = watcher.watchResource(paramsFor(sim), { namespace: ns, signal: controller.signal });
+      const step = (promise, what) => within(promise, 2000, `cycle ${i}: ${what}`);
+      if (mode === 4) {
+        // Already aborted: no request at all.
+        assert.equal((await step(gen.next(), 'next()')).done, true);
+        return;
+      }
+      if (mode === 3) {
+        // Aborted while waiting for the response headers.
+        const requests = sim.requests.length;
+        const pending = gen.next();
+        await until(() => sim.requests.length > requests, 2000, 'the stalled request');
+        controller.abort();
+        assert.equal((await step(pending, 'the end after abort')).done, true);
+        return;
+      }
+      const first = await step(gen.next(), 'the first event');
+      assert.equal(first.value.type, 'ADDED');
+      if (mode === 0) {
+        // As `break` does.
+        await step(gen.return(), 'return()');
+      } else if (mode === 1) {
+        controller.abort();
+        assert.equal((await step(gen.next(), 'the end after abort')).done, true);
+      } else {
+        await assert.rejects(step(gen.throw(new Error('stop')), 'throw()'), /stop/);
+      }
+    }
+
+    // Warm up: the tokio runtime, the pooled client, and libuv's thread pool (which starts all
+    // its threads on first use) exist before the baseline.
+    for (let i = 0; i < 5; i++) await cycle(i);
+    await fs.promises.stat(__filename);
+    assert.ok(await sim.waitForSocketsClosed(2000), 'warm-up sockets closed');
+    await sleep(100);
+    const fds0 = fdCount();
+    const threads0 = threadCount();
+    const requests0 = sim.requests.length;
+
+    for (let i = 0; i < 200; i++) await cycle(i);
+
+    assert.equal(
+      sim.requests.length - requests0,
+      160,
+      'one request per cycle, none for the pre-aborted ones',
+    );
+    assert.ok(await sim.waitForSocketsClosed(2000), `${sim.openSockets()} simulator socket(s) still open`);
+    assert.equal(sim.openSockets(), 0);
+    assert.equal(sim.activeWatches(), 0);
+    // Slack: the server and client ends of one connection close on different threads, so allow
+    // two descriptors still closing when we look, plus one for readdir's own; and one thread
+    // for a tokio blocking-pool thread that may be parked (it leaves after 10 s idle). A leak
+    // of one per cycle would show as 200 (or 400 with both ends in this process).
+    const FD_SLACK = 3;
+    const THREAD_SLACK = 1;
+    await until(
+      () => fdCount() <= fds0 + FD_SLACK,
+      2000,
+      `file descriptors back near ${fds0} (now ${fdCount()})`,
+    ).catch(() => {});
+    await until(() => threadCount() <= threads0 + THREAD_SLACK, 2000, 'threads back').catch(() => {});
+    assert.ok(
+      fdCount() <= fds0 + FD_SLACK,
+      `file descriptors: ${fds0} before, ${fdCount()} after 200 cycles`,
+    );
+    assert.ok(
+      threadCount() <= threads0 + THREAD_SLACK,
+      `threads: ${threads0} before, ${threadCount()} after 200 cycles`,
+    );
+    assert.deepEqual(logger.warnings(), [], 'cancelling is not worth a warning');
+  },
+);
