@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const { createSimulator } = require('../sim');
 const { NativeWatch } = require('../lib/native');
-const { TOKEN, paramsFor, collect, watcherWithLogger, pod, sleep } = require('./helpers');
+const { TOKEN, paramsFor, collect, watcherWithLogger, pod, sleep, within, until } = require('./helpers');
 
 const MiB = 1024 * 1024;
 
@@ -45,28 +45,6 @@ test.before(async () => {
 });
 test.after(() => sim.close());
 test.afterEach(() => sim.setFault(null));
-
-/** `promise`, or a rejection naming `what` after `ms`. */
-async function within(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Resolves once `predicate()` holds, polling; rejects after `ms`. */
-async function until(predicate, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 /** Counts calls of NativeWatch.prototype.nextBatch until `restore()`. */
 function countNextBatch() {

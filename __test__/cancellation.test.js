@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const { createSimulator, certs } = require('../sim');
 const native = require('../lib/native');
 const { toSpec } = require('../lib/watcher');
-const { TOKEN, paramsFor, watcherWithLogger, pod, sleep } = require('./helpers');
+const { TOKEN, paramsFor, watcherWithLogger, pod, sleep, within, until } = require('./helpers');
 
 /** Every close is expected within this long (the contract's "promptly"). */
 const CLOSE_MS = 1000;
@@ -22,28 +22,6 @@ test.beforeEach(async () => {
   sim = await createSimulator({ token: TOKEN });
 });
 test.afterEach(() => sim.close());
-
-/** `promise`, or a rejection naming `what` after `ms`. */
-async function within(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Resolves once `predicate()` holds, polling; rejects after `ms`. */
-async function until(predicate, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 /** Seeds `count` pods in namespace `ns`. */
 function seed(ns, count) {

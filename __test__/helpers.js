@@ -79,4 +79,26 @@ function pod(name, { namespace = 'default', labels = {}, extra = {} } = {}) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-module.exports = { TOKEN, recordingLogger, paramsFor, collect, watcherWithLogger, pod, sleep };
+/** `promise`, or a rejection naming `what` after `ms`. */
+async function within(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Resolves once `predicate()` holds, polling; rejects after `ms`. */
+async function until(predicate, ms, what) {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+module.exports = { TOKEN, recordingLogger, paramsFor, collect, watcherWithLogger, pod, sleep, within, until };

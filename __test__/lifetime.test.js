@@ -14,7 +14,7 @@ const readline = require('node:readline');
 const v8 = require('node:v8');
 const vm = require('node:vm');
 const { createSimulator } = require('../sim');
-const { TOKEN, paramsFor, watcherWithLogger, pod, sleep } = require('./helpers');
+const { TOKEN, paramsFor, watcherWithLogger, pod, sleep, within, until } = require('./helpers');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'watch.js');
 const WORKER_FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'worker.js');
@@ -37,28 +37,6 @@ test.afterEach(async () => {
   children.clear();
   await sim.close();
 });
-
-/** Resolves once `predicate()` holds, polling; rejects after `ms`. */
-async function until(predicate, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(5);
-  }
-}
-
-/** `promise`, or a rejection naming `what` after `ms`. */
-async function within(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * Starts `script` (the watch fixture unless given) with `mode` against `url`. The handle records stdout lines with their
