@@ -1,0 +1,292 @@
+'use strict';
+// The watch clients under test, behind one small interface so every scenario drives them alike.
+//
+//   client.load()                      require the client's modules (before the start RSS is taken)
+//   client.open(target, onObject)      start one watch; onObject(object) runs for every event
+//                                      (it reads object.metadata.name); it may return STOP to end
+//                                      the watch, or a promise the client waits for before taking
+//                                      the next event (a slow consumer)
+//                                      → { done: Promise<{ events, error? }>, cancel() }
+//
+// `target` = { origin, jobId, proto: 'http'|'https', fields? }.
+//
+// - baseline:   ours, in the style of Backstage's KubernetesClientBasedWatcher: node-fetch v2,
+//               body.pipe(split2()), String(line).trim(), JSON.parse, an async generator.
+// - clientnode: @kubernetes/client-node's Watch (node-fetch + readline + JSON.parse per line,
+//               a callback per event). It has no backpressure: a consumer slower than the
+//               stream gets an unbounded queue in front of it (what a caller has to write).
+// - native:     NativeKubernetesWatcher (this package); `native-fields` adds options.fields.
+
+const https = require('node:https');
+const certs = require('../sim/certs');
+
+const STOP = Symbol('stop');
+const TOKEN = 'x';
+const RESOURCE = '/api/v1/namespaces/bench/pods';
+
+const clusterUrl = ({ origin, jobId }) => `${origin}/job/${jobId}`;
+
+const quietLogger = {
+  warnings: [],
+  error(m) {
+    this.warnings.push(String(m));
+  },
+  warn(m) {
+    this.warnings.push(String(m));
+  },
+  info() {},
+  debug() {},
+  child() {
+    return this;
+  },
+};
+
+/** Drives an async iterable of watch events through `onObject`. */
+async function drive(iterable, onObject) {
+  let events = 0;
+  for await (const ev of iterable) {
+    if (ev.type === 'ERROR') return { events, error: ev.error };
+    events++;
+    const r = onObject(ev.object);
+    if (r !== undefined) {
+      if (r === STOP) break;
+      await r;
+    }
+  }
+  return { events };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Backstage-style baseline (written for this benchmark, after Backstage's reference watcher).
+
+let fetch;
+let split2;
+let agent;
+
+function statusCodeToErrorType(code) {
+  return (
+    { 400: 'BAD_REQUEST', 401: 'UNAUTHORIZED_ERROR', 404: 'NOT_FOUND', 500: 'SYSTEM_ERROR' }[code] ??
+    'UNKNOWN_ERROR'
+  );
+}
+
+function transformWatchEvent(data, resourcePath) {
+  if (data.type === 'ERROR') {
+    const code = data.object?.code || 500;
+    return {
+      type: 'ERROR',
+      error: { errorType: statusCodeToErrorType(code), statusCode: code, resourcePath },
+    };
+  }
+  return { type: data.type, object: data.object, resourceVersion: data.object?.metadata?.resourceVersion };
+}
+
+async function* backstageStyleWatch(url, { signal, proto }) {
+  const resourcePath = RESOURCE;
+  if (signal?.aborted) return;
+  let response;
+  try {
+    response = await fetch(url, {
+      headers: { Authorization: `Bearer ${TOKEN}` },
+      agent: proto === 'https' ? agent : undefined,
+      signal,
+    });
+  } catch (err) {
+    if (signal?.aborted) return;
+    yield {
+      type: 'ERROR',
+      error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath, detail: String(err) },
+    };
+    return;
+  }
+  if (!response.ok) {
+    yield {
+      type: 'ERROR',
+      error: { errorType: statusCodeToErrorType(response.status), statusCode: response.status, resourcePath },
+    };
+    return;
+  }
+  const stream = response.body.pipe(split2());
+  try {
+    for await (const line of stream) {
+      if (signal?.aborted) return;
+      const trimmed = String(line).trim();
+      if (!trimmed) continue;
+      let data;
+      try {
+        data = JSON.parse(trimmed);
+      } catch {
+        continue;
+      }
+      yield transformWatchEvent(data, resourcePath);
+    }
+  } catch (err) {
+    if (signal?.aborted) return;
+    yield {
+      type: 'ERROR',
+      error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath, detail: String(err) },
+    };
+  } finally {
+    stream.destroy();
+    response.body.destroy();
+  }
+}
+
+const baseline = {
+  name: 'baseline',
+  load() {
+    fetch = require('node-fetch');
+    split2 = require('split2');
+    agent = new https.Agent({ ca: certs.ca });
+  },
+  open(target, onObject) {
+    const controller = new AbortController();
+    const url = `${clusterUrl(target)}${RESOURCE}?watch=true`;
+    const gen = backstageStyleWatch(url, { signal: controller.signal, proto: target.proto });
+    return { done: drive(gen, onObject), cancel: () => controller.abort() };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// @kubernetes/client-node's Watch.
+
+let k8s;
+
+const clientnode = {
+  name: 'clientnode',
+  load() {
+    k8s = require('@kubernetes/client-node');
+  },
+  open(target, onObject, { queue = false } = {}) {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromOptions({
+      clusters: [
+        {
+          name: 'bench',
+          server: clusterUrl(target),
+          caData: target.proto === 'https' ? Buffer.from(certs.ca).toString('base64') : undefined,
+          // client-node refuses plain http unless verification is "skipped" (there is none).
+          skipTLSVerify: target.proto === 'http',
+        },
+      ],
+      users: [{ name: 'bench', token: TOKEN }],
+      contexts: [{ name: 'bench', cluster: 'bench', user: 'bench' }],
+      currentContext: 'bench',
+    });
+    const watch = new k8s.Watch(kc);
+    let controller;
+    let cancelled = false;
+    let events = 0;
+    let finish;
+    const done = new Promise((resolve) => (finish = resolve));
+    const cancel = () => {
+      cancelled = true;
+      controller?.abort();
+    };
+
+    // A slow consumer needs a queue in front of it: the callback cannot wait.
+    const pending = [];
+    let wake = null;
+    let ended = false;
+    let endResult;
+    const pump = async () => {
+      for (;;) {
+        while (pending.length) {
+          const r = onObject(pending.shift());
+          if (r === STOP) {
+            cancel();
+            return finish({ events });
+          }
+          if (r !== undefined) await r;
+        }
+        if (ended) return finish(endResult);
+        await new Promise((resolve) => (wake = resolve));
+        wake = null;
+      }
+    };
+    if (queue) pump();
+
+    watch
+      .watch(
+        RESOURCE,
+        {},
+        (type, object) => {
+          if (cancelled) return;
+          events++;
+          if (queue) {
+            pending.push(object);
+            wake?.();
+            return;
+          }
+          if (onObject(object) === STOP) {
+            cancel();
+            finish({ events });
+          }
+        },
+        (err) => {
+          const result = err && !cancelled ? { events, error: { detail: String(err) } } : { events };
+          if (queue) {
+            ended = true;
+            endResult = result;
+            wake?.();
+          } else finish(result);
+        },
+      )
+      .then(
+        (c) => {
+          controller = c;
+          if (cancelled) c.abort();
+        },
+        (err) => finish({ events, error: { detail: String(err) } }),
+      );
+    return { done, cancel, queued: () => pending.length };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// NativeKubernetesWatcher.
+
+let NativeKubernetesWatcher;
+
+function nativeClient(name, withFields) {
+  return {
+    name,
+    load() {
+      ({ NativeKubernetesWatcher } = require('..'));
+    },
+    open(target, onObject) {
+      const controller = new AbortController();
+      const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
+      const options = { namespace: 'bench', signal: controller.signal };
+      if (withFields) options.fields = target.fields;
+      const gen = watcher.watchResource(
+        {
+          clusterDetails: {
+            name: 'bench',
+            url: clusterUrl(target),
+            authMetadata: {},
+            caData: target.proto === 'https' ? Buffer.from(certs.ca).toString('base64') : undefined,
+          },
+          credential: { type: 'bearer token', token: TOKEN },
+          group: '',
+          apiVersion: 'v1',
+          plural: 'pods',
+        },
+        options,
+      );
+      return { done: drive(gen, onObject), cancel: () => controller.abort() };
+    },
+  };
+}
+
+const clients = {
+  baseline,
+  clientnode,
+  native: nativeClient('native', false),
+  'native-fields': nativeClient('native-fields', true),
+};
+
+/** The fields the `native-fields` row asks for. */
+const FIELDS = ['metadata.name', 'metadata.namespace', 'status.phase'];
+
+module.exports = { clients, STOP, FIELDS, quietLogger };

@@ -1,0 +1,381 @@
+'use strict';
+// One measurement of one client in a fresh process (clean RSS, threads and JIT state), forked by
+// run.js with the task as JSON in argv[2]. The result goes back over IPC as {type:'result'}.
+//
+// Scenarios:
+//   throughput  consume `count` events flat out; measure after `warmup` events
+//   bound       JSON.parse the same lines in a tight loop (no network): the floor for JS
+//               (bench/floor.js breaks the native path's JavaScript side down further)
+//   trickle     one event every 50 ms; delay from the server's write to the loop body
+//   slow        the consumer sleeps 1 ms per event for `durationMs`; RSS growth over the start
+//   idle        `watches` concurrent idle watches; RSS per watch, threads, (server) connections
+//   paired      all clients and the bound in one process, alternating slices (tighter ratios)
+
+const { performance } = require('node:perf_hooks');
+const { setTimeout: sleep } = require('node:timers/promises');
+const { clients, STOP, FIELDS, quietLogger } = require('./clients');
+const { lines, SENT_AT } = require('./pods');
+const { MiB, RssSampler, Window, threadCount, statusBytes, resetPeakRss } = require('./measure');
+
+const task = JSON.parse(process.argv[2]);
+
+// Orphaned (the parent died): go too.
+process.on('disconnect', () => process.exit(3));
+
+/** Asks the parent something (it answers with the load server's counters). */
+let asked = 0;
+function ask(what) {
+  const id = ++asked;
+  return new Promise((resolve) => {
+    const onMessage = (msg) => {
+      if (msg.id !== id) return;
+      process.off('message', onMessage);
+      resolve(msg.answer);
+    };
+    process.on('message', onMessage);
+    process.send({ type: 'ask', id, what });
+  });
+}
+
+const gc = () => globalThis.gc?.();
+
+function fieldsCheck(object) {
+  // With options.fields honoured, the object holds only the projected paths.
+  return object.spec === undefined && object.metadata?.managedFields === undefined;
+}
+
+/** The watch lines of `size` as strings without their newline (what a line splitter yields). */
+const textsOf = (size) => lines(size, 64).map((l) => l.slice(0, -1));
+
+/**
+ * The JSON.parse floor measured inside this process, for `ms` of wall time: main-thread µs per
+ * event. Run right before and right after a stream, it pairs each client with a bound taken in
+ * the same process and at nearly the same moment, which cancels most of a noisy machine's drift.
+ */
+function ownBound(texts, ms) {
+  let names = 0;
+  let i = 0;
+  const warm = performance.now() + 10;
+  while (performance.now() < warm) names += JSON.parse(texts[i++ % texts.length]).object.metadata.name.length;
+  const w = new Window({ eld: false });
+  w.start();
+  const until = performance.now() + ms;
+  let n = 0;
+  while (performance.now() < until) {
+    for (let k = 0; k < 8; k++, n++)
+      names += JSON.parse(texts[i++ % texts.length]).object.metadata.name.length;
+  }
+  return names > 0 ? w.stop(n).mainUsPerEvent : NaN;
+}
+
+async function throughput(client) {
+  const texts = textsOf(task.size);
+  const boundBefore = ownBound(texts, task.ownBoundMs);
+  gc();
+  resetPeakRss();
+  const sampler = new RssSampler(5);
+  const startRss = process.memoryUsage.rss();
+  const window = new Window();
+  const { count, warmup } = task;
+  let n = 0;
+  let names = 0;
+  let projected;
+  const target = { ...task.target, fields: FIELDS };
+  const watch = client.open(target, (object) => {
+    if (object.metadata.name) names++;
+    if (++n === warmup) window.start();
+    if (projected === undefined) projected = fieldsCheck(object);
+  });
+  const end = await watch.done;
+  if (n < warmup) window.start();
+  const result = window.stop(n - warmup);
+  const peakRss = sampler.stop();
+  const threads = threadCount();
+  const boundAfter = ownBound(texts, task.ownBoundMs);
+  const ownBoundUsPerEvent = (boundBefore + boundAfter) / 2;
+  return {
+    ...result,
+    ownBoundUsPerEvent,
+    mainVsOwnBound: result.mainUsPerEvent / ownBoundUsPerEvent,
+    totalEvents: end.events,
+    expected: count,
+    error: end.error ?? (n !== count ? { detail: `got ${n} of ${count} events` } : undefined),
+    namesRead: names,
+    fieldsHonoured: task.client === 'native-fields' ? projected : undefined,
+    startRssMiB: startRss / MiB,
+    peakRssMiB: peakRss / MiB,
+    threads,
+    warnings: quietLogger.warnings.slice(0, 3),
+  };
+}
+
+/** The bound row: the same lines parsed in a tight loop, no network. */
+function bound() {
+  const texts = textsOf(task.size);
+  gc();
+  resetPeakRss();
+  const startRss = process.memoryUsage.rss();
+  const window = new Window({ eld: false });
+  const { count, warmup } = task;
+  let names = 0;
+  for (let i = 0; i < count; i++) {
+    if (i === warmup) window.start();
+    if (JSON.parse(texts[i % texts.length]).object.metadata.name) names++;
+  }
+  const result = window.stop(count - warmup);
+  return {
+    ...result,
+    // A tight loop never yields: the event-loop figures do not apply.
+    elu: NaN,
+    totalEvents: count,
+    expected: count,
+    namesRead: names,
+    startRssMiB: startRss / MiB,
+    peakRssMiB: Math.max(process.memoryUsage.rss(), statusBytes('VmHWM')) / MiB,
+    threads: threadCount(),
+  };
+}
+
+async function trickle(client) {
+  const delays = [];
+  const window = new Window({ eld: false });
+  const watch = client.open(task.target, (object) => {
+    const now = performance.timeOrigin + performance.now();
+    // CPU per event counts from the first event on (connection setup excluded).
+    if (delays.length === 0) window.start();
+    if (object.metadata.name) delays.push(now - Number(object.metadata.annotations[SENT_AT]));
+  });
+  const end = await watch.done;
+  const w = window.stop(delays.length - 1);
+  delays.sort((a, b) => a - b);
+  const q = (p) => delays[Math.min(delays.length - 1, Math.floor((p / 100) * delays.length))];
+  return {
+    events: delays.length,
+    expected: task.count,
+    error:
+      end.error ??
+      (delays.length !== task.count ? { detail: `got ${delays.length} of ${task.count}` } : undefined),
+    latencyP50Ms: q(50),
+    latencyP90Ms: q(90),
+    latencyP99Ms: q(99),
+    latencyMaxMs: delays[delays.length - 1],
+    latencyMinMs: delays[0],
+    mainUsPerEvent: w.mainUsPerEvent,
+    cpuUsPerEvent: w.cpuUsPerEvent,
+    elu: w.elu,
+  };
+}
+
+async function slow(client) {
+  gc();
+  await sleep(50);
+  const startRss = process.memoryUsage.rss();
+  const limit = startRss + task.abortAboveBytes;
+  let overLimit = false;
+  let stop = false;
+  const sampler = new RssSampler(5, (rss) => {
+    if (rss > limit) {
+      overLimit = true;
+      stop = true;
+    }
+  });
+  const deadline = setTimeout(() => (stop = true), task.durationMs);
+  let n = 0;
+  let bytes = 0;
+  const t0 = performance.now();
+  const watch = client.open(
+    task.target,
+    (object) => {
+      if (stop) return STOP;
+      if (object.metadata.name) n++;
+      return sleep(1);
+    },
+    { queue: true },
+  );
+  // The client-node queue can grow without bound: cancel as soon as the sampler says so.
+  const guard = setInterval(() => stop && watch.cancel(), 20);
+  const end = await watch.done;
+  clearInterval(guard);
+  clearTimeout(deadline);
+  const seconds = (performance.now() - t0) / 1000;
+  const peakRss = sampler.stop();
+  bytes = n * task.lineBytes;
+  const stats = await ask('stats');
+  return {
+    events: n,
+    seconds,
+    consumedMiB: bytes / MiB,
+    serverWroteMiB: stats.bytesWritten / MiB,
+    startRssMiB: startRss / MiB,
+    peakRssMiB: peakRss / MiB,
+    growthMiB: (peakRss - startRss) / MiB,
+    overLimit,
+    queued: watch.queued?.(),
+    error: end.error,
+  };
+}
+
+async function idle(client) {
+  const settle = async () => {
+    gc();
+    await sleep(300);
+    gc();
+    await sleep(200);
+  };
+  await settle();
+  const rss0 = process.memoryUsage.rss();
+  const threads0 = threadCount();
+  const opened = [];
+  const openOne = () =>
+    new Promise((resolve, reject) => {
+      let first = true;
+      const w = client.open(task.target, () => {
+        if (first) {
+          first = false;
+          resolve();
+        }
+      });
+      w.done.then((r) => (first ? reject(new Error(`watch ended early: ${JSON.stringify(r)}`)) : undefined));
+      opened.push(w);
+    });
+  await openOne();
+  await settle();
+  const rss1 = process.memoryUsage.rss();
+  const threads1 = threadCount();
+  const stats1 = await ask('stats');
+  const t0 = performance.now();
+  for (let i = 1; i < task.watches; i += 50) {
+    const batch = [];
+    for (let j = i; j < Math.min(task.watches, i + 50); j++) batch.push(openOne());
+    await Promise.all(batch);
+  }
+  const openSeconds = (performance.now() - t0) / 1000;
+  await settle();
+  await sleep(500);
+  gc();
+  const rssN = process.memoryUsage.rss();
+  const threadsN = threadCount();
+  const statsN = await ask('stats');
+  // The Backstage-style baseline does not end on abort while its stream is idle (node-fetch emits
+  // the abort on the body, which pipe() does not forward to split2), so do not wait long.
+  let ended = 0;
+  for (const w of opened) {
+    w.done.then(() => ended++);
+    w.cancel();
+  }
+  await Promise.race([Promise.all(opened.map((w) => w.done)), sleep(1000)]);
+  return {
+    endedWithin1sOfCancel: ended,
+    watches: task.watches,
+    openSeconds,
+    rssBaseMiB: rss0 / MiB,
+    rssOneMiB: rss1 / MiB,
+    rssAllMiB: rssN / MiB,
+    kibPerWatch: (rssN - rss1) / 1024 / (task.watches - 1),
+    threads0,
+    threads1,
+    threadsN,
+    connectionsAtOne: stats1.connectionsOpen,
+    connectionsAtAll: statsN.connectionsOpen,
+    h2SessionsAtAll: statsN.h2SessionsOpen,
+    h2Requests: statsN.h2Requests,
+    h1Requests: statsN.h1Requests,
+  };
+}
+
+/**
+ * Every client (and the bound) in THIS process, in short alternating slices, round after round:
+ * a noisy machine's drift then hits all of them alike, and the per-round ratios are much tighter
+ * than those of separate processes. Only main-thread CPU per event and events/s are compared.
+ */
+async function paired() {
+  for (const name of task.clients) if (name !== 'bound') clients[name].load();
+  const texts = textsOf(task.size);
+  const { slice, warmup } = task;
+  const rounds = [];
+  let names = 0;
+  const one = async (name) => {
+    const window = new Window({ eld: false });
+    if (name === 'bound') {
+      for (let i = 0; i < slice + warmup; i++) {
+        if (i === warmup) window.start();
+        if (JSON.parse(texts[i % texts.length]).object.metadata.name) names++;
+      }
+      return window.stop(slice);
+    }
+    let n = 0;
+    let projected;
+    const watch = clients[name].open({ ...task.target, fields: FIELDS }, (object) => {
+      if (object.metadata.name) names++;
+      if (++n === warmup) window.start();
+      if (projected === undefined) projected = fieldsCheck(object);
+    });
+    const end = await watch.done;
+    if (end.error || n !== slice + warmup)
+      throw new Error(`${name}: got ${n} of ${slice + warmup} events ${JSON.stringify(end.error ?? '')}`);
+    return { ...window.stop(n - warmup), fieldsHonoured: projected };
+  };
+  for (let r = 0; r < task.rounds; r++) {
+    const round = {};
+    const order = task.clients
+      .slice(r % task.clients.length)
+      .concat(task.clients.slice(0, r % task.clients.length));
+    for (const name of order) round[name] = await one(name);
+    // The first round warms every path up.
+    if (r > 0) rounds.push(round);
+    gc();
+  }
+  const median = (xs) => {
+    const v = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+    const m = v.length >> 1;
+    return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  };
+  const out = {};
+  for (const name of task.clients) {
+    const per = rounds.map((r) => r[name]);
+    out[name] = {
+      mainUsPerEvent: median(per.map((x) => x.mainUsPerEvent)),
+      eventsPerSec: median(per.map((x) => x.eventsPerSec)),
+      mainVsBound: median(rounds.map((r) => r[name].mainUsPerEvent / r.bound.mainUsPerEvent)),
+      mainVsBaseline: r0(rounds, name, 'mainUsPerEvent'),
+      eventsPerSecVsBaseline: r0(rounds, name, 'eventsPerSec'),
+      spread: spread(rounds.map((r) => r[name].mainUsPerEvent / r.bound.mainUsPerEvent)),
+      fieldsHonoured: name === 'native-fields' ? per.every((x) => x.fieldsHonoured) : undefined,
+    };
+  }
+  function r0(rs, name, metric) {
+    if (!rs[0]?.baseline) return NaN;
+    return median(rs.map((r) => r[name][metric] / r.baseline[metric]));
+  }
+  function spread(xs) {
+    const v = xs.slice().sort((a, b) => a - b);
+    return [v[0], v[v.length - 1]];
+  }
+  return { rounds: rounds.length, clients: out };
+}
+
+async function main() {
+  let result;
+  if (task.scenario === 'bound') {
+    result = bound();
+  } else if (task.scenario === 'paired') {
+    result = await paired();
+  } else {
+    const client = clients[task.client];
+    client.load();
+    if (task.scenario === 'throughput') result = await throughput(client);
+    else if (task.scenario === 'trickle') result = await trickle(client);
+    else if (task.scenario === 'slow') result = await slow(client);
+    else if (task.scenario === 'idle') result = await idle(client);
+    else throw new Error(`unknown scenario ${task.scenario}`);
+  }
+  const cpu = process.cpuUsage();
+  result.workerCpuSeconds = (cpu.user + cpu.system) / 1e6;
+  process.send({ type: 'result', result }, () => process.exit(0));
+}
+
+main().catch((err) => {
+  process.send({ type: 'result', result: { error: { detail: String(err?.stack ?? err) } } }, () =>
+    process.exit(1),
+  );
+});
