@@ -13,9 +13,11 @@ use std::sync::{Arc, Mutex};
 use crate::error::WatchError;
 use crate::tls::ClientKey;
 
-/// Watches one client carries before the pool starts another; below HTTP/2's usual limit of 250
-/// concurrent streams so a connection never refuses a stream.
-pub const WATCHES_PER_CLIENT: usize = 100;
+/// Watches one client carries before the pool starts another: below the API server's default
+/// of 250 concurrent streams per connection (Go's default), with room for the other requests a
+/// proxy in between may multiplex, so a connection never makes a new watch wait for a stream.
+/// 1 000 watches to one cluster use five connections.
+pub const WATCHES_PER_CLIENT: usize = 200;
 
 struct Slot {
     client: reqwest::Client,

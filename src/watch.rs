@@ -27,7 +27,7 @@ use crate::tls::ClientKey;
 /// Event text a watch may hold while JavaScript is busy.
 pub const QUEUE_BUDGET_BYTES: usize = 4 * 1024 * 1024;
 /// A batch stops growing past this many bytes, so parsing one never holds the event loop long.
-pub const MAX_BATCH_BYTES: usize = 256 * 1024;
+pub const MAX_BATCH_BYTES: usize = 64 * 1024;
 /// How much of an error response's body goes into the warning.
 const ERROR_BODY_BYTES: usize = 4096;
 /// How long to wait for the rest of an error response's body.
@@ -72,6 +72,8 @@ pub struct Batch {
     /// A JSON array of event objects, raw watch lines and generated ERROR events in order; empty
     /// when the batch holds no events.
     pub events: String,
+    /// `events` is pure ASCII, so JavaScript can take it as a one-byte string without decoding.
+    pub ascii: bool,
     /// Warnings for the logger, in order.
     pub warnings: Vec<String>,
     /// Nothing follows this batch.
@@ -203,6 +205,7 @@ impl<'a> BatchBuilder<'a> {
         let events = String::from_utf8(self.events)
             .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned());
         Batch {
+            ascii: events.is_ascii(),
             events,
             warnings: self.warnings,
             done,
@@ -459,13 +462,9 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         watch.cancel();
         let batch = watch.next_batch().await;
-        assert_eq!(
-            batch,
-            Batch {
-                done: true,
-                ..Batch::default()
-            }
-        );
+        assert!(batch.done);
+        assert_eq!(batch.events, "");
+        assert!(batch.warnings.is_empty());
         tokio::time::timeout(Duration::from_secs(1), closed)
             .await
             .expect("socket closed within a second")
@@ -503,7 +502,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn http_errors_become_one_error_event_with_the_body_logged_and_redacted() {
-        let body: &'static [u8] = b"HTTP/1.1 403 Forbidden\r\ncontent-length: 33\r\n\r\n\
+        let body: &'static [u8] = b"HTTP/1.1 403 Forbidden\r\ncontent-length: 31\r\n\r\n\
             {\"message\":\"sekret-token no\"}  ";
         let (origin, _closed) = one_shot_server(Some(body)).await;
         let watch = Watch::start(
