@@ -137,14 +137,6 @@ function optionalFields(value) {
   });
 }
 
-/** Turns one parsed array element into the contract's event shape. */
-function toEvent(raw) {
-  // ERROR events were generated natively in their final shape.
-  if (raw.type === 'ERROR') return raw;
-  const object = raw.object;
-  return { type: raw.type, object, resourceVersion: object?.metadata?.resourceVersion };
-}
-
 const consoleLogger = {
   error: (message) => console.error(message),
   warn: (message) => console.warn(message),
@@ -190,9 +182,11 @@ class NativeKubernetesWatcher {
         const batch = await watch.nextBatch();
         for (const warning of batch.warnings) this.#logger.warn(warning);
         if (batch.events) {
-          for (const raw of JSON.parse(batch.events)) {
+          // Each element is already the contract's event: `{ type, object, resourceVersion }`
+          // (the native side appended `resourceVersion`) or `{ type: 'ERROR', error }`.
+          for (const event of JSON.parse(batch.events)) {
             if (signal?.aborted) return;
-            yield toEvent(raw);
+            yield event;
           }
         }
         if (batch.done || signal?.aborted) return;

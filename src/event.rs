@@ -20,7 +20,10 @@ pub enum Line {
     Blank,
     /// A watch event (`ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or a type Kubernetes adds
     /// later) whose text JavaScript may parse as it is.
-    Event,
+    Event {
+        /// `object.metadata.resourceVersion`, when it is a string.
+        resource_version: Option<String>,
+    },
     /// A `{"type":"ERROR","object":Status}` line, already mapped to the contract's failure.
     Error(Failure),
     /// Not a watch event; the reason goes into a warning and the stream goes on.
@@ -33,65 +36,105 @@ struct WireEvent<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
     #[serde(default)]
-    object: Option<StatusProbe>,
+    object: Option<Probe<ObjectProbe>>,
 }
 
-/// Reads `code` if the value is an object with an integer `code`, and only checks the syntax
-/// of everything else.
-#[derive(Default)]
-struct StatusProbe {
-    code: Option<i64>,
+/// The keys of an object a probe reads; every other key is only checked for syntax.
+trait ProbeKeys: Default {
+    /// Reads the value of `key` if this probe wants it; `Ok(false)` leaves it to be skipped.
+    fn read<'de, M: MapAccess<'de>>(&mut self, key: &str, map: &mut M) -> Result<bool, M::Error>;
 }
 
-impl<'de> Deserialize<'de> for StatusProbe {
+/// Deserializes any JSON value into `T`: the keys `T` wants when it is an object, nothing
+/// (after a syntax check) otherwise.
+struct Probe<T>(T);
+
+impl<'de, T: ProbeKeys> Deserialize<'de> for Probe<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ProbeVisitor;
+        struct ProbeVisitor<T>(std::marker::PhantomData<T>);
 
-        impl<'de> Visitor<'de> for ProbeVisitor {
-            type Value = StatusProbe;
+        impl<'de, T: ProbeKeys> Visitor<'de> for ProbeVisitor<T> {
+            type Value = Probe<T>;
 
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("any JSON value")
             }
 
-            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<StatusProbe, M::Error> {
-                let mut probe = StatusProbe::default();
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Probe<T>, M::Error> {
+                let mut probe = T::default();
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    if key == "code" {
-                        probe.code = map.next_value::<serde_json::Value>()?.as_i64();
-                    } else {
+                    if !probe.read(&key, &mut map)? {
                         map.next_value::<IgnoredAny>()?;
                     }
                 }
-                Ok(probe)
+                Ok(Probe(probe))
             }
 
-            fn visit_seq<S: de::SeqAccess<'de>>(self, mut seq: S) -> Result<StatusProbe, S::Error> {
+            fn visit_seq<S: de::SeqAccess<'de>>(self, mut seq: S) -> Result<Probe<T>, S::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(StatusProbe::default())
+                Ok(Probe(T::default()))
             }
 
-            fn visit_bool<E>(self, _: bool) -> Result<StatusProbe, E> {
-                Ok(StatusProbe::default())
+            fn visit_bool<E>(self, _: bool) -> Result<Probe<T>, E> {
+                Ok(Probe(T::default()))
             }
-            fn visit_i64<E>(self, _: i64) -> Result<StatusProbe, E> {
-                Ok(StatusProbe::default())
+            fn visit_i64<E>(self, _: i64) -> Result<Probe<T>, E> {
+                Ok(Probe(T::default()))
             }
-            fn visit_u64<E>(self, _: u64) -> Result<StatusProbe, E> {
-                Ok(StatusProbe::default())
+            fn visit_u64<E>(self, _: u64) -> Result<Probe<T>, E> {
+                Ok(Probe(T::default()))
             }
-            fn visit_f64<E>(self, _: f64) -> Result<StatusProbe, E> {
-                Ok(StatusProbe::default())
+            fn visit_f64<E>(self, _: f64) -> Result<Probe<T>, E> {
+                Ok(Probe(T::default()))
             }
-            fn visit_str<E>(self, _: &str) -> Result<StatusProbe, E> {
-                Ok(StatusProbe::default())
+            fn visit_str<E>(self, _: &str) -> Result<Probe<T>, E> {
+                Ok(Probe(T::default()))
             }
-            fn visit_unit<E>(self) -> Result<StatusProbe, E> {
-                Ok(StatusProbe::default())
+            fn visit_unit<E>(self) -> Result<Probe<T>, E> {
+                Ok(Probe(T::default()))
             }
         }
 
-        deserializer.deserialize_any(ProbeVisitor)
+        deserializer.deserialize_any(ProbeVisitor(std::marker::PhantomData))
+    }
+}
+
+/// What the classifier reads of an event's `object`: a Status' `code`, an object's
+/// `metadata.resourceVersion`.
+#[derive(Default)]
+struct ObjectProbe {
+    code: Option<i64>,
+    resource_version: Option<String>,
+}
+
+impl ProbeKeys for ObjectProbe {
+    fn read<'de, M: MapAccess<'de>>(&mut self, key: &str, map: &mut M) -> Result<bool, M::Error> {
+        match key {
+            "code" => self.code = map.next_value::<serde_json::Value>()?.as_i64(),
+            "metadata" => {
+                self.resource_version = map.next_value::<Probe<MetadataProbe>>()?.0.resource_version
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Default)]
+struct MetadataProbe {
+    resource_version: Option<String>,
+}
+
+impl ProbeKeys for MetadataProbe {
+    fn read<'de, M: MapAccess<'de>>(&mut self, key: &str, map: &mut M) -> Result<bool, M::Error> {
+        if key != "resourceVersion" {
+            return Ok(false);
+        }
+        self.resource_version = match map.next_value::<serde_json::Value>()? {
+            serde_json::Value::String(version) => Some(version),
+            _ => None,
+        };
+        Ok(true)
     }
 }
 
@@ -115,13 +158,15 @@ pub fn classify(line: &[u8]) -> Line {
         Ok(event) if event.kind == "ERROR" => {
             let code = event
                 .object
-                .and_then(|object| object.code)
+                .and_then(|object| object.0.code)
                 .filter(|code| (1..=999).contains(code))
                 .unwrap_or(500);
             // The filter above keeps the code inside u16.
             Line::Error(Failure::from_status(code as u16))
         }
-        Ok(_) => Line::Event,
+        Ok(event) => Line::Event {
+            resource_version: event.object.and_then(|object| object.0.resource_version),
+        },
         Err(err) => Line::Malformed(describe_json_error(&err, line.len())),
     }
 }
@@ -143,8 +188,36 @@ mod tests {
     #[test]
     fn regular_events_pass() {
         for kind in ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "SOMETHING_NEW"] {
-            let line = format!(r#"{{"type":"{kind}","object":{{"metadata":{{"name":"a"}}}}}}"#);
-            assert_eq!(classify(line.as_bytes()), Line::Event, "{kind}");
+            let line = format!(
+                r#"{{"type":"{kind}","object":{{"metadata":{{"name":"a","resourceVersion":"12"}}}}}}"#
+            );
+            let expected = Line::Event {
+                resource_version: Some("12".into()),
+            };
+            assert_eq!(classify(line.as_bytes()), expected, "{kind}");
+        }
+    }
+
+    #[test]
+    fn the_resource_version_is_read_only_where_the_contract_says() {
+        let cases = [
+            (
+                r#"{"type":"ADDED","object":{"metadata":{"resourceVersion":7}}}"#,
+                None,
+            ),
+            (r#"{"type":"ADDED","object":{"resourceVersion":"7"}}"#, None),
+            (r#"{"type":"ADDED","object":null}"#, None),
+            (r#"{"type":"ADDED"}"#, None),
+            (
+                r#"{"object":{"spec":{"metadata":{"resourceVersion":"1"}},"metadata":{"x":[{"resourceVersion":"2"}],"resourceVersion":"3"}},"type":"ADDED"}"#,
+                Some("3"),
+            ),
+        ];
+        for (line, expected) in cases {
+            let expected = Line::Event {
+                resource_version: expected.map(String::from),
+            };
+            assert_eq!(classify(line.as_bytes()), expected, "{line}");
         }
     }
 
@@ -214,6 +287,6 @@ mod tests {
     #[test]
     fn unicode_and_escapes_pass() {
         let line = r#"{"type":"ADDED","object":{"metadata":{"name":"caf\u00e9 ☕ \"q\""}}}"#;
-        assert_eq!(classify(line.as_bytes()), Line::Event);
+        assert!(matches!(classify(line.as_bytes()), Line::Event { .. }));
     }
 }

@@ -58,8 +58,9 @@ pub struct WatchConfig {
 
 /// What the task hands to the queue.
 enum Item {
-    /// A validated event line; its permit returns its bytes to the budget when dropped.
-    Event(Bytes, OwnedSemaphorePermit),
+    /// A validated event line and its `object.metadata.resourceVersion`; the permit returns the
+    /// line's bytes to the budget when dropped.
+    Event(Bytes, Option<String>, OwnedSemaphorePermit),
     /// The watch failed; this is its last item.
     Failure(Failure),
     /// Something the logger should hear.
@@ -183,7 +184,12 @@ impl<'a> BatchBuilder<'a> {
 
     fn push(&mut self, item: Item) {
         match item {
-            Item::Event(line, _permit) => self.push_event(&line),
+            Item::Event(line, resource_version, _permit) => {
+                self.push_event(&line);
+                if let Some(version) = resource_version {
+                    self.add_resource_version(&version);
+                }
+            }
             Item::Failure(failure) => {
                 self.push_event(failure.event_json(self.resource_path).as_bytes())
             }
@@ -195,6 +201,24 @@ impl<'a> BatchBuilder<'a> {
         self.events
             .push(if self.events.is_empty() { b'[' } else { b',' });
         self.events.extend_from_slice(json);
+    }
+
+    /// Adds the contract's `resourceVersion` to the event just pushed, so JavaScript yields the
+    /// parsed element as it is instead of building another object per event. The line is a
+    /// validated JSON object, so its last non-blank byte is its closing brace.
+    fn add_resource_version(&mut self, version: &str) {
+        let Some(end) = self.events.iter().rposition(|b| !b.is_ascii_whitespace()) else {
+            return;
+        };
+        self.events.truncate(end);
+        self.events.extend_from_slice(br#","resourceVersion":"#);
+        // A string always serializes.
+        self.events.extend_from_slice(
+            serde_json::to_string(version)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        self.events.push(b'}');
     }
 
     fn finish(mut self, done: bool) -> Batch {
@@ -295,14 +319,16 @@ impl Producer {
             // Keep-alive newlines and padding carry nothing.
             Line::Blank => {}
             // The common case: the text goes to JavaScript untouched, once the budget has room.
-            Line::Event => {
+            Line::Event { resource_version } => {
                 let line = match &config.projection {
                     Some(projection) => projection.apply(&line).map_or(line, Bytes::from),
                     None => line,
                 };
                 let cost = line.len().clamp(1, QUEUE_BUDGET_BYTES) as u32;
                 if let Ok(permit) = self.budget.clone().acquire_many_owned(cost).await {
-                    let _ = self.sender.send(Item::Event(line, permit));
+                    let _ = self
+                        .sender
+                        .send(Item::Event(line, resource_version, permit));
                 }
             }
             // The server's own verdict (410 Expired, mostly) ends the watch, as it ends the
@@ -368,12 +394,18 @@ mod tests {
         let permit = |n| budget.clone().try_acquire_many_owned(n).unwrap();
         let mut builder = BatchBuilder::new("/api/v1/pods");
         builder.push(Item::Event(
-            Bytes::from_static(br#"{"type":"ADDED"}"#),
+            Bytes::from_static(br#"{"type":"ADDED","object":{}} "#),
+            Some("4\"2".into()),
             permit(1),
         ));
         builder.push(Item::Warning("w".into()));
         builder.push(Item::Failure(Failure::from_status(410)));
         let batch = builder.finish(true);
+        assert!(
+            batch
+                .events
+                .starts_with(r#"[{"type":"ADDED","object":{},"resourceVersion":"4\"2"},"#)
+        );
         let parsed: serde_json::Value = serde_json::from_str(&batch.events).unwrap();
         assert_eq!(parsed[0]["type"], "ADDED");
         assert_eq!(parsed[1]["error"]["statusCode"], 410);
