@@ -184,7 +184,7 @@ mod tests {
         #[test]
         fn any_chunking_yields_the_same_lines(
             lines in proptest::collection::vec(proptest::collection::vec(
-                any::<u8>().prop_filter("no newline", |b| *b != b'\n' && *b != b'\r'), 0..40), 0..20),
+                any::<u8>().prop_map(|b| if b == b'\n' || b == b'\r' { b'x' } else { b }), 0..40), 0..20),
             cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..30),
             crlf in any::<bool>(),
         ) {
