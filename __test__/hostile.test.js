@@ -5,6 +5,9 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
 const { createSimulator } = require('../sim');
 const certs = require('../sim/certs');
 const { toSpec } = require('../lib/watcher');
@@ -42,6 +45,48 @@ test('abort during the TLS handshake (peer accepts TCP, never answers) closes th
     assert.equal(sockets.size, 0, 'the socket closed within a second of the abort');
   } finally {
     server.close();
+  }
+});
+
+/** Client sockets to `port` still in SYN_SENT, from /proc/net/tcp. */
+function synSentTo(port) {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  return fs
+    .readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .filter((cols) => cols[2]?.endsWith(`:${hexPort}`) && cols[3] === '02').length;
+}
+
+test('abort while the TCP connect itself hangs ends at once and drops the half-open socket', async () => {
+  const listener = spawn('python3', [path.join(__dirname, 'fixtures/hostile/no-accept.py')], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  try {
+    const port = Number(await new Promise((resolve) => listener.stdout.once('data', resolve)));
+    const filler = net.connect(port, '127.0.0.1'); // fills the backlog of one
+    filler.on('error', () => {});
+    await new Promise((resolve) => filler.once('connect', resolve));
+    const { watcher, logger } = watcherWithLogger();
+    const controller = new AbortController();
+    const gen = watcher.watchResource(paramsFor({ url: `http://127.0.0.1:${port}` }), {
+      signal: controller.signal,
+    });
+    const pending = gen.next();
+    const deadline = Date.now() + 2000;
+    while (synSentTo(port) === 0 && Date.now() < deadline) await sleep(10);
+    assert.equal(synSentTo(port), 1, 'the watch is stuck in connect()');
+    const abortedAt = Date.now();
+    controller.abort();
+    assert.deepEqual(await pending, { done: true, value: undefined });
+    assert.ok(Date.now() - abortedAt < 1000, 'ended within a second');
+    while (synSentTo(port) > 0 && Date.now() - abortedAt < 1000) await sleep(10);
+    assert.equal(synSentTo(port), 0, 'the half-open socket is gone');
+    assert.deepEqual(logger.warnings(), [], 'nothing is reported after an abort');
+    filler.destroy();
+  } finally {
+    listener.kill();
   }
 });
 
