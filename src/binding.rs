@@ -12,6 +12,7 @@ use napi::{Env, Result, sys};
 use napi_derive::napi;
 
 use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
+use crate::batch::Batch;
 use crate::error::Failure;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::pool::ClientPool;
@@ -19,7 +20,7 @@ use crate::projection::Projection;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
 use crate::tls::ClientKey;
-use crate::watch::{Batch, Watch, WatchConfig};
+use crate::watch::{Watch, WatchConfig};
 
 /// One process-wide pool, so every watch to a cluster shares its connections.
 static POOL: LazyLock<Arc<ClientPool>> = LazyLock::new(Arc::default);

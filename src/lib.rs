@@ -1,12 +1,13 @@
 //! kube-watch-native: Kubernetes watches for Node.js, with the network, TLS, HTTP, line
 //! framing and event classification on Rust threads.
 //!
-//! The core (`request`, `auth`, `tls`, `pool`, `framing`, `event`, `projection`, `watch`,
-//! `error`, `redact`)
-//! is plain Rust and tested with `cargo test`; `binding` is the only module that knows N-API.
+//! The core (`request`, `auth`, `tls`, `pool`, `framing`, `event`, `projection`, `batch`,
+//! `watch`, `error`, `redact`) is plain Rust and tested with `cargo test`; `binding` is the only
+//! module that knows N-API.
 #![deny(clippy::all)]
 
 pub mod auth;
+pub mod batch;
 pub mod error;
 pub mod event;
 pub mod framing;

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! task: request ─► body chunks ─► LineFramer ─► classify ─► queue (byte budget) ─┐
-//! JS:   next_batch() ◄─ every ready item, up to MAX_BATCH_BYTES, as one JSON array ◄┘
+//! JS:   next_batch() ◄─ every ready item, up to a batch's size cap, as one JSON array ◄┘
 //! ```
 //! The queue holds at most [`QUEUE_BUDGET_BYTES`] of event text: when it is full the task
 //! stops polling the body, the socket's receive window fills, and the server's writes block.
@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Mutex, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::batch::{Batch, BatchBuilder, Item};
 use crate::error::{Failure, WatchError, describe_chain};
 use crate::event::{Line, classify};
 use crate::framing::LineFramer;
@@ -26,8 +27,6 @@ use crate::tls::ClientKey;
 
 /// Event text a watch may hold while JavaScript is busy.
 pub const QUEUE_BUDGET_BYTES: usize = 4 * 1024 * 1024;
-/// A batch stops growing past this many bytes, so parsing one never holds the event loop long.
-pub const MAX_BATCH_BYTES: usize = 64 * 1024;
 /// How much of an error response's body goes into the warning.
 const ERROR_BODY_BYTES: usize = 4096;
 /// How long to wait for the rest of an error response's body.
@@ -54,31 +53,6 @@ pub struct WatchConfig {
     pub redactor: Redactor,
     /// Cut each object down to these fields before it crosses into JavaScript.
     pub projection: Option<Projection>,
-}
-
-/// What the task hands to the queue.
-enum Item {
-    /// A validated event line and its `object.metadata.resourceVersion`; the permit returns the
-    /// line's bytes to the budget when dropped.
-    Event(Bytes, Option<String>, OwnedSemaphorePermit),
-    /// The watch failed; this is its last item.
-    Failure(Failure),
-    /// Something the logger should hear.
-    Warning(String),
-}
-
-/// One drained batch.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Batch {
-    /// A JSON array of event objects, raw watch lines and generated ERROR events in order; empty
-    /// when the batch holds no events.
-    pub events: String,
-    /// `events` is pure ASCII, so JavaScript can take it as a one-byte string without decoding.
-    pub ascii: bool,
-    /// Warnings for the logger, in order.
-    pub warnings: Vec<String>,
-    /// Nothing follows this batch.
-    pub done: bool,
 }
 
 /// A running (or finished) watch.
@@ -145,7 +119,7 @@ impl Watch {
             return batch.finish(true);
         };
         batch.push(first);
-        while batch.events.len() < MAX_BATCH_BYTES {
+        while !batch.is_full() {
             match queue.try_recv() {
                 Ok(item) => batch.push(item),
                 Err(mpsc::error::TryRecvError::Empty) => return batch.finish(false),
@@ -164,76 +138,6 @@ impl Watch {
 impl Drop for Watch {
     fn drop(&mut self) {
         self.cancel.cancel();
-    }
-}
-
-struct BatchBuilder<'a> {
-    resource_path: &'a str,
-    events: Vec<u8>,
-    warnings: Vec<String>,
-}
-
-impl<'a> BatchBuilder<'a> {
-    fn new(resource_path: &'a str) -> Self {
-        Self {
-            resource_path,
-            events: Vec::new(),
-            warnings: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, item: Item) {
-        match item {
-            Item::Event(line, resource_version, _permit) => {
-                self.push_event(&line);
-                if let Some(version) = resource_version {
-                    self.add_resource_version(&version);
-                }
-            }
-            Item::Failure(failure) => {
-                self.push_event(failure.event_json(self.resource_path).as_bytes())
-            }
-            Item::Warning(text) => self.warnings.push(text),
-        }
-    }
-
-    fn push_event(&mut self, json: &[u8]) {
-        self.events
-            .push(if self.events.is_empty() { b'[' } else { b',' });
-        self.events.extend_from_slice(json);
-    }
-
-    /// Adds the contract's `resourceVersion` to the event just pushed, so JavaScript yields the
-    /// parsed element as it is instead of building another object per event. The line is a
-    /// validated JSON object, so its last non-blank byte is its closing brace.
-    fn add_resource_version(&mut self, version: &str) {
-        let Some(end) = self.events.iter().rposition(|b| !b.is_ascii_whitespace()) else {
-            return;
-        };
-        self.events.truncate(end);
-        self.events.extend_from_slice(br#","resourceVersion":"#);
-        // A string always serializes.
-        self.events.extend_from_slice(
-            serde_json::to_string(version)
-                .unwrap_or_default()
-                .as_bytes(),
-        );
-        self.events.push(b'}');
-    }
-
-    fn finish(mut self, done: bool) -> Batch {
-        if !self.events.is_empty() {
-            self.events.push(b']');
-        }
-        // Every piece was validated as UTF-8 (event lines) or produced by serde (errors).
-        let events = String::from_utf8(self.events)
-            .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned());
-        Batch {
-            ascii: events.is_ascii(),
-            events,
-            warnings: self.warnings,
-            done,
-        }
     }
 }
 
@@ -387,43 +291,6 @@ async fn read_error_body(mut response: reqwest::Response) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn batches_are_json_arrays_in_order() {
-        let budget = Arc::new(Semaphore::new(100));
-        let permit = |n| budget.clone().try_acquire_many_owned(n).unwrap();
-        let mut builder = BatchBuilder::new("/api/v1/pods");
-        builder.push(Item::Event(
-            Bytes::from_static(br#"{"type":"ADDED","object":{}} "#),
-            Some("4\"2".into()),
-            permit(1),
-        ));
-        builder.push(Item::Warning("w".into()));
-        builder.push(Item::Failure(Failure::from_status(410)));
-        let batch = builder.finish(true);
-        assert!(
-            batch
-                .events
-                .starts_with(r#"[{"type":"ADDED","object":{},"resourceVersion":"4\"2"},"#)
-        );
-        let parsed: serde_json::Value = serde_json::from_str(&batch.events).unwrap();
-        assert_eq!(parsed[0]["type"], "ADDED");
-        assert_eq!(parsed[1]["error"]["statusCode"], 410);
-        assert_eq!(parsed[1]["error"]["resourcePath"], "/api/v1/pods");
-        assert_eq!(batch.warnings, vec!["w".to_owned()]);
-        assert!(batch.done);
-        assert_eq!(
-            budget.available_permits(),
-            100,
-            "permits return with the batch"
-        );
-    }
-
-    #[test]
-    fn an_empty_batch_has_no_events_text() {
-        let batch = BatchBuilder::new("/p").finish(true);
-        assert_eq!(batch.events, "");
-    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn refused_watches_yield_warning_then_error_then_end() {
