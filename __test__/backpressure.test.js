@@ -8,7 +8,17 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const { createSimulator } = require('../sim');
 const { NativeWatch } = require('../lib/native');
-const { TOKEN, paramsFor, collect, watcherWithLogger, pod, sleep, within, until } = require('./helpers');
+const {
+  TOKEN,
+  paramsFor,
+  collect,
+  watcherWithLogger,
+  pod,
+  sleep,
+  within,
+  until,
+  flood,
+} = require('./helpers');
 
 const MiB = 1024 * 1024;
 
@@ -58,50 +68,6 @@ function countNextBatch() {
     NativeWatch.prototype.nextBatch = original;
   };
   return counter;
-}
-
-/**
- * A watch body (for the simulator's `onWatch`) that offers `totalBytes` of numbered ADDED
- * lines, `lineBytes` each, as fast as the socket takes them: it writes 64 lines at a time and
- * waits for 'drain' whenever `write()` returns false, then ends the response. `written` is
- * what it has handed to the response so far; `waiting` is true while a write is blocked.
- */
-function flood(totalBytes, lineBytes = 1024) {
-  const state = {
-    offered: totalBytes,
-    lines: Math.ceil(totalBytes / lineBytes),
-    written: 0,
-    seq: 0,
-    waiting: false,
-    closed: false,
-  };
-  const lineFor = (seq) => {
-    const head = `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"f${seq}","resourceVersion":"${seq + 1}"},"seq":${seq},"pad":"`;
-    return `${head}${'x'.repeat(Math.max(0, lineBytes - head.length - 4))}"}}\n`;
-  };
-  state.onWatch = async (ctx) => {
-    let wake = () => {};
-    ctx.res.once('close', () => {
-      state.closed = true;
-      wake();
-    });
-    while (state.seq < state.lines && !state.closed) {
-      let text = '';
-      for (let i = 0; i < 64 && state.seq < state.lines; i++) text += lineFor(state.seq++);
-      const ok = ctx.write(text);
-      state.written += text.length;
-      if (!ok && !state.closed) {
-        state.waiting = true;
-        await new Promise((resolve) => {
-          wake = resolve;
-          ctx.res.once('drain', resolve);
-        });
-        state.waiting = false;
-      }
-    }
-    if (!state.closed) ctx.end();
-  };
-  return state;
 }
 
 /**

@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const { createSimulator, certs } = require('../sim');
 const native = require('../lib/native');
 const { toSpec } = require('../lib/watcher');
-const { TOKEN, paramsFor, watcherWithLogger, pod, sleep, within, until } = require('./helpers');
+const { TOKEN, paramsFor, watcherWithLogger, pod, sleep, within, until, flood } = require('./helpers');
 
 /** Every close is expected within this long (the contract's "promptly"). */
 const CLOSE_MS = 1000;
@@ -38,41 +38,6 @@ async function assertNoMoreRequests(ms = 300) {
   const before = sim.requests.length;
   await sleep(ms);
   assert.equal(sim.requests.length, before, 'no request after the end (no reconnect)');
-}
-
-/**
- * A watch body that offers `totalBytes` of numbered ADDED lines as fast as the socket accepts
- * them (waiting for 'drain' whenever `write()` says the buffer is full), then ends.
- */
-function flood(totalBytes, lineBytes = 1024) {
-  const state = { written: 0, seq: 0, waiting: false, closed: false };
-  const padFor = (seq) => {
-    const head = `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"f${seq}","resourceVersion":"${seq + 1}"},"seq":${seq},"pad":"`;
-    return head + 'x'.repeat(Math.max(0, lineBytes - head.length - 4)) + '"}}\n';
-  };
-  state.onWatch = async (ctx) => {
-    let wake = () => {};
-    ctx.res.once('close', () => {
-      state.closed = true;
-      wake();
-    });
-    while (state.written < totalBytes && !state.closed) {
-      let text = '';
-      for (let i = 0; i < 64; i++) text += padFor(state.seq++);
-      const ok = ctx.write(text);
-      state.written += text.length;
-      if (!ok && !state.closed) {
-        state.waiting = true;
-        await new Promise((resolve) => {
-          wake = resolve;
-          ctx.res.once('drain', resolve);
-        });
-        state.waiting = false;
-      }
-    }
-    if (!state.closed) ctx.end();
-  };
-  return state;
 }
 
 test('a signal aborted before the call: no events, no request', { timeout: TEST_TIMEOUT_MS }, async () => {

@@ -18,7 +18,6 @@ const pod = (name, labels = {}, namespace = 'default') => ({
   spec: { containers: [{ name: 'c', image: 'busybox' }] },
 });
 const delay = (ms) => new Promise((r) => setTimeout(r, ms));
-// Changes a default-namespace pod's labels in place (the callback's result is ignored).
 async function sim(t, options) {
   const s = await createSimulator(options);
   t.after(() => s.close());

@@ -1,4 +1,6 @@
 'use strict';
+
+const { seeded } = require('../sim/random');
 // Deterministic, realistic Pod objects for the benchmark, in three sizes.
 //
 // Every pod looks like what the API server sends for a Deployment's pod: metadata with labels,
@@ -24,18 +26,6 @@ const SIZES = {
   medium: { target: 9216, containers: 2, volumes: 1, annotations: 2, labels: 4, managed: true },
   large: { target: 100 * 1024, containers: 8, volumes: 10, annotations: 16, labels: 10, managed: true },
 };
-
-/** mulberry32: a tiny seeded PRNG, so every process generates the same pods. */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function hex(rand, n) {
   let s = '';
@@ -166,7 +156,7 @@ function fieldsOf(value) {
 }
 
 function buildPod(profile, index, envCount, seed) {
-  const rand = prng(seed * 7919 + index);
+  const rand = seeded(seed * 7919 + index);
   const app = `${WORDS[index % WORDS.length]}`;
   const hash = alnum(rand, 10);
   const rsName = `${app}-${hash}`;

@@ -1,5 +1,7 @@
 'use strict';
 
+const { seeded } = require('./random');
+
 // A little cluster that lives: Deployment-owned pods are scheduled, start, flap readiness,
 // get relabelled, terminate gracefully and are replaced; Job pods run to completion. It feeds
 // the demo and benchmarks with the shape and rhythm of real Pod traffic.
@@ -14,18 +16,6 @@ const APPS = [
   { app: 'report', image: 'registry.example.com/shop/report:1.3.0', owner: 'Job' },
 ];
 const MAX_PODS_PER_NAMESPACE = 8;
-
-// mulberry32: a seedable generator, so a seeded workload replays the same story.
-function seeded(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 
