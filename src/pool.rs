@@ -9,6 +9,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
 
 use crate::error::WatchError;
 use crate::tls::ClientKey;
@@ -22,6 +25,8 @@ pub const WATCHES_PER_CLIENT: usize = 200;
 struct Slot {
     client: reqwest::Client,
     active: Arc<AtomicUsize>,
+    /// Becomes true once the slot's first request has its answer (or gave up); see [`Lease`].
+    warm: watch::Sender<bool>,
 }
 
 /// The process-wide client pool.
@@ -31,14 +36,45 @@ pub struct ClientPool {
 }
 
 /// A client lent to one watch; returning it is dropping it.
+///
+/// Whether a TLS connection speaks HTTP/2 is only known once ALPN has run, so watches started
+/// together on a new client would each open a connection of their own. The first lease of a
+/// client therefore goes first: the others wait ([`Lease::ready`]) until its request has been
+/// answered, by when an HTTP/2 connection is pooled and they multiplex onto it — but never
+/// longer than [`WARM_UP_WAIT`], so a slow first answer cannot hold the others up.
 pub struct Lease {
     /// The shared client.
     pub client: reqwest::Client,
     active: Arc<AtomicUsize>,
+    warm: watch::Sender<bool>,
+    opener: bool,
+}
+
+/// The longest a watch waits for the first request on its client to be answered.
+pub const WARM_UP_WAIT: Duration = Duration::from_secs(2);
+
+impl Lease {
+    /// Waits, at most [`WARM_UP_WAIT`], until the client's first request has been answered.
+    pub async fn ready(&self) {
+        if self.opener {
+            return;
+        }
+        let mut warm = self.warm.subscribe();
+        let _ = tokio::time::timeout(WARM_UP_WAIT, warm.wait_for(|warm| *warm)).await;
+    }
+
+    /// Says the first request has been answered (or failed); later leases stop waiting.
+    pub fn answered(&self) {
+        if self.opener {
+            self.warm.send_replace(true);
+        }
+    }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        // A first request cancelled before its answer must not leave the others waiting.
+        self.answered();
         self.active.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -67,15 +103,24 @@ impl ClientPool {
             return Ok(Lease {
                 client: slot.client.clone(),
                 active: slot.active.clone(),
+                warm: slot.warm.clone(),
+                opener: false,
             });
         }
         let client = key.build_client()?;
         let active = Arc::new(AtomicUsize::new(1));
+        let (warm, _) = watch::channel(false);
         clients.push(Slot {
             client: client.clone(),
             active: active.clone(),
+            warm: warm.clone(),
         });
-        Ok(Lease { client, active })
+        Ok(Lease {
+            client,
+            active,
+            warm,
+            opener: true,
+        })
     }
 
     /// How many distinct clients the pool holds (for tests and diagnostics).
@@ -114,6 +159,44 @@ mod tests {
         drop(extra);
         let _again = pool.lease(&key("https://a")).unwrap();
         assert_eq!(pool.client_count(), 1, "idle extra clients are dropped");
+    }
+
+    #[tokio::test]
+    async fn later_leases_wait_for_the_first_answer_or_its_end() {
+        let pool = ClientPool::default();
+        let first = pool.lease(&key("https://warm")).unwrap();
+        let second = pool.lease(&key("https://warm")).unwrap();
+        first.ready().await; // the opener never waits
+        let waiting = tokio::time::timeout(Duration::from_millis(50), second.ready()).await;
+        assert!(
+            waiting.is_err(),
+            "the second lease waits for the first answer"
+        );
+        first.answered();
+        tokio::time::timeout(Duration::from_millis(50), second.ready())
+            .await
+            .expect("ready once the first request was answered");
+
+        let opener = pool.lease(&key("https://dropped")).unwrap();
+        let other = pool.lease(&key("https://dropped")).unwrap();
+        drop(opener);
+        tokio::time::timeout(Duration::from_millis(50), other.ready())
+            .await
+            .expect("a dropped first lease releases the others");
+    }
+
+    #[tokio::test]
+    async fn the_wait_is_bounded() {
+        let pool = ClientPool::default();
+        let _first = pool.lease(&key("https://slow")).unwrap();
+        let second = pool.lease(&key("https://slow")).unwrap();
+        let started = std::time::Instant::now();
+        second.ready().await;
+        let waited = started.elapsed();
+        assert!(
+            waited >= WARM_UP_WAIT && waited < WARM_UP_WAIT * 2,
+            "{waited:?}"
+        );
     }
 
     #[test]

@@ -177,7 +177,10 @@ impl Producer {
         if let Some(token) = &config.bearer {
             request = request.bearer_auth(token);
         }
-        let mut response = request.send().await.map_err(WatchError::Connect)?;
+        lease.ready().await;
+        let sent = request.send().await;
+        lease.answered();
+        let mut response = sent.map_err(WatchError::Connect)?;
         let status = response.status();
         if !status.is_success() {
             return Err(WatchError::Status {
