@@ -217,3 +217,23 @@ test('an in-stream ERROR is the last event: nothing after it is read, even if th
   assert.deepEqual(events[1], errorEvent('UNKNOWN_ERROR', 410));
   assert.ok(await sim.waitForSocketsClosed(1000), 'the connection is closed');
 });
+
+test('a logger that throws does not turn a warning into a thrown watch', async () => {
+  sim.nextWatchFault({ rawLines: ['{broken', line('ADDED', 'a', 1)], then: 'end' });
+  const { NativeKubernetesWatcher } = require('..');
+  const calls = [];
+  const logger = {
+    warn: (message) => {
+      calls.push(message);
+      throw new Error('logger down');
+    },
+    error() {},
+  };
+  const watcher = new NativeKubernetesWatcher({ logger });
+  const events = await collect(watcher.watchResource(paramsFor(sim), { namespace: 'errs' }));
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['ADDED'],
+  );
+  assert.equal(calls.length, 1);
+});

@@ -172,6 +172,15 @@ class NativeKubernetesWatcher {
     return this.#stream(spec, signalOf(options ?? {}));
   }
 
+  /** Errors are data: a logger that throws must not turn a warning into a thrown watch. */
+  #warn(message) {
+    try {
+      this.#logger.warn(message);
+    } catch {
+      // The warning is lost, the events are not.
+    }
+  }
+
   async *#stream(spec, signal) {
     if (signal?.aborted) return;
     const watch = native.startWatch(spec);
@@ -180,7 +189,7 @@ class NativeKubernetesWatcher {
     try {
       for (;;) {
         const batch = await watch.nextBatch();
-        for (const warning of batch.warnings) this.#logger.warn(warning);
+        for (const warning of batch.warnings) this.#warn(warning);
         if (batch.events) {
           // Each element is already the contract's event: `{ type, object, resourceVersion }`
           // (the native side appended `resourceVersion`) or `{ type: 'ERROR', error }`.
