@@ -10,27 +10,9 @@ const http2 = require('node:http2');
 const net = require('node:net');
 const zlib = require('node:zlib');
 const path = require('node:path');
-const { createSimulator } = require('../sim');
 const { watchRequest, rawGet } = require('../sim/client');
 
-const pod = (name, labels = {}, namespace = 'default') => ({
-  metadata: { name, namespace, labels },
-  spec: { containers: [{ name: 'c', image: 'busybox' }] },
-});
-const delay = (ms) => new Promise((r) => setTimeout(r, ms));
-async function sim(t, options) {
-  const s = await createSimulator(options);
-  t.after(() => s.close());
-  return s;
-}
-
-function get(url, options = {}) {
-  return fetch(url, options).then(async (res) => ({
-    status: res.status,
-    headers: res.headers,
-    body: await res.json().catch(() => null),
-  }));
-}
+const { pod, delay, sim, get } = require('./sim-helpers');
 
 test('fault writeMode: byte, split, coalesce and the default one-event-per-chunk', async (t) => {
   const s = await sim(t);

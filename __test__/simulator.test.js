@@ -15,27 +15,9 @@ const { createSimulator, Simulator, startWorkload, resourceKey, certs } = requir
 const { watchRequest, rawGet } = require('../sim/client');
 const { parseSelector, compileSelector } = require('../sim/selector');
 
-const pod = (name, labels = {}, namespace = 'default') => ({
-  metadata: { name, namespace, labels },
-  spec: { containers: [{ name: 'c', image: 'busybox' }] },
-});
-const delay = (ms) => new Promise((r) => setTimeout(r, ms));
+const { pod, delay, sim, get } = require('./sim-helpers');
 // Changes a default-namespace pod's labels in place (the callback's result is ignored).
 const relabel = (s, name, change) => s.patch('pods', 'default', name, (p) => void change(p.metadata.labels));
-
-async function sim(t, options) {
-  const s = await createSimulator(options);
-  t.after(() => s.close());
-  return s;
-}
-
-function get(url, options = {}) {
-  return fetch(url, options).then(async (res) => ({
-    status: res.status,
-    headers: res.headers,
-    body: await res.json().catch(() => null),
-  }));
-}
 
 test('initial ADDED, then live ADDED/MODIFIED/DELETED in order with increasing resourceVersions', async (t) => {
   const s = await sim(t);

@@ -1,0 +1,31 @@
+'use strict';
+// Shared pieces of the simulator's own tests (simulator*.test.js), which drive it with plain
+// Node clients rather than the native addon.
+
+const { createSimulator } = require('../sim');
+
+/** A minimal pod in `namespace` with `labels`. */
+const pod = (name, labels = {}, namespace = 'default') => ({
+  metadata: { name, namespace, labels },
+  spec: { containers: [{ name: 'c', image: 'busybox' }] },
+});
+
+const delay = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A simulator closed when test `t` ends. */
+async function sim(t, options) {
+  const s = await createSimulator(options);
+  t.after(() => s.close());
+  return s;
+}
+
+/** GET with fetch, resolving to `{ status, headers, body }` (body: parsed JSON or null). */
+function get(url, options = {}) {
+  return fetch(url, options).then(async (res) => ({
+    status: res.status,
+    headers: res.headers,
+    body: await res.json().catch(() => null),
+  }));
+}
+
+module.exports = { pod, delay, sim, get };
