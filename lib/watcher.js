@@ -5,8 +5,12 @@
 // each batch the native side hands over (every event ready at that moment, as one JSON array
 // text) run one JSON.parse and yield the events one by one. The network, TLS, HTTP, framing
 // and classification all happened on Rust threads.
+//
+// The stream itself (lib/event-stream.js) is an AsyncGenerator written out by hand, to keep the
+// per-event cost of handing events over well below that of an `async function*`.
 
 const native = require('./native');
+const { WatchEventStream } = require('./event-stream');
 
 /** Bookmarks arrive about once a minute; three missed ones mean the connection is dead. */
 const DEFAULT_IDLE_TIMEOUT_WITH_BOOKMARKS_SECONDS = 180;
@@ -169,7 +173,11 @@ class NativeKubernetesWatcher {
    */
   watchResource(params, options = {}) {
     const spec = toSpec(params, options ?? {}, this.#serviceAccountDir);
-    return this.#stream(spec, signalOf(options ?? {}));
+    return new WatchEventStream(
+      () => native.startWatch(spec),
+      signalOf(options ?? {}),
+      (message) => this.#warn(message),
+    );
   }
 
   /** Errors are data: a logger that throws must not turn a warning into a thrown watch. */
@@ -178,31 +186,6 @@ class NativeKubernetesWatcher {
       this.#logger.warn(message);
     } catch {
       // The warning is lost, the events are not.
-    }
-  }
-
-  async *#stream(spec, signal) {
-    if (signal?.aborted) return;
-    const watch = native.startWatch(spec);
-    const cancel = () => watch.cancel();
-    signal?.addEventListener('abort', cancel, { once: true });
-    try {
-      for (;;) {
-        const batch = await watch.nextBatch();
-        for (const warning of batch.warnings) this.#warn(warning);
-        if (batch.events) {
-          // Each element is already the contract's event: `{ type, object, resourceVersion }`
-          // (the native side appended `resourceVersion`) or `{ type: 'ERROR', error }`.
-          for (const event of JSON.parse(batch.events)) {
-            if (signal?.aborted) return;
-            yield event;
-          }
-        }
-        if (batch.done || signal?.aborted) return;
-      }
-    } finally {
-      signal?.removeEventListener('abort', cancel);
-      watch.cancel();
     }
   }
 }

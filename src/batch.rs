@@ -1,32 +1,19 @@
-//! Turning queued items into one batch for JavaScript: a JSON array text of finished events
-//! (watch lines with the contract's `resourceVersion` appended, and generated ERROR events), plus
-//! the warnings for the logger.
-
-use bytes::Bytes;
-use tokio::sync::OwnedSemaphorePermit;
-
-use crate::error::Failure;
+//! One batch for JavaScript: a JSON array text of finished events (watch lines with the
+//! contract's `resourceVersion` appended, and generated ERROR events), plus the warnings for the
+//! logger. Batches are built on the watch's task as lines arrive, so taking one is cheap.
 
 /// A batch stops growing past this many bytes, so parsing one never holds the event loop long.
 pub const MAX_BATCH_BYTES: usize = 64 * 1024;
 
-/// What the task hands to the queue.
-pub(crate) enum Item {
-    /// A validated event line and its `object.metadata.resourceVersion`; the permit returns the
-    /// line's bytes to the budget when dropped.
-    Event(Bytes, Option<String>, OwnedSemaphorePermit),
-    /// The watch failed; this is its last item.
-    Failure(Failure),
-    /// Something the logger should hear.
-    Warning(String),
-}
+/// Room past the cap for the line that crosses it (most are a few KiB) and the closing `]`.
+const RESERVE_SLACK: usize = 16 * 1024;
 
-/// One drained batch.
+/// One finished batch.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Batch {
-    /// A JSON array of the contract's events (watch lines with `resourceVersion` appended, and
-    /// generated ERROR events) in order; empty when the batch holds no events.
-    pub events: String,
+    /// A JSON array of the contract's events, in order, as UTF-8 (every piece was validated or
+    /// produced by serde); empty when the batch holds no events.
+    pub events: Vec<u8>,
     /// `events` is pure ASCII, so JavaScript can take it as a one-byte string without decoding.
     pub ascii: bool,
     /// Warnings for the logger, in order.
@@ -35,45 +22,70 @@ pub struct Batch {
     pub done: bool,
 }
 
-/// Collects items, in order, into one [`Batch`].
-pub(crate) struct BatchBuilder<'a> {
-    resource_path: &'a str,
-    events: Vec<u8>,
-    warnings: Vec<String>,
-}
-
-impl<'a> BatchBuilder<'a> {
-    /// An empty batch for a watch of `resource_path` (named in generated ERROR events).
-    pub(crate) fn new(resource_path: &'a str) -> Self {
+impl Batch {
+    /// The last batch of a watch that has nothing more to say.
+    pub fn end() -> Self {
         Self {
-            resource_path,
-            events: Vec::new(),
-            warnings: Vec::new(),
+            ascii: true,
+            done: true,
+            ..Self::default()
         }
     }
 
-    /// The batch has reached [`MAX_BATCH_BYTES`]; further items wait for the next one.
+    /// `events` as text, for tests and diagnostics.
+    pub fn events_text(&self) -> String {
+        String::from_utf8_lossy(&self.events).into_owned()
+    }
+}
+
+/// Collects events and warnings, in order, into one [`Batch`], counting the queue budget the
+/// events hold.
+#[derive(Debug, Default)]
+pub(crate) struct BatchBuilder {
+    events: Vec<u8>,
+    non_ascii: bool,
+    warnings: Vec<String>,
+    held: usize,
+}
+
+impl BatchBuilder {
+    /// The batch has reached [`MAX_BATCH_BYTES`]; further items go into the next one.
     pub(crate) fn is_full(&self) -> bool {
         self.events.len() >= MAX_BATCH_BYTES
     }
 
-    /// Adds an item: events to the JSON array, warnings to the list.
-    pub(crate) fn push(&mut self, item: Item) {
-        match item {
-            Item::Event(line, resource_version, _permit) => {
-                self.push_event(&line);
-                if let Some(version) = resource_version {
-                    self.add_resource_version(&version);
-                }
-            }
-            Item::Failure(failure) => {
-                self.push_event(failure.event_json(self.resource_path).as_bytes())
-            }
-            Item::Warning(text) => self.warnings.push(text),
+    /// Nothing has been added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.warnings.is_empty()
+    }
+
+    /// Adds a validated watch line (a JSON object) with its `object.metadata.resourceVersion`,
+    /// holding `held` bytes of the queue budget until the batch is taken.
+    pub(crate) fn push_line(&mut self, line: &[u8], resource_version: Option<&str>, held: usize) {
+        self.push_event(line);
+        if let Some(version) = resource_version {
+            self.add_resource_version(version);
         }
+        self.held += held;
+    }
+
+    /// Adds an event generated here (an ERROR event).
+    pub(crate) fn push_generated(&mut self, json: &str) {
+        self.push_event(json.as_bytes());
+    }
+
+    /// Adds a warning for the logger.
+    pub(crate) fn push_warning(&mut self, text: String) {
+        self.warnings.push(text);
     }
 
     fn push_event(&mut self, json: &[u8]) {
+        if self.events.capacity() == 0 {
+            // Room for a whole batch at once: growing by doubling would copy it twice over.
+            self.events
+                .reserve(json.len().max(MAX_BATCH_BYTES) + RESERVE_SLACK);
+        }
+        self.non_ascii |= !json.is_ascii();
         self.events
             .push(if self.events.is_empty() { b'[' } else { b',' });
         self.events.extend_from_slice(json);
@@ -89,73 +101,93 @@ impl<'a> BatchBuilder<'a> {
         self.events.truncate(end);
         self.events.extend_from_slice(br#","resourceVersion":"#);
         // A string always serializes.
-        self.events.extend_from_slice(
-            serde_json::to_string(version)
-                .unwrap_or_default()
-                .as_bytes(),
-        );
+        let quoted = serde_json::to_string(version).unwrap_or_default();
+        self.non_ascii |= !quoted.is_ascii();
+        self.events.extend_from_slice(quoted.as_bytes());
         self.events.push(b'}');
     }
 
-    /// The batch; `done` says nothing follows it.
-    pub(crate) fn finish(mut self, done: bool) -> Batch {
+    /// The batch (not yet marked `done`) and the queue budget its events held.
+    pub(crate) fn finish(mut self) -> (Batch, usize) {
         if !self.events.is_empty() {
             self.events.push(b']');
         }
-        // Every piece was validated as UTF-8 (event lines) or produced by serde (errors).
-        let events = String::from_utf8(self.events)
-            .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned());
-        Batch {
-            ascii: events.is_ascii(),
-            events,
+        let batch = Batch {
+            events: self.events,
+            ascii: !self.non_ascii,
             warnings: self.warnings,
-            done,
-        }
+            done: false,
+        };
+        (batch, self.held)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use tokio::sync::Semaphore;
-
     use super::*;
+    use crate::error::Failure;
 
     #[test]
     fn batches_are_json_arrays_in_order() {
-        let budget = Arc::new(Semaphore::new(100));
-        let permit = |n| budget.clone().try_acquire_many_owned(n).unwrap();
-        let mut builder = BatchBuilder::new("/api/v1/pods");
-        builder.push(Item::Event(
-            Bytes::from_static(br#"{"type":"ADDED","object":{}} "#),
-            Some("4\"2".into()),
-            permit(1),
-        ));
-        builder.push(Item::Warning("w".into()));
-        builder.push(Item::Failure(Failure::from_status(410)));
-        let batch = builder.finish(true);
-        assert!(
-            batch
-                .events
-                .starts_with(r#"[{"type":"ADDED","object":{},"resourceVersion":"4\"2"},"#)
-        );
-        let parsed: serde_json::Value = serde_json::from_str(&batch.events).unwrap();
+        let mut builder = BatchBuilder::default();
+        builder.push_line(br#"{"type":"ADDED","object":{}} "#, Some("4\"2"), 30);
+        builder.push_warning("w".into());
+        builder.push_generated(&Failure::from_status(410).event_json("/api/v1/pods"));
+        builder.push_line(br#"{"type":"DELETED","object":{}}"#, None, 5);
+        let (batch, held) = builder.finish();
+        let text = batch.events_text();
+        assert!(text.starts_with(r#"[{"type":"ADDED","object":{},"resourceVersion":"4\"2"},"#));
+        let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(parsed[0]["type"], "ADDED");
         assert_eq!(parsed[1]["error"]["statusCode"], 410);
         assert_eq!(parsed[1]["error"]["resourcePath"], "/api/v1/pods");
+        assert_eq!(parsed[2]["type"], "DELETED");
+        assert!(parsed[2].get("resourceVersion").is_none());
         assert_eq!(batch.warnings, vec!["w".to_owned()]);
-        assert!(batch.done);
-        assert_eq!(
-            budget.available_permits(),
-            100,
-            "permits return with the batch"
+        assert!(batch.ascii);
+        assert!(!batch.done);
+        assert_eq!(held, 35, "the budget held by both lines");
+    }
+
+    #[test]
+    fn one_non_ascii_byte_makes_the_batch_utf8() {
+        let mut builder = BatchBuilder::default();
+        builder.push_line(br#"{"type":"ADDED","object":{}}"#, Some("1"), 1);
+        builder.push_line(
+            "{\"type\":\"ADDED\",\"object\":{\"n\":\"ü\"}}".as_bytes(),
+            None,
+            1,
+        );
+        let (batch, _) = builder.finish();
+        assert!(!batch.ascii);
+        let mut version = BatchBuilder::default();
+        version.push_line(br#"{"type":"ADDED","object":{}}"#, Some("ü"), 1);
+        assert!(
+            !version.finish().0.ascii,
+            "a non-ASCII resourceVersion counts too"
         );
     }
 
     #[test]
     fn an_empty_batch_has_no_events_text() {
-        let batch = BatchBuilder::new("/p").finish(true);
-        assert_eq!(batch.events, "");
+        let builder = BatchBuilder::default();
+        assert!(builder.is_empty());
+        let (batch, held) = builder.finish();
+        assert!(batch.events.is_empty());
+        assert_eq!(held, 0);
+        assert!(Batch::end().done);
+    }
+
+    #[test]
+    fn a_batch_is_full_at_the_byte_cap() {
+        let mut builder = BatchBuilder::default();
+        let line = format!(
+            r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
+            "x".repeat(1000)
+        );
+        while !builder.is_full() {
+            builder.push_line(line.as_bytes(), None, line.len());
+        }
+        assert!(builder.events.len() < MAX_BATCH_BYTES + line.len() + 1);
     }
 }

@@ -2,7 +2,7 @@
 //! framing and event classification on Rust threads.
 //!
 //! The core (`request`, `auth`, `tls`, `pool`, `framing`, `event`, `projection`, `batch`,
-//! `watch`, `error`, `redact`) is plain Rust and tested with `cargo test`; `binding` is the only
+//! `outbox`, `watch`, `error`, `redact`) is plain Rust and tested with `cargo test`; `binding` is the only
 //! module that knows N-API.
 #![deny(clippy::all)]
 
@@ -11,6 +11,7 @@ pub mod batch;
 pub mod error;
 pub mod event;
 pub mod framing;
+mod outbox;
 pub mod pool;
 pub mod projection;
 pub mod redact;

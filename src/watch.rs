@@ -1,8 +1,8 @@
-//! One watch: the task that reads the body, and the bounded queue JavaScript drains in batches.
+//! One watch: the task that reads the body, and the queue JavaScript takes batches from.
 //!
 //! ```text
-//! task: request ─► body chunks ─► LineFramer ─► classify ─► queue (byte budget) ─┐
-//! JS:   next_batch() ◄─ every ready item, up to a batch's size cap, as one JSON array ◄┘
+//! task: request ─► body chunks ─► LineFramer ─► classify ─► Outbox (batches, byte budget) ─┐
+//! JS:   take_batch() now, or next_batch() when nothing is ready ◄─ one JSON array text ◄───┘
 //! ```
 //! The queue holds at most [`QUEUE_BUDGET_BYTES`] of event text: when it is full the task
 //! stops polling the body, the socket's receive window fills, and the server's writes block.
@@ -13,20 +13,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::{Mutex, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::batch::{Batch, BatchBuilder, Item};
+use crate::batch::Batch;
 use crate::error::{Failure, WatchError, describe_chain};
 use crate::event::{Line, classify};
 use crate::framing::LineFramer;
+use crate::outbox::Outbox;
+pub use crate::outbox::QUEUE_BUDGET_BYTES;
 use crate::pool::ClientPool;
 use crate::projection::Projection;
 use crate::redact::Redactor;
 use crate::tls::ClientKey;
 
-/// Event text a watch may hold while JavaScript is busy.
-pub const QUEUE_BUDGET_BYTES: usize = 4 * 1024 * 1024;
 /// How much of an error response's body goes into the warning.
 const ERROR_BODY_BYTES: usize = 4096;
 /// How long to wait for the rest of an error response's body.
@@ -57,9 +56,8 @@ pub struct WatchConfig {
 
 /// A running (or finished) watch.
 pub struct Watch {
-    queue: Mutex<mpsc::UnboundedReceiver<Item>>,
+    outbox: Arc<Outbox>,
     cancel: CancellationToken,
-    resource_path: String,
 }
 
 impl Watch {
@@ -69,64 +67,49 @@ impl Watch {
         pool: Arc<ClientPool>,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
-        let (sender, queue) = mpsc::unbounded_channel();
+        let outbox = Arc::new(Outbox::new(config.resource_path.clone()));
         let cancel = CancellationToken::new();
-        let resource_path = config.resource_path.clone();
+        let producer = Producer {
+            outbox: outbox.clone(),
+        };
         let task_cancel = cancel.clone();
         runtime.spawn(async move {
-            let producer = Producer {
-                sender,
-                budget: Arc::new(Semaphore::new(QUEUE_BUDGET_BYTES)),
-            };
             tokio::select! {
                 // Cancellation wins ties: after an abort nothing more is reported.
                 biased;
                 () = task_cancel.cancelled() => {}
                 () = producer.run(&config, &pool) => {}
             }
+            producer.outbox.close();
         });
-        Self {
-            queue: Mutex::new(queue),
-            cancel,
-            resource_path,
-        }
+        Self { outbox, cancel }
     }
 
     /// A watch refused before any request: it yields one warning and one ERROR, then ends.
     pub fn refused(resource_path: String, failure: Failure, warning: String) -> Self {
-        let (sender, queue) = mpsc::unbounded_channel();
-        // The receiver is alive right here, so these sends cannot fail.
-        let _ = sender.send(Item::Warning(warning));
-        let _ = sender.send(Item::Failure(failure));
+        let outbox = Outbox::new(resource_path);
+        outbox.push_warning(warning);
+        outbox.push_failure(&failure);
+        outbox.close();
         Self {
-            queue: Mutex::new(queue),
+            outbox: Arc::new(outbox),
             cancel: CancellationToken::new(),
-            resource_path,
         }
     }
 
-    /// Waits for at least one item (or the end), then takes every ready one up to
-    /// [`MAX_BATCH_BYTES`]. Returns a `done` batch at once after [`Watch::cancel`].
-    pub async fn next_batch(&self) -> Batch {
-        let mut queue = self.queue.lock().await;
-        let first = tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => None,
-            item = queue.recv() => item,
-        };
-        let mut batch = BatchBuilder::new(&self.resource_path);
-        let Some(first) = first else {
-            return batch.finish(true);
-        };
-        batch.push(first);
-        while !batch.is_full() {
-            match queue.try_recv() {
-                Ok(item) => batch.push(item),
-                Err(mpsc::error::TryRecvError::Empty) => return batch.finish(false),
-                Err(mpsc::error::TryRecvError::Disconnected) => return batch.finish(true),
-            }
+    /// The batch ready now (every ready event up to the batch cap), or `None` when the caller
+    /// has to wait with [`Watch::next_batch`]. A `done` batch after [`Watch::cancel`].
+    pub fn take_batch(&self) -> Option<Batch> {
+        if self.cancel.is_cancelled() {
+            return Some(Batch::end());
         }
-        batch.finish(false)
+        self.outbox.take()
+    }
+
+    /// Waits for at least one item (or the end), then returns what is ready, as
+    /// [`Watch::take_batch`] would. Returns a `done` batch at once after [`Watch::cancel`].
+    pub async fn next_batch(&self) -> Batch {
+        self.outbox.next(&self.cancel).await
     }
 
     /// Stops the task and closes its connection; idempotent.
@@ -150,8 +133,7 @@ enum Flow {
 
 /// The task's side of the queue.
 struct Producer {
-    sender: mpsc::UnboundedSender<Item>,
-    budget: Arc<Semaphore>,
+    outbox: Arc<Outbox>,
 }
 
 impl Producer {
@@ -164,7 +146,7 @@ impl Producer {
                 other => other.to_string(),
             };
             self.warn(config, &detail);
-            let _ = self.sender.send(Item::Failure(err.failure()));
+            self.outbox.push_failure(&err.failure());
         }
     }
 
@@ -231,17 +213,14 @@ impl Producer {
                     Some(projection) => projection.apply(&line).map_or(line, Bytes::from),
                     None => line,
                 };
-                let cost = line.len().clamp(1, QUEUE_BUDGET_BYTES) as u32;
-                if let Ok(permit) = self.budget.clone().acquire_many_owned(cost).await {
-                    let _ = self
-                        .sender
-                        .send(Item::Event(line, resource_version, permit));
-                }
+                self.outbox
+                    .push_line(&line, resource_version.as_deref())
+                    .await;
             }
             // The server's own verdict (410 Expired, mostly) ends the watch, as it ends the
             // stream on the server's side; one ERROR is the last thing a consumer sees.
             Line::Error(failure) => {
-                let _ = self.sender.send(Item::Failure(failure));
+                self.outbox.push_failure(&failure);
                 return Flow::Stop;
             }
             // A broken line must not take the rest of the stream with it.
@@ -257,9 +236,7 @@ impl Producer {
             "watch of {} on cluster '{}': {detail}",
             config.resource_path, config.cluster_name
         );
-        let _ = self
-            .sender
-            .send(Item::Warning(config.redactor.apply(&text)));
+        self.outbox.push_warning(config.redactor.apply(&text));
     }
 }
 
@@ -304,7 +281,7 @@ mod tests {
         );
         let batch = watch.next_batch().await;
         assert_eq!(batch.warnings, vec!["no".to_owned()]);
-        assert!(batch.events.contains("BAD_REQUEST"));
+        assert!(batch.events_text().contains("BAD_REQUEST"));
         assert!(batch.done);
     }
 
@@ -365,7 +342,7 @@ mod tests {
         watch.cancel();
         let batch = watch.next_batch().await;
         assert!(batch.done);
-        assert_eq!(batch.events, "");
+        assert!(batch.events.is_empty());
         assert!(batch.warnings.is_empty());
         tokio::time::timeout(Duration::from_secs(1), closed)
             .await
@@ -390,7 +367,7 @@ mod tests {
         let mut warnings = Vec::new();
         loop {
             let batch = watch.next_batch().await;
-            events.push_str(&batch.events);
+            events.push_str(&batch.events_text());
             warnings.extend(batch.warnings);
             if batch.done {
                 break;
@@ -412,18 +389,21 @@ mod tests {
             Arc::new(ClientPool::default()),
             &tokio::runtime::Handle::current(),
         );
-        let mut batch = watch.next_batch().await;
-        while !batch.done {
-            let next = watch.next_batch().await;
-            batch.events.push_str(&next.events);
-            batch.warnings.extend(next.warnings);
-            batch.done = next.done;
+        let mut events = String::new();
+        let mut warnings = Vec::new();
+        loop {
+            let batch = watch.next_batch().await;
+            events.push_str(&batch.events_text());
+            warnings.extend(batch.warnings);
+            if batch.done {
+                break;
+            }
         }
-        assert!(batch.events.contains(r#""statusCode":403"#));
-        assert!(batch.events.contains("UNKNOWN_ERROR"));
-        assert_eq!(batch.warnings.len(), 1);
-        assert!(batch.warnings[0].contains("HTTP 403"));
-        assert!(batch.warnings[0].contains("[REDACTED] no"));
-        assert!(!batch.warnings[0].contains("sekret-token"));
+        assert!(events.contains(r#""statusCode":403"#));
+        assert!(events.contains("UNKNOWN_ERROR"));
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("HTTP 403"));
+        assert!(warnings[0].contains("[REDACTED] no"));
+        assert!(!warnings[0].contains("sekret-token"));
     }
 }

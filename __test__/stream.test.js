@@ -1,0 +1,190 @@
+'use strict';
+// The object watchResource() returns: an AsyncGenerator in shape and behaviour (it is written by
+// hand, for speed), that takes ready batches without a Promise and still lets the event loop
+// turn while a flood of them lasts.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { createSimulator } = require('../sim');
+const { NativeWatch } = require('../lib/native');
+const { HOLD_LOOP_MS } = require('../lib/event-stream');
+const { TOKEN, paramsFor, watcherWithLogger, pod, sleep, within, flood } = require('./helpers');
+
+const TEST_TIMEOUT_MS = 20000;
+
+let sim;
+test.before(async () => {
+  sim = await createSimulator({ token: TOKEN });
+});
+test.after(() => sim.close());
+test.afterEach(() => sim.setFault(null));
+
+function seed(namespace, count) {
+  for (let i = 0; i < count; i++) sim.create('pods', pod(`p${i}`, { namespace }));
+}
+
+/** Counts how batches cross: `taken` synchronously, `awaited` through nextBatch(). */
+function countBatches() {
+  const { takeBatch, nextBatch } = NativeWatch.prototype;
+  const counts = { taken: 0, empty: 0, awaited: 0 };
+  NativeWatch.prototype.takeBatch = function (...args) {
+    const batch = takeBatch.apply(this, args);
+    if (batch === null) counts.empty++;
+    else counts.taken++;
+    return batch;
+  };
+  NativeWatch.prototype.nextBatch = function (...args) {
+    counts.awaited++;
+    return nextBatch.apply(this, args);
+  };
+  counts.restore = () => Object.assign(NativeWatch.prototype, { takeBatch, nextBatch });
+  return counts;
+}
+
+test('it is an AsyncGenerator: tag, prototype chain, its own async iterator', () => {
+  const { watcher } = watcherWithLogger();
+  const gen = watcher.watchResource(paramsFor(sim), { namespace: 'shape' });
+  const AsyncGeneratorPrototype = Object.getPrototypeOf(async function* () {}).prototype;
+  assert.equal(Object.prototype.toString.call(gen), '[object AsyncGenerator]');
+  assert.ok(AsyncGeneratorPrototype.isPrototypeOf(gen));
+  assert.equal(gen[Symbol.asyncIterator](), gen);
+  for (const method of ['next', 'return', 'throw']) assert.equal(typeof gen[method], 'function');
+  // Never iterated: nothing was started, so there is nothing to clean up.
+  assert.equal(sim.activeWatches(), 0);
+});
+
+test(
+  'next() called many times without awaiting resolves every event once, in order',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    seed('burst-next', 5);
+    const { watcher, logger } = watcherWithLogger();
+    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'burst-next' });
+    // The first calls wait for the network, the later ones queue behind them.
+    const results = await within(
+      Promise.all(Array.from({ length: 5 }, () => gen.next())),
+      3000,
+      'five events',
+    );
+    assert.deepEqual(
+      results.map((r) => [r.done, r.value.object.metadata.name]),
+      [0, 1, 2, 3, 4].map((i) => [false, `p${i}`]),
+    );
+    await gen.return();
+    assert.deepEqual(logger.warnings(), []);
+  },
+);
+
+test(
+  'return() and throw() queued behind a pending next() run after it, like an async generator',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    const { watcher } = watcherWithLogger();
+    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'queued' });
+    const order = [];
+    const pending = gen.next().then((r) => order.push(['next', r.value?.object.metadata.name]));
+    const returned = gen.return('bye').then((r) => order.push(['return', r.value, r.done]));
+    await sleep(100);
+    assert.deepEqual(order, [], 'both wait: nothing has arrived yet');
+    sim.create('pods', pod('late', { namespace: 'queued' }));
+    await within(Promise.all([pending, returned]), 3000, 'the event, then the return');
+    assert.deepEqual(order, [
+      ['next', 'late'],
+      ['return', 'bye', true],
+    ]);
+    assert.deepEqual(await gen.next(), { value: undefined, done: true });
+
+    const other = watcher.watchResource(paramsFor(sim), { namespace: 'queued' });
+    const first = other.next();
+    const err = new Error('stop');
+    const thrown = other.throw(err);
+    assert.equal((await within(first, 3000, 'the replayed event')).value.object.metadata.name, 'late');
+    await assert.rejects(thrown, (e) => e === err);
+    assert.deepEqual(await other.next(), { value: undefined, done: true });
+  },
+);
+
+test('return() and throw() before the first next() end it without a request', async () => {
+  const { watcher } = watcherWithLogger();
+  const before = sim.requests.length;
+  const a = watcher.watchResource(paramsFor(sim), { namespace: 'never' });
+  assert.deepEqual(await a.return(42), { value: 42, done: true });
+  assert.deepEqual(await a.next(), { value: undefined, done: true });
+  const b = watcher.watchResource(paramsFor(sim), { namespace: 'never' });
+  await assert.rejects(b.throw(new Error('no')), /no/);
+  assert.deepEqual(await b.next(), { value: undefined, done: true });
+  await sleep(50);
+  assert.equal(sim.requests.length, before, 'no request was sent');
+});
+
+test(
+  'under load most batches are taken without a Promise, and every event arrives in order',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    const body = flood(8 * 1024 * 1024);
+    sim.setFault({ onWatch: body.onWatch });
+    const { watcher, logger } = watcherWithLogger();
+    const counts = countBatches();
+    let seq = 0;
+    try {
+      // A consumer slower than the stream, so batches are ready whenever it asks.
+      for await (const event of watcher.watchResource(paramsFor(sim), { namespace: 'load' })) {
+        assert.equal(event.object.seq, seq++);
+        const spin = performance.now() + 0.02;
+        while (performance.now() < spin);
+      }
+    } finally {
+      counts.restore();
+    }
+    assert.equal(seq, body.lines, 'every line arrived');
+    assert.ok(
+      counts.taken > 2 * counts.awaited,
+      `batches taken at once (${counts.taken}) should outnumber those awaited (${counts.awaited})`,
+    );
+    assert.deepEqual(logger.warnings(), []);
+  },
+);
+
+test(
+  'a flood of ready batches still lets timers run every few milliseconds',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    const body = flood(16 * 1024 * 1024);
+    sim.setFault({ onWatch: body.onWatch });
+    const { watcher } = watcherWithLogger();
+    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'fair' });
+    // Let the native queue fill (4 MiB of 1 KiB lines), so every batch is ready the moment
+    // JavaScript asks for it: 3000 events at 50 µs each are 150 ms of work with no wait.
+    assert.equal((await within(gen.next(), 3000, 'the first event')).done, false);
+    await sleep(300);
+    let ticks = 0;
+    let longestGap = 0;
+    let last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      longestGap = Math.max(longestGap, now - last);
+      last = now;
+      ticks++;
+    }, 1);
+    let events = 0;
+    try {
+      // No await of our own in the loop: only the stream can let the event loop turn.
+      for await (const event of gen) {
+        assert.ok(event.object.seq > 0);
+        const spin = performance.now() + 0.05;
+        while (performance.now() < spin);
+        if (++events === 3000) break;
+      }
+    } finally {
+      clearInterval(timer);
+    }
+    longestGap = Math.max(longestGap, performance.now() - last);
+    assert.ok(ticks >= 10, `the 1 ms timer ran ${ticks} times`);
+    // HOLD_LOOP_MS plus one batch's worth of work, with room for a busy CI machine; holding the
+    // loop for the whole flood would be 150 ms.
+    assert.ok(
+      longestGap < 60,
+      `longest gap between timer ticks ${longestGap.toFixed(1)} ms (hold ${HOLD_LOOP_MS} ms)`,
+    );
+  },
+);

@@ -1,0 +1,266 @@
+//! The queue between a watch's task and JavaScript.
+//!
+//! The task appends every event to an open [`BatchBuilder`] as it arrives, sealing it at
+//! [`MAX_BATCH_BYTES`](crate::batch::MAX_BATCH_BYTES); JavaScript takes whole batches. All the
+//! copying happens on the task's thread, so taking a batch is a pointer move: cheap enough to
+//! do synchronously from the main thread whenever one is ready, and to wait for (a Promise)
+//! only when none is. A partly filled batch is taken as it is: nothing waits for a batch to
+//! fill.
+//!
+//! The events held here cost queue budget ([`QUEUE_BUDGET_BYTES`]); when it is spent the task
+//! waits, stops reading the body, and the server's writes block. Taking a batch returns its
+//! budget.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::batch::{Batch, BatchBuilder};
+use crate::error::Failure;
+
+/// Event text a watch may hold while JavaScript is busy.
+pub const QUEUE_BUDGET_BYTES: usize = 4 * 1024 * 1024;
+
+/// One watch's queue; the task writes, JavaScript takes.
+pub(crate) struct Outbox {
+    state: Mutex<State>,
+    /// Signalled on every change, for a consumer waiting for one.
+    changed: Notify,
+    budget: Semaphore,
+    /// Named in generated ERROR events.
+    resource_path: String,
+}
+
+/// What is waiting for JavaScript.
+#[derive(Default)]
+struct State {
+    /// Full batches, oldest first.
+    sealed: VecDeque<(Batch, usize)>,
+    /// The batch still growing; taken as it is when nothing is sealed.
+    open: BatchBuilder,
+    /// The task has ended: nothing more will be added.
+    closed: bool,
+}
+
+impl Outbox {
+    /// An empty queue for a watch of `resource_path`.
+    pub(crate) fn new(resource_path: String) -> Self {
+        Self {
+            state: Mutex::default(),
+            changed: Notify::new(),
+            budget: Semaphore::new(QUEUE_BUDGET_BYTES),
+            resource_path,
+        }
+    }
+
+    /// Queues a validated watch line, first waiting until the budget has room for it.
+    pub(crate) async fn push_line(&self, line: &[u8], resource_version: Option<&str>) {
+        let cost = line.len().clamp(1, QUEUE_BUDGET_BYTES);
+        // The budget is never closed, and its size bounds `cost`, so this cannot fail.
+        let Ok(permit) = self.budget.acquire_many(cost as u32).await else {
+            return;
+        };
+        // The batch carries the budget from here; taking it gives the bytes back.
+        permit.forget();
+        self.update(|open| open.push_line(line, resource_version, cost));
+    }
+
+    /// Queues the watch's ERROR event.
+    pub(crate) fn push_failure(&self, failure: &Failure) {
+        let json = failure.event_json(&self.resource_path);
+        self.update(|open| open.push_generated(&json));
+    }
+
+    /// Queues a warning for the logger.
+    pub(crate) fn push_warning(&self, text: String) {
+        self.update(|open| open.push_warning(text));
+    }
+
+    /// Marks the end: once the queue is drained, batches say `done`.
+    pub(crate) fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_one();
+    }
+
+    fn update(&self, change: impl FnOnce(&mut BatchBuilder)) {
+        let mut state = self.lock();
+        change(&mut state.open);
+        if state.open.is_full() {
+            let sealed = std::mem::take(&mut state.open).finish();
+            state.sealed.push_back(sealed);
+        }
+        drop(state);
+        self.changed.notify_one();
+    }
+
+    /// The oldest ready batch, the end, or `None` when JavaScript has to wait.
+    pub(crate) fn take(&self) -> Option<Batch> {
+        let mut state = self.lock();
+        let (mut batch, held) = match state.sealed.pop_front() {
+            Some(sealed) => sealed,
+            None if !state.open.is_empty() => std::mem::take(&mut state.open).finish(),
+            None if state.closed => return Some(Batch::end()),
+            None => return None,
+        };
+        batch.done = state.closed && state.sealed.is_empty() && state.open.is_empty();
+        drop(state);
+        self.budget.add_permits(held);
+        Some(batch)
+    }
+
+    /// Waits for a batch or the end; the end at once after `cancel`.
+    pub(crate) async fn next(&self, cancel: &CancellationToken) -> Batch {
+        loop {
+            // Registered before looking, so a change between the look and the wait still wakes.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if cancel.is_cancelled() {
+                return Batch::end();
+            }
+            if let Some(batch) = self.take() {
+                return batch;
+            }
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Batch::end(),
+                () = changed => {}
+            }
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Nothing panics while holding the lock; a poisoned state is still consistent.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::batch::MAX_BATCH_BYTES;
+
+    const LINE: &[u8] = br#"{"type":"ADDED","object":{}}"#;
+
+    fn event_count(batch: &Batch) -> usize {
+        if batch.events.is_empty() {
+            return 0;
+        }
+        let parsed: Vec<serde_json::Value> = serde_json::from_slice(&batch.events).unwrap();
+        parsed.len()
+    }
+
+    #[tokio::test]
+    async fn nothing_ready_is_none_and_a_partial_batch_is_taken_as_it_is() {
+        let outbox = Outbox::new("/p".into());
+        assert!(outbox.take().is_none());
+        outbox.push_line(LINE, Some("1")).await;
+        let batch = outbox
+            .take()
+            .expect("the one event, without waiting for more");
+        assert_eq!(event_count(&batch), 1);
+        assert!(!batch.done);
+        assert!(outbox.take().is_none());
+    }
+
+    #[tokio::test]
+    async fn full_batches_are_sealed_in_order_and_the_last_one_says_done() {
+        let outbox = Outbox::new("/p".into());
+        let line = format!(
+            r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
+            "x".repeat(4000)
+        );
+        let total = 3 * MAX_BATCH_BYTES / line.len();
+        for _ in 0..total {
+            outbox.push_line(line.as_bytes(), None).await;
+        }
+        outbox.push_warning("w".into());
+        outbox.push_failure(&Failure::from_status(410));
+        outbox.close();
+        let mut batches = Vec::new();
+        while let Some(batch) = outbox.take() {
+            let done = batch.done;
+            batches.push(batch);
+            if done {
+                break;
+            }
+        }
+        assert!(batches.len() >= 3, "{} batches", batches.len());
+        assert!(
+            batches
+                .iter()
+                .all(|b| b.events.len() <= MAX_BATCH_BYTES + line.len() + 2)
+        );
+        let counted: usize = batches.iter().map(event_count).sum();
+        assert_eq!(counted, total + 1, "every line and the ERROR event");
+        let last = batches.last().unwrap();
+        assert!(last.events_text().contains(r#""statusCode":410"#));
+        assert_eq!(last.warnings, vec!["w".to_owned()]);
+        assert!(batches[..batches.len() - 1].iter().all(|b| !b.done));
+        assert!(outbox.take().unwrap().done, "the end stays the end");
+    }
+
+    #[tokio::test]
+    async fn the_budget_blocks_the_task_until_javascript_takes_a_batch() {
+        let outbox = Arc::new(Outbox::new("/p".into()));
+        let line = format!(
+            r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
+            "x".repeat(100_000)
+        );
+        let fits = QUEUE_BUDGET_BYTES / line.len();
+        for _ in 0..fits {
+            outbox.push_line(line.as_bytes(), None).await;
+        }
+        let pusher = {
+            let outbox = outbox.clone();
+            let line = line.clone();
+            tokio::spawn(async move { outbox.push_line(line.as_bytes(), None).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!pusher.is_finished(), "the budget is spent, the task waits");
+        assert!(outbox.take().is_some());
+        tokio::time::timeout(Duration::from_secs(1), pusher)
+            .await
+            .expect("taking a batch gives its budget back")
+            .unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_waiting_consumer_wakes_for_the_next_event_and_for_cancel() {
+        let outbox = Arc::new(Outbox::new("/p".into()));
+        let cancel = CancellationToken::new();
+        let waiter = {
+            let (outbox, cancel) = (outbox.clone(), cancel.clone());
+            tokio::spawn(async move { outbox.next(&cancel).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        outbox.push_line(LINE, None).await;
+        let batch = tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("woken by the event")
+            .unwrap();
+        assert_eq!(event_count(&batch), 1);
+
+        let waiter = {
+            let (outbox, cancel) = (outbox.clone(), cancel.clone());
+            tokio::spawn(async move { outbox.next(&cancel).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        cancel.cancel();
+        let batch = tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("woken by the cancel")
+            .unwrap();
+        assert!(batch.done);
+        outbox.push_line(LINE, None).await;
+        assert!(
+            outbox.next(&cancel).await.events.is_empty(),
+            "after cancel, events are dropped"
+        );
+    }
+}
