@@ -135,6 +135,24 @@ test('multi-megabyte objects arrive intact', async () => {
   assert.equal(events[0].object.data.big, big);
 });
 
+test('long batches cross intact whether pure ASCII or not', async () => {
+  // An ASCII batch crosses as a one-byte string; a single other byte makes the batch UTF-8.
+  const ascii = 'a'.repeat(40 * 1024);
+  const accented = 'é€𝄞'.repeat(10 * 1024);
+  const { events } = await watchWithFault({
+    rawLines: [
+      line('ADDED', 'ascii', 1, { data: { ascii } }),
+      line('ADDED', 'utf8', 2, { data: { accented } }),
+      line('ADDED', 'ascii-again', 3, { data: { ascii } }),
+    ],
+    then: 'end',
+  });
+  assert.deepEqual(names(events), ['ADDED ascii', 'ADDED utf8', 'ADDED ascii-again']);
+  assert.equal(events[0].object.data.ascii, ascii);
+  assert.equal(events[1].object.data.accented, accented);
+  assert.equal(events[2].object.data.ascii, ascii);
+});
+
 test('types Kubernetes may add later pass through unchanged', async () => {
   const { events } = await watchWithFault({ rawLines: [line('SOMETHING_NEW', 'n', 9)], then: 'end' });
   assert.deepEqual(events, [

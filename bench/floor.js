@@ -1,143 +1,153 @@
 #!/usr/bin/env node
 'use strict';
-// `node bench/floor.js [--sizes=small,medium,large] [--ms=3000]`
+// `node bench/floor.js [--sizes=small,medium,large] [--rounds=60]`
 //
 // Where the main thread's time goes on the native path, without the network: the same watch
-// lines pushed through each step the JavaScript side of NativeKubernetesWatcher takes, measured
-// in ONE process with the variants interleaved in short slices (so a noisy machine's drift hits
-// all of them alike). Main-thread CPU per event (schedstat), for:
-//   line          JSON.parse(line) per event — the bound of bench/run.js
-//   batch         JSON.parse('[' + up to 256 KiB of lines + ']') per batch, text reused
-//   decode        + a fresh batch text made from UTF-8 bytes each time (Buffer#toString; the
-//                 addon's napi string creation does the same kind of copy and allocation)
-//   generator     + every event yielded one by one through an async generator into `for await`,
-//                 wrapped as {type, object, resourceVersion} (what lib/watcher.js does)
-//   … 64K         the same with batches capped at 64 KiB instead of 256 KiB (V8 puts strings over
-//                 ~128 KiB in large-object space, which costs more to allocate and collect)
-// The differences are what each step costs; `generator` is the floor for the current design.
+// lines pushed through each step the JavaScript side of NativeKubernetesWatcher takes, in ONE
+// process, the variants interleaved in short segments round after round (so a noisy machine's
+// drift hits all of them alike); medians of per-round ratios to `line`. Main-thread CPU
+// (schedstat) per event, for:
+//   line        JSON.parse(line) per event — the bound of bench/run.js
+//   batch       JSON.parse('[' + 64 KiB of lines (with resourceVersion appended) + ']'), the
+//               same strings every round
+//   fresh       + a fresh one-byte string per batch (Buffer#latin1Slice: the copy the addon makes
+//               for batches under 16 KiB; longer ones cross as external strings, not copied)
+//   stream      + lib/event-stream.js (the AsyncGenerator watchResource returns) over a stand-in
+//               for the native watch that hands out those batches, consumed with `for await`
+//   async gen   the same through an `async function*` instead, for comparison
+// Every variant lets the event loop turn every 2 ms, as the stream does, so the garbage
+// collections V8 schedules as tasks run in the variant that made the garbage.
 
 const { lines } = require('./pods');
 const { mainThreadCpuNs } = require('./measure');
+const { WatchEventStream } = require('../lib/event-stream');
 
 const argv = process.argv.slice(2);
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const SIZES = opt('sizes') ? opt('sizes').split(',') : ['small', 'medium', 'large'];
-const BUDGET_MS = Number(opt('ms') ?? 3000);
-function batchesOf(texts, BATCH_BYTES) {
+const ROUNDS = Number(opt('rounds') ?? 60);
+const BATCH_BYTES = 64 * 1024;
+const SEGMENT = { small: 1000, medium: 200, large: 20 };
+const TURN_MS = 2;
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Batches of the lines as the addon builds them: a JSON array of events with resourceVersion. */
+function batchesOf(texts) {
   const out = [];
   let group = [];
   let bytes = 0;
   for (let round = 0; round < 4; round++) {
-    for (const t of texts) {
-      if (group.length && bytes + t.length + 1 > BATCH_BYTES) {
-        out.push({ text: `[${group.join(',')}]`, events: group.length });
+    for (const [i, t] of texts.entries()) {
+      const event = `${t.slice(0, -1)},"resourceVersion":"${round * texts.length + i}"}`;
+      if (group.length && bytes + event.length > BATCH_BYTES) {
+        out.push(`[${group.join(',')}]`);
         group = [];
         bytes = 0;
       }
-      group.push(t);
-      bytes += t.length + 1;
+      group.push(event);
+      bytes += event.length + 1;
     }
   }
-  if (group.length) out.push({ text: `[${group.join(',')}]`, events: group.length });
-  for (const b of out) b.bytes = Buffer.from(b.text);
-  return out;
-}
-
-function toEvent(raw) {
-  if (raw.type === 'ERROR') return raw;
-  const object = raw.object;
-  return { type: raw.type, object, resourceVersion: object?.metadata?.resourceVersion };
-}
-
-async function* generator(batches, count) {
-  let n = 0;
-  for (let i = 0; n < count; i++) {
-    const b = batches[i % batches.length];
-    // One await per batch, like `await watch.nextBatch()`.
-    const text = await Promise.resolve(b.bytes.toString('utf8'));
-    for (const raw of JSON.parse(text)) {
-      n++;
-      yield toEvent(raw);
-    }
-  }
+  if (group.length) out.push(`[${group.join(',')}]`);
+  return out.map((text) => ({ text, bytes: Buffer.from(text, 'latin1') }));
 }
 
 async function measureSize(size) {
   const texts = lines(size, 64).map((l) => l.slice(0, -1));
-  const batches = batchesOf(texts, 256 * 1024);
-  const small = batchesOf(texts, 64 * 1024);
-  const perSlice = { small: 2000, medium: 300, large: 30 }[size];
+  const batches = batchesOf(texts);
+  const n = SEGMENT[size];
   let sink = 0;
-  const variants = {
-    line: async (n) => {
-      for (let i = 0; i < n; i++) sink += JSON.parse(texts[i % texts.length]).object.metadata.name.length;
-      return n;
-    },
-    batch: async (n) => {
-      let done = 0;
-      for (let i = 0; done < n; i++) {
-        const b = batches[i % batches.length];
-        for (const ev of JSON.parse(b.text)) sink += ev.object.metadata.name.length;
-        done += b.events;
+  let next = 0;
+  const freshBatch = () => batches[next++ % batches.length].bytes.latin1Slice();
+  // A stand-in for NativeWatch: every batch is ready at once, as under load.
+  const fakeWatch = () => ({
+    takeBatch: () => ({ events: freshBatch(), warnings: [], done: false }),
+    nextBatch: async () => ({ events: freshBatch(), warnings: [], done: false }),
+    cancel() {},
+  });
+  const stream = new WatchEventStream(fakeWatch, undefined, () => {});
+  async function* asyncGen() {
+    for (;;) for (const event of JSON.parse(await Promise.resolve(freshBatch()))) yield event;
+  }
+  const viaGen = asyncGen();
+
+  /** Runs `step` until it has read `n` events, turning the event loop every TURN_MS. */
+  async function loop(step) {
+    let done = 0;
+    let turnAt = performance.now() + TURN_MS;
+    while (done < n) {
+      done += step();
+      if (performance.now() >= turnAt) {
+        await turn();
+        turnAt = performance.now() + TURN_MS;
       }
-      return done;
-    },
-    decode: async (n) => decode(batches, n),
-    generator: async (n) => viaGenerator(batches, n),
-    'decode 64K': async (n) => decode(small, n),
-    'generator 64K': async (n) => viaGenerator(small, n),
+    }
+  }
+  const parseBatch = (text) => {
+    const events = JSON.parse(text);
+    for (const ev of events) sink += ev.object.metadata.name.length;
+    return events.length;
   };
-  async function decode(set, n) {
+  const consume = async (iterable) => {
     let done = 0;
-    for (let i = 0; done < n; i++) {
-      const b = set[i % set.length];
-      for (const ev of JSON.parse(b.bytes.toString('utf8'))) sink += ev.object.metadata.name.length;
-      done += b.events;
-    }
-    return done;
-  }
-  async function viaGenerator(set, n) {
-    let done = 0;
-    for await (const ev of generator(set, n)) {
+    for await (const ev of iterable) {
       sink += ev.object.metadata.name.length;
-      done++;
+      if (++done === n) break;
     }
-    return done;
-  }
-  const totals = Object.fromEntries(Object.keys(variants).map((k) => [k, { ns: 0, n: 0 }]));
-  const until = Date.now() + BUDGET_MS;
-  for (let round = 0; Date.now() < until || round < 6; round++) {
+  };
+  // for-await would call return() on break: hand it an iterator that only forwards next().
+  const keepOpen = (source) => ({ [Symbol.asyncIterator]: () => ({ next: () => source.next() }) });
+  const variants = {
+    line: () => {
+      let i = 0;
+      return loop(() => {
+        sink += JSON.parse(texts[i++ % texts.length]).object.metadata.name.length;
+        return 1;
+      });
+    },
+    batch: () => loop(() => parseBatch(batches[next++ % batches.length].text)),
+    fresh: () => loop(() => parseBatch(freshBatch())),
+    stream: () => consume(keepOpen(stream)),
+    'async gen': () => consume(keepOpen(viaGen)),
+  };
+  const ratios = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+  const perEvent = { line: [] };
+  for (let round = 0; round < ROUNDS + 4; round++) {
+    const ns = {};
     for (const [name, run] of Object.entries(variants)) {
       const t0 = mainThreadCpuNs();
-      const n = await run(perSlice);
-      // The first rounds warm the JIT up.
-      if (round >= 2) {
-        totals[name].ns += mainThreadCpuNs() - t0;
-        totals[name].n += n;
-      }
+      await run();
+      ns[name] = mainThreadCpuNs() - t0;
     }
+    // The first rounds warm the JIT up.
+    if (round < 4) continue;
+    perEvent.line.push(ns.line / n / 1000);
+    for (const name of Object.keys(variants)) ratios[name].push(ns[name] / ns.line);
   }
   if (!sink) throw new Error('nothing read');
-  const us = Object.fromEntries(Object.entries(totals).map(([k, t]) => [k, t.ns / t.n / 1000]));
+  const median = (xs) => xs.slice().sort((a, b) => a - b)[xs.length >> 1];
   return {
     size,
-    bytesPerEvent: texts.reduce((a, t) => a + t.length, 0) / texts.length,
-    events: batches[0].events,
-    events64: small[0].events,
-    us,
+    lineBytes: texts.reduce((a, t) => a + t.length, 0) / texts.length,
+    eventsPerBatch: JSON.parse(batches[0].text).length,
+    lineUs: median(perEvent.line),
+    ratios: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, median(v)])),
   };
 }
 
 async function main() {
   console.log(
-    '| size | line bytes | events per batch 256K / 64K | line µs/ev | batch | + decode | + generator | decode 64K | generator 64K | generator ÷ line (256K / 64K) |',
+    `Main-thread CPU per event ÷ \`line\` (medians of ${ROUNDS} rounds; \`node bench/floor.js\`)\n`,
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| size | line bytes | events/batch | line µs/ev | batch | fresh | stream | async gen |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const size of SIZES) {
     const r = await measureSize(size);
-    const f = (x) => x.toFixed(2);
+    const f = (x) => x.toFixed(3);
     console.log(
-      `| ${size} | ${Math.round(r.bytesPerEvent)} | ${r.events} / ${r.events64} | ${f(r.us.line)} | ${f(r.us.batch)} | ${f(r.us.decode)} | ${f(r.us.generator)} | ${f(r.us['decode 64K'])} | ${f(r.us['generator 64K'])} | ${f(r.us.generator / r.us.line)} / ${f(r.us['generator 64K'] / r.us.line)} |`,
+      `| ${size} | ${Math.round(r.lineBytes)} | ${r.eventsPerBatch} | ${r.lineUs.toFixed(2)} | ` +
+        `${f(r.ratios.batch)} | ${f(r.ratios.fresh)} | ${f(r.ratios.stream)} | ${f(r.ratios['async gen'])} |`,
     );
   }
 }

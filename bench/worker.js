@@ -10,12 +10,27 @@
 //   slow        the consumer sleeps 1 ms per event for `durationMs`; RSS growth over the start
 //   idle        `watches` concurrent idle watches; RSS per watch, threads, (server) connections
 //   paired      all clients and the bound in one process, alternating slices (tighter ratios)
+//   interleaved one client's stream with a bound segment run inline every `segment` events, the
+//               stream paused meanwhile: the tightest main ÷ bound ratio this machine allows
+//
+// Every bound loop lets the event loop turn every TURN_MS (one setImmediate, ~1 µs), as the
+// clients' streams do: V8 runs the scavenges a loop's garbage makes due as tasks on the event
+// loop, and a loop that never yields leaves its own collections to be billed to whatever runs
+// after it (measured: 2–6 % of a native client's main-thread time in the paired scenario).
 
 const { performance } = require('node:perf_hooks');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { clients, STOP, FIELDS, quietLogger } = require('./clients');
 const { lines, SENT_AT } = require('./pods');
-const { MiB, RssSampler, Window, threadCount, statusBytes, resetPeakRss } = require('./measure');
+const {
+  MiB,
+  RssSampler,
+  Window,
+  threadCount,
+  statusBytes,
+  resetPeakRss,
+  mainThreadCpuNs,
+} = require('./measure');
 
 const task = JSON.parse(process.argv[2]);
 
@@ -39,6 +54,31 @@ function ask(what) {
 
 const gc = () => globalThis.gc?.();
 
+/** How often the bound's loop lets the event loop turn (see the header). */
+const TURN_MS = 2;
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * JSON.parse of `count` watch lines, each read like a client reads its event; `onEvent(i)` runs
+ * before line i. Resolves with how many names were read.
+ */
+async function parseLines(texts, count, onEvent) {
+  let names = 0;
+  // Look at the clock about every 0.2 ms of parsing: often enough to turn on time, rarely
+  // enough to cost the loop nothing measurable.
+  const stride = Math.max(1, Math.round(200 / (texts[0].length / 250)));
+  let turnAt = performance.now() + TURN_MS;
+  for (let i = 0; i < count; i++) {
+    onEvent?.(i);
+    if (JSON.parse(texts[i % texts.length]).object.metadata.name) names++;
+    if (i % stride === stride - 1 && performance.now() >= turnAt) {
+      await turn();
+      turnAt = performance.now() + TURN_MS;
+    }
+  }
+  return names;
+}
+
 function fieldsCheck(object) {
   // With options.fields honoured, the object holds only the projected paths.
   return object.spec === undefined && object.metadata?.managedFields === undefined;
@@ -52,25 +92,22 @@ const textsOf = (size) => lines(size, 64).map((l) => l.slice(0, -1));
  * event. Run right before and right after a stream, it pairs each client with a bound taken in
  * the same process and at nearly the same moment, which cancels most of a noisy machine's drift.
  */
-function ownBound(texts, ms) {
-  let names = 0;
-  let i = 0;
-  const warm = performance.now() + 10;
-  while (performance.now() < warm) names += JSON.parse(texts[i++ % texts.length]).object.metadata.name.length;
+async function ownBound(texts, ms) {
+  let names = await parseLines(texts, 200);
   const w = new Window({ eld: false });
   w.start();
   const until = performance.now() + ms;
   let n = 0;
   while (performance.now() < until) {
-    for (let k = 0; k < 8; k++, n++)
-      names += JSON.parse(texts[i++ % texts.length]).object.metadata.name.length;
+    names += await parseLines(texts, 64);
+    n += 64;
   }
   return names > 0 ? w.stop(n).mainUsPerEvent : NaN;
 }
 
 async function throughput(client) {
   const texts = textsOf(task.size);
-  const boundBefore = ownBound(texts, task.ownBoundMs);
+  const boundBefore = await ownBound(texts, task.ownBoundMs);
   gc();
   resetPeakRss();
   const sampler = new RssSampler(5);
@@ -91,7 +128,7 @@ async function throughput(client) {
   const result = window.stop(n - warmup);
   const peakRss = sampler.stop();
   const threads = threadCount();
-  const boundAfter = ownBound(texts, task.ownBoundMs);
+  const boundAfter = await ownBound(texts, task.ownBoundMs);
   const ownBoundUsPerEvent = (boundBefore + boundAfter) / 2;
   return {
     ...result,
@@ -110,22 +147,20 @@ async function throughput(client) {
 }
 
 /** The bound row: the same lines parsed in a tight loop, no network. */
-function bound() {
+async function bound() {
   const texts = textsOf(task.size);
   gc();
   resetPeakRss();
   const startRss = process.memoryUsage.rss();
   const window = new Window({ eld: false });
   const { count, warmup } = task;
-  let names = 0;
-  for (let i = 0; i < count; i++) {
+  const names = await parseLines(texts, count, (i) => {
     if (i === warmup) window.start();
-    if (JSON.parse(texts[i % texts.length]).object.metadata.name) names++;
-  }
+  });
   const result = window.stop(count - warmup);
   return {
     ...result,
-    // A tight loop never yields: the event-loop figures do not apply.
+    // A tight loop (it yields only so the GC runs): the event-loop figures do not apply.
     elu: NaN,
     totalEvents: count,
     expected: count,
@@ -297,10 +332,9 @@ async function paired() {
   const one = async (name) => {
     const window = new Window({ eld: false });
     if (name === 'bound') {
-      for (let i = 0; i < slice + warmup; i++) {
+      names += await parseLines(texts, slice + warmup, (i) => {
         if (i === warmup) window.start();
-        if (JSON.parse(texts[i % texts.length]).object.metadata.name) names++;
-      }
+      });
       return window.stop(slice);
     }
     let n = 0;
@@ -354,10 +388,61 @@ async function paired() {
   return { rounds: rounds.length, clients: out };
 }
 
+/**
+ * One client's stream, paused every `segment` events for a bound segment of as many events run
+ * inline (the loop body awaits it, so the client takes nothing meanwhile): each round pairs a
+ * client segment with the bound segment right after it, milliseconds apart, under the same
+ * background activity (the client's own threads, the load server). On this machine that gives
+ * per-round ratios within a few percent, where separate slices differ by tens of percent.
+ */
+async function interleaved(client) {
+  const texts = textsOf(task.size);
+  const { segment, rounds } = task;
+  // The first two segments warm the client and the bound up.
+  const skip = 2;
+  const total = segment * (rounds + skip);
+  const per = { client: [], bound: [], ratio: [] };
+  let n = 0;
+  let names = 0;
+  let clientFrom = mainThreadCpuNs();
+  const pauseForBound = async () => {
+    const clientNs = mainThreadCpuNs() - clientFrom;
+    const boundFrom = mainThreadCpuNs();
+    names += await parseLines(texts, segment);
+    const boundNs = mainThreadCpuNs() - boundFrom;
+    if (n > segment * skip) {
+      per.client.push(clientNs / segment / 1000);
+      per.bound.push(boundNs / segment / 1000);
+      per.ratio.push(clientNs / boundNs);
+    }
+    clientFrom = mainThreadCpuNs();
+  };
+  const watch = client.open({ ...task.target, fields: FIELDS }, (object) => {
+    if (object.metadata.name) names++;
+    if (++n % segment === 0) return pauseForBound();
+    return undefined;
+  });
+  const end = await watch.done;
+  if (end.error || n !== total)
+    throw new Error(`${task.client}: got ${n} of ${total} events ${JSON.stringify(end.error ?? '')}`);
+  const sorted = (xs) => xs.slice().sort((a, b) => a - b);
+  const q = (xs, p) => sorted(xs)[Math.round(p * (xs.length - 1))];
+  return {
+    rounds: per.ratio.length,
+    mainUsPerEvent: q(per.client, 0.5),
+    boundUsPerEvent: q(per.bound, 0.5),
+    mainVsBound: q(per.ratio, 0.5),
+    mainVsBoundQ1: q(per.ratio, 0.25),
+    mainVsBoundQ3: q(per.ratio, 0.75),
+    ratios: per.ratio,
+    namesRead: names,
+  };
+}
+
 async function main() {
   let result;
   if (task.scenario === 'bound') {
-    result = bound();
+    result = await bound();
   } else if (task.scenario === 'paired') {
     result = await paired();
   } else {
@@ -367,6 +452,7 @@ async function main() {
     else if (task.scenario === 'trickle') result = await trickle(client);
     else if (task.scenario === 'slow') result = await slow(client);
     else if (task.scenario === 'idle') result = await idle(client);
+    else if (task.scenario === 'interleaved') result = await interleaved(client);
     else throw new Error(`unknown scenario ${task.scenario}`);
   }
   const cpu = process.cpuUsage();
