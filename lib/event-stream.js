@@ -129,7 +129,9 @@ class WatchEventStream extends AsyncGeneratorShape {
       if (performance.now() >= this.#turnBy) return undefined;
       const batch = this.#watch.takeBatch();
       if (batch === null) return undefined;
-      this.#load(batch);
+      // The common batch comes as its events text alone (no warnings, not the last).
+      if (typeof batch === 'string') this.#parse(batch);
+      else this.#load(batch);
     }
   }
 
@@ -154,14 +156,21 @@ class WatchEventStream extends AsyncGeneratorShape {
     }
   }
 
-  /** Logs a batch's warnings and parses its events (one JSON.parse per batch). */
+  /** Logs a batch's warnings and parses its events. */
   #load(batch) {
     for (const warning of batch.warnings) this.#warn(warning);
-    // Each element is already the contract's event: `{ type, object, resourceVersion }` (the
-    // native side appended `resourceVersion`) or `{ type: 'ERROR', error }`.
-    this.#events = batch.events ? JSON.parse(batch.events) : null;
-    this.#index = 0;
+    if (batch.events) this.#parse(batch.events);
     this.#lastBatch = batch.done;
+  }
+
+  /**
+   * One JSON.parse per batch. Each element is already the contract's event:
+   * `{ type, object, resourceVersion }` (the native side appended `resourceVersion`) or
+   * `{ type: 'ERROR', error }`.
+   */
+  #parse(events) {
+    this.#events = JSON.parse(events);
+    this.#index = 0;
   }
 
   /** Ends the stream for good: the watch is cancelled, buffered events are dropped. */
