@@ -2,6 +2,7 @@
 // The watch clients under test, behind one small interface so every scenario drives them alike.
 //
 //   client.load()                      require the client's modules (before the start RSS is taken)
+//   client.events(target, signal)      (native clients) the watch's AsyncGenerator itself
 //   client.open(target, onObject)      start one watch; onObject(object) runs for every event
 //                                      (it reads object.metadata.name); it may return STOP to end
 //                                      the watch, or a promise the client waits for before taking
@@ -256,10 +257,15 @@ function nativeClient(name, withFields) {
     },
     open(target, onObject) {
       const controller = new AbortController();
+      const gen = this.events(target, controller.signal);
+      return { done: drive(gen, onObject), cancel: () => controller.abort() };
+    },
+    /** The watch's AsyncGenerator itself, for a scenario that loops over it directly. */
+    events(target, signal) {
       const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
-      const options = { namespace: 'bench', signal: controller.signal };
+      const options = { namespace: 'bench', signal };
       if (withFields) options.fields = target.fields;
-      const gen = watcher.watchResource(
+      return watcher.watchResource(
         {
           clusterDetails: {
             name: 'bench',
@@ -274,7 +280,6 @@ function nativeClient(name, withFields) {
         },
         options,
       );
-      return { done: drive(gen, onObject), cancel: () => controller.abort() };
     },
   };
 }
