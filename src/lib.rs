@@ -2,8 +2,8 @@
 //! framing and event classification on Rust threads.
 //!
 //! The core (`request`, `auth`, `tls`, `pool`, `framing`, `event`, `projection`, `batch`,
-//! `outbox`, `watch`, `error`, `redact`) is plain Rust and tested with `cargo test`; `binding` is the only
-//! module that knows N-API.
+//! `outbox`, `watch`, `error`, `redact`) is plain Rust and tested with `cargo test`; `binding`
+//! is the only module that knows N-API.
 #![deny(clippy::all)]
 
 pub mod auth;
