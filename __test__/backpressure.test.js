@@ -7,7 +7,6 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const { createSimulator } = require('../sim');
-const { NativeWatch } = require('../lib/native');
 const {
   TOKEN,
   paramsFor,
@@ -18,6 +17,7 @@ const {
   within,
   until,
   flood,
+  countBatches,
 } = require('./helpers');
 
 const MiB = 1024 * 1024;
@@ -55,26 +55,6 @@ test.before(async () => {
 });
 test.after(() => sim.close());
 test.afterEach(() => sim.setFault(null));
-
-/**
- * Counts the batches that cross into JavaScript (taken at once with takeBatch() or awaited with
- * nextBatch()) until `restore()`.
- */
-function countBatches() {
-  const { takeBatch, nextBatch } = NativeWatch.prototype;
-  const counter = { calls: 0 };
-  NativeWatch.prototype.takeBatch = function (...args) {
-    const batch = takeBatch.apply(this, args);
-    if (batch !== null) counter.calls++;
-    return batch;
-  };
-  NativeWatch.prototype.nextBatch = function (...args) {
-    counter.calls++;
-    return nextBatch.apply(this, args);
-  };
-  counter.restore = () => Object.assign(NativeWatch.prototype, { takeBatch, nextBatch });
-  return counter;
-}
 
 /**
  * Waits until the server has been blocked with no progress for `settleMs` (the kernel grows
@@ -130,7 +110,7 @@ test('many ready events cross in far fewer batches, all in order', { timeout: TE
   for (let i = 1; i < count; i++) assert.ok(versions[i] > versions[i - 1], 'resourceVersions increase');
   // One batch per event would be 2000; the burst is ~0.4 MB, so a handful of 64 KiB batches
   // plus whatever the socket splits it into. 100 leaves a wide margin for a busy machine.
-  assert.ok(counter.calls <= count / 20, `${counter.calls} batches for ${count} events`);
+  assert.ok(counter.batches() <= count / 20, `${counter.batches()} batches for ${count} events`);
   assert.deepEqual(logger.warnings(), []);
 });
 
@@ -159,7 +139,7 @@ test(
       Array.from({ length: 1000 }, (_, i) => `c${i}`),
     );
     // ~200 kB in one chunk fills about four 64 KiB batches; 10 allows for TCP splitting it.
-    assert.ok(counter.calls <= 10, `${counter.calls} batches for 1000 coalesced events`);
+    assert.ok(counter.batches() <= 10, `${counter.batches()} batches for 1000 coalesced events`);
   },
 );
 

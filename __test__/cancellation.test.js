@@ -8,7 +8,17 @@ const assert = require('node:assert/strict');
 const { createSimulator, certs } = require('../sim');
 const native = require('../lib/native');
 const { toSpec } = require('../lib/watcher');
-const { TOKEN, paramsFor, watcherWithLogger, pod, sleep, within, until, flood } = require('./helpers');
+const {
+  TOKEN,
+  paramsFor,
+  watcherWithLogger,
+  pod,
+  sleep,
+  within,
+  until,
+  flood,
+  seedPods,
+} = require('./helpers');
 
 /** Every close is expected within this long (the contract's "promptly"). */
 const CLOSE_MS = 1000;
@@ -23,10 +33,7 @@ test.beforeEach(async () => {
 });
 test.afterEach(() => sim.close());
 
-/** Seeds `count` pods in namespace `ns`. */
-function seed(ns, count) {
-  for (let i = 0; i < count; i++) sim.create('pods', pod(`p${i}`, { namespace: ns }));
-}
+const seed = (ns, count) => seedPods(sim, ns, count);
 
 async function assertSocketsClose(what) {
   const closed = await sim.waitForSocketsClosed(CLOSE_MS);

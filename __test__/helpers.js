@@ -3,6 +3,7 @@
 // bounded way to drain a watch.
 
 const { NativeKubernetesWatcher } = require('..');
+const { NativeWatch } = require('../lib/native');
 
 const TOKEN = 'tok-7f3a9c1e5b2d4a6f';
 
@@ -145,6 +146,34 @@ function flood(totalBytes, lineBytes = 1024) {
   return state;
 }
 
+/** Creates pods p0…p{count-1} in namespace `ns` of `sim`. */
+function seedPods(sim, ns, count) {
+  for (let i = 0; i < count; i++) sim.create('pods', pod(`p${i}`, { namespace: ns }));
+}
+
+/**
+ * Counts how batches cross into JavaScript until `restore()`: `taken` at once by takeBatch(),
+ * `empty` takeBatch() calls that found none, `awaited` nextBatch() calls; `batches()` is
+ * taken + awaited.
+ */
+function countBatches() {
+  const { takeBatch, nextBatch } = NativeWatch.prototype;
+  const counts = { taken: 0, empty: 0, awaited: 0 };
+  NativeWatch.prototype.takeBatch = function (...args) {
+    const batch = takeBatch.apply(this, args);
+    if (batch === null) counts.empty++;
+    else counts.taken++;
+    return batch;
+  };
+  NativeWatch.prototype.nextBatch = function (...args) {
+    counts.awaited++;
+    return nextBatch.apply(this, args);
+  };
+  counts.batches = () => counts.taken + counts.awaited;
+  counts.restore = () => Object.assign(NativeWatch.prototype, { takeBatch, nextBatch });
+  return counts;
+}
+
 module.exports = {
   TOKEN,
   recordingLogger,
@@ -156,4 +185,6 @@ module.exports = {
   within,
   until,
   flood,
+  seedPods,
+  countBatches,
 };

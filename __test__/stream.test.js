@@ -6,9 +6,18 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { createSimulator } = require('../sim');
-const { NativeWatch } = require('../lib/native');
 const { HOLD_LOOP_MS } = require('../lib/event-stream');
-const { TOKEN, paramsFor, watcherWithLogger, pod, sleep, within, flood } = require('./helpers');
+const {
+  TOKEN,
+  paramsFor,
+  watcherWithLogger,
+  pod,
+  sleep,
+  within,
+  flood,
+  seedPods,
+  countBatches,
+} = require('./helpers');
 
 const TEST_TIMEOUT_MS = 20000;
 
@@ -18,28 +27,6 @@ test.before(async () => {
 });
 test.after(() => sim.close());
 test.afterEach(() => sim.setFault(null));
-
-function seed(namespace, count) {
-  for (let i = 0; i < count; i++) sim.create('pods', pod(`p${i}`, { namespace }));
-}
-
-/** Counts how batches cross: `taken` synchronously, `awaited` through nextBatch(). */
-function countBatches() {
-  const { takeBatch, nextBatch } = NativeWatch.prototype;
-  const counts = { taken: 0, empty: 0, awaited: 0 };
-  NativeWatch.prototype.takeBatch = function (...args) {
-    const batch = takeBatch.apply(this, args);
-    if (batch === null) counts.empty++;
-    else counts.taken++;
-    return batch;
-  };
-  NativeWatch.prototype.nextBatch = function (...args) {
-    counts.awaited++;
-    return nextBatch.apply(this, args);
-  };
-  counts.restore = () => Object.assign(NativeWatch.prototype, { takeBatch, nextBatch });
-  return counts;
-}
 
 test('it is an AsyncGenerator: tag, prototype chain, its own async iterator', () => {
   const { watcher } = watcherWithLogger();
@@ -57,7 +44,7 @@ test(
   'next() called many times without awaiting resolves every event once, in order',
   { timeout: TEST_TIMEOUT_MS },
   async () => {
-    seed('burst-next', 5);
+    seedPods(sim, 'burst-next', 5);
     const { watcher, logger } = watcherWithLogger();
     const gen = watcher.watchResource(paramsFor(sim), { namespace: 'burst-next' });
     // The first calls wait for the network, the later ones queue behind them.

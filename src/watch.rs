@@ -330,6 +330,20 @@ mod tests {
         (origin, closed_rx)
     }
 
+    /// Every batch's events text and warnings, until the end.
+    async fn drain(watch: &Watch) -> (String, Vec<String>) {
+        let mut events = String::new();
+        let mut warnings = Vec::new();
+        loop {
+            let batch = watch.next_batch().await;
+            events.push_str(&batch.events_text());
+            warnings.extend(batch.warnings);
+            if batch.done {
+                return (events, warnings);
+            }
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cancel_while_waiting_for_headers_closes_the_socket_and_ends_quietly() {
         let (origin, closed) = one_shot_server(None).await;
@@ -363,16 +377,7 @@ mod tests {
             Arc::new(ClientPool::default()),
             &tokio::runtime::Handle::current(),
         );
-        let mut events = String::new();
-        let mut warnings = Vec::new();
-        loop {
-            let batch = watch.next_batch().await;
-            events.push_str(&batch.events_text());
-            warnings.extend(batch.warnings);
-            if batch.done {
-                break;
-            }
-        }
+        let (events, warnings) = drain(&watch).await;
         assert_eq!(events, r#"[{"type":"ADDED","object":{"code":1}}]"#);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("malformed JSON"));
@@ -389,16 +394,7 @@ mod tests {
             Arc::new(ClientPool::default()),
             &tokio::runtime::Handle::current(),
         );
-        let mut events = String::new();
-        let mut warnings = Vec::new();
-        loop {
-            let batch = watch.next_batch().await;
-            events.push_str(&batch.events_text());
-            warnings.extend(batch.warnings);
-            if batch.done {
-                break;
-            }
-        }
+        let (events, warnings) = drain(&watch).await;
         assert!(events.contains(r#""statusCode":403"#));
         assert!(events.contains("UNKNOWN_ERROR"));
         assert_eq!(warnings.len(), 1);
