@@ -49,9 +49,25 @@ pub(crate) struct BatchBuilder {
 }
 
 impl BatchBuilder {
+    /// An empty batch with room for a whole one, for a stream that just filled one: growing by
+    /// doubling would copy it twice over. (A quiet watch's batch starts small instead, so a
+    /// thousand watches with an event each hold a few KiB apiece, not a batch's worth.)
+    pub(crate) fn sized_for_a_full_batch() -> Self {
+        Self {
+            events: Vec::with_capacity(MAX_BATCH_BYTES + RESERVE_SLACK),
+            ..Self::default()
+        }
+    }
+
     /// The batch has reached [`MAX_BATCH_BYTES`]; further items go into the next one.
     pub(crate) fn is_full(&self) -> bool {
         self.events.len() >= MAX_BATCH_BYTES
+    }
+
+    /// Bytes reserved for the events text.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.events.capacity()
     }
 
     /// Nothing has been added.
@@ -80,11 +96,6 @@ impl BatchBuilder {
     }
 
     fn push_event(&mut self, json: &[u8]) {
-        if self.events.capacity() == 0 {
-            // Room for a whole batch at once: growing by doubling would copy it twice over.
-            self.events
-                .reserve(json.len().max(MAX_BATCH_BYTES) + RESERVE_SLACK);
-        }
         self.non_ascii |= !json.is_ascii();
         self.events
             .push(if self.events.is_empty() { b'[' } else { b',' });
@@ -111,6 +122,11 @@ impl BatchBuilder {
     pub(crate) fn finish(mut self) -> (Batch, usize) {
         if !self.events.is_empty() {
             self.events.push(b']');
+        }
+        if self.events.capacity() > self.events.len() + RESERVE_SLACK {
+            // A batch grown by doubling may hold twice its size; queued, that would count
+            // double against memory. Shrinking in place is cheap.
+            self.events.shrink_to_fit();
         }
         let batch = Batch {
             events: self.events,
@@ -176,6 +192,33 @@ mod tests {
         assert!(batch.events.is_empty());
         assert_eq!(held, 0);
         assert!(Batch::end().done);
+    }
+
+    #[test]
+    fn a_lone_event_holds_about_its_size_and_a_busy_stream_reserves_a_batch() {
+        let mut quiet = BatchBuilder::default();
+        quiet.push_line(&[b'x'; 1500], None, 1500);
+        assert!(
+            quiet.events.capacity() < 8 * 1024,
+            "{}",
+            quiet.events.capacity()
+        );
+        let busy = BatchBuilder::sized_for_a_full_batch();
+        assert!(busy.events.capacity() >= MAX_BATCH_BYTES + RESERVE_SLACK);
+    }
+
+    #[test]
+    fn a_finished_batch_holds_little_more_than_its_text() {
+        let mut builder = BatchBuilder::default();
+        let line = format!(
+            r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
+            "x".repeat(3000)
+        );
+        while !builder.is_full() {
+            builder.push_line(line.as_bytes(), None, line.len());
+        }
+        let (batch, _) = builder.finish();
+        assert!(batch.events.capacity() <= batch.events.len() + RESERVE_SLACK);
     }
 
     #[test]

@@ -88,8 +88,9 @@ impl Outbox {
         let mut state = self.lock();
         change(&mut state.open);
         if state.open.is_full() {
-            let sealed = std::mem::take(&mut state.open).finish();
-            state.sealed.push_back(sealed);
+            // A stream that filled a batch is likely to fill the next one too.
+            let full = std::mem::replace(&mut state.open, BatchBuilder::sized_for_a_full_batch());
+            state.sealed.push_back(full.finish());
         }
         drop(state);
         self.changed.notify_one();
@@ -104,8 +105,16 @@ impl Outbox {
             None if state.closed => return Some(Batch::end()),
             None => return None,
         };
-        batch.done = state.closed && state.sealed.is_empty() && state.open.is_empty();
+        let drained = state.sealed.is_empty() && state.open.is_empty();
+        batch.done = state.closed && drained;
+        let spare = if drained {
+            // JavaScript has caught up: a watch that goes quiet now keeps no batch-sized buffer.
+            Some(std::mem::take(&mut state.open))
+        } else {
+            None
+        };
         drop(state);
+        drop(spare);
         self.budget.add_permits(held);
         Some(batch)
     }
@@ -203,6 +212,28 @@ mod tests {
         assert_eq!(last.warnings, vec!["w".to_owned()]);
         assert!(batches[..batches.len() - 1].iter().all(|b| !b.done));
         assert!(outbox.take().unwrap().done, "the end stays the end");
+    }
+
+    #[tokio::test]
+    async fn a_drained_queue_keeps_no_batch_sized_buffer() {
+        let outbox = Outbox::new("/p".into());
+        let line = format!(
+            r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
+            "x".repeat(4000)
+        );
+        while outbox.lock().sealed.is_empty() {
+            outbox.push_line(line.as_bytes(), None).await;
+        }
+        assert!(
+            outbox.lock().open.capacity() >= MAX_BATCH_BYTES,
+            "busy: the next batch is sized"
+        );
+        while let Some(batch) = outbox.take() {
+            if batch.events.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(outbox.lock().open.capacity(), 0, "quiet: nothing reserved");
     }
 
     #[tokio::test]
