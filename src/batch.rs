@@ -48,6 +48,15 @@ pub(crate) struct BatchBuilder {
     held: usize,
 }
 
+/// An ADDED event line with a `pad`-byte string in its object, for tests.
+#[cfg(test)]
+pub(crate) fn padded_line(pad: usize) -> String {
+    format!(
+        r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
+        "x".repeat(pad)
+    )
+}
+
 impl BatchBuilder {
     /// An empty batch with room for a whole one, for a stream that just filled one: growing by
     /// doubling would copy it twice over. (A quiet watch's batch starts small instead, so a
@@ -210,10 +219,7 @@ mod tests {
     #[test]
     fn a_finished_batch_holds_little_more_than_its_text() {
         let mut builder = BatchBuilder::default();
-        let line = format!(
-            r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
-            "x".repeat(3000)
-        );
+        let line = padded_line(3000);
         while !builder.is_full() {
             builder.push_line(line.as_bytes(), None, line.len());
         }
@@ -224,10 +230,7 @@ mod tests {
     #[test]
     fn a_batch_is_full_at_the_byte_cap() {
         let mut builder = BatchBuilder::default();
-        let line = format!(
-            r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
-            "x".repeat(1000)
-        );
+        let line = padded_line(1000);
         while !builder.is_full() {
             builder.push_line(line.as_bytes(), None, line.len());
         }

@@ -152,7 +152,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::batch::MAX_BATCH_BYTES;
+    use crate::batch::{MAX_BATCH_BYTES, padded_line};
 
     const LINE: &[u8] = br#"{"type":"ADDED","object":{}}"#;
 
@@ -180,10 +180,7 @@ mod tests {
     #[tokio::test]
     async fn full_batches_are_sealed_in_order_and_the_last_one_says_done() {
         let outbox = Outbox::new("/p".into());
-        let line = format!(
-            r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
-            "x".repeat(4000)
-        );
+        let line = padded_line(4000);
         let total = 3 * MAX_BATCH_BYTES / line.len();
         for _ in 0..total {
             outbox.push_line(line.as_bytes(), None).await;
@@ -217,10 +214,7 @@ mod tests {
     #[tokio::test]
     async fn a_drained_queue_keeps_no_batch_sized_buffer() {
         let outbox = Outbox::new("/p".into());
-        let line = format!(
-            r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
-            "x".repeat(4000)
-        );
+        let line = padded_line(4000);
         while outbox.lock().sealed.is_empty() {
             outbox.push_line(line.as_bytes(), None).await;
         }
@@ -239,10 +233,7 @@ mod tests {
     #[tokio::test]
     async fn the_budget_blocks_the_task_until_javascript_takes_a_batch() {
         let outbox = Arc::new(Outbox::new("/p".into()));
-        let line = format!(
-            r#"{{"type":"ADDED","object":{{"p":"{}"}}}}"#,
-            "x".repeat(100_000)
-        );
+        let line = padded_line(100_000);
         let fits = QUEUE_BUDGET_BYTES / line.len();
         for _ in 0..fits {
             outbox.push_line(line.as_bytes(), None).await;
