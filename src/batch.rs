@@ -20,6 +20,8 @@ pub struct Batch {
     pub warnings: Vec<String>,
     /// Nothing follows this batch.
     pub done: bool,
+    /// The [`Stager`](crate::outbox::Stager) slot that already holds a copy of `events`.
+    pub staged: Option<u32>,
 }
 
 impl Batch {
@@ -142,6 +144,7 @@ impl BatchBuilder {
             ascii: !self.non_ascii,
             warnings: self.warnings,
             done: false,
+            staged: None,
         };
         (batch, self.held)
     }

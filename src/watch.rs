@@ -21,6 +21,7 @@ use crate::event::{Line, classify};
 use crate::framing::LineFramer;
 use crate::outbox::Outbox;
 pub use crate::outbox::QUEUE_BUDGET_BYTES;
+pub use crate::outbox::Stager;
 use crate::pool::ClientPool;
 use crate::projection::Projection;
 use crate::redact::Redactor;
@@ -52,6 +53,8 @@ pub struct WatchConfig {
     pub redactor: Redactor,
     /// Cut each object down to these fields before it crosses into JavaScript.
     pub projection: Option<Projection>,
+    /// Where sealed batches are copied ahead of time for JavaScript, if anywhere.
+    pub stager: Option<Arc<dyn Stager>>,
 }
 
 /// A running (or finished) watch.
@@ -67,7 +70,10 @@ impl Watch {
         pool: Arc<ClientPool>,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
-        let outbox = Arc::new(Outbox::new(config.resource_path.clone()));
+        let outbox = Arc::new(Outbox::new(
+            config.resource_path.clone(),
+            config.stager.clone(),
+        ));
         let cancel = CancellationToken::new();
         let producer = Producer {
             outbox: outbox.clone(),
@@ -87,7 +93,7 @@ impl Watch {
 
     /// A watch refused before any request: it yields one warning and one ERROR, then ends.
     pub fn refused(resource_path: String, failure: Failure, warning: String) -> Self {
-        let outbox = Outbox::new(resource_path);
+        let outbox = Outbox::new(resource_path, None);
         outbox.push_warning(warning);
         outbox.push_failure(&failure);
         outbox.close();
@@ -301,6 +307,7 @@ mod tests {
             idle_timeout: None,
             redactor: Redactor::new(Some("sekret-token"), None),
             projection: None,
+            stager: None,
         }
     }
 

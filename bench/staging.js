@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+'use strict';
+// `node bench/staging.js [--sizes=small,medium,large] [--rounds=600] [--proto=https]`
+//
+// What staging batches in reusable strings (src/binding/staging.rs) saves the main thread, in
+// ONE process: two native watches on the load server, one as shipped and one with staging off
+// (every batch copied into a fresh string on the main thread, as before), and the JSON.parse
+// bound, each consumed in segments of 1000 small / 200 medium / 20 large events, in a random
+// order every round. Medians and quartiles of the per-round ratios; `staged ÷ copied` is the
+// figure that matters. Per-segment noise on this machine is ±5 %, so it takes hundreds of
+// rounds to see a 1 % difference.
+
+const { fork } = require('node:child_process');
+const path = require('node:path');
+const { lines } = require('./pods');
+const { mainThreadCpuNs } = require('./measure');
+const certs = require('../sim/certs');
+const native = require('../lib/native');
+const { toSpec } = require('../lib/watcher');
+const { WatchEventStream } = require('../lib/event-stream');
+
+const argv = process.argv.slice(2);
+const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const SIZES = (opt('sizes') ?? 'small,medium,large').split(',');
+const ROUNDS = Number(opt('rounds') ?? 600);
+const PROTO = opt('proto') ?? 'https';
+const SEGMENT = { small: 1000, medium: 200, large: 20 };
+const WARMUP_ROUNDS = 3;
+const TURN_MS = 2;
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+async function startServer() {
+  const server = fork(path.join(__dirname, 'load-server.js'), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  process.on('exit', () => server.kill('SIGKILL'));
+  let nextId = 0;
+  const pending = new Map();
+  const ready = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('load server did not start')), 20000);
+    server.on('message', (msg) => {
+      if (msg.type === 'ready') {
+        clearTimeout(timer);
+        resolve(msg);
+      } else pending.get(msg.id)?.(msg);
+    });
+  });
+  const request = (msg) =>
+    new Promise((resolve) => {
+      const id = ++nextId;
+      pending.set(id, resolve);
+      server.send({ ...msg, id });
+    });
+  const origin =
+    PROTO === 'https' ? `https://127.0.0.1:${ready.httpsPort}` : `http://127.0.0.1:${ready.httpPort}`;
+  return { request, origin };
+}
+
+/** A native watch's stream over job `jobId`, with staging on or off. */
+function openStream(origin, jobId, staging) {
+  const params = {
+    clusterDetails: {
+      name: 'bench',
+      url: `${origin}/job/${jobId}`,
+      authMetadata: {},
+      caData: PROTO === 'https' ? Buffer.from(certs.ca).toString('base64') : undefined,
+    },
+    credential: { type: 'bearer token', token: 'x' },
+    group: '',
+    apiVersion: 'v1',
+    plural: 'pods',
+  };
+  const spec = { ...toSpec(params, { namespace: 'bench' }), noStaging: !staging };
+  const stream = new WatchEventStream(
+    () => native.startWatch(spec),
+    undefined,
+    (w) => console.error(w),
+  );
+  // for await would call return() on break: hand it an iterator that only forwards next().
+  return { [Symbol.asyncIterator]: () => ({ next: () => stream.next() }) };
+}
+
+async function measureSize(server, size) {
+  const texts = lines(size, 64).map((l) => l.slice(0, -1));
+  const n = SEGMENT[size];
+  const count = n * (ROUNDS + WARMUP_ROUNDS + 1);
+  const streams = {};
+  for (const [name, staging] of [
+    ['copied', false],
+    ['staged', true],
+  ]) {
+    const jobId = `staging-${size}-${name}`;
+    await server.request({ cmd: 'job', job: { id: jobId, mode: 'stream', size, count, maxMs: 1800000 } });
+    streams[name] = openStream(server.origin, jobId, staging);
+  }
+  let names = 0;
+  const bound = async () => {
+    let turnAt = performance.now() + TURN_MS;
+    for (let i = 0; i < n; i++) {
+      if (JSON.parse(texts[i % texts.length]).object.metadata.name) names++;
+      if (performance.now() >= turnAt) {
+        await turn();
+        turnAt = performance.now() + TURN_MS;
+      }
+    }
+  };
+  const consume = async (iterable) => {
+    let k = 0;
+    for await (const event of iterable) {
+      if (event.object.metadata.name) names++;
+      if (++k === n) break;
+    }
+  };
+  const run = { bound, copied: () => consume(streams.copied), staged: () => consume(streams.staged) };
+  const ratios = { copied: [], staged: [], 'staged ÷ copied': [] };
+  const boundUs = [];
+  for (let round = 0; round < ROUNDS + WARMUP_ROUNDS; round++) {
+    const order = Object.keys(run).sort(() => Math.random() - 0.5);
+    const ns = {};
+    for (const name of order) {
+      const t0 = mainThreadCpuNs();
+      await run[name]();
+      ns[name] = mainThreadCpuNs() - t0;
+    }
+    if (round < WARMUP_ROUNDS) continue;
+    ratios.copied.push(ns.copied / ns.bound);
+    ratios.staged.push(ns.staged / ns.bound);
+    ratios['staged ÷ copied'].push(ns.staged / ns.copied);
+    boundUs.push(ns.bound / n / 1000);
+  }
+  if (!names) throw new Error('nothing read');
+  const q = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.round(p * (xs.length - 1))];
+  const cell = (xs) => `${q(xs, 0.5).toFixed(3)} (${q(xs, 0.25).toFixed(3)}–${q(xs, 0.75).toFixed(3)})`;
+  return `| ${size}/${PROTO} | ${q(boundUs, 0.5).toFixed(2)} | ${cell(ratios.copied)} | ${cell(ratios.staged)} | ${cell(ratios['staged ÷ copied'])} |`;
+}
+
+async function main() {
+  const server = await startServer();
+  console.log(
+    `Main-thread CPU per event, ${ROUNDS} rounds (medians and quartiles of per-round ratios; ` +
+      `\`${['node bench/staging.js', ...argv].join(' ')}\`)\n`,
+  );
+  console.log('| size/proto | bound µs/ev | copied ÷ bound | staged ÷ bound | staged ÷ copied |');
+  console.log('|---|---:|---:|---:|---:|');
+  for (const size of SIZES) console.log(await measureSize(server, size));
+  process.exit(0);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
