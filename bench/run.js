@@ -67,7 +67,7 @@ const PLAN = quick
       counts: { small: 60000, medium: 12000, large: 1200 },
       ownBoundMs: 150,
       paired: { rounds: 12, slices: { small: 8000, medium: 1500, large: 150 } },
-      interleaved: { rounds: 100, segments: { small: 1000, medium: 200, large: 20 } },
+      interleaved: { rounds: 300, segments: { small: 1000, medium: 200, large: 20 } },
       trickle: { count: 100, intervalMs: 50 },
       slow: { bytes: 1 * GiB, durationMs: 20000, size: 'medium' },
       idle: { watches: 1000 },
