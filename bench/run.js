@@ -17,6 +17,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { lines } = require('./pods');
+const { startLoadServer } = require('./load-client');
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -116,44 +117,21 @@ process.on('unhandledRejection', (err) => {
 const log = (...a) => console.error(...a);
 
 let server;
-let ready;
-let nextRequest = 0;
-const pendingRequests = new Map();
 
 async function startServer() {
-  server = track(
-    fork(path.join(__dirname, 'load-server.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-  );
-  server.on('exit', (code, signal) => {
-    if (!shuttingDown) {
-      log(`load server exited (${code ?? signal})`);
-      killAll();
-      process.exit(1);
-    }
-  });
-  ready = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('load server did not start')), 20000);
-    server.on('message', (msg) => {
-      if (msg.type === 'ready') {
-        clearTimeout(timer);
-        resolve(msg);
-      } else pendingRequests.get(msg.id)?.(msg);
+  server = await startLoadServer((child) => {
+    track(child);
+    child.on('exit', (code, signal) => {
+      if (!shuttingDown) {
+        log(`load server exited (${code ?? signal})`);
+        killAll();
+        process.exit(1);
+      }
     });
   });
 }
 
-function request(msg) {
-  const id = ++nextRequest;
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`load server did not answer ${msg.cmd}`)), 20000);
-    pendingRequests.set(id, (answer) => {
-      clearTimeout(timer);
-      pendingRequests.delete(id);
-      resolve(answer);
-    });
-    server.send({ ...msg, id });
-  });
-}
+const request = (msg) => server.request(msg);
 
 let shuttingDown = false;
 
@@ -170,8 +148,7 @@ let jobCounter = 0;
 async function measure(task, job, timeoutMs) {
   const jobId = `j${++jobCounter}`;
   await request({ cmd: 'job', job: { ...job, id: jobId, maxMs: timeoutMs } });
-  const origin =
-    task.proto === 'https' ? `https://127.0.0.1:${ready.httpsPort}` : `http://127.0.0.1:${ready.httpPort}`;
+  const origin = server.origin(task.proto);
   const full = { ...task, target: { origin, jobId, proto: task.proto } };
   const worker = track(
     fork(path.join(__dirname, 'worker.js'), [JSON.stringify(full)], {
@@ -379,7 +356,7 @@ async function main() {
   const t0 = Date.now();
   await startServer();
   log(
-    `load server: http :${ready.httpPort}, https(h2+h1) :${ready.httpsPort}; ${quick ? 'quick' : 'full'} mode`,
+    `load server: http :${server.ready.httpPort}, https(h2+h1) :${server.ready.httpsPort}; ${quick ? 'quick' : 'full'} mode`,
   );
   const plan = SCENARIOS.map((s) => ({ scenario: s, cells: cellsFor(s) }));
   const maxRuns = Math.max(PLAN.runs, PLAN.longRuns);
@@ -408,7 +385,7 @@ async function main() {
     }
   }
   shuttingDown = true;
-  server.send({ cmd: 'stop' });
+  server.stop();
   const seconds = (Date.now() - t0) / 1000;
   const out = report(plan, seconds);
   console.log(out);

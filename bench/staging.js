@@ -10,9 +10,8 @@
 // figure that matters. Per-segment noise on this machine is ±5 %, so it takes hundreds of
 // rounds to see a 1 % difference.
 
-const { fork } = require('node:child_process');
-const path = require('node:path');
 const { lines } = require('./pods');
+const { startLoadServer } = require('./load-client');
 const { mainThreadCpuNs } = require('./measure');
 const certs = require('../sim/certs');
 const native = require('../lib/native');
@@ -29,33 +28,6 @@ const WARMUP_ROUNDS = 3;
 const TURN_MS = 2;
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
-
-async function startServer() {
-  const server = fork(path.join(__dirname, 'load-server.js'), [], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  process.on('exit', () => server.kill('SIGKILL'));
-  let nextId = 0;
-  const pending = new Map();
-  const ready = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('load server did not start')), 20000);
-    server.on('message', (msg) => {
-      if (msg.type === 'ready') {
-        clearTimeout(timer);
-        resolve(msg);
-      } else pending.get(msg.id)?.(msg);
-    });
-  });
-  const request = (msg) =>
-    new Promise((resolve) => {
-      const id = ++nextId;
-      pending.set(id, resolve);
-      server.send({ ...msg, id });
-    });
-  const origin =
-    PROTO === 'https' ? `https://127.0.0.1:${ready.httpsPort}` : `http://127.0.0.1:${ready.httpPort}`;
-  return { request, origin };
-}
 
 /** A native watch's stream over job `jobId`, with staging on or off. */
 function openStream(origin, jobId, staging) {
@@ -92,7 +64,7 @@ async function measureSize(server, size) {
   ]) {
     const jobId = `staging-${size}-${name}`;
     await server.request({ cmd: 'job', job: { id: jobId, mode: 'stream', size, count, maxMs: 1800000 } });
-    streams[name] = openStream(server.origin, jobId, staging);
+    streams[name] = openStream(server.origin(PROTO), jobId, staging);
   }
   let names = 0;
   const bound = async () => {
@@ -136,7 +108,7 @@ async function measureSize(server, size) {
 }
 
 async function main() {
-  const server = await startServer();
+  const server = await startLoadServer((child) => process.on('exit', () => child.kill('SIGKILL')));
   console.log(
     `Main-thread CPU per event, ${ROUNDS} rounds (medians and quartiles of per-round ratios; ` +
       `\`${['node bench/staging.js', ...argv].join(' ')}\`)\n`,

@@ -20,7 +20,7 @@ pub struct Batch {
     pub warnings: Vec<String>,
     /// Nothing follows this batch.
     pub done: bool,
-    /// The [`Stager`](crate::outbox::Stager) slot that already holds a copy of `events`.
+    /// The [`Stager`](crate::outbox::Stager)'s ticket for a copy of `events` it holds.
     pub staged: Option<u32>,
 }
 

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use napi::JsString;
 use napi::bindgen_prelude::within_runtime_if_available;
 use napi::bindgen_prelude::{AsyncBlock, AsyncBlockBuilder, Either, ObjectFinalize};
 use napi::bindgen_prelude::{ToNapiValue, TypeName, ValueType};
@@ -91,16 +90,7 @@ impl TypeName for BatchText {
 
 impl ToNapiValue for BatchText {
     unsafe fn to_napi_value(raw_env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
-        let env = Env::from_raw(raw_env);
-        let string = if value.ascii {
-            env.create_string_latin1(&value.bytes)?
-        } else {
-            // Every piece was validated as UTF-8 on the way in; lossy only to stay total.
-            env.create_string(String::from_utf8_lossy(&value.bytes))?
-        };
-        // SAFETY: `raw_env` is the live environment napi-rs passed to this conversion, and
-        // `string` was created in it during this same call.
-        unsafe { JsString::to_napi_value(raw_env, string) }
+        staging::copied_string(&Env::from_raw(raw_env), &value.bytes, value.ascii)
     }
 }
 

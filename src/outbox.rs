@@ -30,13 +30,10 @@ pub const QUEUE_BUDGET_BYTES: usize = 4 * 1024 * 1024;
 
 /// Somewhere a sealed batch's events can be copied ahead of time, on the task's thread.
 pub trait Stager: Send + Sync + Debug {
-    /// Copies `events` into a free slot and names it, or `None` when no free slot fits them.
+    /// Copies `events` into a free slot and returns a ticket naming this copy, or `None` when
+    /// no free slot fits them.
     fn stage(&self, events: &[u8]) -> Option<u32>;
 }
-
-/// How many of the oldest sealed batches are offered to the [`Stager`]: JavaScript takes them
-/// in order, so staging further ahead would only tie slots up.
-const STAGE_AHEAD: usize = 3;
 
 /// One watch's queue; the task writes, JavaScript takes.
 pub(crate) struct Outbox {
@@ -114,11 +111,12 @@ impl Outbox {
         self.changed.notify_one();
     }
 
-    /// Offers the oldest sealed batches not staged yet to the stager (a slot frees up each time
-    /// JavaScript takes a batch, and the task comes by here with its next event).
+    /// Offers the sealed batches not staged yet to the stager, oldest first (JavaScript takes
+    /// them in order), until it has no free slot: one frees up each time JavaScript takes a
+    /// batch, and the task comes by here with its next event.
     fn stage_oldest(&self, state: &mut State) {
         let Some(stager) = &self.stager else { return };
-        for (batch, _) in state.sealed.iter_mut().take(STAGE_AHEAD) {
+        for (batch, _) in state.sealed.iter_mut() {
             if batch.staged.is_none() && !batch.events.is_empty() {
                 batch.staged = stager.stage(&batch.events);
                 if batch.staged.is_none() {
@@ -339,21 +337,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn sealed_batches_are_staged_oldest_first_and_only_a_few_ahead() {
+    async fn sealed_batches_are_staged_oldest_first_while_the_stager_has_room() {
+        const SLOTS: u32 = 3;
         let stager = Arc::new(RecordingStager {
-            free: Mutex::new(u32::MAX),
+            free: Mutex::new(SLOTS),
             ..RecordingStager::default()
         });
         let outbox = Outbox::new("/p".into(), Some(stager.clone()));
         let line = padded_line(4000);
-        let lines = (STAGE_AHEAD + 3) * MAX_BATCH_BYTES / line.len();
+        let lines = (SLOTS as usize + 3) * MAX_BATCH_BYTES / line.len();
         for _ in 0..lines {
             outbox.push_line(line.as_bytes(), Some("1")).await;
         }
         assert_eq!(
             stager.staged.lock().unwrap().len(),
-            STAGE_AHEAD,
-            "only the oldest batches are staged"
+            SLOTS as usize,
+            "the oldest batches are staged, as many as there are slots"
         );
         let first = outbox.take().unwrap();
         assert_eq!(first.staged, Some(0));
@@ -362,9 +361,11 @@ mod tests {
             first.events,
             "the stager got the batch's text"
         );
-        // The task staging the next one as it comes by with its next event.
+        // JavaScript is done with the first slot; the task stages the next batch into it as
+        // it comes by with its next event.
+        *stager.free.lock().unwrap() += 1;
         outbox.push_line(line.as_bytes(), Some("1")).await;
-        assert_eq!(stager.staged.lock().unwrap().len(), STAGE_AHEAD + 1);
+        assert_eq!(stager.staged.lock().unwrap().len(), SLOTS as usize + 1);
         let second = outbox.take().unwrap();
         assert_eq!(second.staged, Some(1));
         assert_eq!(stager.staged.lock().unwrap()[1], second.events);

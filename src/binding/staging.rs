@@ -22,6 +22,7 @@
 
 use std::ffi::c_void;
 use std::ptr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use napi::{Env, Error, Result, Status, sys};
@@ -78,8 +79,10 @@ impl Drop for Buffer {
 enum Use {
     /// Nobody reads it: the task may write.
     Free,
-    /// Holds a batch waiting in the queue.
-    Staged,
+    /// Holds the batch staged under this ticket, waiting in the queue. (Tickets, not slot
+    /// numbers, name staged batches: a slot let go and made again must not pass for the slot
+    /// an older batch still in the queue was staged in.)
+    Staged(u32),
     /// JavaScript took its batch.
     Taken,
 }
@@ -91,12 +94,6 @@ struct Slot {
     buffer: Arc<Buffer>,
     /// Length of the batch written last; bytes past it are spaces.
     written: usize,
-}
-
-/// Whether `events` may go into a buffer of `len` bytes: it fits, with room left for longer
-/// batches not to need a new buffer.
-fn fits(len: usize, events: usize) -> bool {
-    events <= len
 }
 
 /// A buffer's length for batches of about `events` bytes: room for somewhat longer ones.
@@ -113,16 +110,16 @@ fn length_class(events: usize, len: usize) -> usize {
 #[derive(Debug, Default)]
 pub(super) struct SlotPool {
     slots: Mutex<[Option<Slot>; SLOTS]>,
+    next_ticket: AtomicU32,
 }
 
 impl Stager for SlotPool {
     fn stage(&self, events: &[u8]) -> Option<u32> {
         let mut slots = self.lock();
-        let (index, slot) = slots.iter_mut().enumerate().find_map(|(index, slot)| {
-            let slot = slot.as_mut()?;
-            (slot.state == Use::Free && fits(slot.buffer.len, events.len()))
-                .then_some((index, slot))
-        })?;
+        let slot = slots
+            .iter_mut()
+            .flatten()
+            .find(|slot| slot.state == Use::Free && events.len() <= slot.buffer.len)?;
         // SAFETY: a `Free` slot's buffer is alive (the slot holds it) and nothing reads it
         // until JavaScript takes the slot; writes happen only here, under the lock.
         let target = unsafe { std::slice::from_raw_parts_mut(slot.buffer.bytes, slot.buffer.len) };
@@ -131,8 +128,9 @@ impl Stager for SlotPool {
             target[events.len()..slot.written].fill(b' ');
         }
         slot.written = events.len();
-        slot.state = Use::Staged;
-        Some(index as u32)
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        slot.state = Use::Staged(ticket);
+        Some(ticket)
     }
 }
 
@@ -141,24 +139,25 @@ impl SlotPool {
     /// be read from it (it carries warnings or ends the watch) is free again too.
     pub(super) fn unstage(&self, staged: Option<u32>) {
         let mut slots = self.lock();
-        for (index, slot) in slots.iter_mut().enumerate() {
-            let Some(slot) = slot else { continue };
-            let unused = slot.state == Use::Staged && staged == Some(index as u32);
+        for slot in slots.iter_mut().flatten() {
+            let unused = matches!(slot.state, Use::Staged(ticket) if staged == Some(ticket));
             if slot.state == Use::Taken || unused {
                 slot.state = Use::Free;
             }
         }
     }
 
-    /// Takes the slot `staged` names, if it still holds that batch: its buffer and the length
-    /// class of the batch in it.
+    /// Takes the slot holding the batch staged under `staged`, if one still does: its index
+    /// and the length class of the batch in it.
     fn take(&self, staged: Option<u32>) -> Option<(usize, usize)> {
-        let index = staged? as usize;
+        let ticket = staged?;
         let mut slots = self.lock();
-        let slot = slots.get_mut(index)?.as_mut()?;
-        (slot.state == Use::Staged).then(|| {
-            slot.state = Use::Taken;
-            (index, length_class(slot.written, slot.buffer.len))
+        slots.iter_mut().enumerate().find_map(|(index, slot)| {
+            let slot = slot.as_mut()?;
+            (slot.state == Use::Staged(ticket)).then(|| {
+                slot.state = Use::Taken;
+                (index, length_class(slot.written, slot.buffer.len))
+            })
         })
     }
 
@@ -257,7 +256,7 @@ impl BatchStrings {
         for index in 0..SLOTS {
             let stale = match &self.pool.lock()[index] {
                 None => true,
-                Some(slot) => slot.state == Use::Free && !fits(slot.buffer.len, events),
+                Some(slot) => slot.state == Use::Free && slot.buffer.len < events,
             };
             if stale {
                 self.drop_slot(env, index);
