@@ -186,6 +186,37 @@ test(
 );
 
 test(
+  'letting the staging buffers go while staged batches wait in the queue loses and repeats nothing',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    const body = flood(8 * 1024 * 1024);
+    sim.setFault({ onWatch: body.onWatch });
+    const { watcher, logger } = watcherWithLogger();
+    const seen = watchBehindTheStream();
+    let seq = 0;
+    let releases = 0;
+    try {
+      for await (const event of watcher.watchResource(paramsFor(sim), { namespace: 'released' })) {
+        assert.equal(event.object.seq, seq++);
+        if (seq === 1) await sleep(300);
+        // Mid-stream, with batches staged ahead: new buffers are made and staged into, and
+        // the batches staged in the old ones must not be read from the new ones.
+        if (seq % 250 === 0 && seen.watch.stagingStats().buffers > 0) {
+          seen.watch.releaseStrings();
+          releases++;
+        }
+      }
+    } finally {
+      seen.restore();
+    }
+    assert.equal(seq, body.lines, 'every line arrived, once, in order');
+    assert.ok(releases > 3, `buffers were let go mid-stream (${releases} times)`);
+    assert.ok(seen.watch.stagingStats().stagedBatches > 0, 'and staged batches were taken');
+    assert.deepEqual(logger.warnings(), []);
+  },
+);
+
+test(
   'a watch that catches up and goes quiet lets its staging buffers go',
   { timeout: TEST_TIMEOUT_MS },
   async () => {
