@@ -128,6 +128,31 @@ export interface KubernetesWatcher {
     params: KubernetesWatchParams,
     options?: KubernetesWatchOptions,
   ): AsyncGenerator<KubernetesWatchEvent, void, undefined>;
+  /** The connections behind this process's watches (the pool is shared by every watcher). */
+  stats(): NativeWatcherStats;
+}
+
+/** One HTTP/2 connection in {@link NativeWatcherStats}. */
+export interface HTTP2ConnectionStats {
+  /** Streams booked or running on it (watches and short requests). */
+  streams: number;
+  /** The server's advertised `SETTINGS_MAX_CONCURRENT_STREAMS`; absent while the connection opens. */
+  streamLimit?: number;
+  /** Whether new watches may go on it: false after a GOAWAY, a refused stream or a queued one. */
+  accepting: boolean;
+}
+
+/** What {@link NativeKubernetesWatcher.stats} reports. */
+export interface NativeWatcherStats {
+  /** One entry per cluster origin and TLS identity. */
+  clusters: Array<{
+    /** `scheme://host:port` of the API server. */
+    origin: string;
+    /** HTTP/1.1 requests in flight (plain http, or a server that does not speak HTTP/2). */
+    http1Requests: number;
+    /** HTTP/2 connections and the streams on each. */
+    connections: HTTP2ConnectionStats[];
+  }>;
 }
 
 /** The methods of Backstage's LoggerService this package calls (warn) or may call. */

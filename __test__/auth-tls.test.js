@@ -196,10 +196,9 @@ test('redirects are not followed: the 3xx is the ERROR and the token goes nowher
     });
   }));
 
-test('watches to one cluster with one TLS identity share a pooled client and one HTTP/2 connection', () =>
+test('watches to one cluster with one TLS identity share one HTTP/2 connection', () =>
   withSim({ tls: true, http2: true, token: TOKEN }, async (sim) => {
     const unique = `https://localhost:${sim.port}`; // a fresh pool key for this test
-    const before = native.pooledClientCount();
     const controller = new AbortController();
     const { watcher } = watcherWithLogger();
     const gens = Array.from({ length: 5 }, () =>
@@ -210,7 +209,13 @@ test('watches to one cluster with one TLS identity share a pooled client and one
     );
     const firsts = await Promise.all(gens.map((g) => g.next()));
     assert.ok(firsts.every((r) => r.value.object.metadata.name === 'p1'));
-    assert.equal(native.pooledClientCount() - before, 1, 'one pooled client for five watches');
+    const pooled = watcher.stats().clusters.filter((c) => c.origin === unique);
+    assert.equal(pooled.length, 1, 'one pool entry for the origin');
+    assert.deepEqual(
+      pooled[0].connections.map((c) => [c.streams, c.streamLimit]),
+      [[5, 100]],
+      'five streams on one connection that knows the server limit',
+    );
     const watchRequests = sim.requests.slice(-5);
     assert.ok(
       watchRequests.every((r) => r.http2),

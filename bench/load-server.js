@@ -171,7 +171,8 @@ const httpsServer = http2.createSecureServer(
     key: certs.serverKey,
     allowHTTP1: true,
     // What kube-apiserver announces; the native client must open another connection past it.
-    settings: { maxConcurrentStreams: 250 },
+    // kube-apiserver's default since the 2023 rapid-reset fix (DESIGN §4).
+    settings: { maxConcurrentStreams: 100 },
   },
   handler,
 );

@@ -180,6 +180,15 @@ class NativeKubernetesWatcher {
     );
   }
 
+  /**
+   * The connections behind this process's watches, per cluster origin (and TLS identity): the
+   * HTTP/2 connections with their streams and the server's advertised stream limit, and the
+   * HTTP/1.1 requests in flight. The pool is shared by every watcher in the process.
+   */
+  stats() {
+    return { clusters: native.poolStats() };
+  }
+
   /** Errors are data: a logger that throws must not turn a warning into a thrown watch. */
   #warn(message) {
     try {

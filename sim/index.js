@@ -8,6 +8,7 @@ const { EventEmitter } = require('node:events');
 const http = require('node:http');
 const https = require('node:https');
 const http2 = require('node:http2');
+const { Http2Sessions } = require('./http2');
 const certs = require('./certs');
 const { Store } = require('./store');
 const { resourceKey } = require('./resources');
@@ -100,7 +101,7 @@ class Simulator extends EventEmitter {
     this.options = {
       bookmarkIntervalMs: 60000,
       historyLimit: 1000,
-      maxConcurrentStreams: 250,
+      maxConcurrentStreams: 100,
       port: 0,
       ...options,
       pathPrefix: prefix && !prefix.startsWith('/') ? `/${prefix}` : prefix,
@@ -116,6 +117,7 @@ class Simulator extends EventEmitter {
     this.fault = null;
     this.faultQueue = [];
     this.closing = null;
+    this.http2 = new Http2Sessions(this.options.maxConcurrentStreams);
   }
 
   async listen() {
@@ -132,6 +134,7 @@ class Simulator extends EventEmitter {
         { ...tls, allowHTTP1: true, settings: { maxConcurrentStreams: o.maxConcurrentStreams } },
         handler,
       );
+      this.http2.attach(this.server);
       this.server.on('sessionError', noop);
     } else this.server = https.createServer({ ...tls, noDelay: true }, handler);
     if (o.keepAliveTimeoutMs !== undefined) this.server.keepAliveTimeout = o.keepAliveTimeoutMs;
@@ -185,6 +188,7 @@ class Simulator extends EventEmitter {
     this.requests.push(record);
     this.emit('request', record);
     if (this.closing) return res.destroy();
+    if (this.http2.maybeRefuse(req)) return undefined;
 
     const prefix = this.options.pathPrefix;
     let rest = path;
@@ -441,7 +445,8 @@ class Simulator extends EventEmitter {
  * @param {number} [options.defaultTimeoutSeconds] default: random 1800–3600 per watch
  * @param {number} [options.historyLimit=1000] events kept for replay
  * @param {boolean} [options.gzip] gzip watch and list bodies for clients that accept it
- * @param {number} [options.maxConcurrentStreams=250] HTTP/2 streams per connection
+ * @param {number} [options.maxConcurrentStreams=100] HTTP/2 streams per connection (kube-apiserver's
+ *   default); `sim.http2` changes it later, sends GOAWAY, refuses streams and counts sessions
  * @param {number} [options.keepAliveTimeoutMs] idle HTTP/1.1 keep-alive timeout (Node's default 5000)
  * @param {number} [options.port=0]
  * @returns {Promise<Simulator>}

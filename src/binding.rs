@@ -19,7 +19,7 @@ use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
 use crate::batch::Batch;
 use crate::error::Failure;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
-use crate::pool::ClientPool;
+use crate::http::ConnectionPool;
 use crate::projection::Projection;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
@@ -27,7 +27,7 @@ use crate::tls::ClientKey;
 use crate::watch::{Stager, Watch, WatchConfig};
 
 /// One process-wide pool, so every watch to a cluster shares its connections.
-static POOL: LazyLock<Arc<ClientPool>> = LazyLock::new(Arc::default);
+static POOL: LazyLock<Arc<ConnectionPool>> = LazyLock::new(Arc::default);
 
 const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -334,8 +334,49 @@ fn wrap(watch: Watch, strings: BatchStrings) -> NativeWatch {
     }
 }
 
-/// How many pooled clients exist (tests use it to check that watches share one).
+/// One HTTP/2 connection of the pool, for `watcher.stats()`.
+#[napi(object)]
+pub struct ConnectionInfo {
+    /// Streams booked or running on it.
+    pub streams: u32,
+    /// The server's advertised `SETTINGS_MAX_CONCURRENT_STREAMS`; absent while opening.
+    pub stream_limit: Option<u32>,
+    /// Whether new watches may go on it (false after GOAWAY, a refused or a queued stream).
+    pub accepting: bool,
+}
+
+/// The pool's connections to one cluster origin (per TLS identity), for `watcher.stats()`.
+#[napi(object)]
+pub struct ClusterConnections {
+    /// `scheme://host:port` of the API server.
+    pub origin: String,
+    /// HTTP/1.1 requests in flight (each on a connection of its own).
+    pub http1_requests: u32,
+    /// HTTP/2 connections and the streams on each.
+    pub connections: Vec<ConnectionInfo>,
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The process-wide connection pool, per cluster origin.
 #[napi]
-pub fn pooled_client_count() -> u32 {
-    u32::try_from(POOL.client_count()).unwrap_or(u32::MAX)
+pub fn pool_stats() -> Vec<ClusterConnections> {
+    POOL.stats()
+        .into_iter()
+        .map(|origin| ClusterConnections {
+            origin: origin.origin,
+            http1_requests: count(origin.http1_requests),
+            connections: origin
+                .connections
+                .into_iter()
+                .map(|c| ConnectionInfo {
+                    streams: count(c.streams),
+                    stream_limit: c.stream_limit.map(count),
+                    accepting: c.accepting,
+                })
+                .collect(),
+        })
+        .collect()
 }

@@ -83,6 +83,9 @@ impl Failure {
     }
 }
 
+/// A lower layer's error (`reqwest`, `h2`, `rustls`, I/O), kept with its `source()` chain.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Everything that can end a watch early. The `Display` text goes into a logged warning, so
 /// it must never contain a credential; callers pass it through [`crate::redact::Redactor`]
 /// anyway, because lower layers' messages are not ours to vouch for.
@@ -93,7 +96,7 @@ pub enum WatchError {
     Config(String),
     /// The request never got a response: DNS, connect, TLS handshake, or the peer hung up.
     #[error("request failed: {0}")]
-    Connect(#[source] reqwest::Error),
+    Connect(#[source] BoxError),
     /// The server answered with a status outside 2xx.
     #[error("HTTP {status}: {body}")]
     Status {
@@ -104,7 +107,7 @@ pub enum WatchError {
     },
     /// The response body broke off (reset, truncated chunk, decoding error).
     #[error("watch stream broke: {0}")]
-    Body(#[source] reqwest::Error),
+    Body(#[source] BoxError),
     /// A single line exceeded the configured limit.
     #[error("a watch event line exceeded the limit of {limit} bytes")]
     LineTooLong {
@@ -133,7 +136,7 @@ impl WatchError {
     }
 }
 
-/// Describes a `reqwest` error with its whole `source()` chain, since the top level alone
+/// Describes an error with its whole `source()` chain, since the top level alone
 /// ("error sending request") does not say whether DNS, TCP or TLS failed.
 pub fn describe_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut text = err.to_string();

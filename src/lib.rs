@@ -1,7 +1,8 @@
 //! kube-watch-native: Kubernetes watches for Node.js, with the network, TLS, HTTP, line
 //! framing and event classification on Rust threads.
 //!
-//! The core (`request`, `auth`, `tls`, `pool`, `framing`, `event`, `projection`, `batch`,
+//! The core (`request`, `auth`, `tls`, `http` (our HTTP/2 connections and their stream
+//! accounting), `framing`, `event`, `projection`, `batch`,
 //! `outbox`, `watch`, `error`, `redact`) is plain Rust and tested with `cargo test`; `binding`
 //! is the only module that knows N-API.
 #![deny(clippy::all)]
@@ -11,8 +12,8 @@ pub mod batch;
 pub mod error;
 pub mod event;
 pub mod framing;
+pub mod http;
 mod outbox;
-pub mod pool;
 pub mod projection;
 pub mod redact;
 pub mod request;

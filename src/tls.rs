@@ -1,12 +1,18 @@
-//! Turning a connection's TLS settings into a configured `reqwest::Client`.
+//! Turning a connection's TLS settings into one `rustls` configuration, shared by the HTTP/2
+//! connections we own (`crate::http`) and the HTTP/1.1 `reqwest` client.
 
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use base64::Engine as _;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use crate::auth::{CaSource, Connection};
 use crate::error::WatchError;
-use crate::pool::WATCHES_PER_CLIENT;
 
 /// Everything that makes two clients different, resolved to bytes: watches with equal keys
 /// share one client (and so its connections). Tokens are not part of it: they travel on each
@@ -25,18 +31,34 @@ pub struct ClientKey {
 
 /// Keepalive settings so that a silently dropped connection is noticed even when the watch
 /// carries no traffic (load balancers drop idle flows without a word).
-const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
-const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
-const H2_PING_TIMEOUT: Duration = Duration::from_secs(15);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+/// The longest a TCP connect plus TLS handshake may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// HTTP/2 flow-control window of one watch's stream. A consumer that stops reading holds at most
-/// this much unread data for its stream.
-const H2_STREAM_WINDOW: u32 = 1024 * 1024;
-/// The connection window is shared by every stream on the connection. It is sized so that every
-/// watch a client carries can fill its own window at once and the rest still flow: one stalled
-/// consumer must never stall the other watches multiplexed with it.
-const H2_CONNECTION_WINDOW: u32 = H2_STREAM_WINDOW * (WATCHES_PER_CLIENT as u32 + 1);
+/// The crypto provider every configuration uses (ring: builds for every target we ship).
+fn provider() -> Arc<CryptoProvider> {
+    static PROVIDER: LazyLock<Arc<CryptoProvider>> =
+        LazyLock::new(|| Arc::new(rustls::crypto::ring::default_provider()));
+    PROVIDER.clone()
+}
+
+/// The trust anchors used when no CA is given, loaded once per process.
+fn system_roots() -> Arc<RootCertStore> {
+    static ROOTS: LazyLock<Arc<RootCertStore>> = LazyLock::new(|| {
+        let mut roots = RootCertStore::empty();
+        #[cfg(not(target_os = "macos"))]
+        {
+            // Unreadable entries are skipped, as every TLS client does with a system store.
+            let found = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(found.certs);
+        }
+        if roots.is_empty() {
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        }
+        Arc::new(roots)
+    });
+    ROOTS.clone()
+}
 
 impl ClientKey {
     /// Resolves `caData` / `caFile` and the client identity. Fails, without any I/O towards the
@@ -64,47 +86,136 @@ impl ClientKey {
         })
     }
 
-    /// A client for this key: no redirects, gzip, keepalives, the key's trust and identity.
-    pub fn build_client(&self) -> Result<reqwest::Client, WatchError> {
+    /// Whether connections for this key use TLS.
+    pub fn is_https(&self) -> bool {
+        self.origin.starts_with("https:")
+    }
+
+    /// The TLS configuration for this key: its trust (the CA given, else the system's roots, or
+    /// none with `skipTLSVerify`) and its client identity. ALPN is left to the caller.
+    pub fn tls_config(&self) -> Result<ClientConfig, WatchError> {
+        let builder = ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|err| WatchError::Config(err.to_string()))?;
+        let builder = if self.skip_verify {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
+        } else {
+            builder.with_root_certificates(self.roots()?)
+        };
+        match &self.identity_pem {
+            None => Ok(builder.with_no_client_auth()),
+            Some(pem) => {
+                // The error text of a bad key could quote it; say only what kind of input failed.
+                let bad = || {
+                    WatchError::Config(
+                        "client certificate or key is not valid PEM (expected a certificate and \
+                         a PKCS#8, PKCS#1 or SEC1 private key)"
+                            .to_owned(),
+                    )
+                };
+                let chain = CertificateDer::pem_slice_iter(pem)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| bad())?;
+                let key = PrivateKeyDer::from_pem_slice(pem).map_err(|_| bad())?;
+                if chain.is_empty() {
+                    return Err(bad());
+                }
+                builder.with_client_auth_cert(chain, key).map_err(|_| bad())
+            }
+        }
+    }
+
+    fn roots(&self) -> Result<Arc<RootCertStore>, WatchError> {
+        let Some(pem) = &self.ca_pem else {
+            return Ok(system_roots());
+        };
+        let certs = CertificateDer::pem_slice_iter(pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|err| WatchError::Config(format!("CA is not valid PEM: {err}")))?;
+        if certs.is_empty() {
+            return Err(WatchError::Config("CA holds no PEM certificate".to_owned()));
+        }
+        // A CA given replaces the system roots, as kubectl does.
+        let mut roots = RootCertStore::empty();
+        for cert in certs {
+            roots
+                .add(cert)
+                .map_err(|err| WatchError::Config(format!("CA certificate refused: {err}")))?;
+        }
+        Ok(Arc::new(roots))
+    }
+
+    /// The HTTP/1.1 client for this key: no redirects, gzip, keepalives, the key's TLS.
+    pub fn http1_client(&self, tls: Option<ClientConfig>) -> Result<reqwest::Client, WatchError> {
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .gzip(true)
+            .http1_only()
             .connect_timeout(CONNECT_TIMEOUT)
             .tcp_keepalive(TCP_KEEPALIVE)
-            .http2_keep_alive_interval(H2_PING_INTERVAL)
-            .http2_keep_alive_timeout(H2_PING_TIMEOUT)
-            .http2_keep_alive_while_idle(true)
-            .http2_initial_stream_window_size(H2_STREAM_WINDOW)
-            .http2_initial_connection_window_size(H2_CONNECTION_WINDOW)
-            .danger_accept_invalid_certs(self.skip_verify)
             // Watches are long-lived: one idle HTTP/1.1 connection per host is enough to reuse
             // for the next watch, and more would only hold sockets open after a burst ends.
             .pool_max_idle_per_host(1);
-        if let Some(pem) = &self.ca_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|err| WatchError::Config(format!("CA is not valid PEM: {err}")))?;
-            if certs.is_empty() {
-                return Err(WatchError::Config("CA holds no PEM certificate".to_owned()));
-            }
-            builder = builder.tls_built_in_root_certs(false);
-            for cert in certs {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
-        if let Some(pem) = &self.identity_pem {
-            // The error text of a bad key could quote it; say only what kind of input failed.
-            let identity = reqwest::Identity::from_pem(pem).map_err(|_| {
-                WatchError::Config(
-                    "client certificate or key is not valid PEM (expected a certificate and a \
-                     PKCS#8, PKCS#1 or SEC1 private key)"
-                        .to_owned(),
-                )
-            })?;
-            builder = builder.identity(identity);
+        if let Some(mut tls) = tls {
+            tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+            builder = builder.use_preconfigured_tls(tls);
         }
         builder
             .build()
             .map_err(|err| WatchError::Config(crate::error::describe_chain(&err)))
+    }
+}
+
+/// `skipTLSVerify`: any certificate is accepted, as kubectl's `insecure-skip-tls-verify`
+/// does. The handshake's signatures are still checked, so the peer holds the key of the
+/// certificate it shows.
+#[derive(Debug)]
+struct NoVerification(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 
@@ -183,17 +294,14 @@ mod tests {
             Some(CaSource::Data("-----BEGIN NOTHING-----".into())),
         ))
         .unwrap();
-        assert!(matches!(key.build_client(), Err(WatchError::Config(_))));
+        assert!(matches!(key.tls_config(), Err(WatchError::Config(_))));
     }
 
     #[test]
     fn a_bad_identity_error_does_not_quote_the_key() {
         let mut conn = connection("https://h", None);
         conn.identity = Some(("not a cert".into(), "SECRETKEYMATERIAL".into()));
-        let err = ClientKey::resolve(&conn)
-            .unwrap()
-            .build_client()
-            .unwrap_err();
+        let err = ClientKey::resolve(&conn).unwrap().tls_config().unwrap_err();
         assert!(!err.to_string().contains("SECRETKEYMATERIAL"));
     }
 }

@@ -19,10 +19,10 @@ use crate::batch::Batch;
 use crate::error::{Failure, WatchError, describe_chain};
 use crate::event::{Line, classify};
 use crate::framing::LineFramer;
+use crate::http::{ConnectionPool, Get, Kind};
 use crate::outbox::Outbox;
 pub use crate::outbox::QUEUE_BUDGET_BYTES;
 pub use crate::outbox::Stager;
-use crate::pool::ClientPool;
 use crate::projection::Projection;
 use crate::redact::Redactor;
 use crate::tls::ClientKey;
@@ -67,7 +67,7 @@ impl Watch {
     /// Starts the task for `config` on `runtime`.
     pub fn start(
         config: WatchConfig,
-        pool: Arc<ClientPool>,
+        pool: Arc<ConnectionPool>,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
         let outbox = Arc::new(Outbox::new(
@@ -143,11 +143,11 @@ struct Producer {
 }
 
 impl Producer {
-    async fn run(&self, config: &WatchConfig, pool: &ClientPool) {
+    async fn run(&self, config: &WatchConfig, pool: &ConnectionPool) {
         if let Err(err) = self.stream(config, pool).await {
             let detail = match &err {
                 WatchError::Connect(source) | WatchError::Body(source) => {
-                    format!("{}: {}", err_prefix(&err), describe_chain(source))
+                    format!("{}: {}", err_prefix(&err), describe_chain(source.as_ref()))
                 }
                 other => other.to_string(),
             };
@@ -156,23 +156,16 @@ impl Producer {
         }
     }
 
-    async fn stream(&self, config: &WatchConfig, pool: &ClientPool) -> Result<(), WatchError> {
-        let lease = pool.lease(&config.client)?;
-        let mut request = lease
-            .client
-            .get(&config.url)
-            .header(reqwest::header::ACCEPT, "application/json");
-        if let Some(token) = &config.bearer {
-            request = request.bearer_auth(token);
-        }
-        lease.ready().await;
-        let sent = request.send().await;
-        lease.answered();
-        let mut response = sent.map_err(WatchError::Connect)?;
+    async fn stream(&self, config: &WatchConfig, pool: &ConnectionPool) -> Result<(), WatchError> {
+        let get = Get {
+            url: config.url.clone(),
+            bearer: config.bearer.clone(),
+        };
+        let mut response = pool.get(&config.client, &get, Kind::Watch).await?;
         let status = response.status();
-        if !status.is_success() {
+        if !(200..300).contains(&status) {
             return Err(WatchError::Status {
-                status: status.as_u16(),
+                status,
                 body: read_error_body(response).await,
             });
         }
@@ -193,7 +186,7 @@ impl Producer {
                 }
                 None => next.await,
             };
-            let Some(chunk) = chunk.map_err(WatchError::Body)? else {
+            let Some(chunk) = chunk? else {
                 break;
             };
             framer.push(&chunk);
@@ -253,7 +246,7 @@ fn err_prefix(err: &WatchError) -> &'static str {
     }
 }
 
-async fn read_error_body(mut response: reqwest::Response) -> String {
+async fn read_error_body(mut response: crate::http::Response) -> String {
     let mut body = Vec::new();
     let read = async {
         while body.len() < ERROR_BODY_BYTES {
@@ -356,7 +349,7 @@ mod tests {
         let (origin, closed) = one_shot_server(None).await;
         let watch = Watch::start(
             config_for(&origin),
-            Arc::new(ClientPool::default()),
+            Arc::new(ConnectionPool::default()),
             &tokio::runtime::Handle::current(),
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -381,7 +374,7 @@ mod tests {
         let (origin, _closed) = one_shot_server(Some(body)).await;
         let watch = Watch::start(
             config_for(&origin),
-            Arc::new(ClientPool::default()),
+            Arc::new(ConnectionPool::default()),
             &tokio::runtime::Handle::current(),
         );
         let (events, warnings) = drain(&watch).await;
@@ -398,7 +391,7 @@ mod tests {
         let (origin, _closed) = one_shot_server(Some(body)).await;
         let watch = Watch::start(
             config_for(&origin),
-            Arc::new(ClientPool::default()),
+            Arc::new(ConnectionPool::default()),
             &tokio::runtime::Handle::current(),
         );
         let (events, warnings) = drain(&watch).await;

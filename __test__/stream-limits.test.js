@@ -1,0 +1,177 @@
+'use strict';
+// HTTP/2 stream limits: watches never wait silently for a stream. The simulator advertises
+// kube-apiserver's SETTINGS_MAX_CONCURRENT_STREAMS (100) or another limit, lowers it, sends
+// GOAWAY and refuses streams; every watch must start and receive a change made after it started,
+// on as few connections as the limit allows (the server counts its sessions).
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { createSimulator, certs } = require('../sim');
+const { TOKEN, paramsFor, pod, until, within, watcherWithLogger } = require('./helpers');
+
+const b64 = (text) => Buffer.from(text).toString('base64');
+
+async function h2Sim(t, maxConcurrentStreams) {
+  const sim = await createSimulator({ tls: true, http2: true, token: TOKEN, maxConcurrentStreams });
+  t.after(() => sim.close());
+  return sim;
+}
+
+/**
+ * Starts `count` watches of the pods in `namespace` (empty, so nothing arrives until a change)
+ * and returns them with the promise of each one's first event.
+ */
+function startWatches(watcher, sim, namespace, count, signal) {
+  const params = paramsFor(sim, { clusterDetails: { caData: b64(certs.ca) } });
+  return Array.from({ length: count }, () => {
+    const generator = watcher.watchResource(params, { namespace, signal });
+    return { generator, first: generator.next() };
+  });
+}
+
+/** Waits until the server runs `count` watches, makes one change, and checks every watch sees it. */
+async function everyWatchSeesAChange(sim, watches, namespace, name) {
+  await until(() => sim.activeWatches() >= watches.length, 20000, `${watches.length} watches at the server`);
+  sim.create('pods', pod(name, { namespace }));
+  const firsts = await within(
+    Promise.all(watches.map((w) => w.first)),
+    20000,
+    'the first event of every watch',
+  );
+  for (const { value } of firsts) {
+    assert.equal(value.type, 'ADDED');
+    assert.equal(value.object.metadata.name, name);
+  }
+}
+
+function poolOf(watcher, sim) {
+  const entry = watcher.stats().clusters.find((c) => c.origin === sim.origin);
+  assert.ok(entry, `the pool has an entry for ${sim.origin}`);
+  return entry;
+}
+
+for (const { limit, perConnection, connections } of [
+  { limit: 100, perConnection: 90, connections: 4 },
+  { limit: 7, perConnection: 6, connections: Math.ceil(350 / 6) },
+]) {
+  test(`350 watches with the server's limit at ${limit} all start, over ${connections} connections`, async (t) => {
+    const sim = await h2Sim(t, limit);
+    const { watcher, logger } = watcherWithLogger();
+    const controller = new AbortController();
+    t.after(() => controller.abort());
+    const watches = startWatches(watcher, sim, 'many', 350, controller.signal);
+    await everyWatchSeesAChange(sim, watches, 'many', 'after-start');
+    assert.equal(sim.http2.opened, connections, 'HTTP/2 connections the server saw');
+    const pool = poolOf(watcher, sim);
+    assert.equal(pool.connections.length, connections);
+    assert.equal(
+      pool.connections.reduce((sum, c) => sum + c.streams, 0),
+      350,
+      'every watch has its stream',
+    );
+    for (const c of pool.connections) {
+      assert.equal(c.streamLimit, limit, 'the limit is read from the connection');
+      assert.ok(
+        c.streams <= perConnection,
+        `${c.streams} streams on a connection (at most ${perConnection})`,
+      );
+    }
+    assert.deepEqual(logger.warnings(), []);
+  });
+}
+
+test('a limit lowered mid-connection sends new watches to another connection', async (t) => {
+  const sim = await h2Sim(t, 100);
+  const { watcher } = watcherWithLogger();
+  const controller = new AbortController();
+  t.after(() => controller.abort());
+  const early = startWatches(watcher, sim, 'lowered', 20, controller.signal);
+  await until(() => sim.activeWatches() === 20, 10000, '20 watches');
+  assert.equal(sim.http2.opened, 1);
+
+  sim.http2.setLimit(10);
+  await until(() => poolOf(watcher, sim).connections[0].streamLimit === 10, 5000, 'the new limit');
+  const started = Date.now();
+  const late = startWatches(watcher, sim, 'lowered', 5, controller.signal);
+  await until(() => sim.activeWatches() === 25, 10000, '25 watches');
+  // Read from the connection, not found out by waiting for a stream that never opens.
+  assert.ok(Date.now() - started < 1500, `the new watches started in ${Date.now() - started} ms`);
+  await everyWatchSeesAChange(sim, [...early, ...late], 'lowered', 'after-lowering');
+  assert.equal(sim.http2.opened, 2, 'the five new watches went to a second connection');
+  const streams = poolOf(watcher, sim)
+    .connections.map((c) => c.streams)
+    .sort((a, b) => a - b);
+  assert.deepEqual(streams, [5, 20], 'the running watches stayed where they were');
+});
+
+test('after GOAWAY the running watches continue and new ones go to another connection', async (t) => {
+  const sim = await h2Sim(t, 100);
+  const { watcher, logger } = watcherWithLogger();
+  const controller = new AbortController();
+  t.after(() => controller.abort());
+  const running = startWatches(watcher, sim, 'goaway', 20, controller.signal);
+  await until(() => sim.activeWatches() === 20, 10000, '20 watches');
+  const firstSocket = sim.requests.at(-1).socketId;
+
+  assert.equal(sim.http2.goaway(), 1, 'one session got GOAWAY');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const fresh = startWatches(watcher, sim, 'goaway', 5, controller.signal);
+  await everyWatchSeesAChange(sim, [...running, ...fresh], 'goaway', 'after-goaway');
+
+  const watchRequests = sim.requests.filter((r) => r.path === '/api/v1/namespaces/goaway/pods');
+  assert.equal(watchRequests.length, 25, 'no watch was sent twice (a GOAWAY-ed send fails before the wire)');
+  const sockets = new Set(watchRequests.slice(20).map((r) => r.socketId));
+  assert.equal(sockets.size, 1);
+  assert.notEqual([...sockets][0], firstSocket, 'the new watches run on another connection');
+  assert.equal(sim.http2.opened, 2);
+  const old = poolOf(watcher, sim).connections.find((c) => c.streams === 20);
+  assert.equal(old.accepting, false, 'the GOAWAY-ed connection takes no new streams');
+  assert.deepEqual(logger.warnings(), []);
+});
+
+test('a stream refused with REFUSED_STREAM is retried transparently', async (t) => {
+  const sim = await h2Sim(t, 100);
+  const { watcher, logger } = watcherWithLogger();
+  const controller = new AbortController();
+  t.after(() => controller.abort());
+  sim.http2.refuseNext = 2;
+  const watches = startWatches(watcher, sim, 'refused', 1, controller.signal);
+  await everyWatchSeesAChange(sim, watches, 'refused', 'after-refusals');
+  assert.equal(sim.http2.refused, 2);
+  const attempts = sim.requests.filter((r) => r.path === '/api/v1/namespaces/refused/pods');
+  assert.equal(attempts.length, 3, 'two refused, the third served');
+  assert.deepEqual(logger.warnings(), []);
+});
+
+test('a server that refuses every stream gives one SYSTEM_ERROR saying so, not a hang', async (t) => {
+  const sim = await h2Sim(t, 100);
+  const { watcher, logger } = watcherWithLogger();
+  sim.http2.refuseNext = 1000;
+  const [watch] = startWatches(watcher, sim, 'refused', 1);
+  const { value } = await within(watch.first, 10000, 'the ERROR');
+  assert.deepEqual(value, {
+    type: 'ERROR',
+    error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath: '/api/v1/namespaces/refused/pods' },
+  });
+  assert.deepEqual(await watch.generator.next(), { done: true, value: undefined });
+  const [warning] = logger.warnings();
+  assert.match(
+    warning,
+    /no HTTP\/2 stream could be opened after 6 tries; last: the server refused the stream/,
+  );
+  assert.ok(!warning.includes(TOKEN));
+});
+
+test('1 000 idle watches use at most ⌈1000 / (limit − headroom)⌉ + 1 connections', async (t) => {
+  const sim = await h2Sim(t, 100);
+  const { watcher } = watcherWithLogger();
+  const controller = new AbortController();
+  t.after(() => controller.abort());
+  const watches = startWatches(watcher, sim, 'idle', 1000, controller.signal);
+  await until(() => sim.activeWatches() === 1000, 30000, '1 000 watches at the server');
+  const bound = Math.ceil(1000 / 90) + 1;
+  assert.ok(sim.http2.opened <= bound, `${sim.http2.opened} connections (at most ${bound})`);
+  assert.equal(poolOf(watcher, sim).connections.length, sim.http2.opened);
+  controller.abort();
+  for (const w of watches) assert.equal((await w.first).done, true);
+});

@@ -1,0 +1,310 @@
+//! One HTTP/2 connection of ours: the handshake, the task that drives the connection and pings
+//! the peer, and opening a stream on it without ever queueing behind the peer's limit.
+//!
+//! `h2` queues a request it cannot open (the peer's `SETTINGS_MAX_CONCURRENT_STREAMS` reached)
+//! until a stream ends; watches end after hours, so such a request would wait silently. The pool
+//! (`super::pool`) therefore never puts more streams on a connection than the peer allows, and
+//! [`H2Connection::open`] checks that `h2` really sent the request: one still queued after
+//! [`STREAM_START_WAIT`] (a limit lowered under our feet) is withdrawn, and the pool tries
+//! another connection. Nothing was sent for it, so nothing is lost or repeated.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::client::{ResponseFuture, SendRequest};
+use h2::{Ping, PingPong, Reason};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
+
+use crate::error::WatchError;
+
+/// HTTP/2 flow-control window of one stream. A consumer that stops reading holds at most this
+/// much unread data for its stream; so the data a connection buffers is at most this times
+/// its streams, whatever the connection window.
+pub const STREAM_WINDOW: u32 = 1024 * 1024;
+/// The connection window is shared by every stream on the connection. It is the largest
+/// HTTP/2 allows, so that however many streams the peer lets us open, every one can fill its
+/// own window at once and the rest still flow: one stalled consumer never stalls the others.
+/// Memory stays bounded by [`STREAM_WINDOW`] per stream.
+const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
+/// How often an otherwise quiet connection is checked with a PING, and how long the answer may
+/// take before the connection is presumed dead (load balancers drop idle flows silently).
+const PING_INTERVAL: Duration = Duration::from_secs(30);
+const PING_TIMEOUT: Duration = Duration::from_secs(15);
+/// The stream limit assumed until the peer's SETTINGS arrive: kube-apiserver's default.
+pub const ASSUMED_STREAM_LIMIT: usize = 100;
+/// How long a request may stay queued inside `h2` (not yet sent) before it is withdrawn and
+/// tried on another connection.
+pub const STREAM_START_WAIT: Duration = Duration::from_secs(2);
+
+/// Why a stream could not be opened on this connection; in every case nothing was processed
+/// by the server, so the request may be sent again elsewhere.
+#[derive(Debug, thiserror::Error)]
+pub enum Unopened {
+    /// The peer sent GOAWAY (or the connection closed): it takes no new streams.
+    #[error("the connection takes no new streams ({0})")]
+    Closing(String),
+    /// The request stayed queued behind the peer's stream limit.
+    #[error("no stream free within {} s", STREAM_START_WAIT.as_secs())]
+    Queued,
+    /// The peer refused the stream (`REFUSED_STREAM`, or beyond a GOAWAY's last stream).
+    #[error("the server refused the stream ({0})")]
+    Refused(String),
+}
+
+/// What opening a stream gave.
+pub enum Opened {
+    /// The response head arrived.
+    Response(http::Response<h2::RecvStream>),
+    /// Safe to retry elsewhere: see [`Unopened`].
+    Retry(Unopened),
+    /// The stream failed after the server may have seen it.
+    Failed(h2::Error),
+}
+
+/// A handle on one HTTP/2 connection. Dropping the last handle lets the connection close once
+/// its streams have ended.
+pub struct H2Connection {
+    sender: SendRequest<Bytes>,
+    closed: Arc<AtomicBool>,
+}
+
+impl H2Connection {
+    /// Runs the HTTP/2 handshake on `io`, spawns the task that drives the connection, and
+    /// returns once the peer's SETTINGS (and so its stream limit) are known.
+    pub async fn handshake<T>(io: T) -> Result<Self, WatchError>
+    where
+        T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let (sender, mut connection) = h2::client::Builder::new()
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .initial_max_send_streams(ASSUMED_STREAM_LIMIT)
+            .enable_push(false)
+            .handshake::<_, Bytes>(io)
+            .await
+            .map_err(|err| WatchError::Connect(Box::new(err)))?;
+        let pings = connection
+            .ping_pong()
+            .expect("a new connection's ping handle is taken once, here");
+        let closed = Arc::new(AtomicBool::new(false));
+        let (settled_tx, settled_rx) = oneshot::channel();
+        tokio::spawn(drive(connection, pings, closed.clone(), settled_tx));
+        match settled_rx.await {
+            Ok(Ok(())) => Ok(Self { sender, closed }),
+            Ok(Err(err)) => Err(WatchError::Connect(Box::new(err))),
+            Err(_) => Err(WatchError::Connect(
+                "the HTTP/2 connection closed during its handshake".into(),
+            )),
+        }
+    }
+
+    /// The peer's current limit of concurrent streams we may open (updated by every SETTINGS).
+    pub fn stream_limit(&self) -> usize {
+        self.sender.current_max_send_streams()
+    }
+
+    /// Whether the connection has ended (its task finished).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Sends `request` (no body) on a new stream and waits for the response head.
+    pub async fn open(&self, request: http::Request<()>) -> Opened {
+        let mut sender = match self.sender.clone().ready().await {
+            Ok(sender) => sender,
+            Err(err) => return Opened::Retry(Unopened::Closing(err.to_string())),
+        };
+        let response = match sender.send_request(request, true) {
+            Ok((response, _body)) => response,
+            Err(err) => return Opened::Retry(Unopened::Closing(err.to_string())),
+        };
+        // `ready` on the handle that sent the request waits while `h2` holds it queued, and
+        // returns as soon as it has been sent (or the connection failed, which the response
+        // will report).
+        if tokio::time::timeout(STREAM_START_WAIT, sender.ready())
+            .await
+            .is_err()
+        {
+            // Nothing was sent for it. Dropping the response abandons it; `h2` may still send
+            // its head once a stream frees, and reset it at once (a GET cancelled before the
+            // server answered, which changes nothing there).
+            return Opened::Retry(Unopened::Queued);
+        }
+        await_head(response).await
+    }
+}
+
+async fn await_head(response: ResponseFuture) -> Opened {
+    match response.await {
+        Ok(response) => Opened::Response(response),
+        // RFC 9113 §8.7: a stream refused, or beyond the last one a GOAWAY says was processed,
+        // was not processed and may be retried.
+        Err(err) if err.reason() == Some(Reason::REFUSED_STREAM) => {
+            Opened::Retry(Unopened::Refused(err.to_string()))
+        }
+        Err(err) if err.is_go_away() && err.is_remote() => {
+            Opened::Retry(Unopened::Refused(err.to_string()))
+        }
+        Err(err) => Opened::Failed(err),
+    }
+}
+
+/// Drives the connection until it ends: first until our first PING is answered (the peer's
+/// SETTINGS is the first frame it sends, RFC 9113 §3.4, so its limit is applied by then), then
+/// with a PING every [`PING_INTERVAL`]; a PING unanswered for [`PING_TIMEOUT`] drops the
+/// connection, and every stream on it fails instead of waiting forever.
+async fn drive<T: AsyncRead + AsyncWrite + Unpin>(
+    mut connection: h2::client::Connection<T, Bytes>,
+    mut pings: PingPong,
+    closed: Arc<AtomicBool>,
+    settled: oneshot::Sender<Result<(), h2::Error>>,
+) {
+    let first = tokio::select! {
+        _ = &mut connection => None,
+        pong = pings.ping(Ping::opaque()) => Some(pong),
+    };
+    match first {
+        Some(Ok(_)) => {
+            let _ = settled.send(Ok(()));
+            keep_alive(&mut connection, &mut pings).await;
+        }
+        Some(Err(err)) => {
+            let _ = settled.send(Err(err));
+        }
+        // The connection ended first; dropping `settled` reports it.
+        None => {}
+    }
+    closed.store(true, Ordering::Release);
+}
+
+async fn keep_alive<T: AsyncRead + AsyncWrite + Unpin>(
+    connection: &mut h2::client::Connection<T, Bytes>,
+    pings: &mut PingPong,
+) {
+    loop {
+        tokio::select! {
+            _ = &mut *connection => return,
+            () = tokio::time::sleep(PING_INTERVAL) => {}
+        }
+        let answered = tokio::select! {
+            _ = &mut *connection => return,
+            pong = tokio::time::timeout(PING_TIMEOUT, pings.ping(Ping::opaque())) => {
+                matches!(pong, Ok(Ok(_)))
+            }
+        };
+        if !answered {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// How a test server answers each stream.
+    #[derive(Clone, Copy)]
+    enum Answer {
+        /// 200, then the stream stays open (a watch).
+        Hold,
+        /// RST_STREAM(REFUSED_STREAM).
+        Refuse,
+    }
+
+    /// An in-memory HTTP/2 server allowing `limit` concurrent streams; counts the streams it
+    /// saw. `goaway` makes it send GOAWAY after the first stream.
+    async fn connect(limit: u32, answer: Answer, goaway: bool) -> (H2Connection, Arc<AtomicUsize>) {
+        let (client_io, server_io) = tokio::io::duplex(1 << 20);
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = seen.clone();
+        tokio::spawn(async move {
+            let mut server = h2::server::Builder::new()
+                .max_concurrent_streams(limit)
+                .handshake::<_, Bytes>(server_io)
+                .await
+                .unwrap();
+            let mut held = Vec::new();
+            while let Some(Ok((_request, mut respond))) = server.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                match answer {
+                    Answer::Hold => {
+                        let body = respond
+                            .send_response(http::Response::new(()), false)
+                            .unwrap();
+                        held.push(body);
+                    }
+                    Answer::Refuse => respond.send_reset(Reason::REFUSED_STREAM),
+                }
+                if goaway {
+                    server.graceful_shutdown();
+                }
+            }
+        });
+        let conn = H2Connection::handshake(client_io).await.unwrap();
+        (conn, seen)
+    }
+
+    fn request() -> http::Request<()> {
+        http::Request::get("https://example.test/api/v1/pods?watch=true")
+            .body(())
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_limit_is_the_peers_once_the_handshake_returns() {
+        let (conn, _) = connect(7, Answer::Hold, false).await;
+        assert_eq!(
+            conn.stream_limit(),
+            7,
+            "not the assumed {ASSUMED_STREAM_LIMIT}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_queued_behind_the_peers_limit_is_withdrawn_unsent() {
+        let (conn, seen) = connect(1, Answer::Hold, false).await;
+        let Opened::Response(first) = conn.open(request()).await else {
+            panic!("the first stream opens");
+        };
+        let started = std::time::Instant::now();
+        let second = conn.open(request()).await;
+        assert!(matches!(second, Opened::Retry(Unopened::Queued)));
+        assert!(started.elapsed() >= STREAM_START_WAIT);
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            1,
+            "the queued request did not reach the server"
+        );
+        drop(first);
+    }
+
+    #[tokio::test]
+    async fn a_refused_stream_may_be_retried() {
+        let (conn, _) = connect(10, Answer::Refuse, false).await;
+        assert!(matches!(
+            conn.open(request()).await,
+            Opened::Retry(Unopened::Refused(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn after_goaway_running_streams_go_on_and_new_ones_are_turned_away() {
+        let (conn, seen) = connect(10, Answer::Hold, true).await;
+        let Opened::Response(running) = conn.open(request()).await else {
+            panic!("the first stream opens");
+        };
+        assert_eq!(running.status(), 200);
+        // Let the GOAWAY arrive.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(matches!(conn.open(request()).await, Opened::Retry(_)));
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        assert!(
+            !conn.is_closed(),
+            "the running stream keeps the connection open"
+        );
+    }
+}

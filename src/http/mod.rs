@@ -1,0 +1,71 @@
+//! HTTP for the watch core: GET requests to an API server over connections we account for.
+//!
+//! ```text
+//! ConnectionPool::get(key, Get, Kind)
+//!   http://, or TLS where ALPN chose http/1.1 ─► reqwest (HTTP/1.1, a connection per request)
+//!   TLS with h2 ─► pool: a connection with a stream free (the peer's limit less headroom),
+//!                  else a new one (dial ─► H2Connection::handshake) ─► H2Connection::open
+//! ```
+//! [`Response`] reads both the same way.
+
+mod dial;
+mod h2conn;
+mod pool;
+mod response;
+
+pub use h2conn::{ASSUMED_STREAM_LIMIT, STREAM_START_WAIT, STREAM_WINDOW};
+pub use pool::{ConnectionPool, ConnectionStats, OriginStats, StreamSlot, capacity};
+pub use response::Response;
+
+use crate::error::WatchError;
+
+/// What a request is for, which decides how many of them a connection carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A watch: holds its stream for as long as it lives.
+    Watch,
+    /// A request that ends soon (a list page, discovery): may use the headroom.
+    Short,
+}
+
+/// One GET: the full URL and the bearer token, if any.
+#[derive(Debug, Clone)]
+pub struct Get {
+    /// The full request URL.
+    pub url: String,
+    /// Sent as `Authorization: Bearer …` on this request only.
+    pub bearer: Option<String>,
+}
+
+impl Get {
+    fn http1_request(&self, client: &reqwest::Client) -> reqwest::RequestBuilder {
+        let request = client
+            .get(&self.url)
+            .header(reqwest::header::ACCEPT, "application/json");
+        match &self.bearer {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    }
+
+    fn h2_request(&self) -> Result<http::Request<()>, WatchError> {
+        let mut request = http::Request::get(&self.url)
+            .header(http::header::ACCEPT, "application/json")
+            .header(http::header::ACCEPT_ENCODING, "gzip");
+        if let Some(token) = &self.bearer {
+            let mut value =
+                http::HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| {
+                    WatchError::Config(
+                        "the bearer token holds characters an HTTP header cannot carry".to_owned(),
+                    )
+                })?;
+            // Never into the HPACK table, where another stream's header could be compressed
+            // against it.
+            value.set_sensitive(true);
+            request = request.header(http::header::AUTHORIZATION, value);
+        }
+        request
+            .body(())
+            .map_err(|err| WatchError::Config(format!("cannot build the request: {err}")))
+    }
+}
