@@ -49,10 +49,16 @@ const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccou
 
 /** A kubeconfig that cannot be used; the message is safe to print (no secrets in it). */
 class KubeconfigError extends Error {
-  constructor(message) {
+  /**
+   * @param {string} message
+   * @param {'NoKubeconfig' | 'ContextNotFound'} [reason] set for the failures a first run
+   *   usually meets, so the CLI can add a hint
+   */
+  constructor(message, reason) {
     super(message);
     this.name = 'KubeconfigError';
     this.code = 'ERR_KUBECONFIG';
+    if (reason) this.reason = reason;
   }
 }
 
@@ -116,6 +122,7 @@ function loadKubeconfig(options = {}) {
     throw new KubeconfigError(
       `no kubeconfig found: looked at ${looked}, and in-cluster configuration is not available ` +
         `(${inCluster.reason}); pass --kubeconfig PATH or set KUBECONFIG`,
+      'NoKubeconfig',
     );
   }
 
@@ -210,7 +217,10 @@ function resolveContext(config, requestedContext, runtime) {
   const ctx = config.contexts.get(contextName);
   if (!ctx) {
     const how = requestedContext ? '' : ` (the current-context of ${config.currentContextFile})`;
-    throw new KubeconfigError(`context "${contextName}"${how} not found in ${where}; ${availableText}`);
+    throw new KubeconfigError(
+      `context "${contextName}"${how} not found in ${where}; ${availableText}`,
+      'ContextNotFound',
+    );
   }
 
   const clusterName = scalar(ctx.body.cluster);
