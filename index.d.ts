@@ -37,6 +37,13 @@ export interface ClusterDetails {
   caData?: string | undefined;
   /** Path of a PEM CA bundle to trust instead of the system roots. */
   caFile?: string | undefined;
+  /**
+   * Extra field (kubeconfig `proxy-url`): reach this cluster through an `http://`, `https://` or
+   * `socks5://` proxy; credentials in the URL are used and never logged.
+   */
+  proxyUrl?: string;
+  /** Extra field (kubeconfig `tls-server-name`): verify the server certificate against this name. */
+  tlsServerName?: string;
   dashboardUrl?: string;
   dashboardApp?: string;
   dashboardParameters?: JsonObject;
@@ -65,6 +72,8 @@ export interface KubernetesWatchParams {
 export interface KubernetesWatchOptions {
   namespace?: string;
   labelSelector?: string;
+  /** Extra option: a field selector, e.g. `status.phase=Running` (sent after `labelSelector`). */
+  fieldSelector?: string;
   resourceVersion?: string;
   timeoutSeconds?: number;
   allowWatchBookmarks?: boolean;
@@ -193,12 +202,29 @@ export interface LoadKubeconfigOptions {
   homedir?: string;
   /** Where the in-cluster `token`, `ca.crt` and `namespace` are (default `/var/run/secrets/kubernetes.io/serviceaccount`). */
   serviceAccountDir?: string;
+  /** Whether an exec plugin may use the terminal (default: whether standard input is a terminal). */
+  terminal?: boolean;
+  /** How long an exec plugin may run before it is stopped (default 60 000, 300 000 with the terminal). */
+  execTimeoutMs?: number;
+}
+
+/** Options of {@link LoadedKubeconfig.getCredential}. */
+export interface GetCredentialOptions {
+  /** The server refused the current credential (401): run the exec plugin again even if it has not expired. */
+  forceRefresh?: boolean;
 }
 
 /** What {@link loadKubeconfig} found: `clusterDetails` and `credential` go straight into `watchResource`. */
 export interface LoadedKubeconfig {
   clusterDetails: ClusterDetails;
+  /** The credential now (an exec plugin has run once, synchronously, to produce it). */
   credential: KubernetesCredential;
+  /**
+   * A current credential, for each new connection: an exec plugin's is cached until shortly
+   * before its `expirationTimestamp` (or for the process) and renewed without blocking;
+   * `tokenFile` and the in-cluster token are read again. Rejects with {@link KubeconfigError}.
+   */
+  getCredential(options?: GetCredentialOptions): Promise<KubernetesCredential>;
   /** The context's namespace, the pod's namespace in-cluster, else `'default'`. */
   namespace: string;
   /** The context used (`'in-cluster'` for the service-account fallback). */
@@ -210,12 +236,16 @@ export interface LoadedKubeconfig {
 export declare class KubeconfigError extends Error {
   readonly name: 'KubeconfigError';
   readonly code: 'ERR_KUBECONFIG';
+  /** Set for the failures a first run usually meets. */
+  readonly reason?: 'NoKubeconfig' | 'ContextNotFound';
 }
 
 /**
  * Reads `options.path`, else the files in `KUBECONFIG` (merged first-wins, as kubectl does),
- * else `~/.kube/config`, else the in-cluster service account. Supports static tokens,
- * token files and client certificates; throws {@link KubeconfigError} for exec plugins,
- * auth providers, basic auth, impersonation, `tls-server-name` and `proxy-url`.
+ * else `~/.kube/config`, else the in-cluster service account. Supports static tokens, token
+ * files, client certificates and exec credential plugins (`client.authentication.k8s.io/v1`
+ * and `v1beta1`); maps `proxy-url` and `tls-server-name` to `clusterDetails.proxyUrl` and
+ * `tlsServerName`; throws {@link KubeconfigError} for auth providers, basic auth and
+ * impersonation, and when an exec plugin fails (naming the context, command and reason).
  */
 export declare function loadKubeconfig(options?: LoadKubeconfigOptions): LoadedKubeconfig;

@@ -14,6 +14,9 @@ const { createTableFormatter, eventStatus, formatTime, createLogger } = require(
 
 const BIN = path.join(__dirname, '..', 'bin', 'kube-watch.js');
 const TOKEN = 'cli-test-token-SHOULD-NEVER-BE-PRINTED';
+// Discovery caches go here, never into the user's cache directory.
+const CACHE_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-watch-cache-'));
+process.on('exit', () => fs.rmSync(CACHE_DIR, { recursive: true, force: true }));
 // How long any child may live before the test kills it and fails.
 const CHILD_LIMIT_MS = 20_000;
 
@@ -24,7 +27,7 @@ const CHILD_LIMIT_MS = 20_000;
 function runCli(args, { env = {} } = {}) {
   const started = Date.now();
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: { ...process.env, KUBECONFIG: '', NO_COLOR: '1', ...env },
+    env: { ...process.env, KUBECONFIG: '', NO_COLOR: '1', KUBE_WATCH_CACHE_DIR: CACHE_DIR, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const out = { stdout: '', stderr: '' };
@@ -275,7 +278,8 @@ describe('usage errors (no cluster needed)', () => {
     [['pods', '-o', 'yaml'], /--output must be table or json/],
     [['pods', '--timeout', 'soon'], /--timeout must be a whole number/],
     [['pods', 'services'], /expected one resource, got 2/],
-    [['crontabs.stable.example.com'], /unknown API group "stable\.example\.com": give its version too/],
+    [['a/b/c/d'], /cannot read resource "a\/b\/c\/d"/],
+    [['Pods!'], /cannot read resource "Pods!": "pods!" is not a resource name/],
     [['pods', '-n'], /argument missing/],
     [['pods', '--demo-seconds', '3'], /--demo-seconds only applies with --demo/],
   ];
@@ -554,6 +558,10 @@ describe('against the simulated API server', () => {
       r.stderr,
       /watch failed: UNAUTHORIZED_ERROR \(status 401\) on \/api\/v1\/namespaces\/default\/pods/,
     );
+    assert.match(
+      r.stderr,
+      /\n {2}hint: the cluster refused the credential of context "sim" \(a bearer token\): it may have expired/,
+    );
     assert.ok(!r.stderr.includes('not-the-token'), 'the token is not printed');
     assert.ok(!r.stderr.includes(TOKEN));
   });
@@ -573,14 +581,28 @@ describe('against the simulated API server', () => {
     ]);
   });
 
-  test('unknown resource: NOT_FOUND 404, exit 1', async () => {
+  test('unknown resource: discovery says so, exit 2, no watch', async () => {
+    const before = sim.requests.length;
     const r = await runToEnd(['crontabs.stable.example.com/v1', '--kubeconfig', kubeconfig]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /the server doesn't have a resource type "crontabs\.stable\.example\.com\/v1"/);
+    assert.equal(r.stdout, '', 'no header without a row');
+    assert.ok(
+      sim.requests.slice(before).every((q) => q.query.watch === undefined),
+      'no watch was started',
+    );
+  });
+
+  test('unknown resource when discovery fails: the watch reports NOT_FOUND 404, exit 1', async () => {
+    // The wrong token makes discovery fail (401), so the built-in table stands in.
+    const r = await runToEnd(['crontabs.stable.example.com/v1', '--kubeconfig', wrongTokenKubeconfig], {
+      env: { KUBE_WATCH_CACHE_DIR: fs.mkdtempSync(path.join(tmp, 'cache-')) },
+    });
     assert.equal(r.code, 1);
     assert.match(
       r.stderr,
-      /NOT_FOUND \(status 404\) on \/apis\/stable\.example\.com\/v1\/namespaces\/default\/crontabs/,
+      /UNAUTHORIZED_ERROR \(status 401\) on \/apis\/stable\.example\.com\/v1\/namespaces\/default\/crontabs/,
     );
-    assert.equal(r.stdout, '', 'no header without a row');
   });
 
   test('cluster-scoped resources ignore the namespace', async () => {

@@ -7,8 +7,21 @@
 const { parseArgs } = require('node:util');
 
 const { loadKubeconfig, KubeconfigError } = require('../lib/kubeconfig');
-const { parseResourceArg, ResourceArgError } = require('../lib/resource-arg');
-const { createLogger, createTableFormatter, formatWatchError, shouldColor } = require('../lib/cli-format');
+const {
+  parseResourceArg,
+  splitResourceArg,
+  resolveResource,
+  ResourceArgError,
+} = require('../lib/resource-arg');
+const { discover, cacheDir, DiscoveryError } = require('../lib/discovery');
+const {
+  createLogger,
+  createTableFormatter,
+  formatWatchError,
+  isCertificateProblem,
+  kubeconfigHint,
+  shouldColor,
+} = require('../lib/cli-format');
 
 const USAGE = `Usage: kube-watch RESOURCE [options]
        kube-watch --demo [RESOURCE] [options]
@@ -16,16 +29,20 @@ const USAGE = `Usage: kube-watch RESOURCE [options]
 Stream Kubernetes watch events, like \`kubectl get -w\`, through the native watcher.
 
 RESOURCE
-  pods, po, deployments.apps, deploy        well-known resources and short names
-  crontabs.stable.example.com/v1            any group, with its version
+  pods, po, pod, Pod, deploy, svc, cm       plural, singular, kind or short name
+  deployments.apps, deployments.v1.apps     with its group (and version)
+  crontabs.stable.example.com, ct           custom resources and their short names
   apps/v1/deployments, v1/pods              group/version/plural
-  Resources the built-in table does not know are assumed namespaced: use -A for
-  cluster-scoped custom resources.
+  The name is looked up in the server's API discovery (cached for 10 minutes in
+  $KUBE_WATCH_CACHE_DIR, default ~/.cache/kube-watch/discovery), which also says
+  whether the resource is namespaced: cluster-scoped ones are watched cluster-wide.
 
 Options
   -n, --namespace NS          namespace to watch (default: the context's namespace)
   -A, --all-namespaces        watch every namespace
   -l, --selector SELECTOR     label selector, e.g. app=web,tier!=cache
+      --field-selector SELECTOR
+                              field selector, e.g. status.phase=Running,metadata.name=web-1
   -o, --output FORMAT         table (default) or json (one event per line, as yielded)
       --resource-version RV   start after this resourceVersion
       --bookmarks             ask for BOOKMARK events (allowWatchBookmarks)
@@ -50,6 +67,7 @@ const OPTIONS = {
   namespace: { type: 'string', short: 'n' },
   'all-namespaces': { type: 'boolean', short: 'A' },
   selector: { type: 'string', short: 'l' },
+  'field-selector': { type: 'string' },
   output: { type: 'string', short: 'o' },
   'resource-version': { type: 'string' },
   bookmarks: { type: 'boolean' },
@@ -86,7 +104,14 @@ function parseCommandLine(argv) {
   const output = values.output ?? 'table';
   if (output !== 'table' && output !== 'json')
     throw new UsageError(`--output must be table or json, not "${output}"`);
-  for (const name of ['namespace', 'selector', 'resource-version', 'kubeconfig', 'context']) {
+  for (const name of [
+    'namespace',
+    'selector',
+    'field-selector',
+    'resource-version',
+    'kubeconfig',
+    'context',
+  ]) {
     if (values[name] !== undefined && values[name].trim() === '')
       throw new UsageError(`--${name} needs a non-empty value`);
   }
@@ -96,14 +121,14 @@ function parseCommandLine(argv) {
   if (values['demo-seconds'] !== undefined && !values.demo)
     throw new UsageError('--demo-seconds only applies with --demo');
 
-  let resource;
+  const resourceArg = positionals[0] ?? 'pods';
   try {
-    resource = parseResourceArg(positionals[0] ?? 'pods');
+    splitResourceArg(resourceArg); // the form only; the name is resolved against the server
   } catch (err) {
     if (err instanceof ResourceArgError) throw new UsageError(err.message);
     throw err;
   }
-  return { values, positionals, output, timeout, demoSeconds, resource };
+  return { values, positionals, output, timeout, demoSeconds, resourceArg };
 }
 
 function positiveInteger(text, flag) {
@@ -135,7 +160,7 @@ async function main(argv) {
     stderr.write(`kube-watch: ${err.message}\nRun kube-watch --help for usage.\n`);
     return 2;
   }
-  const { values, resource } = cmd;
+  const { values } = cmd;
   if (values.help) {
     stdout.write(USAGE);
     return 0;
@@ -185,9 +210,36 @@ async function main(argv) {
         target = loadKubeconfig({ path: values.kubeconfig, context: values.context });
       } catch (err) {
         if (!(err instanceof KubeconfigError)) throw err;
-        stderr.write(`kube-watch: ${err.message}\n`);
+        const hint = kubeconfigHint(err);
+        stderr.write(`kube-watch: ${err.message}\n${hint ? `  ${hint}\n` : ''}`);
         return 2;
       }
+    }
+    let credential = target.credential;
+    const refreshCredential = async () => {
+      try {
+        const fresh = await target.getCredential({ forceRefresh: true });
+        const changed = JSON.stringify(fresh) !== JSON.stringify(credential);
+        credential = fresh;
+        return changed;
+      } catch (err) {
+        if (!(err instanceof KubeconfigError)) throw err;
+        logger.warn(`could not renew the credential: ${err.message}`);
+        return false;
+      }
+    };
+
+    let resource;
+    let discoveryError;
+    try {
+      ({ resource, discoveryError } = await resolveResourceArg(cmd.resourceArg, target, () => credential, {
+        logger,
+        refreshCredential,
+      }));
+    } catch (err) {
+      if (!(err instanceof ResourceArgError)) throw err;
+      stderr.write(`kube-watch: ${err.message}\n`);
+      return 2;
     }
 
     let namespace;
@@ -205,16 +257,17 @@ async function main(argv) {
       return 1;
     }
 
-    const params = {
+    const params = () => ({
       clusterDetails: target.clusterDetails,
-      credential: target.credential,
+      credential,
       group: resource.group,
       apiVersion: resource.apiVersion,
       plural: resource.plural,
-    };
+    });
     const options = { signal: controller.signal };
     if (namespace) options.namespace = namespace;
     if (values.selector) options.labelSelector = values.selector;
+    if (values['field-selector']) options.fieldSelector = values['field-selector'];
     if (values['resource-version']) options.resourceVersion = values['resource-version'];
     if (cmd.timeout) options.timeoutSeconds = cmd.timeout;
     if (values.bookmarks || values['send-initial-events']) options.allowWatchBookmarks = true;
@@ -228,7 +281,16 @@ async function main(argv) {
         `(context ${target.contextName})`,
     );
 
-    const watcher = new NativeKubernetesWatcher({ logger });
+    // Warnings go to stderr as before; one about the server certificate also shapes the hint.
+    let certificateProblem = Boolean(discoveryError && isCertificateProblem(discoveryError.code));
+    const watchLogger = {
+      ...logger,
+      warn: (message, extra) => {
+        if (isCertificateProblem(message)) certificateProblem = true;
+        logger.warn(message, extra);
+      },
+    };
+    const watcher = new NativeKubernetesWatcher({ logger: watchLogger });
     const json = cmd.output === 'json';
     const table = createTableFormatter({ plural: resource.plural, color: shouldColor(stdout) });
     const write = (line) => {
@@ -237,20 +299,51 @@ async function main(argv) {
     // Like kubectl, the header comes with the first row: a watch that fails prints none.
     let headerDone = json;
     let failed = false;
-    for await (const ev of watcher.watchResource(params, options)) {
-      if (ev.type === 'ERROR') {
-        if (json) write(JSON.stringify(ev));
-        stderr.write(
-          `${formatWatchError(ev, { display: resource.display, clusterUrl: target.clusterDetails.url })}\n`,
-        );
-        failed = true;
-        break; // the watcher ends the stream after an ERROR anyway
+    // A 401 before any event: the credential may have expired or been revoked. Ask for a
+    // fresh one (an exec plugin runs again) and, when it differs, watch once more.
+    let retried = false;
+    let sawEvent = false;
+    for (;;) {
+      let retry = false;
+      for await (const ev of watcher.watchResource(params(), options)) {
+        if (ev.type === 'ERROR') {
+          if (
+            ev.error &&
+            ev.error.statusCode === 401 &&
+            !retried &&
+            !sawEvent &&
+            !controller.signal.aborted
+          ) {
+            retried = true;
+            if (await refreshCredential()) {
+              logger.debug('401: running the watch again with a renewed credential');
+              retry = true;
+              break;
+            }
+          }
+          if (json) write(JSON.stringify(ev));
+          stderr.write(
+            `${formatWatchError(ev, {
+              display: resource.display,
+              clusterUrl: target.clusterDetails.url,
+              clusterName: target.clusterDetails.name,
+              contextName: target.contextName,
+              namespace,
+              credentialKind: describeCredential(credential),
+              certificateProblem,
+            })}\n`,
+          );
+          failed = true;
+          break; // the watcher ends the stream after an ERROR anyway
+        }
+        sawEvent = true;
+        if (!headerDone) {
+          write(table.header());
+          headerDone = true;
+        }
+        write(json ? JSON.stringify(ev) : table.line(ev));
       }
-      if (!headerDone) {
-        write(table.header());
-        headerDone = true;
-      }
-      write(json ? JSON.stringify(ev) : table.line(ev));
+      if (!retry) break;
     }
     if (interrupted) logger.debug('watch stopped');
     return failed ? 1 : 0;
@@ -263,6 +356,55 @@ async function main(argv) {
       }
     }
   }
+}
+
+/**
+ * Resolves the resource argument with the server's discovery documents; when discovery
+ * cannot be had (unreachable, refused, a proxy in the way), with the built-in table, and the
+ * watch then reports what went wrong.
+ */
+async function resolveResourceArg(arg, target, getCredential, { logger, refreshCredential }) {
+  const ask = (refresh) =>
+    discover(
+      { clusterDetails: target.clusterDetails, credential: getCredential() },
+      // The demo's simulated cluster lives on a new port each time: nothing worth caching.
+      { dir: target.contextName === 'demo' ? null : cacheDir(), refresh },
+    );
+  let found;
+  try {
+    try {
+      found = await ask(false);
+    } catch (err) {
+      if (!(err instanceof DiscoveryError) || err.statusCode !== 401 || !(await refreshCredential()))
+        throw err;
+      found = await ask(true);
+    }
+  } catch (err) {
+    if (!(err instanceof DiscoveryError)) throw err;
+    logger.debug(`API discovery failed (${err.message}); using the built-in resource table`);
+    return { resource: parseResourceArg(arg), discoveryError: err };
+  }
+  logger.debug(
+    `API discovery: ${found.resources.length} resources (${found.aggregated ? 'aggregated' : 'legacy'}` +
+      `${found.fromCache ? ', cached' : ''})`,
+  );
+  try {
+    return { resource: resolveResource(arg, found.resources) };
+  } catch (err) {
+    // A resource created since the cache was written (a new CRD): ask the server again.
+    if (!(err instanceof ResourceArgError) || !found.fromCache) throw err;
+    found = await ask(true).catch(() => null);
+    if (!found) throw err;
+    return { resource: resolveResource(arg, found.resources) };
+  }
+}
+
+/** What kind of credential was sent, for the 401 hint (never the credential itself). */
+function describeCredential(credential) {
+  if (!credential) return '';
+  if (credential.type === 'bearer token') return 'a bearer token';
+  if (credential.type === 'x509 client certificate') return 'a client certificate';
+  return 'no credential';
 }
 
 /** Starts the simulated cluster and its workload; returns the watch target. */
@@ -286,6 +428,7 @@ async function startDemo(cmd, controller, logger, cleanups, stderr) {
       authMetadata: { 'kubernetes.io/auth-provider': 'localKubectlProxy' },
     },
     credential: { type: 'anonymous' },
+    getCredential: async () => ({ type: 'anonymous' }),
     // The demo watches every namespace unless -n is given.
     namespace: cmd.values.namespace ? cmd.values.namespace : undefined,
     contextName: 'demo',

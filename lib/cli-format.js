@@ -120,23 +120,70 @@ function podStatus(pod) {
   return `${phase} ${ready}/${total}`;
 }
 
-/** The stderr text for an ERROR event, with a hint for the common causes. */
-function formatWatchError(ev, { display = '', clusterUrl = '' } = {}) {
+/**
+ * The stderr text for an ERROR event, with a one-line hint for the common causes.
+ * @param {object} ev the ERROR event
+ * @param {object} [context]
+ * @param {string} [context.display] the resource as `plural` or `plural.group`
+ * @param {string} [context.clusterUrl]
+ * @param {string} [context.clusterName]
+ * @param {string} [context.contextName]
+ * @param {string} [context.namespace] the watched namespace (none: all namespaces or cluster-scoped)
+ * @param {string} [context.credentialKind] e.g. `bearer token from exec plugin "aws"`
+ * @param {boolean} [context.certificateProblem] the server's certificate was not trusted
+ */
+function formatWatchError(ev, context = {}) {
   const e = ev.error || {};
   const head =
     `kube-watch: watch failed: ${e.errorType || 'UNKNOWN_ERROR'} (status ${e.statusCode ?? '?'})` +
     (e.resourcePath ? ` on ${e.resourcePath}` : '');
-  let hint = '';
-  if (e.statusCode === 401)
-    hint = 'the cluster refused the credentials: check the token or client certificate of the context';
-  else if (e.statusCode === 403) hint = 'the credentials are not allowed to watch this resource';
-  else if (e.statusCode === 404)
-    hint = `the cluster does not serve "${display}" there: check the name, group and version (plural.group/version)`;
-  else if (e.statusCode === 410)
-    hint = 'the resourceVersion is too old; start again without --resource-version';
-  else if (e.statusCode === 0)
-    hint = `could not reach ${clusterUrl || 'the cluster'} (connection, DNS or TLS failure; see warnings above)`;
-  return hint ? `${head}\n  ${hint}` : head;
+  const hint = watchErrorHint(e.statusCode, context);
+  return hint ? `${head}\n  hint: ${hint}` : head;
+}
+
+function watchErrorHint(statusCode, c) {
+  const { display = '', clusterUrl = '', namespace } = c;
+  const ctx = c.contextName ? `context "${c.contextName}"` : 'the context';
+  if (statusCode === 401)
+    return (
+      `the cluster refused the credential of ${ctx}${c.credentialKind ? ` (${c.credentialKind})` : ''}: ` +
+      'it may have expired or belong to another cluster; log in again or update the kubeconfig user'
+    );
+  if (statusCode === 403) {
+    const where = namespace ? ` in namespace "${namespace}"` : '';
+    const scope = namespace ? ` -n ${namespace}` : ' -A';
+    return (
+      `the user of ${ctx} may not watch ${display || 'this resource'}${where}` +
+      ` (RBAC verb "watch"; check with: kubectl auth can-i watch ${display}${scope})`
+    );
+  }
+  if (statusCode === 404)
+    return `the cluster does not serve "${display}" there: check the name, group and version (plural.group/version)`;
+  if (statusCode === 410) return 'the resourceVersion is too old; start again without --resource-version';
+  if (statusCode === 0 && c.certificateProblem)
+    return (
+      `the server's certificate is not trusted: set certificate-authority or certificate-authority-data ` +
+      `of cluster "${c.clusterName || '?'}" to the CA that signed it`
+    );
+  if (statusCode === 0)
+    return `could not reach ${clusterUrl || 'the cluster'} (connection, DNS or TLS failure; see warnings above)`;
+  return '';
+}
+
+/** A one-line hint for a kubeconfig error a first run usually meets, or ''. */
+function kubeconfigHint(err) {
+  if (err && err.reason === 'NoKubeconfig')
+    return "hint: pass --kubeconfig PATH or set KUBECONFIG to your cluster's kubeconfig, or try kube-watch --demo";
+  if (err && err.reason === 'ContextNotFound')
+    return 'hint: pick one of the available contexts with --context NAME (kubectl config get-contexts lists them)';
+  return '';
+}
+
+/** Whether a TLS error text or Node error code says the server certificate was not trusted. */
+function isCertificateProblem(text) {
+  return /UnknownIssuer|unknown ?issuer|self[- ]signed|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|CERT_HAS_EXPIRED|invalid peer certificate|certificate verify failed|ERR_TLS_CERT_ALTNAME_INVALID|NotValidForName/i.test(
+    String(text || ''),
+  );
 }
 
 /**
@@ -178,6 +225,8 @@ module.exports = {
   eventStatus,
   formatTime,
   formatWatchError,
+  isCertificateProblem,
+  kubeconfigHint,
   objectRef,
   shouldColor,
 };

@@ -17,12 +17,21 @@
  * `client-key`, `tokenFile`) are resolved against the directory of the file that defined
  * that entry, as kubectl does.
  *
- * Only static credentials are supported: a bearer token (`token`, `tokenFile`), a client
- * certificate (inline `-data` or files), or none (anonymous, allowed by the watcher only
- * for a local `kubectl proxy`). Exec plugins, auth providers, basic auth, impersonation,
- * `tls-server-name` and `proxy-url` are refused with a `KubeconfigError` that says which
- * context, cluster or user asked for them: a watch that silently ignored them would talk
- * to the wrong server or as the wrong identity.
+ * Credentials: a bearer token (`token`, `tokenFile`), a client certificate (inline `-data`
+ * or files), an exec credential plugin (`exec`, see lib/exec-credential.js), or none
+ * (anonymous, allowed by the watcher only for a local `kubectl proxy`). Auth providers,
+ * basic auth and impersonation are refused with a `KubeconfigError` that says which context
+ * or user asked for them: a watch that silently ignored them would talk as the wrong identity.
+ * A cluster's `proxy-url` and `tls-server-name` become the extra `clusterDetails` fields
+ * `proxyUrl` and `tlsServerName`, which the native watcher applies.
+ *
+ * Synchronous and asynchronous parts: `loadKubeconfig` itself is synchronous, so an exec
+ * plugin runs once (with `spawnSync`) to produce the first `credential`. The returned
+ * `getCredential()` is asynchronous and is what long-running users (the informer, the CLI's
+ * reconnects) call before each connection: it returns the plugin's cached credential until
+ * it is about to expire and runs the plugin again (without blocking) after that, or at once
+ * with `{ forceRefresh: true }` after the server answered 401; it re-reads `tokenFile` and
+ * the in-cluster token (which the kubelet rotates) on every call.
  *
  * Error messages name files, contexts, clusters, users and fields, never the value of a
  * token, key, password or certificate (YAML syntax errors are reported by line and column
@@ -33,16 +42,23 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const YAML = require('yaml');
+const { parseExecConfig, ExecPlugin, EXEC_EXTENSION } = require('./exec-credential');
 
 /** Where Kubernetes mounts a pod's service-account token, CA and namespace. */
 const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 /** A kubeconfig that cannot be used; the message is safe to print (no secrets in it). */
 class KubeconfigError extends Error {
-  constructor(message) {
+  /**
+   * @param {string} message
+   * @param {'NoKubeconfig' | 'ContextNotFound'} [reason] set for the failures a first run
+   *   usually meets, so the CLI can add a hint
+   */
+  constructor(message, reason) {
     super(message);
     this.name = 'KubeconfigError';
     this.code = 'ERR_KUBECONFIG';
+    if (reason) this.reason = reason;
   }
 }
 
@@ -53,7 +69,12 @@ class KubeconfigError extends Error {
  * @param {Record<string, string | undefined>} [options.env] environment (default `process.env`)
  * @param {string} [options.homedir] home directory (default `os.homedir()`)
  * @param {string} [options.serviceAccountDir] where the in-cluster token, ca.crt and namespace live
- * @returns {{ clusterDetails: object, credential: object, namespace: string,
+ * @param {boolean} [options.terminal] whether an exec plugin may use the terminal (default:
+ *   whether standard input is one)
+ * @param {number} [options.execTimeoutMs] how long an exec plugin may run (default 60 s, 5 min
+ *   when it has the terminal)
+ * @returns {{ clusterDetails: object, credential: object,
+ *   getCredential: (options?: { forceRefresh?: boolean }) => Promise<object>, namespace: string,
  *   contextName: string, source: 'kubeconfig' | 'in-cluster' }}
  * @throws {KubeconfigError}
  */
@@ -64,7 +85,10 @@ function loadKubeconfig(options = {}) {
     env = process.env,
     homedir = os.homedir(),
     serviceAccountDir = DEFAULT_SERVICE_ACCOUNT_DIR,
+    terminal = Boolean(process.stdin && process.stdin.isTTY),
+    execTimeoutMs,
   } = options;
+  const runtime = { env, terminal, execTimeoutMs };
 
   let candidates;
   if (explicitPath) {
@@ -98,11 +122,12 @@ function loadKubeconfig(options = {}) {
     throw new KubeconfigError(
       `no kubeconfig found: looked at ${looked}, and in-cluster configuration is not available ` +
         `(${inCluster.reason}); pass --kubeconfig PATH or set KUBECONFIG`,
+      'NoKubeconfig',
     );
   }
 
   const config = mergeFiles(files);
-  return resolveContext(config, requestedContext);
+  return resolveContext(config, requestedContext, runtime);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -175,7 +200,7 @@ function addNamed(map, doc, listKey, itemKey, file) {
 // ---------------------------------------------------------------------------------------
 // From a context to watch parameters
 
-function resolveContext(config, requestedContext) {
+function resolveContext(config, requestedContext, runtime) {
   const where =
     config.files.length === 1 ? config.files[0] : `the merged kubeconfig (${config.files.join(', ')})`;
   const available = [...config.contexts.keys()];
@@ -192,7 +217,10 @@ function resolveContext(config, requestedContext) {
   const ctx = config.contexts.get(contextName);
   if (!ctx) {
     const how = requestedContext ? '' : ` (the current-context of ${config.currentContextFile})`;
-    throw new KubeconfigError(`context "${contextName}"${how} not found in ${where}; ${availableText}`);
+    throw new KubeconfigError(
+      `context "${contextName}"${how} not found in ${where}; ${availableText}`,
+      'ContextNotFound',
+    );
   }
 
   const clusterName = scalar(ctx.body.cluster);
@@ -206,7 +234,7 @@ function resolveContext(config, requestedContext) {
   const clusterDetails = clusterDetailsFor(contextName, cluster);
 
   const userName = scalar(ctx.body.user);
-  let credential = { type: 'anonymous' };
+  let source = staticSource({ type: 'anonymous' });
   if (userName) {
     const user = config.users.get(userName);
     if (!user) {
@@ -214,8 +242,9 @@ function resolveContext(config, requestedContext) {
         `context "${contextName}" refers to user "${userName}", which ${where} does not define`,
       );
     }
-    credential = credentialFor(contextName, user);
+    source = credentialFor(contextName, user, { cluster, clusterDetails }, runtime);
   }
+  const credential = source.initial();
   if (credential.type === 'anonymous' && isLocalPlainHttp(clusterDetails.url)) {
     // kubectl proxy: the proxy adds the credentials, so no credential here is expected.
     clusterDetails.authMetadata['kubernetes.io/auth-provider'] = 'localKubectlProxy';
@@ -224,6 +253,7 @@ function resolveContext(config, requestedContext) {
   return {
     clusterDetails,
     credential,
+    getCredential: source.getCredential,
     namespace: scalar(ctx.body.namespace) || 'default',
     contextName,
     source: 'kubeconfig',
@@ -232,11 +262,6 @@ function resolveContext(config, requestedContext) {
 
 function clusterDetailsFor(contextName, { name, body, file, dir }) {
   const what = `context "${contextName}": cluster "${name}"`;
-  for (const field of ['tls-server-name', 'proxy-url']) {
-    if (scalar(body[field])) {
-      throw new KubeconfigError(`${what} sets ${field}, which kube-watch-native does not support`);
-    }
-  }
   const server = scalar(body.server);
   if (!server) throw new KubeconfigError(`${what} in ${file} has no server`);
   let parsed;
@@ -271,21 +296,32 @@ function clusterDetailsFor(contextName, { name, body, file, dir }) {
   }
   if (bool(body['insecure-skip-tls-verify'], `${what}: insecure-skip-tls-verify`))
     details.skipTLSVerify = true;
+  const proxyUrl = scalar(body['proxy-url']);
+  if (proxyUrl) {
+    let proxy;
+    try {
+      proxy = new URL(proxyUrl);
+    } catch {
+      // Not quoted: a proxy URL may carry a password.
+      throw new KubeconfigError(`${what}: proxy-url is not a URL`);
+    }
+    if (!['http:', 'https:', 'socks5:'].includes(proxy.protocol)) {
+      throw new KubeconfigError(
+        `${what}: proxy-url must be an http://, https:// or socks5:// URL (it is ${proxy.protocol}//…)`,
+      );
+    }
+    details.proxyUrl = proxyUrl;
+  }
+  const tlsServerName = scalar(body['tls-server-name']);
+  if (tlsServerName) details.tlsServerName = tlsServerName;
   return details;
 }
 
-function credentialFor(contextName, { name, body, dir }) {
+function credentialFor(contextName, { name, body, dir }, cluster, runtime) {
   const what = `context "${contextName}": user "${name}"`;
+  const hasExec = body.exec !== undefined && !isNull(body.exec);
+  if (hasExec && !isMapping(body.exec)) throw new KubeconfigError(`${what}: exec must be a mapping`);
 
-  if (body.exec !== undefined && !isNull(body.exec)) {
-    const command = isMapping(body.exec) ? scalar(body.exec.command) : '';
-    throw new KubeconfigError(
-      `${what} uses an exec credential plugin (command ${command ? `"${command}"` : 'not set'}), ` +
-        'which kube-watch-native does not run; use a kubeconfig with a static token ' +
-        '(for example from `kubectl create token SERVICE_ACCOUNT`) or a client certificate, ' +
-        'or run `kubectl proxy` and point a context without a user at http://127.0.0.1:8001',
-    );
-  }
   if (body['auth-provider'] !== undefined && !isNull(body['auth-provider'])) {
     const provider = isMapping(body['auth-provider']) ? scalar(body['auth-provider'].name) : '';
     throw new KubeconfigError(
@@ -308,13 +344,8 @@ function credentialFor(contextName, { name, body, dir }) {
     }
   }
 
-  let token = scalar(body.token);
+  const token = scalar(body.token);
   const tokenFile = scalar(body.tokenFile);
-  if (!token && tokenFile) {
-    const file = path.resolve(dir, tokenFile);
-    token = readText(file, `${what}: tokenFile`).trim();
-    if (!token) throw new KubeconfigError(`${what}: tokenFile ${file} is empty`);
-  }
 
   const cert = pemFrom(body, 'client-certificate', dir, what);
   const key = pemFrom(body, 'client-key', dir, what);
@@ -327,15 +358,120 @@ function credentialFor(contextName, { name, body, dir }) {
       `${what} has a client key but no client certificate (client-certificate or client-certificate-data)`,
     );
 
-  if (token && cert) {
+  if ((token || tokenFile) && cert) {
     throw new KubeconfigError(
       `${what} sets both a bearer token and a client certificate; kube-watch-native sends one credential, ` +
         'so keep only the one this cluster should see',
     );
   }
-  if (token) return { type: 'bearer token', token };
-  if (cert) return { type: 'x509 client certificate', cert, key };
-  return { type: 'anonymous' };
+  if (hasExec) {
+    if (token || tokenFile || cert) {
+      throw new KubeconfigError(
+        `${what} sets both an exec plugin and a ${cert ? 'client certificate' : 'token'}; ` +
+          'kube-watch-native sends one credential, so keep only the one this cluster should see',
+      );
+    }
+    return execSource(contextName, what, body.exec, dir, cluster, runtime);
+  }
+  if (token) return staticSource({ type: 'bearer token', token });
+  if (tokenFile) {
+    const file = path.resolve(dir, tokenFile);
+    return tokenFileSource(file, `${what}: tokenFile`);
+  }
+  if (cert) return staticSource({ type: 'x509 client certificate', cert, key });
+  return staticSource({ type: 'anonymous' });
+}
+
+// ---------------------------------------------------------------------------------------
+// Credential sources: `initial()` (synchronous, for `credential`) and `getCredential()`.
+
+/** A credential that never changes. */
+function staticSource(credential) {
+  return { initial: () => credential, getCredential: async () => credential };
+}
+
+/** A token read from a file now and again on every `getCredential()` (tokens get rotated). */
+function tokenFileSource(file, what) {
+  const check = (text) => {
+    const token = text.trim();
+    if (!token) throw new KubeconfigError(`${what} ${file} is empty`);
+    return { type: 'bearer token', token };
+  };
+  return {
+    initial: () => check(readText(file, what)),
+    getCredential: async () => {
+      let text;
+      try {
+        text = await fs.promises.readFile(file, 'utf8');
+      } catch (err) {
+        throw new KubeconfigError(`${what} ${file} cannot be read (${err.code || err.message})`);
+      }
+      return check(text);
+    },
+  };
+}
+
+/** An exec credential plugin: run once synchronously now, then cached and re-run as needed. */
+function execSource(contextName, what, exec, dir, { cluster, clusterDetails }, runtime) {
+  const config = parseExecConfig(exec, {
+    what,
+    dir,
+    bool,
+    makeError: (message) => new KubeconfigError(message),
+  });
+  const plugin = new ExecPlugin(config, {
+    contextName,
+    cluster: config.provideClusterInfo ? execClusterInfo(cluster, clusterDetails) : undefined,
+    env: runtime.env,
+    terminal: runtime.terminal,
+    timeoutMs: runtime.execTimeoutMs,
+    makeError: (message) => new KubeconfigError(message),
+  });
+  return {
+    initial: () => plugin.getSync(),
+    getCredential: (options) => plugin.get(options || {}),
+  };
+}
+
+/**
+ * `spec.cluster` of KUBERNETES_EXEC_INFO, as client-go builds it: CA as base64 (read from the
+ * file when the kubeconfig names one), and the cluster's exec extension as `config`.
+ */
+function execClusterInfo({ name, body, file }, details) {
+  const info = { server: details.url };
+  if (details.tlsServerName) info['tls-server-name'] = details.tlsServerName;
+  if (details.skipTLSVerify) info['insecure-skip-tls-verify'] = true;
+  if (details.caData) info['certificate-authority-data'] = details.caData;
+  else if (details.caFile) {
+    info['certificate-authority-data'] = fs.readFileSync(details.caFile).toString('base64');
+  }
+  if (details.proxyUrl) info['proxy-url'] = details.proxyUrl;
+  if (bool(body['disable-compression'], `cluster "${name}": disable-compression`)) {
+    info['disable-compression'] = true;
+  }
+  const config = execExtension(file, name);
+  if (config !== undefined) info.config = config;
+  return info;
+}
+
+/**
+ * The cluster's `client.authentication.k8s.io/exec` extension with its YAML types intact
+ * (the failsafe schema used for the rest would turn numbers and booleans into strings).
+ */
+function execExtension(file, clusterName) {
+  let doc;
+  try {
+    doc = YAML.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    return undefined; // already parsed once with the failsafe schema; nothing more to add
+  }
+  const entry = Array.isArray(doc && doc.clusters)
+    ? doc.clusters.find((c) => c && c.name === clusterName)
+    : undefined;
+  const extensions = entry && entry.cluster && entry.cluster.extensions;
+  if (!Array.isArray(extensions)) return undefined;
+  const ext = extensions.find((e) => e && e.name === EXEC_EXTENSION);
+  return ext ? ext.extension : undefined;
 }
 
 /** Reads `<field>-data` (base64 of PEM; wins) or `<field>` (a file) as a PEM string. */
@@ -371,6 +507,7 @@ function loadInCluster(env, serviceAccountDir) {
   const nsPath = path.join(serviceAccountDir, 'namespace');
   if (isFile(nsPath)) namespace = readText(nsPath, 'in-cluster namespace').trim() || 'default';
 
+  const source = tokenFileSource(tokenPath, 'in-cluster service account token');
   const port = env.KUBERNETES_SERVICE_PORT || '443';
   const hostPart = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   return {
@@ -382,6 +519,7 @@ function loadInCluster(env, serviceAccountDir) {
         caFile: path.join(serviceAccountDir, 'ca.crt'),
       },
       credential: { type: 'bearer token', token },
+      getCredential: source.getCredential,
       namespace,
       contextName: 'in-cluster',
       source: 'in-cluster',

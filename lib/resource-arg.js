@@ -1,7 +1,9 @@
 'use strict';
 /**
- * Reads the resource argument of `kube-watch` the way `kubectl get` reads it, without API
- * discovery: a built-in table of the well-known resources and API groups stands in for it.
+ * Reads the resource argument of `kube-watch` the way `kubectl get` reads it. With the
+ * server's discovery documents (lib/discovery.js), `resolveResource` finds it among the
+ * resources the server serves, under any of their names; without them (discovery failed),
+ * `parseResourceArg` uses a built-in table of the well-known resources and API groups.
  *
  * Accepted forms (case-insensitive):
  *   pods | po | pod | Pod               core v1 (short names, singulars and kinds of known resources)
@@ -11,9 +13,9 @@
  *   apps/v1/deployments | v1/pods       group/version/plural, version/plural (core)
  *   apps/deployments                    group/plural for a known group
  *
- * A resource the table does not know is passed through as named (the server answers 404
- * if it does not exist) and is assumed to be namespaced; only a group the table does not
- * know needs an explicit version.
+ * In the offline fallback, a resource the table does not know is passed through as named
+ * (the server answers 404 if it does not exist) and is assumed to be namespaced; only a group
+ * the table does not know needs an explicit version.
  */
 
 /** A bad resource argument; its message says how to fix it. */
@@ -112,12 +114,12 @@ const VERSION_RE = /^v\d+((alpha|beta)\d+)?$/;
 const SEGMENT_RE = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
 /**
+ * Splits the argument into the name and, when given, the group and version.
  * @param {string} arg the resource argument as typed
- * @returns {{ group: string, apiVersion: string, plural: string, namespaced: boolean,
- *   known: boolean, display: string }} `display` is `plural` or `plural.group`
- * @throws {ResourceArgError}
+ * @returns {{ name: string, group: string | undefined, version: string | undefined }}
+ * @throws {ResourceArgError} for an argument no form reads
  */
-function parseResourceArg(arg) {
+function splitResourceArg(arg) {
   const text = String(arg ?? '')
     .trim()
     .toLowerCase();
@@ -169,6 +171,18 @@ function parseResourceArg(arg) {
     );
   }
 
+  return { name, group, version };
+}
+
+/**
+ * Offline: the built-in table.
+ * @param {string} arg the resource argument as typed
+ * @returns {{ group: string, apiVersion: string, plural: string, namespaced: boolean,
+ *   known: boolean, display: string }} `display` is `plural` or `plural.group`
+ * @throws {ResourceArgError}
+ */
+function parseResourceArg(arg) {
+  const { name, group, version } = splitResourceArg(arg);
   const known = RESOURCES.find((r) => r.names.has(name) && (group === undefined || r.group === group));
   const plural = known ? known.plural : name;
   const resolvedGroup = known ? known.group : (group ?? '');
@@ -189,6 +203,111 @@ function parseResourceArg(arg) {
   };
 }
 
+const display = (r) => (r.group ? `${r.plural}.${r.group}` : r.plural);
+
+/** Groups that come with Kubernetes: a custom resource never shadows them. */
+const isBuiltinGroup = (group) => group === '' || !group.includes('.') || group.endsWith('.k8s.io');
+
+/**
+ * Finds the argument among the server's resources (from lib/discovery.js), as kubectl does:
+ * by plural, then singular or kind, then short name; with or without group and version. A
+ * name several groups serve resolves to the core group's, else the one built-in group's;
+ * otherwise it is ambiguous and the error lists the candidates, as it does for an unknown name.
+ * @param {string} arg the resource argument as typed
+ * @param {Array<{ group: string, version: string, plural: string, singular: string, kind: string,
+ *   shortNames: string[], namespaced: boolean, verbs: string[], preferred: boolean }>} resources
+ * @returns {{ group: string, apiVersion: string, plural: string, namespaced: boolean, kind: string,
+ *   known: boolean, display: string }}
+ * @throws {ResourceArgError}
+ */
+function resolveResource(arg, resources) {
+  const { name, group, version } = splitResourceArg(arg);
+  const pool = resources.filter((r) => group === undefined || r.group === group);
+  const tiers = [
+    (r) => r.plural === name,
+    (r) => r.singular === name || r.kind.toLowerCase() === name,
+    (r) => r.shortNames.some((s) => s.toLowerCase() === name),
+  ];
+  let matches = [];
+  for (const tier of tiers) {
+    matches = pool.filter(tier);
+    if (matches.length) break;
+  }
+  if (matches.length === 0) {
+    const candidates = suggestions(name, group, resources);
+    throw new ResourceArgError(
+      `the server doesn't have a resource type "${arg}"` +
+        (candidates.length ? `; did you mean ${candidates.join(', ')}?` : ''),
+    );
+  }
+  const byResource = new Map();
+  for (const m of matches) {
+    const key = display(m);
+    if (!byResource.has(key)) byResource.set(key, []);
+    byResource.get(key).push(m);
+  }
+  let keys = [...byResource.keys()];
+  if (keys.length > 1) {
+    const core = keys.filter((k) => byResource.get(k)[0].group === '');
+    const builtin = keys.filter((k) => isBuiltinGroup(byResource.get(k)[0].group));
+    if (core.length === 1) keys = core;
+    else if (builtin.length === 1) keys = builtin;
+    else {
+      throw new ResourceArgError(
+        `"${arg}" is ambiguous: the server has ${keys.join(', ')}; name one with its group`,
+      );
+    }
+  }
+  const versions = byResource.get(keys[0]);
+  let chosen;
+  if (version !== undefined) {
+    chosen = versions.find((r) => r.version === version);
+    if (!chosen) {
+      throw new ResourceArgError(
+        `the server does not serve ${keys[0]} in version ${version}; it serves ${versions.map((r) => r.version).join(', ')}`,
+      );
+    }
+  } else {
+    chosen = versions.find((r) => r.preferred) || versions[0];
+  }
+  if (chosen.verbs.length && !chosen.verbs.includes('watch')) {
+    throw new ResourceArgError(`${keys[0]} cannot be watched (the server allows ${chosen.verbs.join(', ')})`);
+  }
+  return {
+    group: chosen.group,
+    apiVersion: chosen.version,
+    plural: chosen.plural,
+    namespaced: chosen.namespaced,
+    kind: chosen.kind,
+    known: true,
+    display: keys[0],
+  };
+}
+
+/** Up to 8 resources whose names are close to `name` (or that have it, in another group). */
+function suggestions(name, group, resources) {
+  const near = (a) => a && (a.startsWith(name) || name.startsWith(a) || editDistance(a, name) <= 2);
+  const out = new Set();
+  for (const r of resources) {
+    const names = [r.plural, r.singular, r.kind.toLowerCase(), ...r.shortNames];
+    if (names.includes(name) || names.some(near)) out.add(display(r));
+  }
+  return [...out].slice(0, 8);
+}
+
+function editDistance(a, b) {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length];
+}
+
 /** `deployments.apps` → ['deployments', 'apps']; `pods` → ['pods', undefined]. */
 function splitDotted(s) {
   const dot = s.indexOf('.');
@@ -202,4 +321,4 @@ function singular(plural) {
   return plural.replace(/s$/, '');
 }
 
-module.exports = { parseResourceArg, ResourceArgError, GROUP_VERSIONS };
+module.exports = { parseResourceArg, splitResourceArg, resolveResource, ResourceArgError, GROUP_VERSIONS };

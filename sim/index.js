@@ -22,6 +22,8 @@ const {
   sendNotFound,
 } = require('./routes');
 const { Watch, parseWatchOptions } = require('./watch');
+const { compileFieldSelector } = require('./field-selector');
+const { SelectorError } = require('./selector');
 const { checkFault, sendFaultStatus, watchContext } = require('./faults');
 const { startWorkload } = require('./workload');
 
@@ -51,6 +53,7 @@ const OPTION_KEYS = new Set([
   'maxConcurrentStreams',
   'keepAliveTimeoutMs',
   'port',
+  'discovery',
 ]);
 
 // What a fresh cluster serves before any CRD is installed; anything else is 404 until
@@ -106,7 +109,11 @@ class Simulator extends EventEmitter {
       ...options,
       pathPrefix: prefix && !prefix.startsWith('/') ? `/${prefix}` : prefix,
     };
+    if (options.discovery !== undefined && !['aggregated', 'legacy'].includes(options.discovery))
+      throw new TypeError('discovery must be "aggregated" or "legacy"');
     this.store = new Store({ historyLimit: this.options.historyLimit });
+    /** Discovery-only names of a resource type (shortNames, singularName, categories), by key. */
+    this.discoveryNames = new Map();
     for (const key of BUILTIN_RESOURCES) this.store.defineResource(key);
     this.requests = [];
     this.sockets = new Map();
@@ -270,6 +277,12 @@ class Simulator extends EventEmitter {
       const e = parsed.error;
       return sendStatus(res, e.code, e.message, e.reason, e.details);
     }
+    try {
+      parsed.options.fieldSelector = compileFieldSelector(params.get('fieldSelector'), def);
+    } catch (err) {
+      if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
+      throw err;
+    }
     const gzip = Boolean(fault.gzip ?? this.options.gzip) && acceptsGzip(req.headers['accept-encoding']);
     const watch = new Watch({
       store: this.store,
@@ -302,9 +315,17 @@ class Simulator extends EventEmitter {
 
   // ---- store API -------------------------------------------------------------------------
 
-  /** Declares a resource type; see Store#defineResource. */
-  defineResource(key, options) {
-    return this.store.defineResource(key, options);
+  /**
+   * Declares a resource type; see Store#defineResource. `shortNames`, `singularName` and
+   * `categories` only show in discovery, as a CRD's `spec.names` do.
+   */
+  defineResource(key, options = {}) {
+    const { shortNames, singularName, categories, ...rest } = options;
+    const def = this.store.defineResource(key, rest);
+    if (shortNames || singularName || categories) {
+      this.discoveryNames.set(def.key, { shortNames, singularName, categories });
+    }
+    return def;
   }
 
   /** Stores a new object; see Store#create. */
@@ -449,6 +470,8 @@ class Simulator extends EventEmitter {
  *   default); `sim.http2` changes it later, sends GOAWAY, refuses streams and counts sessions
  * @param {number} [options.keepAliveTimeoutMs] idle HTTP/1.1 keep-alive timeout (Node's default 5000)
  * @param {number} [options.port=0]
+ * @param {'aggregated'|'legacy'} [options.discovery='aggregated'] whether `/api` and `/apis` answer
+ *   aggregated discovery (apidiscovery.k8s.io/v2) to clients that ask for it
  * @returns {Promise<Simulator>}
  */
 async function createSimulator(options = {}) {

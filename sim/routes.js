@@ -6,6 +6,8 @@ const zlib = require('node:zlib');
 const { resourceKey } = require('./resources');
 const { sendJson, sendStatus, commonHeaders } = require('./status');
 const { compileSelector, SelectorError } = require('./selector');
+const { compileFieldSelector } = require('./field-selector');
+const { discovery } = require('./discovery');
 const { parseBool } = require('./watch');
 
 const VERSION = {
@@ -104,60 +106,19 @@ function sendNotFound(res) {
   sendStatus(res, 404, NOT_FOUND, 'NotFound', {});
 }
 
-function discovery(store, route, origin) {
-  const defs = [...store.defs.values()];
-  if (route.type === 'apiVersions') {
-    return {
-      kind: 'APIVersions',
-      versions: ['v1'],
-      serverAddressByClientCIDRs: [
-        { clientCIDR: '0.0.0.0/0', serverAddress: origin.replace(/^https?:\/\//, '') },
-      ],
-    };
-  }
-  const groups = new Map();
-  for (const d of defs) {
-    if (!d.group) continue;
-    if (!groups.has(d.group)) groups.set(d.group, new Set());
-    groups.get(d.group).add(d.version);
-  }
-  const groupInfo = (name) => {
-    const versions = [...groups.get(name)].map((v) => ({ groupVersion: `${name}/${v}`, version: v }));
-    return { name, versions, preferredVersion: versions[0] };
-  };
-  if (route.type === 'apiGroups') {
-    return { kind: 'APIGroupList', apiVersion: 'v1', groups: [...groups.keys()].sort().map(groupInfo) };
-  }
-  if (route.type === 'apiGroup') {
-    return groups.has(route.group) ? { kind: 'APIGroup', apiVersion: 'v1', ...groupInfo(route.group) } : null;
-  }
-  const mine = defs.filter((d) => d.group === route.group && d.version === route.version);
-  if (mine.length === 0 && !(route.group === '' && route.version === 'v1')) return null;
-  return {
-    kind: 'APIResourceList',
-    apiVersion: 'v1',
-    groupVersion: route.group ? `${route.group}/${route.version}` : route.version,
-    resources: mine.map((d) => ({
-      name: d.plural,
-      singularName: d.kind.toLowerCase(),
-      namespaced: d.namespaced,
-      kind: d.kind,
-      verbs: ['get', 'list', 'watch'],
-    })),
-  };
-}
-
 function sendList(sim, req, res, def, route, params) {
   let matches;
+  let fieldMatches;
   try {
     matches = compileSelector(params.get('labelSelector'));
+    fieldMatches = compileFieldSelector(params.get('fieldSelector'), def);
   } catch (err) {
     if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
     throw err;
   }
   const items = sim.store
     .snapshot(def.key, { namespace: route.namespace })
-    .filter((obj) => matches(obj.metadata.labels))
+    .filter((obj) => matches(obj.metadata.labels) && fieldMatches(obj))
     // List items carry no kind/apiVersion on the real server; the list itself does.
     .map(({ kind, apiVersion, ...rest }) => JSON.stringify(rest));
   const body =
@@ -220,8 +181,8 @@ function route(sim, req, res, r, params) {
     case 'apiGroups':
     case 'apiGroup':
     case 'resources': {
-      const body = discovery(sim.store, r, sim.origin);
-      return body ? sendJson(res, 200, body) : sendNotFound(res);
+      const found = discovery(sim, r, req);
+      return found ? sendJson(res, 200, found.body, found.headers) : sendNotFound(res);
     }
     default:
       break;

@@ -180,7 +180,8 @@ class Watch {
     this.passes = (obj) =>
       (!namespace || obj.metadata.namespace === namespace) &&
       (!name || obj.metadata.name === name) &&
-      options.selector(obj.metadata.labels);
+      options.selector(obj.metadata.labels) &&
+      (!options.fieldSelector || options.fieldSelector(obj));
   }
 
   /** Writes headers and the initial part of the stream, then follows the store. */

@@ -52,6 +52,7 @@ pub struct WatchSpec {
     pub plural: String,
     pub namespace: Option<String>,
     pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
     pub resource_version: Option<String>,
     pub timeout_seconds: Option<i64>,
     pub allow_watch_bookmarks: Option<bool>,
@@ -297,6 +298,7 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
     };
     let query = WatchQuery {
         label_selector: spec.label_selector,
+        field_selector: spec.field_selector,
         resource_version: spec.resource_version,
         timeout_seconds: spec.timeout_seconds.and_then(|s| u64::try_from(s).ok()),
         allow_watch_bookmarks: spec.allow_watch_bookmarks.unwrap_or(false),

@@ -56,6 +56,8 @@ impl ResourceRef {
 pub struct WatchQuery {
     /// `labelSelector`.
     pub label_selector: Option<String>,
+    /// `fieldSelector`, e.g. `metadata.name=web,status.phase!=Running`.
+    pub field_selector: Option<String>,
     /// `resourceVersion` to start from.
     pub resource_version: Option<String>,
     /// `timeoutSeconds`: the server ends the watch after this long.
@@ -69,7 +71,9 @@ pub struct WatchQuery {
 }
 
 impl WatchQuery {
-    /// The query string, starting with `watch=true`, in the order Backstage's watcher uses.
+    /// The query string, starting with `watch=true`, in the order Backstage's watcher uses;
+    /// `fieldSelector`, which Backstage's watcher does not send, follows `labelSelector` as
+    /// in client-go's query encoding.
     pub fn to_query_string(&self) -> String {
         let mut query = String::from("watch=true");
         let mut push = |key: &str, value: &str| {
@@ -80,6 +84,9 @@ impl WatchQuery {
         };
         if let Some(selector) = &self.label_selector {
             push("labelSelector", selector);
+        }
+        if let Some(selector) = &self.field_selector {
+            push("fieldSelector", selector);
         }
         if let Some(version) = &self.resource_version {
             push("resourceVersion", version);
@@ -163,6 +170,7 @@ mod tests {
         assert_eq!(WatchQuery::default().to_query_string(), "watch=true");
         let query = WatchQuery {
             label_selector: Some("app=web,tier in (a,b)".into()),
+            field_selector: Some("status.phase!=Running,metadata.name=web-1".into()),
             resource_version: Some("42".into()),
             timeout_seconds: Some(30),
             allow_watch_bookmarks: true,
@@ -171,9 +179,22 @@ mod tests {
         };
         assert_eq!(
             query.to_query_string(),
-            "watch=true&labelSelector=app%3Dweb%2Ctier%20in%20(a%2Cb)&resourceVersion=42\
+            "watch=true&labelSelector=app%3Dweb%2Ctier%20in%20(a%2Cb)\
+             &fieldSelector=status.phase!%3DRunning%2Cmetadata.name%3Dweb-1&resourceVersion=42\
              &timeoutSeconds=30&allowWatchBookmarks=true&sendInitialEvents=true\
              &resourceVersionMatch=NotOlderThan"
+        );
+    }
+
+    #[test]
+    fn field_selector_alone_follows_watch() {
+        let query = WatchQuery {
+            field_selector: Some("metadata.namespace==kube-system".into()),
+            ..WatchQuery::default()
+        };
+        assert_eq!(
+            query.to_query_string(),
+            "watch=true&fieldSelector=metadata.namespace%3D%3Dkube-system"
         );
     }
 

