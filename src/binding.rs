@@ -21,6 +21,7 @@ use crate::error::Failure;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::http::ConnectionPool;
 use crate::projection::Projection;
+use crate::proxy::ProxyEnv;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
 use crate::tls::ClientKey;
@@ -42,6 +43,10 @@ pub struct WatchSpec {
     pub skip_tls_verify: Option<bool>,
     pub ca_data: Option<String>,
     pub ca_file: Option<String>,
+    /// `clusterDetails.proxyUrl` (kubeconfig `proxy-url`): http:// or socks5://.
+    pub proxy_url: Option<String>,
+    /// `clusterDetails.tlsServerName` (kubeconfig `tls-server-name`).
+    pub tls_server_name: Option<String>,
     /// `bearer token`, `x509 client certificate` or `anonymous`.
     pub credential_type: String,
     pub token: Option<String>,
@@ -283,7 +288,15 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
         }
         Plan::Connect(connection) => connection,
     };
-    let client = match ClientKey::resolve(&connection) {
+    let client = ClientKey::resolve(&connection).and_then(|key| {
+        key.routed(
+            &connection.base_url,
+            spec.proxy_url.as_deref(),
+            spec.tls_server_name.as_deref(),
+            &ProxyEnv::from_process(),
+        )
+    });
+    let client = match client {
         Ok(client) => client,
         Err(err) => {
             let warning = redactor.apply(&format!(
@@ -296,6 +309,7 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
             );
         }
     };
+    let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
     let query = WatchQuery {
         label_selector: spec.label_selector,
         field_selector: spec.field_selector,

@@ -15,6 +15,7 @@ pub mod framing;
 pub mod http;
 mod outbox;
 pub mod projection;
+pub mod proxy;
 pub mod redact;
 pub mod request;
 pub mod tls;

@@ -32,6 +32,15 @@ impl Redactor {
         Self { secrets }
     }
 
+    /// The same redactor masking `secret` too (a proxy's password, say).
+    pub fn with_secret(mut self, secret: Option<&str>) -> Self {
+        if let Some(secret) = secret.map(str::trim).filter(|s| s.len() >= MIN_SECRET_LEN) {
+            self.secrets.push(secret.to_owned());
+            self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+        self
+    }
+
     /// `text` with every secret masked.
     pub fn apply(&self, text: &str) -> String {
         self.secrets.iter().fold(text.to_owned(), |acc, secret| {
@@ -50,6 +59,15 @@ mod tests {
         let redactor = Redactor::new(Some("tok-123456"), Some(key));
         let text = "got tok-123456 and MIGHAgEAMBMGByqGSM49 back";
         assert_eq!(redactor.apply(text), "got [REDACTED] and [REDACTED] back");
+    }
+
+    #[test]
+    fn masks_an_added_secret_too() {
+        let redactor = Redactor::new(Some("tok-123456"), None).with_secret(Some("proxy-pass"));
+        assert_eq!(
+            redactor.apply("tok-123456 proxy-pass"),
+            "[REDACTED] [REDACTED]"
+        );
     }
 
     #[test]

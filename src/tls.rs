@@ -5,6 +5,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use base64::Engine as _;
+use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
@@ -13,6 +14,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 
 use crate::auth::{CaSource, Connection};
 use crate::error::WatchError;
+use crate::proxy::{Proxy, ProxyEnv, choose};
 
 /// Everything that makes two clients different, resolved to bytes: watches with equal keys
 /// share one client (and so its connections). Tokens are not part of it: they travel on each
@@ -27,6 +29,11 @@ pub struct ClientKey {
     pub skip_verify: bool,
     /// PEM of the client certificate chain followed by its key.
     pub identity_pem: Option<Vec<u8>>,
+    /// The proxy between us and the server, if any.
+    pub proxy: Option<Proxy>,
+    /// `tls-server-name`: the name the server's certificate is verified against (and sent as
+    /// SNI) instead of the URL's host.
+    pub tls_server_name: Option<String>,
 }
 
 /// Keepalive settings so that a silently dropped connection is noticed even when the watch
@@ -83,7 +90,31 @@ impl ClientKey {
             ca_pem,
             skip_verify: connection.skip_tls_verify,
             identity_pem,
+            proxy: None,
+            tls_server_name: None,
         })
+    }
+
+    /// The same key with the route to the server: the proxy chosen for `base_url` (the
+    /// cluster's `proxy_url`, else the environment's) and the `tls_server_name`.
+    pub fn routed(
+        mut self,
+        base_url: &str,
+        proxy_url: Option<&str>,
+        tls_server_name: Option<&str>,
+        env: &ProxyEnv,
+    ) -> Result<Self, WatchError> {
+        self.proxy = choose(base_url, proxy_url, env)?;
+        self.tls_server_name = tls_server_name
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(String::from);
+        if let Some(name) = &self.tls_server_name {
+            ServerName::try_from(name.as_str()).map_err(|_| {
+                WatchError::Config(format!("tlsServerName '{name}' is not a valid TLS name"))
+            })?;
+        }
+        Ok(self)
     }
 
     /// Whether connections for this key use TLS.
@@ -102,7 +133,22 @@ impl ClientKey {
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
         } else {
-            builder.with_root_certificates(self.roots()?)
+            let verifier = WebPkiServerVerifier::builder_with_provider(self.roots()?, provider())
+                .build()
+                .map_err(|err| WatchError::Config(format!("cannot verify with this CA: {err}")))?;
+            match &self.tls_server_name {
+                None => builder.with_webpki_verifier(verifier),
+                Some(name) => builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(FixedServerName {
+                        inner: verifier,
+                        name: ServerName::try_from(name.clone()).map_err(|_| {
+                            WatchError::Config(format!(
+                                "tlsServerName '{name}' is not a valid TLS name"
+                            ))
+                        })?,
+                    })),
+            }
         };
         match &self.identity_pem {
             None => Ok(builder.with_no_client_auth()),
@@ -162,9 +208,58 @@ impl ClientKey {
             tls.alpn_protocols = vec![b"http/1.1".to_vec()];
             builder = builder.use_preconfigured_tls(tls);
         }
+        // The proxy was chosen with the key; the environment is not read a second time.
+        builder = builder.no_proxy();
+        if let Some(proxy) = &self.proxy {
+            builder = builder.proxy(proxy.to_reqwest()?);
+        }
         builder
             .build()
             .map_err(|err| WatchError::Config(crate::error::describe_chain(&err)))
+    }
+}
+
+/// `tls-server-name`: the certificate is verified, against this name rather than the one the
+/// connection was made to (which `reqwest` connections still send as SNI).
+#[derive(Debug)]
+struct FixedServerName {
+    inner: Arc<WebPkiServerVerifier>,
+    name: ServerName<'static>,
+}
+
+impl ServerCertVerifier for FixedServerName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.inner
+            .verify_server_cert(end_entity, intermediates, &self.name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
     }
 }
 

@@ -295,6 +295,8 @@ mod tests {
                 ca_pem: None,
                 skip_verify: false,
                 identity_pem: None,
+                proxy: None,
+                tls_server_name: None,
             },
             max_line_bytes: 1024,
             idle_timeout: None,

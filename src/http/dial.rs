@@ -1,5 +1,5 @@
-//! Dialling the API server for an HTTP/2 connection: TCP (with keepalive), then TLS offering
-//! `h2` and `http/1.1` by ALPN. The server's choice decides which client carries the origin's
+//! Dialling the API server for an HTTP/2 connection: TCP (with keepalive, through the proxy
+//! when there is one), then TLS offering `h2` and `http/1.1` by ALPN. The server's choice decides which client carries the origin's
 //! requests: our own HTTP/2 connections, or `reqwest` over HTTP/1.1.
 
 use std::sync::Arc;
@@ -10,8 +10,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
+use super::tunnel;
 use crate::error::WatchError;
-use crate::tls::{CONNECT_TIMEOUT, TCP_KEEPALIVE};
+use crate::tls::{CONNECT_TIMEOUT, ClientKey, TCP_KEEPALIVE};
 
 /// What the TLS handshake settled.
 pub enum Dialled {
@@ -24,8 +25,9 @@ pub enum Dialled {
 /// The protocols offered, most wanted first.
 pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
-/// Connects to `origin` (`https://host:port`) with `tls` (whose ALPN must offer `h2`).
-pub async fn dial(origin: &str, tls: Arc<ClientConfig>) -> Result<Dialled, WatchError> {
+/// Connects to the key's origin (`https://host:port`) with `tls` (whose ALPN must offer `h2`).
+pub async fn dial(key: &ClientKey, tls: Arc<ClientConfig>) -> Result<Dialled, WatchError> {
+    let origin = key.origin.as_str();
     let url = reqwest::Url::parse(origin)
         .map_err(|err| WatchError::Config(format!("cluster URL '{origin}' is invalid: {err}")))?;
     let host = url
@@ -37,13 +39,21 @@ pub async fn dial(origin: &str, tls: Arc<ClientConfig>) -> Result<Dialled, Watch
         .trim_end_matches(']')
         .to_owned();
     let port = url.port_or_known_default().unwrap_or(443);
-    let server_name = ServerName::try_from(bare_host.clone())
-        .map_err(|err| WatchError::Config(format!("'{host}' is not a valid TLS name: {err}")))?;
+    // `tls-server-name`: the name sent (SNI) and verified, instead of the URL's host.
+    let name = key
+        .tls_server_name
+        .clone()
+        .unwrap_or_else(|| bare_host.clone());
+    let server_name = ServerName::try_from(name.clone())
+        .map_err(|err| WatchError::Config(format!("'{name}' is not a valid TLS name: {err}")))?;
 
     let connect = async {
-        let tcp = TcpStream::connect((bare_host.as_str(), port))
-            .await
-            .map_err(|err| WatchError::Connect(Box::new(err)))?;
+        let tcp = match &key.proxy {
+            Some(proxy) => tunnel::open(proxy, &bare_host, port).await?,
+            None => TcpStream::connect((bare_host.as_str(), port))
+                .await
+                .map_err(|err| WatchError::Connect(Box::new(err)))?,
+        };
         tcp.set_nodelay(true).ok();
         let keepalive = socket2::TcpKeepalive::new()
             .with_time(TCP_KEEPALIVE)

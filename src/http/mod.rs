@@ -12,6 +12,7 @@ mod dial;
 mod h2conn;
 mod pool;
 mod response;
+mod tunnel;
 
 pub use h2conn::{ASSUMED_STREAM_LIMIT, STREAM_START_WAIT, STREAM_WINDOW};
 pub use pool::{ConnectionPool, ConnectionStats, OriginStats, StreamSlot, capacity};

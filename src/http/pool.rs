@@ -269,7 +269,7 @@ impl Origin {
         settle: watch::Sender<Settled>,
     ) {
         let opened = async {
-            match dial(&self.key.origin, tls).await? {
+            match dial(&self.key, tls).await? {
                 Dialled::H2(io) => H2Connection::handshake(*io).await.map(Some),
                 Dialled::Http1 => Ok(None),
             }
