@@ -2,8 +2,9 @@
 //! framing and event classification on Rust threads.
 //!
 //! The core (`request`, `auth`, `tls`, `pool`, `framing`, `event`, `projection`, `batch`,
-//! `outbox`, `watch`, `error`, `redact`) is plain Rust and tested with `cargo test`; `binding`
-//! is the only module that knows N-API.
+//! `outbox`, `watch`, `error`, `redact`, and `informer`: the cache, its consumers' cursors and
+//! the backoff of a list-watch that never gives up) is plain Rust and tested with `cargo test`;
+//! `binding` is the only module that knows N-API.
 #![deny(clippy::all)]
 
 pub mod auth;
@@ -11,6 +12,7 @@ pub mod batch;
 pub mod error;
 pub mod event;
 pub mod framing;
+pub mod informer;
 mod outbox;
 pub mod pool;
 pub mod projection;
