@@ -327,6 +327,9 @@ impl Fanout {
         snapshot: impl Iterator<Item = (&'a ObjectKey, &'a Entry)>,
         synced: Option<Arc<str>>,
     ) -> Cursor {
+        // Under the list's lock, so an `end` that races with this either comes first (the
+        // consumer ends at once) or finds the new cursor in the list and drains it.
+        let mut cursors = self.cursors.lock().unwrap_or_else(PoisonError::into_inner);
         let mut queue = Queue::new();
         if *self.ended.lock().unwrap_or_else(PoisonError::into_inner) {
             queue.ending = Ending::Closed;
@@ -349,7 +352,6 @@ impl Fanout {
             queue: Mutex::new(queue),
             changed: Notify::new(),
         });
-        let mut cursors = self.cursors.lock().unwrap_or_else(PoisonError::into_inner);
         cursors.push(Arc::downgrade(&shared));
         Cursor { shared }
     }
@@ -391,6 +393,7 @@ impl Fanout {
     /// The informer stopped: every consumer takes what is pending, then the end; a consumer
     /// that subscribes later ends at once.
     pub fn end(&self) {
+        // Set before `each` takes the list's lock; see `subscribe`.
         *self.ended.lock().unwrap_or_else(PoisonError::into_inner) = true;
         self.each(|shared| {
             let mut queue = shared.lock();
