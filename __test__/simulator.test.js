@@ -266,9 +266,12 @@ test('routing: list, get, version, discovery and 404/405 Status bodies', async (
   const missing = await get(`${s.url}/api/v1/namespaces/ns1/pods/zzz`);
   assert.equal(missing.status, 404);
   assert.equal(missing.body.message, 'pods "zzz" not found');
+  // A group nobody serves gets the API server's plain-text fallback 404, not a Status.
+  const unserved = await fetch(`${s.url}/apis/nope/v1/things?watch=1`);
+  assert.equal(unserved.status, 404);
+  assert.equal(await unserved.text(), '404 page not found\n');
   for (const p of [
     '/api/v1/widgets?watch=true',
-    '/apis/nope/v1/things?watch=1',
     '/nothing',
     '/api/v1/namespaces/x/widgets',
     '/apis/example.com/v1/namespaces/x/widgets',

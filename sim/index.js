@@ -20,12 +20,15 @@ const {
   lookupResource,
   acceptsGzip,
   sendNotFound,
+  sendResourceNotFound,
 } = require('./routes');
 const { Watch, parseWatchOptions } = require('./watch');
 const { compileFieldSelector } = require('./field-selector');
 const { SelectorError } = require('./selector');
 const { checkFault, sendFaultStatus, watchContext } = require('./faults');
 const { startWorkload } = require('./workload');
+const { checkFailure, sendFailure, refuseStreamingList, sendExpiredStatus } = require('./server-faults');
+const { startChaos } = require('./chaos');
 
 function peerCommonName(req) {
   const sock = req.socket;
@@ -54,6 +57,8 @@ const OPTION_KEYS = new Set([
   'keepAliveTimeoutMs',
   'port',
   'discovery',
+  'sendInitialEvents',
+  'expiredAs',
 ]);
 
 // What a fresh cluster serves before any CRD is installed; anything else is 404 until
@@ -100,6 +105,8 @@ class Simulator extends EventEmitter {
     if (options.http2 && !options.tls)
       throw new TypeError('http2 needs tls: true (h2 is negotiated with ALPN)');
     if (options.requireClientCert && !options.tls) throw new TypeError('requireClientCert needs tls: true');
+    if (options.expiredAs !== undefined && options.expiredAs !== 'event' && options.expiredAs !== 'status')
+      throw new TypeError(`expiredAs must be 'event' or 'status', not ${JSON.stringify(options.expiredAs)}`);
     const prefix = (options.pathPrefix || '').replace(/\/+$/, '');
     this.options = {
       bookmarkIntervalMs: 60000,
@@ -123,6 +130,7 @@ class Simulator extends EventEmitter {
     this.timers = new Set();
     this.fault = null;
     this.faultQueue = [];
+    this.failures = [];
     this.closing = null;
     this.http2 = new Http2Sessions(this.options.maxConcurrentStreams);
   }
@@ -214,7 +222,10 @@ class Simulator extends EventEmitter {
       // Watches take their fault before authentication: a fault stands for a misbehaving
       // server or network, and "the next watch" must not depend on the credentials sent.
       let done;
-      if (isWatchRequest(req, r, params)) done = this.serveWatch(req, res, r, params, record);
+      // Scripted failures hit lists and watches alike, before authentication (see below).
+      if (r && r.type === 'resource' && this.failures.length)
+        done = sendFailure(res, r, this.failures.shift());
+      else if (isWatchRequest(req, r, params)) done = this.serveWatch(req, res, r, params, record);
       else if (!this.authorized(req, record)) done = sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
       else done = route(this, req, res, r, params);
       if (done && typeof done.catch === 'function') done.catch(fail);
@@ -253,7 +264,7 @@ class Simulator extends EventEmitter {
     const fault = this.takeFault() || {};
     const tcp = this.socketsByPort.get(remotePort(req));
     const rawSocket = tcp ? tcp.socket : req.socket;
-    const slot = { end: noop, dispose: noop, closed: false };
+    const slot = { end: noop, dispose: noop, cut: () => res.destroy(), closed: false };
     this.watches.add(slot);
     res.once('close', () => {
       slot.closed = true;
@@ -271,18 +282,17 @@ class Simulator extends EventEmitter {
     if (!this.authorized(req, record)) return sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
 
     const def = lookupResource(this.store, r);
-    if (!def) return sendNotFound(res);
+    if (!def) return sendResourceNotFound(this.store, res, r);
     const parsed = parseWatchOptions(params);
-    if (parsed.error) {
-      const e = parsed.error;
-      return sendStatus(res, e.code, e.message, e.reason, e.details);
-    }
+    const e = parsed.error || refuseStreamingList(this.options, params);
+    if (e) return sendStatus(res, e.code, e.message, e.reason, e.details);
     try {
       parsed.options.fieldSelector = compileFieldSelector(params.get('fieldSelector'), def);
     } catch (err) {
       if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
       throw err;
     }
+    if (sendExpiredStatus(this, res, parsed.options)) return undefined;
     const gzip = Boolean(fault.gzip ?? this.options.gzip) && acceptsGzip(req.headers['accept-encoding']);
     const watch = new Watch({
       store: this.store,
@@ -299,6 +309,8 @@ class Simulator extends EventEmitter {
     });
     slot.end = () => watch.end();
     slot.dispose = () => watch.dispose();
+    // HTTP/2 breaks the one stream (RST_STREAM mid-body), HTTP/1.1 the connection.
+    slot.cut = () => watch.misbehave(res.stream ? 'truncate' : 'cut');
     watch.start();
     this.emit('watchStart', {
       resource: def.key,
@@ -415,6 +427,33 @@ class Simulator extends EventEmitter {
     });
   }
 
+  /**
+   * Answers the next `count` list and watch requests with `status` (a Status body), plus
+   * Retry-After and details.retryAfterSeconds when `retryAfter` is given.
+   * @param {number} count
+   * @param {number} status
+   * @param {number} [retryAfter] seconds
+   */
+  failNext(count, status, retryAfter) {
+    const failure = checkFailure(count, status, retryAfter);
+    for (let i = 0; i < count; i++) this.failures.push(failure);
+  }
+
+  /**
+   * Accepts `token` from now on and refuses the old one with 401; watches already open go on.
+   * @param {string} token
+   */
+  rotateToken(token) {
+    if (typeof token !== 'string' || !token)
+      throw new TypeError('rotateToken: token must be a non-empty string');
+    this.options.token = token;
+  }
+
+  /** Breaks every watch mid-stream (a broken connection, not a clean end). */
+  cutWatches() {
+    for (const w of this.watches) w.cut();
+  }
+
   /** Ends every watch cleanly, as when their timeouts expire. */
   endWatches() {
     for (const w of this.watches) w.end();
@@ -472,10 +511,13 @@ class Simulator extends EventEmitter {
  * @param {number} [options.port=0]
  * @param {'aggregated'|'legacy'} [options.discovery='aggregated'] whether `/api` and `/apis` answer
  *   aggregated discovery (apidiscovery.k8s.io/v2) to clients that ask for it
+ * @param {boolean} [options.sendInitialEvents=true] false: refuse streaming lists with 422, like an old server
+ * @param {'event'|'status'} [options.expiredAs='event'] how a watch from a compacted resourceVersion
+ *   is answered: 200 + an in-stream 410 ERROR event, or an HTTP 410 Status
  * @returns {Promise<Simulator>}
  */
 async function createSimulator(options = {}) {
   return new Simulator(options).listen();
 }
 
-module.exports = { createSimulator, Simulator, resourceKey, startWorkload, certs };
+module.exports = { createSimulator, Simulator, resourceKey, startWorkload, startChaos, certs };

@@ -2,13 +2,11 @@
 
 // URL routing of the read-only API surface: discovery, list, get, and handing watches over.
 
-const zlib = require('node:zlib');
 const { resourceKey } = require('./resources');
-const { sendJson, sendStatus, commonHeaders } = require('./status');
-const { compileSelector, SelectorError } = require('./selector');
-const { compileFieldSelector } = require('./field-selector');
+const { sendJson, sendStatus, sendPageNotFound } = require('./status');
 const { discovery } = require('./discovery');
 const { parseBool } = require('./watch');
+const { sendList } = require('./list');
 
 const VERSION = {
   major: '1',
@@ -106,35 +104,16 @@ function sendNotFound(res) {
   sendStatus(res, 404, NOT_FOUND, 'NotFound', {});
 }
 
-function sendList(sim, req, res, def, route, params) {
-  let matches;
-  let fieldMatches;
-  try {
-    matches = compileSelector(params.get('labelSelector'));
-    fieldMatches = compileFieldSelector(params.get('fieldSelector'), def);
-  } catch (err) {
-    if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
-    throw err;
-  }
-  const items = sim.store
-    .snapshot(def.key, { namespace: route.namespace })
-    .filter((obj) => matches(obj.metadata.labels) && fieldMatches(obj))
-    // List items carry no kind/apiVersion on the real server; the list itself does.
-    .map(({ kind, apiVersion, ...rest }) => JSON.stringify(rest));
-  const body =
-    `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}",` +
-    `"metadata":{"resourceVersion":"${sim.store.resourceVersion}"},"items":[${items.join(',')}]}`;
-  if (sim.options.gzip && acceptsGzip(req.headers['accept-encoding'])) {
-    const gz = zlib.gzipSync(body);
-    res.writeHead(200, {
-      ...commonHeaders(),
-      'content-type': 'application/json',
-      'content-encoding': 'gzip',
-      'content-length': gz.length,
-    });
-    return res.end(gz);
-  }
-  return sendJson(res, 200, body, { 'content-type': 'application/json' });
+/**
+ * The 404 for a resource path with no resource: a Status when its group/version is served
+ * (an unknown resource), the plain-text `404 page not found` of the API server's fallback
+ * handler when it is not (a CRD not installed yet).
+ */
+function sendResourceNotFound(store, res, r) {
+  const served =
+    (r.group === '' && r.version === 'v1') ||
+    [...store.defs.values()].some((d) => d.group === r.group && d.version === r.version);
+  return served ? sendNotFound(res) : sendPageNotFound(res);
 }
 
 /**
@@ -188,8 +167,17 @@ function route(sim, req, res, r, params) {
       break;
   }
   const def = lookupResource(sim.store, r);
-  if (!def) return sendNotFound(res);
-  if (r.name === undefined) return sendList(sim, req, res, def, r, params);
+  if (!def) return sendResourceNotFound(sim.store, res, r);
+  if (r.name === undefined) {
+    return sendList(
+      sim,
+      res,
+      def,
+      r,
+      params,
+      Boolean(sim.options.gzip) && acceptsGzip(req.headers['accept-encoding']),
+    );
+  }
   const obj = sim.store.get(def.key, r.namespace, r.name);
   if (!obj)
     return sendStatus(res, 404, `${def.plural} "${r.name}" not found`, 'NotFound', {
@@ -199,4 +187,13 @@ function route(sim, req, res, r, params) {
   return sendJson(res, 200, obj);
 }
 
-module.exports = { route, isWatchRequest, parseApiPath, lookupResource, acceptsGzip, sendNotFound, VERSION };
+module.exports = {
+  route,
+  isWatchRequest,
+  parseApiPath,
+  lookupResource,
+  acceptsGzip,
+  sendNotFound,
+  sendResourceNotFound,
+  VERSION,
+};

@@ -86,4 +86,21 @@ function sendStatus(res, code, message, reason, details, headers) {
   sendJson(res, code, status(code, message, reason, details), headers);
 }
 
-module.exports = { status, sendStatus, sendJson, commonHeaders, REASONS };
+/**
+ * The API server's fallback 404 for paths no handler serves (e.g. a group whose CRD is not
+ * installed): plain text, not a Status.
+ * @param {import('http').ServerResponse} res
+ */
+function sendPageNotFound(res) {
+  if (res.headersSent || res.destroyed) return;
+  const body = '404 page not found\n';
+  res.writeHead(404, {
+    ...commonHeaders(),
+    'content-type': 'text/plain; charset=utf-8',
+    'x-content-type-options': 'nosniff',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+module.exports = { status, sendStatus, sendJson, sendPageNotFound, commonHeaders, REASONS };

@@ -1,10 +1,11 @@
 //! kube-watch-native: Kubernetes watches for Node.js, with the network, TLS, HTTP, line
 //! framing and event classification on Rust threads.
 //!
-//! The core (`request`, `auth`, `tls`, `http` (our HTTP/2 connections and their stream
-//! accounting), `framing`, `event`, `projection`, `batch`,
-//! `outbox`, `watch`, `error`, `redact`) is plain Rust and tested with `cargo test`; `binding`
-//! is the only module that knows N-API.
+//! The core (`request`, `auth`, `tls`, `proxy`, `http` (our HTTP/2 connections and their
+//! stream accounting), `framing`, `event`, `projection`, `batch`, `outbox`, `watch`, `error`,
+//! `redact`, and `informer`: the cache, its consumers' cursors and the backoff of a list-watch
+//! that never gives up) is plain Rust and tested with `cargo test`; `binding` is the only
+//! module that knows N-API.
 #![deny(clippy::all)]
 
 pub mod auth;
@@ -13,6 +14,7 @@ pub mod error;
 pub mod event;
 pub mod framing;
 pub mod http;
+pub mod informer;
 mod outbox;
 pub mod projection;
 pub mod proxy;

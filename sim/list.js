@@ -1,0 +1,139 @@
+'use strict';
+
+// Lists as the API server serves them: items without kind/apiVersion (the list carries them),
+// and pagination with `limit` and opaque `continue` tokens. A paginated list is a consistent
+// snapshot at the first page's resourceVersion, as etcd serves it; once the store is compacted
+// past that version, the token has expired and the next page is 410 Expired, as on a real
+// cluster whose etcd compacted while a client was still paging.
+
+const zlib = require('node:zlib');
+const { sendJson, sendStatus, commonHeaders } = require('./status');
+const { compileSelector, SelectorError } = require('./selector');
+const { compileFieldSelector } = require('./field-selector');
+
+// Snapshots of lists still being paged; the oldest are forgotten (their tokens then expire).
+const MAX_SNAPSHOTS = 64;
+
+const EXPIRED_CONTINUE =
+  'The provided continue parameter is too old to display a consistent list result. You can start ' +
+  'a new list without the continue parameter, or use the continue token in this response to ' +
+  'retrieve the remainder of the results. Continuing with the provided token results in an ' +
+  'inconsistent list - objects that were created, modified, or deleted between the time the ' +
+  'first chunk was returned and now may show up in the list.';
+
+/** The list snapshots of one simulator, by id. */
+class Snapshots {
+  constructor() {
+    this.byId = new Map();
+    this.nextId = 1;
+  }
+
+  add(snapshot) {
+    const id = this.nextId++;
+    this.byId.set(id, snapshot);
+    if (this.byId.size > MAX_SNAPSHOTS) this.byId.delete(this.byId.keys().next().value);
+    return id;
+  }
+
+  // Snapshots older than the compaction point can never be continued; drop them.
+  prune(compactedRv) {
+    for (const [id, s] of this.byId) if (s.rv < compactedRv) this.byId.delete(id);
+  }
+}
+
+function encodeToken(id, offset, rv) {
+  return Buffer.from(JSON.stringify({ v: 'sim/1', id, offset, rv })).toString('base64url');
+}
+
+function decodeToken(token) {
+  try {
+    const t = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+    if (t && t.v === 'sim/1' && Number.isInteger(t.id) && Number.isInteger(t.offset)) return t;
+  } catch {
+    // Falls through to the 400 below.
+  }
+  return null;
+}
+
+function parseLimit(raw) {
+  if (raw === null || raw === '') return 0;
+  if (!/^\d+$/.test(raw)) return undefined;
+  return Number(raw);
+}
+
+/**
+ * Serves a list request (`GET /api/v1/pods?limit=…&continue=…&labelSelector=…`).
+ * @param {object} sim the Simulator
+ * @param {import('http').ServerResponse} res
+ * @param {object} def resource description
+ * @param {object} route from parseApiPath
+ * @param {URLSearchParams} params
+ * @param {boolean} gzip whether to gzip the body
+ */
+function sendList(sim, res, def, route, params, gzip) {
+  const limit = parseLimit(params.get('limit'));
+  if (limit === undefined) {
+    return sendStatus(
+      res,
+      400,
+      `invalid value for limit: "${params.get('limit')}": not a number`,
+      'BadRequest',
+    );
+  }
+  const store = sim.store;
+  const snapshots = sim.listSnapshots || (sim.listSnapshots = new Snapshots());
+  snapshots.prune(store.compactedRv);
+  let snapshot;
+  let offset = 0;
+  const token = params.get('continue');
+  if (token) {
+    const t = decodeToken(token);
+    if (!t) return sendStatus(res, 400, 'continue key is not valid: illegal base64 data', 'BadRequest');
+    snapshot = snapshots.byId.get(t.id);
+    if (!snapshot || snapshot.rv < store.compactedRv) {
+      return sendStatus(res, 410, EXPIRED_CONTINUE, 'Expired');
+    }
+    offset = t.offset;
+  } else {
+    let matches;
+    let fieldMatches;
+    try {
+      matches = compileSelector(params.get('labelSelector'));
+      fieldMatches = compileFieldSelector(params.get('fieldSelector'), def);
+    } catch (err) {
+      if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
+      throw err;
+    }
+    const items = store
+      .snapshot(def.key, { namespace: route.namespace })
+      .filter((obj) => matches(obj.metadata.labels) && fieldMatches(obj))
+      // List items carry no kind/apiVersion on the real server; the list itself does.
+      .map(({ kind, apiVersion, ...rest }) => JSON.stringify(rest));
+    snapshot = { rv: Number(store.resourceVersion), items };
+  }
+  const end = limit > 0 ? Math.min(offset + limit, snapshot.items.length) : snapshot.items.length;
+  const page = snapshot.items.slice(offset, end);
+  const meta = { resourceVersion: String(snapshot.rv) };
+  if (end < snapshot.items.length) {
+    const id = token ? decodeToken(token).id : snapshots.add(snapshot);
+    meta.continue = encodeToken(id, end, snapshot.rv);
+    meta.remainingItemCount = snapshot.items.length - end;
+  }
+  sim.emit('list', { resource: def.key, limit, continued: Boolean(token), items: page.length });
+  const body =
+    `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}",` +
+    `"metadata":${JSON.stringify(meta)},"items":[${page.join(',')}]}`;
+  if (gzip) {
+    const gz = zlib.gzipSync(body);
+    res.writeHead(200, {
+      ...commonHeaders(),
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+      'content-length': gz.length,
+    });
+    return res.end(gz);
+  }
+  return sendJson(res, 200, body, { 'content-type': 'application/json' });
+}
+
+module.exports = { sendList, EXPIRED_CONTINUE };

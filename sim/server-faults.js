@@ -1,0 +1,98 @@
+'use strict';
+
+// Behaviour of the whole simulated server rather than of one watch: scripted failures of the
+// next requests (lists and watches alike), an old API server without streaming lists, and a
+// watch cache that answers an expired resourceVersion with an HTTP 410 instead of an in-stream
+// ERROR event.
+
+const { sendJson, sendStatus, status } = require('./status');
+
+/**
+ * @typedef {object} Failure one scripted answer for failNext
+ * @property {number} status HTTP status (e.g. 500, 503, 429, 401, 403, 404)
+ * @property {number} [retryAfter] seconds for Retry-After and details.retryAfterSeconds
+ * @property {boolean} [plain] answer 404 with the plain text `404 page not found`
+ */
+
+/**
+ * Validates failNext's arguments.
+ * @returns {Failure}
+ */
+function checkFailure(count, code, retryAfter) {
+  if (!Number.isInteger(count) || count < 1) throw new TypeError('failNext: count must be an integer >= 1');
+  if (!Number.isInteger(code) || code < 300 || code > 599)
+    throw new TypeError('failNext: status must be an HTTP error status (300-599)');
+  if (retryAfter !== undefined && !(Number.isInteger(retryAfter) && retryAfter >= 0))
+    throw new TypeError('failNext: retryAfter must be a whole number of seconds');
+  return { status: code, retryAfter };
+}
+
+const MESSAGES = {
+  401: 'Unauthorized',
+  404: 'the server could not find the requested resource',
+  429: 'Too many requests, please try again later.',
+  500: 'Internal error occurred: simulated failure',
+  503: 'The API server is shutting down or not ready (simulated)',
+};
+
+/**
+ * Answers a request with a scripted failure: a Status like the API server's, with
+ * Retry-After and details.retryAfterSeconds when asked for.
+ * @param {import('http').ServerResponse} res
+ * @param {object} r the parsed route
+ * @param {Failure} failure
+ */
+function sendFailure(res, r, failure) {
+  const code = failure.status;
+  const headers = {};
+  let details;
+  if (failure.retryAfter !== undefined) {
+    headers['Retry-After'] = String(failure.retryAfter);
+    details = { retryAfterSeconds: failure.retryAfter };
+  }
+  let message = MESSAGES[code] || `simulated ${code}`;
+  if (code === 403) {
+    message = `${r.plural} is forbidden: User "system:anonymous" cannot list resource "${r.plural}"`;
+  }
+  sendJson(res, code, status(code, message, undefined, details), headers);
+}
+
+/**
+ * The 422 an API server without the WatchList feature answers to `sendInitialEvents`, or
+ * null when the server supports it (or the request does not ask for it).
+ * @param {object} options the simulator's options
+ * @param {URLSearchParams} params
+ */
+function refuseStreamingList(options, params) {
+  if (options.sendInitialEvents !== false || params.get('sendInitialEvents') === null) return null;
+  const reason = 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled';
+  return {
+    code: 422,
+    message: `ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: ${reason}`,
+    reason: 'Invalid',
+    details: {
+      group: 'meta.k8s.io',
+      kind: 'ListOptions',
+      causes: [
+        { reason: 'FieldValueForbidden', message: `Forbidden: ${reason}`, field: 'sendInitialEvents' },
+      ],
+    },
+  };
+}
+
+/**
+ * With `expiredAs: 'status'`, answers a watch from a compacted resourceVersion with HTTP 410
+ * (as the API server does when the request bypasses the watch cache) and returns true.
+ * @param {object} sim the Simulator
+ * @param {import('http').ServerResponse} res
+ * @param {object} options from parseWatchOptions
+ */
+function sendExpiredStatus(sim, res, options) {
+  if (sim.options.expiredAs !== 'status' || !options.rv || options.sendInitialEvents === true) return false;
+  if (sim.store.eventsSince(options.rv) !== null) return false;
+  const msg = `too old resource version: ${options.rv} (${sim.store.compactedRv})`;
+  sendStatus(res, 410, msg, 'Expired');
+  return true;
+}
+
+module.exports = { checkFailure, sendFailure, refuseStreamingList, sendExpiredStatus };

@@ -1,0 +1,302 @@
+//! The store and the fanout together, so that what a consumer starts from and what is pushed
+//! to it afterwards neither overlap nor leave a gap: every change is applied to the store and
+//! pushed to the cursors under the store's write lock, and a new consumer's snapshot is taken
+//! under its read lock. Readers (`get`, `list`) share the read lock with each other; taking a
+//! consumer's batch locks only that consumer's queue, so a slow consumer holds up nobody.
+
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::fanout::{Cursor, Fanout};
+use super::selector::Selector;
+use super::store::{ChangeKind, Object, ObjectKey, Store};
+use crate::error::Failure;
+
+/// Progress of the informer as readers see it.
+#[derive(Debug, Default)]
+struct Progress {
+    /// The last resourceVersion seen (events and bookmarks).
+    resource_version: Option<Arc<str>>,
+    /// The initial list is complete.
+    synced: bool,
+}
+
+/// One informer's cache and consumers.
+#[derive(Debug)]
+pub struct Cache {
+    store: RwLock<Store>,
+    fanout: Fanout,
+    progress: Mutex<Progress>,
+}
+
+impl Cache {
+    /// An empty, unsynced cache for an informer of `resource_path` (named in ERROR events).
+    pub fn new(resource_path: String) -> Self {
+        Self {
+            store: RwLock::new(Store::new()),
+            fanout: Fanout::new(resource_path),
+            progress: Mutex::default(),
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Store> {
+        // Nothing panics while holding the lock; a poisoned store is still consistent.
+        self.store.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Store> {
+        self.store.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Applies a watch event's object and pushes what changed; returns how many changes
+    /// consumers see (0 for a repeat, 2 for a replacement).
+    pub fn apply(&self, kind: ChangeKind, object: Object) -> usize {
+        let rv = object.entry.rv.clone();
+        let mut store = self.write();
+        let changes = store.apply(kind, object);
+        self.fanout.push(&changes);
+        drop(store);
+        if !rv.is_empty() {
+            self.progress().resource_version = Some(rv);
+        }
+        changes.len()
+    }
+
+    /// A bookmark moved the resourceVersion on without a change.
+    pub fn bookmark(&self, rv: &str) {
+        self.progress().resource_version = Some(rv.into());
+    }
+
+    /// A complete list at `rv` (paginated, or a streaming list's initial events) replaces the
+    /// content; consumers get the difference, then `SYNCED` (`relist` after a 410). Returns how
+    /// many changes that was.
+    pub fn replace(&self, objects: Vec<Object>, rv: &str, relist: bool) -> usize {
+        let mut store = self.write();
+        let changes = store.relist(objects);
+        self.fanout.push(&changes);
+        self.fanout.synced(rv, relist);
+        let mut progress = self.progress();
+        progress.resource_version = Some(rv.into());
+        progress.synced = true;
+        drop(progress);
+        drop(store);
+        changes.len()
+    }
+
+    /// A new consumer: one ADDED per cached object, then SYNCED at the current
+    /// resourceVersion if the cache is synced, then live changes.
+    pub fn subscribe(&self) -> Cursor {
+        let store = self.read();
+        let synced = {
+            let progress = self.progress();
+            if progress.synced {
+                Some(
+                    progress
+                        .resource_version
+                        .clone()
+                        .unwrap_or_else(|| "".into()),
+                )
+            } else {
+                None
+            }
+        };
+        self.fanout.subscribe(store.iter(), synced)
+    }
+
+    /// The text of the object `name` in `namespace` (`""` for cluster-scoped ones).
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<[u8]>> {
+        let key = ObjectKey::new(namespace, name);
+        self.read().get(&key).map(|entry| entry.text.clone())
+    }
+
+    /// The JSON array text of the objects in `namespace` (all when `None`) that `selector`
+    /// selects.
+    pub fn list(&self, namespace: Option<&str>, selector: &Selector) -> Vec<u8> {
+        self.read().list_json(namespace, selector)
+    }
+
+    /// Objects cached.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    /// Bytes of JSON text cached.
+    pub fn cached_bytes(&self) -> usize {
+        self.read().cached_bytes()
+    }
+
+    /// The last resourceVersion seen, bookmarks included.
+    pub fn resource_version(&self) -> Option<String> {
+        self.progress()
+            .resource_version
+            .as_deref()
+            .map(str::to_owned)
+    }
+
+    /// The initial list is complete.
+    pub fn is_synced(&self) -> bool {
+        self.progress().synced
+    }
+
+    /// An ERROR event for every consumer; one not retried ends them all.
+    pub fn error(&self, failure: &Failure, retrying: bool) {
+        self.fanout.error(failure, retrying);
+    }
+
+    /// The informer stopped: consumers take what is pending, then end.
+    pub fn end(&self) {
+        self.fanout.end();
+    }
+
+    /// Consumers still open.
+    pub fn consumers(&self) -> usize {
+        self.fanout.consumers()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(name: &str, uid: &str, rv: &str, app: &str) -> Object {
+        let text = format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"ns","uid":"{uid}","resourceVersion":"{rv}","labels":{{"app":"{app}"}}}}}}"#
+        );
+        Object::parse(text.as_bytes().into()).unwrap()
+    }
+
+    fn events(cursor: &Cursor) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        while let Some(batch) = cursor.take() {
+            if batch.events.is_empty() {
+                break;
+            }
+            let parsed: Vec<serde_json::Value> = serde_json::from_slice(&batch.events).unwrap();
+            out.extend(parsed);
+        }
+        out
+    }
+
+    fn summary(events: &[serde_json::Value]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| match e["type"].as_str().unwrap() {
+                "SYNCED" => format!("SYNCED {} {}", e["resourceVersion"], e["relist"]),
+                t => format!(
+                    "{t} {} {}",
+                    e["object"]["metadata"]["name"], e["resourceVersion"]
+                ),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_consumer_before_the_sync_gets_the_list_then_synced_and_one_after_a_snapshot() {
+        let cache = Cache::new("/api/v1/pods".into());
+        let early = cache.subscribe();
+        assert!(early.take().is_none(), "nothing before the list");
+        cache.replace(
+            vec![object("a", "1", "5", "x"), object("b", "2", "6", "y")],
+            "10",
+            false,
+        );
+        assert!(cache.is_synced());
+        assert_eq!(
+            summary(&events(&early)),
+            [
+                r#"ADDED "a" "5""#,
+                r#"ADDED "b" "6""#,
+                r#"SYNCED "10" false"#
+            ]
+        );
+        cache.apply(ChangeKind::Modified, object("a", "1", "11", "x"));
+        cache.bookmark("12");
+        assert_eq!(cache.resource_version().as_deref(), Some("12"));
+        let late = cache.subscribe();
+        assert_eq!(
+            summary(&events(&late)),
+            [
+                r#"ADDED "a" "11""#,
+                r#"ADDED "b" "6""#,
+                r#"SYNCED "12" false"#
+            ],
+            "a late consumer starts from the cache and the current resourceVersion"
+        );
+        assert_eq!(summary(&events(&early)), [r#"MODIFIED "a" "11""#]);
+        assert_eq!(cache.consumers(), 2);
+        drop(late);
+        assert_eq!(cache.consumers(), 1);
+    }
+
+    #[test]
+    fn a_relist_sends_only_the_difference_then_synced_relist() {
+        let cache = Cache::new("/api/v1/pods".into());
+        cache.replace(
+            vec![object("a", "1", "5", "x"), object("b", "2", "6", "y")],
+            "10",
+            false,
+        );
+        let cursor = cache.subscribe();
+        events(&cursor);
+        let changed = cache.replace(
+            vec![object("a", "1", "5", "x"), object("c", "3", "20", "z")],
+            "21",
+            true,
+        );
+        assert_eq!(changed, 2);
+        assert_eq!(
+            summary(&events(&cursor)),
+            [
+                r#"DELETED "b" "6""#,
+                r#"ADDED "c" "20""#,
+                r#"SYNCED "21" true"#
+            ]
+        );
+    }
+
+    #[test]
+    fn reads_return_the_cached_text() {
+        let cache = Cache::new("/api/v1/pods".into());
+        cache.replace(
+            vec![object("a", "1", "5", "x"), object("b", "2", "6", "y")],
+            "10",
+            false,
+        );
+        let a = cache.get("ns", "a").unwrap();
+        assert!(String::from_utf8_lossy(&a).contains(r#""name":"a""#));
+        assert!(cache.get("other", "a").is_none());
+        let listed = cache.list(Some("ns"), &Selector::parse("app=y").unwrap());
+        let parsed: Vec<serde_json::Value> = serde_json::from_slice(&listed).unwrap();
+        assert_eq!(parsed.len(), 1);
+        assert_eq!(parsed[0]["metadata"]["name"], "b");
+        assert_eq!(cache.len(), 2);
+        assert!(cache.cached_bytes() > 0);
+    }
+
+    #[test]
+    fn a_terminal_error_ends_every_consumer_after_what_was_pending() {
+        let cache = Cache::new("/api/v1/pods".into());
+        let cursor = cache.subscribe();
+        cache.apply(ChangeKind::Added, object("a", "1", "5", "x"));
+        cache.error(&Failure::from_status(422), false);
+        let batch = cursor.take().unwrap();
+        assert!(batch.done, "the ERROR is the last thing this consumer sees");
+        let parsed: Vec<serde_json::Value> = serde_json::from_slice(&batch.events).unwrap();
+        assert_eq!(parsed[0]["type"], "ADDED");
+        assert_eq!(parsed[1]["type"], "ERROR");
+        assert_eq!(parsed[1]["retrying"], false);
+        assert_eq!(parsed[1]["error"]["statusCode"], 422);
+        assert!(
+            cache.subscribe().take().unwrap().done,
+            "a later consumer ends at once"
+        );
+    }
+}

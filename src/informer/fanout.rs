@@ -1,0 +1,474 @@
+//! One cursor per consumer: the changes it has not taken yet, coalesced per object, and the
+//! SYNCED and ERROR markers between them.
+//!
+//! The reflector pushes synchronously into every cursor and never waits for one: a consumer
+//! that falls behind holds at most one pending change per object (a replacement counts as
+//! one), kept in the order its object first became pending, so its memory is bounded by the
+//! number of objects and never by the event rate. What a pending change becomes when the
+//! next one for the same object arrives:
+//!
+//! | pending  | then     | pending becomes                                   |
+//! |----------|----------|---------------------------------------------------|
+//! | –        | X        | X                                                 |
+//! | ADDED    | MODIFIED | ADDED (latest object)                             |
+//! | ADDED    | DELETED  | nothing (never shown)                             |
+//! | MODIFIED | MODIFIED | MODIFIED (latest)                                 |
+//! | MODIFIED | DELETED  | DELETED (last known)                              |
+//! | DELETED  | ADDED    | DELETED (old) then ADDED (new), taken together    |
+//!
+//! A replacement that changes again stays a replacement with the latest new object, and one
+//! whose new object is deleted again becomes the old object's DELETED. Markers never move, and
+//! a change coalesces in its object's place, so SYNCED is a barrier: it is taken after every
+//! change that was pending before it. A consumer holds at most two SYNCED markers (its first,
+//! and the latest of the relists after it, which absorbs earlier ones) and one ERROR (the
+//! latest), so markers are bounded too.
+//!
+//! Taking builds one JSON array text, `[{"type":…,"object":<text>,"resourceVersion":…},…]`,
+//! with the watch core's [`BatchBuilder`] and its byte cap, on the consumer's task.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::store::{Change, ChangeKind, Entry, ObjectKey};
+use crate::batch::{Batch, BatchBuilder};
+use crate::error::Failure;
+
+/// One version of an object, as a consumer will see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Version {
+    rv: Arc<str>,
+    text: Arc<[u8]>,
+}
+
+/// The one change pending for an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Pending {
+    Added(Version),
+    Modified(Version),
+    Deleted(Version),
+    /// The consumer holds the object `deleted` replaced by `added` (another uid).
+    Replaced {
+        deleted: Version,
+        added: Version,
+    },
+}
+
+impl Pending {
+    /// The pending change after `kind` with `next`, or `None` when the object was added and
+    /// deleted before the consumer looked.
+    fn then(self, kind: ChangeKind, next: Version) -> Option<Self> {
+        use ChangeKind::{Added, Deleted, Modified};
+        Some(match (self, kind) {
+            (Self::Added(_), Added | Modified) => Self::Added(next),
+            (Self::Added(_), Deleted) => return None,
+            (Self::Modified(_), Added | Modified) => Self::Modified(next),
+            (Self::Modified(_) | Self::Deleted(_), Deleted) => Self::Deleted(next),
+            (Self::Deleted(deleted), Added | Modified) => Self::Replaced {
+                deleted,
+                added: next,
+            },
+            (Self::Replaced { deleted, .. }, Added | Modified) => Self::Replaced {
+                deleted,
+                added: next,
+            },
+            (Self::Replaced { deleted, .. }, Deleted) => Self::Deleted(deleted),
+        })
+    }
+
+    fn new(kind: ChangeKind, version: Version) -> Self {
+        match kind {
+            ChangeKind::Added => Self::Added(version),
+            ChangeKind::Modified => Self::Modified(version),
+            ChangeKind::Deleted => Self::Deleted(version),
+        }
+    }
+}
+
+/// An entry of a consumer's queue.
+#[derive(Debug)]
+enum Slot {
+    /// The object's pending change is in `Queue::pending`.
+    Object(ObjectKey),
+    /// `{"type":"SYNCED","resourceVersion":…,"relist":…}`.
+    Synced { rv: Arc<str>, relist: bool },
+    /// An ERROR event's text.
+    Error(String),
+}
+
+/// How far a consumer's stream has come to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// Changes keep coming.
+    Open,
+    /// The informer stopped: what is pending is still taken, then the end.
+    Draining,
+    /// The consumer closed: the end, at once.
+    Closed,
+}
+
+/// One consumer's pending changes and markers.
+#[derive(Debug)]
+struct Queue {
+    next_seq: u64,
+    /// Slots by the order they became pending.
+    order: BTreeMap<u64, Slot>,
+    /// Each pending object's change and its slot's place in `order`.
+    pending: HashMap<ObjectKey, (u64, Pending)>,
+    /// The consumer's first SYNCED was queued (and maybe taken).
+    first_synced: bool,
+    /// A later SYNCED still pending, which the next one absorbs.
+    later_synced: Option<u64>,
+    /// An ERROR still pending, which the next one replaces.
+    error: Option<u64>,
+    ending: Ending,
+    /// Reused to build each event line.
+    scratch: Vec<u8>,
+}
+
+impl Queue {
+    fn new() -> Self {
+        Self {
+            next_seq: 0,
+            order: BTreeMap::new(),
+            pending: HashMap::new(),
+            first_synced: false,
+            later_synced: None,
+            error: None,
+            ending: Ending::Open,
+            scratch: Vec::new(),
+        }
+    }
+
+    fn append(&mut self, slot: Slot) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.order.insert(seq, slot);
+        seq
+    }
+
+    fn push(&mut self, change: &Change) {
+        let version = Version {
+            rv: change.rv.clone(),
+            text: change.text.clone(),
+        };
+        match self.pending.remove(&change.key) {
+            None => {
+                let seq = self.append(Slot::Object(change.key.clone()));
+                let pending = Pending::new(change.kind, version);
+                self.pending.insert(change.key.clone(), (seq, pending));
+            }
+            Some((seq, pending)) => match pending.then(change.kind, version) {
+                Some(next) => {
+                    self.pending.insert(change.key.clone(), (seq, next));
+                }
+                None => {
+                    self.order.remove(&seq);
+                }
+            },
+        }
+    }
+
+    fn push_synced(&mut self, rv: Arc<str>, relist: bool) {
+        if !self.first_synced {
+            self.first_synced = true;
+            self.append(Slot::Synced { rv, relist });
+            return;
+        }
+        let mut relist = relist;
+        if let Some(seq) = self.later_synced.take()
+            && let Some(Slot::Synced {
+                relist: earlier, ..
+            }) = self.order.remove(&seq)
+        {
+            relist |= earlier;
+        }
+        self.later_synced = Some(self.append(Slot::Synced { rv, relist }));
+    }
+
+    fn push_error(&mut self, json: &str) {
+        if let Some(seq) = self.error
+            && let Some(Slot::Error(text)) = self.order.get_mut(&seq)
+        {
+            json.clone_into(text);
+            return;
+        }
+        self.error = Some(self.append(Slot::Error(json.to_owned())));
+    }
+
+    /// Writes one change as an event into `builder`.
+    fn write(&mut self, builder: &mut BatchBuilder, kind: ChangeKind, version: &Version) {
+        let line = &mut self.scratch;
+        line.clear();
+        line.extend_from_slice(br#"{"type":""#);
+        line.extend_from_slice(kind.as_str().as_bytes());
+        line.extend_from_slice(br#"","object":"#);
+        line.extend_from_slice(&version.text);
+        line.push(b'}');
+        builder.push_line(line, Some(&version.rv), 0);
+    }
+
+    fn take(&mut self) -> Option<Batch> {
+        if self.ending == Ending::Closed {
+            return Some(Batch::end());
+        }
+        if self.order.is_empty() {
+            return (self.ending == Ending::Draining).then(Batch::end);
+        }
+        let mut builder = BatchBuilder::default();
+        while !builder.is_full() {
+            let Some((seq, slot)) = self.order.pop_first() else {
+                break;
+            };
+            match slot {
+                Slot::Object(key) => {
+                    let Some((_, pending)) = self.pending.remove(&key) else {
+                        continue;
+                    };
+                    match pending {
+                        Pending::Added(v) => self.write(&mut builder, ChangeKind::Added, &v),
+                        Pending::Modified(v) => self.write(&mut builder, ChangeKind::Modified, &v),
+                        Pending::Deleted(v) => self.write(&mut builder, ChangeKind::Deleted, &v),
+                        Pending::Replaced { deleted, added } => {
+                            self.write(&mut builder, ChangeKind::Deleted, &deleted);
+                            self.write(&mut builder, ChangeKind::Added, &added);
+                        }
+                    }
+                }
+                Slot::Synced { rv, relist } => {
+                    if self.later_synced == Some(seq) {
+                        self.later_synced = None;
+                    }
+                    let rv = serde_json::to_string(&*rv).unwrap_or_default();
+                    builder.push_generated(&format!(
+                        r#"{{"type":"SYNCED","resourceVersion":{rv},"relist":{relist}}}"#
+                    ));
+                }
+                Slot::Error(json) => {
+                    self.error = None;
+                    builder.push_generated(&json);
+                }
+            }
+        }
+        let (mut batch, _) = builder.finish();
+        batch.done = self.ending == Ending::Draining && self.order.is_empty();
+        if self.order.is_empty() {
+            // Caught up: a quiet consumer keeps no table sized for a burst.
+            self.pending.shrink_to(0);
+            self.scratch = Vec::new();
+        }
+        Some(batch)
+    }
+}
+
+/// What the fanout and a cursor share.
+#[derive(Debug)]
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Signalled on every push, for a consumer waiting for one.
+    changed: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Nothing panics while holding the lock; a poisoned queue is still consistent.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Queue)) {
+        let mut queue = self.lock();
+        if queue.ending != Ending::Open {
+            return;
+        }
+        change(&mut queue);
+        drop(queue);
+        self.changed.notify_one();
+    }
+}
+
+/// Every consumer's cursor; the reflector pushes here.
+#[derive(Debug)]
+pub struct Fanout {
+    cursors: Mutex<Vec<Weak<Shared>>>,
+    /// Named in ERROR events.
+    resource_path: String,
+    ended: Mutex<bool>,
+}
+
+impl Fanout {
+    /// No consumers yet, for an informer of `resource_path`.
+    pub fn new(resource_path: String) -> Self {
+        Self {
+            cursors: Mutex::new(Vec::new()),
+            resource_path,
+            ended: Mutex::new(false),
+        }
+    }
+
+    fn each(&self, mut f: impl FnMut(&Shared)) {
+        let mut cursors = self.cursors.lock().unwrap_or_else(PoisonError::into_inner);
+        // A cursor that closed (or was dropped) leaves the list; after `end` every one does.
+        cursors.retain(|weak| match weak.upgrade() {
+            Some(shared) if shared.lock().ending == Ending::Open => {
+                f(&shared);
+                shared.lock().ending == Ending::Open
+            }
+            _ => false,
+        });
+    }
+
+    /// A new consumer: one ADDED per object of `snapshot` (in its order), then SYNCED at
+    /// `synced` when the informer has synced. The caller holds the store still while this
+    /// runs, so the snapshot and the pushes that follow neither overlap nor leave a gap.
+    pub fn subscribe<'a>(
+        &self,
+        snapshot: impl Iterator<Item = (&'a ObjectKey, &'a Entry)>,
+        synced: Option<Arc<str>>,
+    ) -> Cursor {
+        // Under the list's lock, so an `end` that races with this either comes first (the
+        // consumer ends at once) or finds the new cursor in the list and drains it.
+        let mut cursors = self.cursors.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut queue = Queue::new();
+        if *self.ended.lock().unwrap_or_else(PoisonError::into_inner) {
+            queue.ending = Ending::Closed;
+        } else {
+            for (key, entry) in snapshot {
+                let seq = queue.append(Slot::Object(key.clone()));
+                let version = Version {
+                    rv: entry.rv.clone(),
+                    text: entry.text.clone(),
+                };
+                queue
+                    .pending
+                    .insert(key.clone(), (seq, Pending::Added(version)));
+            }
+            if let Some(rv) = synced {
+                queue.push_synced(rv, false);
+            }
+        }
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(queue),
+            changed: Notify::new(),
+        });
+        cursors.push(Arc::downgrade(&shared));
+        Cursor { shared }
+    }
+
+    /// Gives every consumer `changes`, in order. A replacement (DELETED then ADDED of one
+    /// key) in one call is taken together.
+    pub fn push(&self, changes: &[Change]) {
+        if changes.is_empty() {
+            return;
+        }
+        self.each(|shared| {
+            shared.update(|queue| {
+                for change in changes {
+                    queue.push(change);
+                }
+            });
+        });
+    }
+
+    /// The cache is complete at `rv` (after the initial list, or a relist when `relist`).
+    pub fn synced(&self, rv: &str, relist: bool) {
+        let rv: Arc<str> = rv.into();
+        self.each(|shared| shared.update(|queue| queue.push_synced(rv.clone(), relist)));
+    }
+
+    /// An ERROR event for every consumer; one that is not retried ends every consumer's
+    /// stream after it (and whatever was pending before it).
+    pub fn error(&self, failure: &Failure, retrying: bool) {
+        let mut json = failure.event_json(&self.resource_path);
+        // The event is an object; `retrying` goes before its closing brace.
+        json.pop();
+        json.push_str(&format!(r#","retrying":{retrying}}}"#));
+        self.each(|shared| shared.update(|queue| queue.push_error(&json)));
+        if !retrying {
+            self.end();
+        }
+    }
+
+    /// The informer stopped: every consumer takes what is pending, then the end; a consumer
+    /// that subscribes later ends at once.
+    pub fn end(&self) {
+        // Set before `each` takes the list's lock; see `subscribe`.
+        *self.ended.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.each(|shared| {
+            let mut queue = shared.lock();
+            if queue.ending == Ending::Open {
+                queue.ending = Ending::Draining;
+            }
+            drop(queue);
+            shared.changed.notify_one();
+        });
+    }
+
+    /// Consumers still open.
+    pub fn consumers(&self) -> usize {
+        let mut count = 0;
+        self.each(|_| count += 1);
+        count
+    }
+}
+
+/// One consumer's end of the fanout. Dropping it closes it.
+#[derive(Debug)]
+pub struct Cursor {
+    shared: Arc<Shared>,
+}
+
+impl Cursor {
+    /// The ready changes as one batch (up to the batch byte cap), the end (`done`), or
+    /// `None` when nothing is ready yet.
+    pub fn take(&self) -> Option<Batch> {
+        self.shared.lock().take()
+    }
+
+    /// Waits for a batch or the end; the end at once after `cancel`.
+    pub async fn next(&self, cancel: &CancellationToken) -> Batch {
+        loop {
+            // Registered before looking, so a push between the look and the wait still wakes.
+            let changed = self.shared.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if cancel.is_cancelled() {
+                return Batch::end();
+            }
+            if let Some(batch) = self.take() {
+                return batch;
+            }
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Batch::end(),
+                () = changed => {}
+            }
+        }
+    }
+
+    /// Ends this consumer now: nothing pending is delivered, and taking says `done`.
+    pub fn close(&self) {
+        let mut queue = self.shared.lock();
+        queue.ending = Ending::Closed;
+        queue.order.clear();
+        queue.pending = HashMap::new();
+        drop(queue);
+        self.shared.changed.notify_one();
+    }
+
+    /// Objects and markers pending.
+    pub fn pending(&self) -> usize {
+        self.shared.lock().order.len()
+    }
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+#[cfg(test)]
+#[path = "fanout_tests.rs"]
+mod tests;

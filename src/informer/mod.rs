@@ -1,0 +1,23 @@
+//! The informer: a list-watch that never gives up, with the cluster's state cached natively.
+//!
+//! Layers, each plain Rust without N-API or I/O, so `cargo test` covers them alone:
+//! - [`store`]: key (namespace/name) → the object's raw JSON text plus the few metadata
+//!   fields the informer reads; watch events and relist diffs become consistent changes.
+//! - [`fanout`]: one cursor per consumer, coalescing per object so a slow consumer's memory is
+//!   bounded by the cache, never by the event rate; SYNCED is a barrier.
+//! - [`cache`]: the store and fanout under one lock order, with `get`/`list` for readers.
+//! - [`selector`]: Kubernetes label selectors evaluated on the stored labels.
+//! - [`wire`]: list pages and watch lines read without building value trees.
+//! - [`backoff`]: when to try again after a failure.
+//!
+//! The reflector (requests, the list-watch state machine) is built on these.
+
+pub mod backoff;
+pub mod cache;
+pub mod fanout;
+pub mod selector;
+pub mod store;
+pub mod wire;
+
+#[cfg(test)]
+mod proptests;

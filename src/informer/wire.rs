@@ -1,0 +1,333 @@
+//! What the informer reads from the API server: list pages and watch event lines, parsed
+//! without building a value tree for the objects in them. The objects stay slices of the
+//! body (`RawValue`) until the store copies each one's text once.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use thiserror::Error;
+
+use super::store::{ChangeKind, ItemType, Object, StoreError};
+
+/// A body the informer cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WireError {
+    /// Not the JSON shape expected.
+    #[error("malformed {what}: {reason}")]
+    Malformed {
+        /// `list page` or `watch event`.
+        what: &'static str,
+        /// The parser's message.
+        reason: String,
+    },
+    /// An object in it cannot be cached.
+    #[error("{0}")]
+    Object(#[from] StoreError),
+}
+
+/// One page of a paginated list (`GET …?limit=N&continue=…`).
+#[derive(Debug)]
+pub struct ListPage<'a> {
+    /// The type its items have, which they do not say themselves.
+    pub item_type: ItemType,
+    /// `metadata.resourceVersion`: where a watch after the last page starts.
+    pub resource_version: Option<String>,
+    /// `metadata.continue`: the token for the next page; `None` on the last page.
+    pub continue_token: Option<String>,
+    /// The items' texts, as slices of the body.
+    pub items: Vec<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct WireList<'a> {
+    #[serde(rename = "apiVersion", default)]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: Option<ListMeta>,
+    #[serde(borrow, default)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct ListMeta {
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: Option<String>,
+    #[serde(rename = "continue", default)]
+    continue_token: Option<String>,
+}
+
+impl<'a> ListPage<'a> {
+    /// Parses a list body; the items are only checked for syntax.
+    pub fn parse(body: &'a [u8]) -> Result<Self, WireError> {
+        let list: WireList<'a> =
+            serde_json::from_slice(body).map_err(|e| WireError::Malformed {
+                what: "list page",
+                reason: e.to_string(),
+            })?;
+        let meta = list.metadata.unwrap_or(ListMeta {
+            resource_version: None,
+            continue_token: None,
+        });
+        Ok(Self {
+            item_type: ItemType::of_list(list.api_version.as_deref(), list.kind.as_deref()),
+            resource_version: meta.resource_version.filter(|v| !v.is_empty()),
+            continue_token: meta.continue_token.filter(|t| !t.is_empty()),
+            items: list.items.unwrap_or_default(),
+        })
+    }
+
+    /// The items parsed for the store, with `kind` and `apiVersion` filled in.
+    pub fn objects(&self) -> Result<Vec<Object>, WireError> {
+        self.items
+            .iter()
+            .map(|item| Object::from_list_item(item.get().as_bytes(), &self.item_type))
+            .map(|object| object.map_err(WireError::from))
+            .collect()
+    }
+}
+
+/// One line of a watch body, as the informer reads it.
+#[derive(Debug)]
+pub enum WatchLine<'a> {
+    /// ADDED, MODIFIED or DELETED, with the object's text.
+    Change {
+        /// What happened.
+        kind: ChangeKind,
+        /// The object, as a slice of the line.
+        object: &'a RawValue,
+    },
+    /// A BOOKMARK: progress without a change.
+    Bookmark {
+        /// Where a resumed watch may start.
+        resource_version: Option<String>,
+        /// The bookmark that ends a streaming list's initial events.
+        initial_events_end: bool,
+    },
+    /// An in-stream `ERROR` with a Status.
+    Error {
+        /// The Status `code` (410 when the resourceVersion expired).
+        code: u16,
+        /// `details.retryAfterSeconds`, when the server asks for a pause.
+        retry_after_seconds: Option<u64>,
+    },
+    /// A type this informer does not know; skipped.
+    Other(String),
+}
+
+impl PartialEq for WatchLine<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            // Objects compare by text: RawValue has no equality of its own.
+            (
+                Self::Change { kind, object },
+                Self::Change {
+                    kind: other_kind,
+                    object: other_object,
+                },
+            ) => kind == other_kind && object.get() == other_object.get(),
+            (
+                Self::Bookmark {
+                    resource_version: a,
+                    initial_events_end: b,
+                },
+                Self::Bookmark {
+                    resource_version: c,
+                    initial_events_end: d,
+                },
+            ) => a == c && b == d,
+            (
+                Self::Error {
+                    code: a,
+                    retry_after_seconds: b,
+                },
+                Self::Error {
+                    code: c,
+                    retry_after_seconds: d,
+                },
+            ) => a == c && b == d,
+            (Self::Other(a), Self::Other(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct WireEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+#[derive(Deserialize, Default)]
+struct BookmarkObject {
+    #[serde(default)]
+    metadata: BookmarkMeta,
+}
+
+#[derive(Deserialize, Default)]
+struct BookmarkMeta {
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: Option<String>,
+    #[serde(default)]
+    annotations: Option<std::collections::HashMap<String, String>>,
+}
+
+#[derive(Deserialize, Default)]
+struct StatusObject {
+    #[serde(default)]
+    code: Option<u16>,
+    #[serde(default)]
+    details: Option<StatusDetails>,
+}
+
+#[derive(Deserialize, Default)]
+struct StatusDetails {
+    #[serde(rename = "retryAfterSeconds", default)]
+    retry_after_seconds: Option<u64>,
+}
+
+/// The annotation on the bookmark that ends a streaming list.
+pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+impl<'a> WatchLine<'a> {
+    /// Reads one framed line of a watch body.
+    pub fn parse(line: &'a [u8]) -> Result<Self, WireError> {
+        let malformed = |e: serde_json::Error| WireError::Malformed {
+            what: "watch event",
+            reason: e.to_string(),
+        };
+        let event: WireEvent<'a> = serde_json::from_slice(line).map_err(malformed)?;
+        let object = event.object.get().as_bytes();
+        Ok(match &*event.kind {
+            "ADDED" => Self::change(ChangeKind::Added, event.object),
+            "MODIFIED" => Self::change(ChangeKind::Modified, event.object),
+            "DELETED" => Self::change(ChangeKind::Deleted, event.object),
+            "BOOKMARK" => {
+                let bookmark: BookmarkObject = serde_json::from_slice(object).map_err(malformed)?;
+                let meta = bookmark.metadata;
+                let initial_events_end = meta
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(INITIAL_EVENTS_END))
+                    .is_some_and(|v| v == "true");
+                Self::Bookmark {
+                    resource_version: meta.resource_version.filter(|v| !v.is_empty()),
+                    initial_events_end,
+                }
+            }
+            "ERROR" => {
+                let status: StatusObject = serde_json::from_slice(object).unwrap_or_default();
+                Self::Error {
+                    // A Status without a code is still a failure of the watch.
+                    code: status.code.unwrap_or(500),
+                    retry_after_seconds: status.details.and_then(|d| d.retry_after_seconds),
+                }
+            }
+            other => Self::Other(other.to_owned()),
+        })
+    }
+
+    fn change(kind: ChangeKind, object: &'a RawValue) -> Self {
+        Self::Change { kind, object }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_page_yields_typed_items_and_its_continuation() {
+        let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"tok"},
+            "items":[{"metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"40"}},
+                     {"metadata":{"name":"b","namespace":"n","uid":"v","resourceVersion":"41"},"spec":{"big":[1,2,3]}}]}"#;
+        let page = ListPage::parse(body).unwrap();
+        assert_eq!(page.resource_version.as_deref(), Some("42"));
+        assert_eq!(page.continue_token.as_deref(), Some("tok"));
+        assert_eq!(page.items.len(), 2);
+        let objects = page.objects().unwrap();
+        assert_eq!(&*objects[1].key.name, "b");
+        assert!(
+            objects[1]
+                .entry
+                .text
+                .starts_with(br#"{"kind":"Pod","apiVersion":"v1","metadata""#)
+        );
+    }
+
+    #[test]
+    fn the_last_page_has_no_token_and_an_empty_list_may_say_null() {
+        let page = ListPage::parse(
+            br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5","continue":""},"items":null}"#,
+        )
+        .unwrap();
+        assert_eq!(page.continue_token, None);
+        assert!(page.items.is_empty());
+        assert!(matches!(
+            ListPage::parse(b"{\"items\":3}"),
+            Err(WireError::Malformed {
+                what: "list page",
+                ..
+            })
+        ));
+        let bad_item = ListPage::parse(br#"{"items":[{"metadata":{}}]}"#).unwrap();
+        assert_eq!(
+            bad_item.objects().unwrap_err(),
+            WireError::Object(StoreError::MissingName)
+        );
+    }
+
+    #[test]
+    fn watch_lines_by_type() {
+        let line = br#"{"type":"MODIFIED","object":{"metadata":{"name":"a"}}}"#;
+        let WatchLine::Change { kind, object } = WatchLine::parse(line).unwrap() else {
+            panic!("a change")
+        };
+        assert_eq!(kind, ChangeKind::Modified);
+        assert_eq!(object.get(), r#"{"metadata":{"name":"a"}}"#);
+
+        let end = br#"{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}}}"#;
+        assert_eq!(
+            WatchLine::parse(end).unwrap(),
+            WatchLine::Bookmark {
+                resource_version: Some("9".into()),
+                initial_events_end: true
+            }
+        );
+        let plain = br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"10"}}}"#;
+        assert_eq!(
+            WatchLine::parse(plain).unwrap(),
+            WatchLine::Bookmark {
+                resource_version: Some("10".into()),
+                initial_events_end: false
+            }
+        );
+        let expired =
+            br#"{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}}"#;
+        assert_eq!(
+            WatchLine::parse(expired).unwrap(),
+            WatchLine::Error {
+                code: 410,
+                retry_after_seconds: None
+            }
+        );
+        let busy = br#"{"type":"ERROR","object":{"code":429,"details":{"retryAfterSeconds":3}}}"#;
+        assert_eq!(
+            WatchLine::parse(busy).unwrap(),
+            WatchLine::Error {
+                code: 429,
+                retry_after_seconds: Some(3)
+            }
+        );
+        assert_eq!(
+            WatchLine::parse(br#"{"type":"NEW","object":{}}"#).unwrap(),
+            WatchLine::Other("NEW".into())
+        );
+        assert!(WatchLine::parse(br#"{"type":"ADDED"}"#).is_err());
+        assert!(WatchLine::parse(b"not json").is_err());
+    }
+}
