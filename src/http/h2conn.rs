@@ -31,8 +31,22 @@ pub const STREAM_WINDOW: u32 = 1024 * 1024;
 const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
 /// How often an otherwise quiet connection is checked with a PING, and how long the answer may
 /// take before the connection is presumed dead (load balancers drop idle flows silently).
-const PING_INTERVAL: Duration = Duration::from_secs(30);
-const PING_TIMEOUT: Duration = Duration::from_secs(15);
+#[derive(Debug, Clone, Copy)]
+pub struct KeepAlive {
+    /// Time between PINGs.
+    pub interval: Duration,
+    /// How long a PING may go unanswered.
+    pub timeout: Duration,
+}
+
+impl Default for KeepAlive {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(30),
+            timeout: Duration::from_secs(15),
+        }
+    }
+}
 /// The stream limit assumed until the peer's SETTINGS arrive: kube-apiserver's default.
 pub const ASSUMED_STREAM_LIMIT: usize = 100;
 /// How long a request may stay queued inside `h2` (not yet sent) before it is withdrawn and
@@ -74,7 +88,7 @@ pub struct H2Connection {
 impl H2Connection {
     /// Runs the HTTP/2 handshake on `io`, spawns the task that drives the connection, and
     /// returns once the peer's SETTINGS (and so its stream limit) are known.
-    pub async fn handshake<T>(io: T) -> Result<Self, WatchError>
+    pub async fn handshake<T>(io: T, keep_alive: KeepAlive) -> Result<Self, WatchError>
     where
         T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -91,7 +105,13 @@ impl H2Connection {
             .expect("a new connection's ping handle is taken once, here");
         let closed = Arc::new(AtomicBool::new(false));
         let (settled_tx, settled_rx) = oneshot::channel();
-        tokio::spawn(drive(connection, pings, closed.clone(), settled_tx));
+        tokio::spawn(drive(
+            connection,
+            pings,
+            keep_alive,
+            closed.clone(),
+            settled_tx,
+        ));
         match settled_rx.await {
             Ok(Ok(())) => Ok(Self { sender, closed }),
             Ok(Err(err)) => Err(WatchError::Connect(Box::new(err))),
@@ -154,11 +174,12 @@ async fn await_head(response: ResponseFuture) -> Opened {
 
 /// Drives the connection until it ends: first until our first PING is answered (the peer's
 /// SETTINGS is the first frame it sends, RFC 9113 §3.4, so its limit is applied by then), then
-/// with a PING every [`PING_INTERVAL`]; a PING unanswered for [`PING_TIMEOUT`] drops the
+/// with a PING every [`KeepAlive::interval`]; a PING unanswered for its timeout drops the
 /// connection, and every stream on it fails instead of waiting forever.
 async fn drive<T: AsyncRead + AsyncWrite + Unpin>(
     mut connection: h2::client::Connection<T, Bytes>,
     mut pings: PingPong,
+    keep_alive: KeepAlive,
     closed: Arc<AtomicBool>,
     settled: oneshot::Sender<Result<(), h2::Error>>,
 ) {
@@ -169,7 +190,7 @@ async fn drive<T: AsyncRead + AsyncWrite + Unpin>(
     match first {
         Some(Ok(_)) => {
             let _ = settled.send(Ok(()));
-            keep_alive(&mut connection, &mut pings).await;
+            ping_while_open(&mut connection, &mut pings, keep_alive).await;
         }
         Some(Err(err)) => {
             let _ = settled.send(Err(err));
@@ -180,18 +201,19 @@ async fn drive<T: AsyncRead + AsyncWrite + Unpin>(
     closed.store(true, Ordering::Release);
 }
 
-async fn keep_alive<T: AsyncRead + AsyncWrite + Unpin>(
+async fn ping_while_open<T: AsyncRead + AsyncWrite + Unpin>(
     connection: &mut h2::client::Connection<T, Bytes>,
     pings: &mut PingPong,
+    keep_alive: KeepAlive,
 ) {
     loop {
         tokio::select! {
             _ = &mut *connection => return,
-            () = tokio::time::sleep(PING_INTERVAL) => {}
+            () = tokio::time::sleep(keep_alive.interval) => {}
         }
         let answered = tokio::select! {
             _ = &mut *connection => return,
-            pong = tokio::time::timeout(PING_TIMEOUT, pings.ping(Ping::opaque())) => {
+            pong = tokio::time::timeout(keep_alive.timeout, pings.ping(Ping::opaque())) => {
                 matches!(pong, Ok(Ok(_)))
             }
         };
@@ -244,7 +266,9 @@ mod tests {
                 }
             }
         });
-        let conn = H2Connection::handshake(client_io).await.unwrap();
+        let conn = H2Connection::handshake(client_io, KeepAlive::default())
+            .await
+            .unwrap();
         (conn, seen)
     }
 
@@ -280,6 +304,38 @@ mod tests {
             "the queued request did not reach the server"
         );
         drop(first);
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_stops_answering_pings_is_dropped_and_its_streams_fail() {
+        let (client_io, server_io) = tokio::io::duplex(1 << 20);
+        tokio::spawn(async move {
+            let mut server = h2::server::handshake(server_io).await.unwrap();
+            let (_request, mut respond) = server.accept().await.unwrap().unwrap();
+            let _body = respond
+                .send_response(http::Response::new(()), false)
+                .unwrap();
+            // Flush the response head, then freeze: the connection stays open, unanswered.
+            let _ = tokio::time::timeout(Duration::from_millis(100), server.accept()).await;
+            std::future::pending::<()>().await;
+        });
+        let keep_alive = KeepAlive {
+            interval: Duration::from_millis(100),
+            timeout: Duration::from_millis(100),
+        };
+        let conn = H2Connection::handshake(client_io, keep_alive)
+            .await
+            .unwrap();
+        let Opened::Response(response) = conn.open(request()).await else {
+            panic!("the stream opens");
+        };
+        let started = std::time::Instant::now();
+        let mut body = response.into_body();
+        let outcome = tokio::time::timeout(Duration::from_secs(5), body.data()).await;
+        let outcome = outcome.expect("the body fails instead of waiting forever");
+        assert!(matches!(outcome, Some(Err(_)) | None), "{outcome:?}");
+        assert!(started.elapsed() >= Duration::from_millis(150));
+        assert!(conn.is_closed());
     }
 
     #[tokio::test]

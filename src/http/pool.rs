@@ -22,7 +22,7 @@ use rustls::ClientConfig;
 use tokio::sync::watch;
 
 use super::dial::{ALPN, Dialled, dial};
-use super::h2conn::{ASSUMED_STREAM_LIMIT, H2Connection, Opened, Unopened};
+use super::h2conn::{ASSUMED_STREAM_LIMIT, H2Connection, KeepAlive, Opened, Unopened};
 use super::response::Response;
 use super::{Get, Kind};
 use crate::error::{WatchError, describe_chain};
@@ -270,7 +270,9 @@ impl Origin {
     ) {
         let opened = async {
             match dial(&self.key, tls).await? {
-                Dialled::H2(io) => H2Connection::handshake(*io).await.map(Some),
+                Dialled::H2(io) => H2Connection::handshake(*io, KeepAlive::default())
+                    .await
+                    .map(Some),
                 Dialled::Http1 => Ok(None),
             }
         };
