@@ -131,7 +131,7 @@ impl ClientKey {
         let builder = if self.skip_verify {
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
+                .with_custom_certificate_verifier(Arc::new(ServerCheck::Skip))
         } else {
             let verifier = WebPkiServerVerifier::builder_with_provider(self.roots()?, provider())
                 .build()
@@ -140,8 +140,8 @@ impl ClientKey {
                 None => builder.with_webpki_verifier(verifier),
                 Some(name) => builder
                     .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(FixedServerName {
-                        inner: verifier,
+                    .with_custom_certificate_verifier(Arc::new(ServerCheck::Named {
+                        webpki: verifier,
                         name: ServerName::try_from(name.clone()).map_err(|_| {
                             WatchError::Config(format!(
                                 "tlsServerName '{name}' is not a valid TLS name"
@@ -219,15 +219,22 @@ impl ClientKey {
     }
 }
 
-/// `tls-server-name`: the certificate is verified, against this name rather than the one the
-/// connection was made to (which `reqwest` connections still send as SNI).
+/// The server checks that are not plain WebPKI verification of the URL's host. The handshake's
+/// signatures are checked either way, so the peer holds the key of the certificate it shows.
 #[derive(Debug)]
-struct FixedServerName {
-    inner: Arc<WebPkiServerVerifier>,
-    name: ServerName<'static>,
+enum ServerCheck {
+    /// `skipTLSVerify`: any certificate is accepted, as kubectl's `insecure-skip-tls-verify`
+    /// does.
+    Skip,
+    /// `tls-server-name`: the certificate is verified against this name rather than the one
+    /// the connection was made to (which `reqwest` connections still send as SNI).
+    Named {
+        webpki: Arc<WebPkiServerVerifier>,
+        name: ServerName<'static>,
+    },
 }
 
-impl ServerCertVerifier for FixedServerName {
+impl ServerCertVerifier for ServerCheck {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -236,49 +243,12 @@ impl ServerCertVerifier for FixedServerName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.inner
-            .verify_server_cert(end_entity, intermediates, &self.name, ocsp_response, now)
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// `skipTLSVerify`: any certificate is accepted, as kubectl's `insecure-skip-tls-verify`
-/// does. The handshake's signatures are still checked, so the peer holds the key of the
-/// certificate it shows.
-#[derive(Debug)]
-struct NoVerification(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        match self {
+            Self::Skip => Ok(ServerCertVerified::assertion()),
+            Self::Named { webpki, name } => {
+                webpki.verify_server_cert(end_entity, intermediates, name, ocsp_response, now)
+            }
+        }
     }
 
     fn verify_tls12_signature(
@@ -291,7 +261,7 @@ impl ServerCertVerifier for NoVerification {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &provider().signature_verification_algorithms,
         )
     }
 
@@ -305,12 +275,14 @@ impl ServerCertVerifier for NoVerification {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &provider().signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        provider()
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
