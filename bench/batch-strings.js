@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 'use strict';
-// `node bench/staging.js [--sizes=small,medium,large] [--rounds=600] [--proto=https]`
+// `node bench/batch-strings.js [--sizes=small,medium,large] [--rounds=600] [--proto=https]`
 //
-// What staging batches in reusable strings (src/binding/staging.rs) saves the main thread, in
-// ONE process: two native watches on the load server, one as shipped and one with staging off
-// (every batch copied into a fresh string on the main thread, as before), and the JSON.parse
+// How the batch texts become JavaScript strings (src/binding/strings.rs), compared in ONE
+// process: two native watches on the load server, one whose batches are copied into fresh
+// one-byte strings and one whose long batches become external strings (V8 reads the batch
+// where Rust wrote it, its size reported with napi_adjust_external_memory), and the JSON.parse
 // bound, each consumed in segments of 1000 small / 200 medium / 20 large events, in a random
-// order every round. Medians and quartiles of the per-round ratios; `staged ÷ copied` is the
+// order every round. Medians and quartiles of the per-round ratios; `external ÷ copied` is the
 // figure that matters. Per-segment noise on this machine is ±5 %, so it takes hundreds of
 // rounds to see a 1 % difference.
 
@@ -29,8 +30,8 @@ const TURN_MS = 2;
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-/** A native watch's stream over job `jobId`, with staging on or off. */
-function openStream(origin, jobId, staging) {
+/** A native watch's stream over job `jobId`, making its batch strings the `batchStrings` way. */
+function openStream(origin, jobId, batchStrings) {
   const params = {
     clusterDetails: {
       name: 'bench',
@@ -43,7 +44,7 @@ function openStream(origin, jobId, staging) {
     apiVersion: 'v1',
     plural: 'pods',
   };
-  const spec = { ...toSpec(params, { namespace: 'bench' }), noStaging: !staging };
+  const spec = { ...toSpec(params, { namespace: 'bench' }), batchStrings };
   const stream = new WatchEventStream(
     () => native.startWatch(spec),
     undefined,
@@ -58,13 +59,13 @@ async function measureSize(server, size) {
   const n = SEGMENT[size];
   const count = n * (ROUNDS + WARMUP_ROUNDS + 1);
   const streams = {};
-  for (const [name, staging] of [
-    ['copied', false],
-    ['staged', true],
+  for (const [name, batchStrings] of [
+    ['copied', 'copy'],
+    ['external', 'external'],
   ]) {
-    const jobId = `staging-${size}-${name}`;
+    const jobId = `strings-${size}-${name}`;
     await server.request({ cmd: 'job', job: { id: jobId, mode: 'stream', size, count, maxMs: 1800000 } });
-    streams[name] = openStream(server.origin(PROTO), jobId, staging);
+    streams[name] = openStream(server.origin(PROTO), jobId, batchStrings);
   }
   let names = 0;
   const bound = async () => {
@@ -84,8 +85,8 @@ async function measureSize(server, size) {
       if (++k === n) break;
     }
   };
-  const run = { bound, copied: () => consume(streams.copied), staged: () => consume(streams.staged) };
-  const ratios = { copied: [], staged: [], 'staged ÷ copied': [] };
+  const run = { bound, copied: () => consume(streams.copied), external: () => consume(streams.external) };
+  const ratios = { copied: [], external: [], 'external ÷ copied': [] };
   const boundUs = [];
   for (let round = 0; round < ROUNDS + WARMUP_ROUNDS; round++) {
     const order = Object.keys(run).sort(() => Math.random() - 0.5);
@@ -97,23 +98,23 @@ async function measureSize(server, size) {
     }
     if (round < WARMUP_ROUNDS) continue;
     ratios.copied.push(ns.copied / ns.bound);
-    ratios.staged.push(ns.staged / ns.bound);
-    ratios['staged ÷ copied'].push(ns.staged / ns.copied);
+    ratios.external.push(ns.external / ns.bound);
+    ratios['external ÷ copied'].push(ns.external / ns.copied);
     boundUs.push(ns.bound / n / 1000);
   }
   if (!names) throw new Error('nothing read');
   const q = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.round(p * (xs.length - 1))];
   const cell = (xs) => `${q(xs, 0.5).toFixed(3)} (${q(xs, 0.25).toFixed(3)}–${q(xs, 0.75).toFixed(3)})`;
-  return `| ${size}/${PROTO} | ${q(boundUs, 0.5).toFixed(2)} | ${cell(ratios.copied)} | ${cell(ratios.staged)} | ${cell(ratios['staged ÷ copied'])} |`;
+  return `| ${size}/${PROTO} | ${q(boundUs, 0.5).toFixed(2)} | ${cell(ratios.copied)} | ${cell(ratios.external)} | ${cell(ratios['external ÷ copied'])} |`;
 }
 
 async function main() {
   const server = await startLoadServer((child) => process.on('exit', () => child.kill('SIGKILL')));
   console.log(
     `Main-thread CPU per event, ${ROUNDS} rounds (medians and quartiles of per-round ratios; ` +
-      `\`${['node bench/staging.js', ...argv].join(' ')}\`)\n`,
+      `\`${['node bench/batch-strings.js', ...argv].join(' ')}\`)\n`,
   );
-  console.log('| size/proto | bound µs/ev | copied ÷ bound | staged ÷ bound | staged ÷ copied |');
+  console.log('| size/proto | bound µs/ev | copied ÷ bound | external ÷ bound | external ÷ copied |');
   console.log('|---|---:|---:|---:|---:|');
   for (const size of SIZES) console.log(await measureSize(server, size));
   process.exit(0);
