@@ -13,7 +13,7 @@ use napi::bindgen_prelude::{ToNapiValue, TypeName, ValueType};
 use napi::{Env, Result, sys};
 use napi_derive::napi;
 
-use self::strings::{StringMode, batch_string};
+use self::strings::copied_string;
 use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
 use crate::batch::Batch;
 use crate::error::Failure;
@@ -61,17 +61,12 @@ pub struct WatchSpec {
     pub service_account_dir: Option<String>,
     /// Dotted paths to keep in each object (the `fields` opt-in).
     pub fields: Option<Vec<String>>,
-    /// A measurement switch for `bench/batch-strings.js`: `copy` or `external`.
-    pub batch_strings: Option<String>,
 }
 
-/// The batch's JSON text on its way into a JavaScript string (see [`strings`]). Kubernetes
-/// JSON is nearly always ASCII, and an ASCII batch becomes a one-byte string without UTF-8
-/// decoding, which measured at about three quarters of the cost of `JSON.parse` itself.
+/// The batch's JSON text on its way into a JavaScript string, copied (see [`strings`]).
 pub struct BatchText {
     bytes: Vec<u8>,
     ascii: bool,
-    mode: StringMode,
 }
 
 impl TypeName for BatchText {
@@ -86,7 +81,7 @@ impl TypeName for BatchText {
 
 impl ToNapiValue for BatchText {
     unsafe fn to_napi_value(raw_env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
-        batch_string(&Env::from_raw(raw_env), value.bytes, value.ascii, value.mode)
+        copied_string(&Env::from_raw(raw_env), &value.bytes, value.ascii)
     }
 }
 
@@ -100,13 +95,12 @@ pub struct NativeBatch {
     pub done: bool,
 }
 
-impl NativeBatch {
-    fn new(batch: Batch, mode: StringMode) -> Self {
+impl From<Batch> for NativeBatch {
+    fn from(batch: Batch) -> Self {
         Self {
             events: BatchText {
                 bytes: batch.events,
                 ascii: batch.ascii,
-                mode,
             },
             warnings: batch.warnings,
             done: batch.done,
@@ -118,7 +112,6 @@ impl NativeBatch {
 #[napi]
 pub struct NativeWatch {
     inner: Arc<Watch>,
-    mode: StringMode,
 }
 
 #[napi]
@@ -135,10 +128,9 @@ impl NativeWatch {
                 Either::A(BatchText {
                     bytes: batch.events,
                     ascii: batch.ascii,
-                    mode: self.mode,
                 })
             } else {
-                Either::B(NativeBatch::new(batch, self.mode))
+                Either::B(NativeBatch::from(batch))
             },
         )
     }
@@ -150,9 +142,7 @@ impl NativeWatch {
     #[napi(ts_return_type = "Promise<NativeBatch>")]
     pub fn next_batch(&self, env: &Env) -> Result<AsyncBlock<NativeBatch>> {
         let watch = self.inner.clone();
-        let mode = self.mode;
-        AsyncBlockBuilder::new(async move { Ok(NativeBatch::new(watch.next_batch().await, mode)) })
-            .build(env)
+        AsyncBlockBuilder::new(async move { Ok(watch.next_batch().await.into()) }).build(env)
     }
 
     /// Stops the native task and closes the connection; safe to call any number of times.
@@ -174,15 +164,6 @@ impl Drop for NativeWatch {
 /// Starts a watch; refusals and configuration errors come back as the watch's first batch.
 #[napi]
 pub fn start_watch(spec: WatchSpec) -> NativeWatch {
-    let mode = match spec
-        .batch_strings
-        .clone()
-        .or_else(|| std::env::var("KUBE_WATCH_BATCH_STRINGS").ok())
-        .as_deref()
-    {
-        Some("copy") => StringMode::Copy,
-        _ => StringMode::External,
-    };
     let resource_path = ResourceRef {
         group: spec.group.clone(),
         version: spec.api_version.clone(),
@@ -223,7 +204,7 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
     let connection = match plan(&cluster, &credential, &env) {
         Plan::Refuse { failure, warning } => {
             let warning = format!("watch of {resource_path}: {warning}");
-            return wrap(Watch::refused(resource_path, failure, warning), mode);
+            return wrap(Watch::refused(resource_path, failure, warning));
         }
         Plan::Connect(connection) => connection,
     };
@@ -234,10 +215,7 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
                 "watch of {resource_path} on cluster '{}': {err}",
                 spec.cluster_name
             ));
-            return wrap(
-                Watch::refused(resource_path, Failure::system(), warning),
-                mode,
-            );
+            return wrap(Watch::refused(resource_path, Failure::system(), warning));
         }
     };
     let query = WatchQuery {
@@ -268,13 +246,12 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
     let watch = within_runtime_if_available(|| {
         Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())
     });
-    wrap(watch, mode)
+    wrap(watch)
 }
 
-fn wrap(watch: Watch, mode: StringMode) -> NativeWatch {
+fn wrap(watch: Watch) -> NativeWatch {
     NativeWatch {
         inner: Arc::new(watch),
-        mode,
     }
 }
 
