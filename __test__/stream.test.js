@@ -6,7 +6,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { createSimulator } = require('../sim');
-const { HOLD_LOOP_MS, QUIET_AFTER_MS } = require('../lib/event-stream');
+const { HOLD_LOOP_MS } = require('../lib/event-stream');
 const {
   TOKEN,
   paramsFor,
@@ -132,15 +132,21 @@ test(
   },
 );
 
-/** Records the NativeWatch behind a stream, and how many batches it took as text, until restore(). */
-function watchBehindTheStream() {
+/**
+ * Records the NativeWatch behind a stream, and how many batches it took as text, until
+ * restore(); `onText(text)` sees each of those texts.
+ */
+function watchBehindTheStream(onText = () => {}) {
   const { NativeWatch } = require('../lib/native');
   const { takeBatch } = NativeWatch.prototype;
   const seen = { watch: null, textBatches: 0 };
   NativeWatch.prototype.takeBatch = function (...args) {
     seen.watch = this;
     const batch = takeBatch.apply(this, args);
-    if (typeof batch === 'string') seen.textBatches++;
+    if (typeof batch === 'string') {
+      seen.textBatches++;
+      onText(batch);
+    }
     return batch;
   };
   seen.restore = () => Object.assign(NativeWatch.prototype, { takeBatch });
@@ -148,23 +154,23 @@ function watchBehindTheStream() {
 }
 
 /**
- * Streams 8 MiB of 1 KiB lines to a watch in `namespace` and consumes them, checking each
- * arrives once and in order; the queue fills once (after the first event) so batches are staged
- * ahead. `onEvent(seq, watch)` runs after each. Resolves with the NativeWatch, the number of
- * batches it handed over as text, and the logger.
+ * Streams `bytes` of 1 KiB lines to a watch in `namespace` and consumes them, checking each
+ * arrives once and in order; the queue fills once (after the first event) so batches are ready
+ * ahead of the consumer. `onEvent(seq)` runs after each, `onText(text)` for each batch taken as
+ * text. Resolves with the NativeWatch and the number of batches it handed over as text.
  */
-async function consumeFlood(namespace, onEvent) {
-  const body = flood(8 * 1024 * 1024);
+async function consumeFlood(namespace, bytes, { onEvent = () => {}, onText } = {}) {
+  const body = flood(bytes);
   sim.setFault({ onWatch: body.onWatch });
   const { watcher, logger } = watcherWithLogger();
-  const seen = watchBehindTheStream();
+  const seen = watchBehindTheStream(onText);
   let seq = 0;
   try {
     for await (const event of watcher.watchResource(paramsFor(sim), { namespace })) {
       assert.equal(event.object.seq, seq++);
       assert.equal(event.resourceVersion, String(seq));
       if (seq === 1) await sleep(300);
-      onEvent(seq, seen.watch);
+      onEvent(seq);
     }
   } finally {
     seen.restore();
@@ -175,91 +181,34 @@ async function consumeFlood(namespace, onEvent) {
 }
 
 test(
-  'a busy watch takes its batches from strings staged on the native side, intact and in order',
+  'a busy watch hands over many batches, every event intact and in order',
   { timeout: TEST_TIMEOUT_MS },
   async () => {
-    let busyBuffers = 0;
-    const seen = await consumeFlood('staged', (seq, watch) => {
-      if (seq % 512 === 0) busyBuffers = Math.max(busyBuffers, watch.stagingStats().buffers);
+    const seen = await consumeFlood('busy', 8 * 1024 * 1024, {
       // A consumer a little slower than the stream.
-      const spin = performance.now() + 0.01;
-      while (performance.now() < spin);
-    });
-    const stats = seen.watch.stagingStats();
-    // The task stages a batch when it comes by with its next event; this server shares the
-    // main thread with the consumer, so the task comes by irregularly (against a server in
-    // its own process, as in bench/, 95–97 % of the batches are staged).
-    assert.ok(
-      stats.stagedBatches > seen.textBatches / 4,
-      `many batches (${stats.stagedBatches} of ${seen.textBatches}) came from staged strings`,
-    );
-    assert.ok(busyBuffers > 0, 'the busy watch held staging buffers');
-    assert.equal(stats.buffers, 0, 'the ended watch holds none');
-  },
-);
-
-test(
-  'letting the staging buffers go while staged batches wait in the queue loses and repeats nothing',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    let releases = 0;
-    const seen = await consumeFlood('released', (seq, watch) => {
-      // Mid-stream, with batches staged ahead: new buffers are made and staged into, and
-      // the batches staged in the old ones must not be read from the new ones.
-      if (seq % 250 === 0 && watch.stagingStats().buffers > 0) {
-        watch.releaseStrings();
-        releases++;
-      }
-    });
-    assert.ok(releases > 3, `buffers were let go mid-stream (${releases} times)`);
-    assert.ok(seen.watch.stagingStats().stagedBatches > 0, 'and staged batches were taken');
-  },
-);
-
-test(
-  'a watch that catches up and goes quiet lets its staging buffers go',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    const lines = 4096;
-    sim.setFault({
-      async onWatch(ctx) {
-        // 4 MiB of 1 KiB lines, then the stream stays open and quiet.
-        const pad = 'x'.repeat(900);
-        for (let seq = 0; seq < lines; seq += 64) {
-          let text = '';
-          for (let i = seq; i < seq + 64; i++) {
-            text += `{"type":"ADDED","object":{"metadata":{"name":"q${i}","resourceVersion":"${i + 1}"},"seq":${i},"pad":"${pad}"}}\n`;
-          }
-          if (!ctx.write(text)) await new Promise((resolve) => ctx.res.once('drain', resolve));
-        }
-        await new Promise((resolve) => ctx.res.once('close', resolve));
+      onEvent() {
+        const spin = performance.now() + 0.01;
+        while (performance.now() < spin);
       },
     });
-    const { watcher } = watcherWithLogger();
-    const seen = watchBehindTheStream();
-    const controller = new AbortController();
-    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'quiet', signal: controller.signal });
-    try {
-      assert.equal((await within(gen.next(), 3000, 'the first event')).value.object.seq, 0);
-      await sleep(300);
-      let busyBuffers = 0;
-      for (let seq = 1; seq < lines; seq++) {
-        const { value } = await within(gen.next(), 3000, `event ${seq}`);
-        assert.equal(value.object.seq, seq);
-        if (seq % 256 === 0) busyBuffers = Math.max(busyBuffers, seen.watch.stagingStats().buffers);
-      }
-      assert.ok(busyBuffers > 0, 'the busy watch held staging buffers');
-      // Nothing more is coming: this next() finds the queue empty and waits.
-      const pending = gen.next();
-      await sleep(QUIET_AFTER_MS / 2);
-      assert.ok(seen.watch.stagingStats().buffers > 0, 'a short wait keeps them');
-      await sleep(QUIET_AFTER_MS);
-      assert.equal(seen.watch.stagingStats().buffers, 0, 'the quiet watch holds none');
-      controller.abort();
-      assert.deepEqual(await within(pending, 1000, 'the end'), { value: undefined, done: true });
-    } finally {
-      seen.restore();
-    }
+    // 8 MiB in batches of at most 64 KiB, nearly all full: at least 128 of them.
+    assert.ok(seen.textBatches >= 128, `${seen.textBatches} batches taken as text`);
+  },
+);
+
+test(
+  'a batch text keeps its bytes after later batches are taken (nothing is rewritten under a live string)',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    // Every batch text is kept alive, with a copy of its bytes made when it was taken.
+    const kept = [];
+    const seen = await consumeFlood('kept', 8 * 1024 * 1024, {
+      onText: (text) => kept.push([text, Buffer.from(text, 'latin1')]),
+    });
+    assert.equal(kept.length, seen.textBatches);
+    assert.ok(kept.length >= 128, `${kept.length} batch texts kept`);
+    const changed = kept.filter(([text, bytes]) => !Buffer.from(text, 'latin1').equals(bytes)).length;
+    assert.equal(changed, 0, `${changed} of ${kept.length} kept batch texts changed after they were taken`);
   },
 );
 

@@ -11,7 +11,7 @@
 //   batch       JSON.parse('[' + 64 KiB of lines (with resourceVersion appended) + ']'), the
 //               same strings every round
 //   fresh       + a fresh one-byte string per batch (Buffer#latin1Slice: the copy the addon makes
-//               of batches it did not stage; bench/staging.js measures the staged ones)
+//               of every batch)
 //   stream      + lib/event-stream.js (the AsyncGenerator watchResource returns) over a stand-in
 //               for the native watch that hands out those batches, consumed with `for await`
 //   async gen   the same through an `async function*` instead, for comparison

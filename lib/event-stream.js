@@ -11,10 +11,8 @@
 //
 //   - next() with an event already parsed and nothing queued before it: a resolved promise;
 //   - a batch ready in the native queue: taken synchronously (`takeBatch()`, no Promise, no
-//     thread hop) and parsed at once (a busy watch's text comes in a reused string whose bytes
-//     change at the next take: see src/binding/staging.rs); `nextBatch()` (a Promise resolved
-//     from a Rust thread) only when none is ready; after QUIET_AFTER_MS of waiting the watch
-//     lets its staging buffers go;
+//     thread hop) and parsed at once; `nextBatch()` (a Promise resolved from a Rust thread)
+//     only when none is ready;
 //   - every HOLD_LOOP_MS of that, one setImmediate() so the event loop turns: yields and
 //     resolved promises are microtasks, and a flood of ready batches would otherwise starve
 //     timers and I/O for as long as it lasts;
@@ -29,12 +27,6 @@
 
 /** How long a flood of ready batches may keep the event loop from turning. */
 const HOLD_LOOP_MS = 2;
-
-/**
- * A watch that has waited this long for its next batch is quiet: its native side lets go of the
- * buffers it stages busy streams' batches in.
- */
-const QUIET_AFTER_MS = 100;
 
 /** Resolves after the event loop has run its timers and I/O callbacks once. */
 const turnOfTheEventLoop = () => new Promise((resolve) => setImmediate(resolve));
@@ -157,25 +149,13 @@ class WatchEventStream extends AsyncGeneratorShape {
           this.#turnBy = performance.now() + HOLD_LOOP_MS;
           continue;
         }
-        this.#load(await this.#nextBatchOrQuiet());
+        this.#load(await this.#watch.nextBatch());
         this.#turnBy = performance.now() + HOLD_LOOP_MS;
       }
     } catch (err) {
       // As a generator body that threw: the call rejects and the stream is over.
       this.#end();
       throw err;
-    }
-  }
-
-  /** The next batch; if it takes a while, the watch lets its staging buffers go meanwhile. */
-  async #nextBatchOrQuiet() {
-    const watch = this.#watch;
-    const quiet = setTimeout(() => watch.releaseStrings(), QUIET_AFTER_MS);
-    quiet.unref();
-    try {
-      return await watch.nextBatch();
-    } finally {
-      clearTimeout(quiet);
     }
   }
 
@@ -208,4 +188,4 @@ class WatchEventStream extends AsyncGeneratorShape {
   }
 }
 
-module.exports = { WatchEventStream, HOLD_LOOP_MS, QUIET_AFTER_MS };
+module.exports = { WatchEventStream, HOLD_LOOP_MS };

@@ -20,8 +20,6 @@ pub struct Batch {
     pub warnings: Vec<String>,
     /// Nothing follows this batch.
     pub done: bool,
-    /// The [`Stager`](crate::outbox::Stager)'s ticket for a copy of `events` it holds.
-    pub staged: Option<u32>,
 }
 
 impl Batch {
@@ -144,7 +142,6 @@ impl BatchBuilder {
             ascii: !self.non_ascii,
             warnings: self.warnings,
             done: false,
-            staged: None,
         };
         (batch, self.held)
     }

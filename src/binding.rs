@@ -1,20 +1,19 @@
 //! The N-API shell: converts the JavaScript watch spec, starts the core watch, hands batches
 //! back. No contract logic lives here.
 
-mod staging;
+mod strings;
 
-use std::cell::RefCell;
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use napi::bindgen_prelude::within_runtime_if_available;
-use napi::bindgen_prelude::{AsyncBlock, AsyncBlockBuilder, Either, ObjectFinalize};
+use napi::bindgen_prelude::{AsyncBlock, AsyncBlockBuilder, Either};
 use napi::bindgen_prelude::{ToNapiValue, TypeName, ValueType};
 use napi::{Env, Result, sys};
 use napi_derive::napi;
 
-use self::staging::BatchStrings;
+use self::strings::copied_string;
 use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
 use crate::batch::Batch;
 use crate::error::Failure;
@@ -25,7 +24,7 @@ use crate::proxy::ProxyEnv;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
 use crate::tls::ClientKey;
-use crate::watch::{Stager, Watch, WatchConfig};
+use crate::watch::{Watch, WatchConfig};
 
 /// One process-wide pool, so every watch to a cluster shares its connections.
 static POOL: LazyLock<Arc<ConnectionPool>> = LazyLock::new(Arc::default);
@@ -68,17 +67,9 @@ pub struct WatchSpec {
     pub service_account_dir: Option<String>,
     /// Dotted paths to keep in each object (the `fields` opt-in).
     pub fields: Option<Vec<String>>,
-    /// A measurement switch for `bench/staging.js`: copy every batch on the main thread.
-    pub no_staging: Option<bool>,
 }
 
-/// The batch's JSON text on its way into a JavaScript string. Kubernetes JSON is nearly always
-/// ASCII, and an ASCII batch becomes a one-byte string by a plain copy instead of UTF-8
-/// decoding, which measured at about three quarters of the cost of `JSON.parse` itself.
-///
-/// Not an external string (V8 reading the bytes where Rust wrote them): V8 puts those in old
-/// space, so their memory waits for a full collection; with a slow consumer that grew RSS by
-/// 176 MiB in 20 s, where copies grow it by 36 MiB.
+/// The batch's JSON text on its way into a JavaScript string, copied (see [`strings`]).
 pub struct BatchText {
     bytes: Vec<u8>,
     ascii: bool,
@@ -96,26 +87,7 @@ impl TypeName for BatchText {
 
 impl ToNapiValue for BatchText {
     unsafe fn to_napi_value(raw_env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
-        staging::copied_string(&Env::from_raw(raw_env), &value.bytes, value.ascii)
-    }
-}
-
-/// A string made during this call holding a batch's events text (see [`staging`]).
-pub struct BatchString(sys::napi_value);
-
-impl TypeName for BatchString {
-    fn type_name() -> &'static str {
-        "String"
-    }
-
-    fn value_type() -> ValueType {
-        ValueType::String
-    }
-}
-
-impl ToNapiValue for BatchString {
-    unsafe fn to_napi_value(_env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
-        Ok(value.0)
+        copied_string(&Env::from_raw(raw_env), &value.bytes, value.ascii)
     }
 }
 
@@ -142,19 +114,10 @@ impl From<Batch> for NativeBatch {
     }
 }
 
-/// See [`NativeWatch::staging_stats`].
-#[napi(object)]
-pub struct StagingStats {
-    pub staged_batches: u32,
-    pub buffers: u32,
-}
-
 /// A running watch, owned by one JavaScript generator.
-#[napi(custom_finalize)]
+#[napi]
 pub struct NativeWatch {
     inner: Arc<Watch>,
-    /// The strings a busy watch's batches are staged in.
-    strings: RefCell<BatchStrings>,
 }
 
 #[napi]
@@ -162,22 +125,20 @@ impl NativeWatch {
     /// The batch ready now, or `null` when there is none yet: then call `nextBatch()`. Taking
     /// a ready batch this way costs no Promise and no thread hop, which under load is nearly
     /// every batch. The common batch (events, no warnings, not the last) comes as its events
-    /// text alone, sparing an object per batch; parse it at once and do not keep it: a busy
-    /// watch's text comes in a string whose bytes are rewritten once the next batch is taken.
+    /// text alone, sparing an object per batch.
     #[napi(ts_return_type = "string | NativeBatch | null")]
-    pub fn take_batch(&self, env: &Env) -> Result<Option<Either<BatchString, NativeBatch>>> {
-        let mut strings = self.strings.borrow_mut();
-        let Some(batch) = self.inner.take_batch() else {
-            return Ok(None);
-        };
-        if batch.warnings.is_empty() && !batch.done && !batch.events.is_empty() {
-            return Ok(Some(Either::A(BatchString(strings.take(env, &batch)?))));
-        }
-        strings.pool().unstage(batch.staged);
-        if batch.done {
-            strings.release(env);
-        }
-        Ok(Some(Either::B(NativeBatch::from(batch))))
+    pub fn take_batch(&self) -> Option<Either<BatchText, NativeBatch>> {
+        let batch = self.inner.take_batch()?;
+        Some(
+            if batch.warnings.is_empty() && !batch.done && !batch.events.is_empty() {
+                Either::A(BatchText {
+                    bytes: batch.events,
+                    ascii: batch.ascii,
+                })
+            } else {
+                Either::B(NativeBatch::from(batch))
+            },
+        )
     }
 
     /// Resolves with the next batch (at least one event, or the end) once there is one.
@@ -187,47 +148,13 @@ impl NativeWatch {
     #[napi(ts_return_type = "Promise<NativeBatch>")]
     pub fn next_batch(&self, env: &Env) -> Result<AsyncBlock<NativeBatch>> {
         let watch = self.inner.clone();
-        let pool = self.strings.borrow().pool();
-        AsyncBlockBuilder::new(async move {
-            let batch = watch.next_batch().await;
-            // Copied into the batch object: the slot it may have been staged in is free again.
-            pool.unstage(batch.staged);
-            Ok(batch.into())
-        })
-        .build(env)
-    }
-
-    /// Lets the staging buffers go: JavaScript calls this when the watch has been quiet for a
-    /// while, so a thousand watches that were busy once hold none. A busy stream makes them
-    /// again.
-    #[napi]
-    pub fn release_strings(&self, env: &Env) {
-        self.strings.borrow_mut().release(env);
-    }
-
-    /// How many batches were taken from the strings they were staged in, and how many staging
-    /// buffers the watch holds now (for tests and diagnostics).
-    #[napi]
-    pub fn staging_stats(&self) -> StagingStats {
-        let strings = self.strings.borrow();
-        StagingStats {
-            staged_batches: strings.staged_taken(),
-            buffers: strings.buffers(),
-        }
+        AsyncBlockBuilder::new(async move { Ok(watch.next_batch().await.into()) }).build(env)
     }
 
     /// Stops the native task and closes the connection; safe to call any number of times.
     #[napi]
     pub fn cancel(&self) {
         self.inner.cancel();
-    }
-}
-
-/// The watch's strings go with it.
-impl ObjectFinalize for NativeWatch {
-    fn finalize(self, env: Env) -> Result<()> {
-        self.strings.borrow_mut().release(&env);
-        Ok(())
     }
 }
 
@@ -243,7 +170,6 @@ impl Drop for NativeWatch {
 /// Starts a watch; refusals and configuration errors come back as the watch's first batch.
 #[napi]
 pub fn start_watch(spec: WatchSpec) -> NativeWatch {
-    let strings = BatchStrings::default();
     let resource_path = ResourceRef {
         group: spec.group.clone(),
         version: spec.api_version.clone(),
@@ -284,7 +210,7 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
     let connection = match plan(&cluster, &credential, &env) {
         Plan::Refuse { failure, warning } => {
             let warning = format!("watch of {resource_path}: {warning}");
-            return wrap(Watch::refused(resource_path, failure, warning), strings);
+            return wrap(Watch::refused(resource_path, failure, warning));
         }
         Plan::Connect(connection) => connection,
     };
@@ -303,10 +229,7 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
                 "watch of {resource_path} on cluster '{}': {err}",
                 spec.cluster_name
             ));
-            return wrap(
-                Watch::refused(resource_path, Failure::system(), warning),
-                strings,
-            );
+            return wrap(Watch::refused(resource_path, Failure::system(), warning));
         }
     };
     let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
@@ -335,18 +258,16 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
             .map(Duration::from_secs_f64),
         redactor,
         projection: spec.fields.as_deref().map(Projection::new),
-        stager: (!spec.no_staging.unwrap_or(false)).then(|| strings.pool() as Arc<dyn Stager>),
     };
     let watch = within_runtime_if_available(|| {
         Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())
     });
-    wrap(watch, strings)
+    wrap(watch)
 }
 
-fn wrap(watch: Watch, strings: BatchStrings) -> NativeWatch {
+fn wrap(watch: Watch) -> NativeWatch {
     NativeWatch {
         inner: Arc::new(watch),
-        strings: RefCell::new(strings),
     }
 }
 

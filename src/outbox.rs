@@ -7,17 +7,12 @@
 //! only when none is. A partly filled batch is taken as it is: nothing waits for a batch to
 //! fill.
 //!
-//! A [`Stager`] (the binding's reusable strings) may copy sealed batches, on the task's
-//! thread, to where JavaScript will read them, so that taking one copies nothing on the main
-//! thread.
-//!
 //! The events held here cost queue budget ([`QUEUE_BUDGET_BYTES`]); when it is spent the task
 //! waits, stops reading the body, and the server's writes block. Taking a batch returns its
 //! budget.
 
 use std::collections::VecDeque;
-use std::fmt::Debug;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -28,13 +23,6 @@ use crate::error::Failure;
 /// Event text a watch may hold while JavaScript is busy.
 pub const QUEUE_BUDGET_BYTES: usize = 4 * 1024 * 1024;
 
-/// Somewhere a sealed batch's events can be copied ahead of time, on the task's thread.
-pub trait Stager: Send + Sync + Debug {
-    /// Copies `events` into a free slot and returns a ticket naming this copy, or `None` when
-    /// no free slot fits them.
-    fn stage(&self, events: &[u8]) -> Option<u32>;
-}
-
 /// One watch's queue; the task writes, JavaScript takes.
 pub(crate) struct Outbox {
     state: Mutex<State>,
@@ -43,7 +31,6 @@ pub(crate) struct Outbox {
     budget: Semaphore,
     /// Named in generated ERROR events.
     resource_path: String,
-    stager: Option<Arc<dyn Stager>>,
 }
 
 /// What is waiting for JavaScript.
@@ -59,13 +46,12 @@ struct State {
 
 impl Outbox {
     /// An empty queue for a watch of `resource_path`.
-    pub(crate) fn new(resource_path: String, stager: Option<Arc<dyn Stager>>) -> Self {
+    pub(crate) fn new(resource_path: String) -> Self {
         Self {
             state: Mutex::default(),
             changed: Notify::new(),
             budget: Semaphore::new(QUEUE_BUDGET_BYTES),
             resource_path,
-            stager,
         }
     }
 
@@ -106,24 +92,8 @@ impl Outbox {
             let full = std::mem::replace(&mut state.open, BatchBuilder::sized_for_a_full_batch());
             state.sealed.push_back(full.finish());
         }
-        self.stage_oldest(&mut state);
         drop(state);
         self.changed.notify_one();
-    }
-
-    /// Offers the sealed batches not staged yet to the stager, oldest first (JavaScript takes
-    /// them in order), until it has no free slot: one frees up each time JavaScript takes a
-    /// batch, and the task comes by here with its next event.
-    fn stage_oldest(&self, state: &mut State) {
-        let Some(stager) = &self.stager else { return };
-        for (batch, _) in state.sealed.iter_mut() {
-            if batch.staged.is_none() && !batch.events.is_empty() {
-                batch.staged = stager.stage(&batch.events);
-                if batch.staged.is_none() {
-                    return;
-                }
-            }
-        }
     }
 
     /// The oldest ready batch, the end, or `None` when JavaScript has to wait.
@@ -196,7 +166,7 @@ mod tests {
 
     #[tokio::test]
     async fn nothing_ready_is_none_and_a_partial_batch_is_taken_as_it_is() {
-        let outbox = Outbox::new("/p".into(), None);
+        let outbox = Outbox::new("/p".into());
         assert!(outbox.take().is_none());
         outbox.push_line(LINE, Some("1")).await;
         let batch = outbox
@@ -209,7 +179,7 @@ mod tests {
 
     #[tokio::test]
     async fn full_batches_are_sealed_in_order_and_the_last_one_says_done() {
-        let outbox = Outbox::new("/p".into(), None);
+        let outbox = Outbox::new("/p".into());
         let line = padded_line(4000);
         let total = 3 * MAX_BATCH_BYTES / line.len();
         for _ in 0..total {
@@ -243,7 +213,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_drained_queue_keeps_no_batch_sized_buffer() {
-        let outbox = Outbox::new("/p".into(), None);
+        let outbox = Outbox::new("/p".into());
         let line = padded_line(4000);
         while outbox.lock().sealed.is_empty() {
             outbox.push_line(line.as_bytes(), None).await;
@@ -262,7 +232,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_budget_blocks_the_task_until_javascript_takes_a_batch() {
-        let outbox = Arc::new(Outbox::new("/p".into(), None));
+        let outbox = Arc::new(Outbox::new("/p".into()));
         let line = padded_line(100_000);
         let fits = QUEUE_BUDGET_BYTES / line.len();
         for _ in 0..fits {
@@ -284,7 +254,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_waiting_consumer_wakes_for_the_next_event_and_for_cancel() {
-        let outbox = Arc::new(Outbox::new("/p".into(), None));
+        let outbox = Arc::new(Outbox::new("/p".into()));
         let cancel = CancellationToken::new();
         let waiter = {
             let (outbox, cancel) = (outbox.clone(), cancel.clone());
@@ -314,78 +284,5 @@ mod tests {
             outbox.next(&cancel).await.events.is_empty(),
             "after cancel, events are dropped"
         );
-    }
-
-    /// A stager with `free` slots, recording what it was given.
-    #[derive(Debug, Default)]
-    struct RecordingStager {
-        free: Mutex<u32>,
-        staged: Mutex<Vec<Vec<u8>>>,
-    }
-
-    impl Stager for RecordingStager {
-        fn stage(&self, events: &[u8]) -> Option<u32> {
-            let mut free = self.free.lock().unwrap();
-            if *free == 0 {
-                return None;
-            }
-            *free -= 1;
-            let mut staged = self.staged.lock().unwrap();
-            staged.push(events.to_vec());
-            Some(staged.len() as u32 - 1)
-        }
-    }
-
-    #[tokio::test]
-    async fn sealed_batches_are_staged_oldest_first_while_the_stager_has_room() {
-        const SLOTS: u32 = 3;
-        let stager = Arc::new(RecordingStager {
-            free: Mutex::new(SLOTS),
-            ..RecordingStager::default()
-        });
-        let outbox = Outbox::new("/p".into(), Some(stager.clone()));
-        let line = padded_line(4000);
-        let lines = (SLOTS as usize + 3) * MAX_BATCH_BYTES / line.len();
-        for _ in 0..lines {
-            outbox.push_line(line.as_bytes(), Some("1")).await;
-        }
-        assert_eq!(
-            stager.staged.lock().unwrap().len(),
-            SLOTS as usize,
-            "the oldest batches are staged, as many as there are slots"
-        );
-        let first = outbox.take().unwrap();
-        assert_eq!(first.staged, Some(0));
-        assert_eq!(
-            stager.staged.lock().unwrap()[0],
-            first.events,
-            "the stager got the batch's text"
-        );
-        // JavaScript is done with the first slot; the task stages the next batch into it as
-        // it comes by with its next event.
-        *stager.free.lock().unwrap() += 1;
-        outbox.push_line(line.as_bytes(), Some("1")).await;
-        assert_eq!(stager.staged.lock().unwrap().len(), SLOTS as usize + 1);
-        let second = outbox.take().unwrap();
-        assert_eq!(second.staged, Some(1));
-        assert_eq!(stager.staged.lock().unwrap()[1], second.events);
-    }
-
-    #[tokio::test]
-    async fn without_a_free_slot_batches_stay_unstaged_and_partial_ones_are_never_staged() {
-        let stager = Arc::new(RecordingStager::default());
-        let outbox = Outbox::new("/p".into(), Some(stager.clone()));
-        let line = padded_line(4000);
-        for _ in 0..2 * MAX_BATCH_BYTES / line.len() {
-            outbox.push_line(line.as_bytes(), None).await;
-        }
-        let sealed = outbox.take().unwrap();
-        assert_eq!(sealed.staged, None, "no free slot");
-        *stager.free.lock().unwrap() = 8;
-        outbox.push_line(LINE, None).await;
-        while let Some(batch) = outbox.take() {
-            let full = batch.events.len() >= MAX_BATCH_BYTES;
-            assert_eq!(batch.staged.is_some(), full, "staged exactly when sealed");
-        }
     }
 }

@@ -22,7 +22,6 @@ use crate::framing::LineFramer;
 use crate::http::{ConnectionPool, Get, Kind};
 use crate::outbox::Outbox;
 pub use crate::outbox::QUEUE_BUDGET_BYTES;
-pub use crate::outbox::Stager;
 use crate::projection::Projection;
 use crate::redact::Redactor;
 use crate::tls::ClientKey;
@@ -53,8 +52,6 @@ pub struct WatchConfig {
     pub redactor: Redactor,
     /// Cut each object down to these fields before it crosses into JavaScript.
     pub projection: Option<Projection>,
-    /// Where sealed batches are copied ahead of time for JavaScript, if anywhere.
-    pub stager: Option<Arc<dyn Stager>>,
 }
 
 /// A running (or finished) watch.
@@ -70,10 +67,7 @@ impl Watch {
         pool: Arc<ConnectionPool>,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
-        let outbox = Arc::new(Outbox::new(
-            config.resource_path.clone(),
-            config.stager.clone(),
-        ));
+        let outbox = Arc::new(Outbox::new(config.resource_path.clone()));
         let cancel = CancellationToken::new();
         let producer = Producer {
             outbox: outbox.clone(),
@@ -93,7 +87,7 @@ impl Watch {
 
     /// A watch refused before any request: it yields one warning and one ERROR, then ends.
     pub fn refused(resource_path: String, failure: Failure, warning: String) -> Self {
-        let outbox = Outbox::new(resource_path, None);
+        let outbox = Outbox::new(resource_path);
         outbox.push_warning(warning);
         outbox.push_failure(&failure);
         outbox.close();
@@ -302,7 +296,6 @@ mod tests {
             idle_timeout: None,
             redactor: Redactor::new(Some("sekret-token"), None),
             projection: None,
-            stager: None,
         }
     }
 
