@@ -49,6 +49,32 @@ pub(crate) struct BatchBuilder {
 }
 
 /// An ADDED event line with a `pad`-byte string in its object, for tests.
+/// Waits until `take` gives a batch, or returns the end at once after `cancel`. `changed` is
+/// notified whenever something may have become ready; it is registered before each look, so a
+/// change between the look and the wait still wakes.
+pub(crate) async fn wait_for_batch(
+    changed: &tokio::sync::Notify,
+    cancel: &tokio_util::sync::CancellationToken,
+    take: impl Fn() -> Option<Batch>,
+) -> Batch {
+    loop {
+        let notified = changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if cancel.is_cancelled() {
+            return Batch::end();
+        }
+        if let Some(batch) = take() {
+            return batch;
+        }
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Batch::end(),
+            () = notified => {}
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn padded_line(pad: usize) -> String {
     format!(

@@ -121,23 +121,7 @@ impl Outbox {
 
     /// Waits for a batch or the end; the end at once after `cancel`.
     pub(crate) async fn next(&self, cancel: &CancellationToken) -> Batch {
-        loop {
-            // Registered before looking, so a change between the look and the wait still wakes.
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if cancel.is_cancelled() {
-                return Batch::end();
-            }
-            if let Some(batch) = self.take() {
-                return batch;
-            }
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Batch::end(),
-                () = changed => {}
-            }
-        }
+        crate::batch::wait_for_batch(&self.changed, cancel, || self.take()).await
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

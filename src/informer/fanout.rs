@@ -428,23 +428,7 @@ impl Cursor {
 
     /// Waits for a batch or the end; the end at once after `cancel`.
     pub async fn next(&self, cancel: &CancellationToken) -> Batch {
-        loop {
-            // Registered before looking, so a push between the look and the wait still wakes.
-            let changed = self.shared.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if cancel.is_cancelled() {
-                return Batch::end();
-            }
-            if let Some(batch) = self.take() {
-                return batch;
-            }
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Batch::end(),
-                () = changed => {}
-            }
-        }
+        crate::batch::wait_for_batch(&self.shared.changed, cancel, || self.take()).await
     }
 
     /// Ends this consumer now: nothing pending is delivered, and taking says `done`.
