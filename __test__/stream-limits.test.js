@@ -175,3 +175,20 @@ test('1 000 idle watches use at most ⌈1000 / (limit − headroom)⌉ + 1 conne
   controller.abort();
   for (const w of watches) assert.equal((await w.first).done, true);
 });
+
+test('a server admitting no streams fails the watch with a warning saying so, and recovers later', async (t) => {
+  const sim = await h2Sim(t, 0);
+  const { watcher, logger } = watcherWithLogger();
+  const controller = new AbortController();
+  t.after(() => controller.abort());
+  const [refused] = startWatches(watcher, sim, 'zero', 1, controller.signal);
+  const { value } = await within(refused.first, 10000, 'the ERROR');
+  assert.equal(value.type, 'ERROR');
+  assert.equal(value.error.statusCode, 0);
+  assert.match(logger.warnings()[0], /admits no streams now \(SETTINGS_MAX_CONCURRENT_STREAMS = 0\)/);
+
+  sim.http2.setLimit(5);
+  await until(() => poolOf(watcher, sim).connections.some((c) => c.streamLimit === 5), 5000, 'the new limit');
+  const later = startWatches(watcher, sim, 'zero', 2, controller.signal);
+  await everyWatchSeesAChange(sim, later, 'zero', 'after-zero');
+});

@@ -227,6 +227,13 @@ impl Origin {
                 }
             }
         }
+        if state.learned_limit == Some(0) {
+            // RFC 9113 §5.1.2 lets a peer admit no streams for a while; opening connection
+            // after connection to it would only multiply the refusals. This request fails; the
+            // next one tries a new connection again.
+            state.learned_limit = None;
+            return Err(no_streams());
+        }
         let id = state.next_id;
         state.next_id += 1;
         let (settle, settled) = watch::channel(Settled::Pending);
@@ -316,6 +323,12 @@ impl Origin {
     }
 }
 
+fn no_streams() -> WatchError {
+    WatchError::Connect(
+        "the server admits no streams now (SETTINGS_MAX_CONCURRENT_STREAMS = 0)".into(),
+    )
+}
+
 fn describe(err: &WatchError) -> String {
     match err {
         WatchError::Connect(source) => describe_chain(source.as_ref()),
@@ -385,6 +398,9 @@ impl ConnectionPool {
                     match outcome {
                         Settled::Ready(conn) if ticket < capacity(conn.stream_limit(), kind) => {
                             (conn, slot)
+                        }
+                        Settled::Ready(conn) if conn.stream_limit() == 0 => {
+                            return Err(no_streams());
                         }
                         // Booked beyond what the server allows, or it speaks HTTP/1.1: place
                         // again (the slot goes back first).
