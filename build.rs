@@ -7,6 +7,13 @@ use std::process::Command;
 
 fn main() {
     napi_build::setup();
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("macos") {
+        // A dylib records the path it was linked at as its install name; left alone, that is
+        // the build machine's target/ path. Name it relative to whoever loads it instead.
+        println!(
+            "cargo::rustc-cdylib-link-arg=-Wl,-install_name,@rpath/libkube_watch_native.dylib"
+        );
+    }
 
     let target = env::var("TARGET").unwrap_or_default();
     println!("cargo::rustc-env=KWN_BUILD_TARGET={target}");

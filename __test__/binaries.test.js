@@ -37,7 +37,7 @@ const SYSTEM_LIBRARIES = {
     /^(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|ld-linux-(x86-64|aarch64)\.so\.[12])$/,
   // musl's dynamic linker answers for libc.so itself; libgcc_s comes with Node.js on Alpine.
   musl: /^(libc\.so|libgcc_s\.so\.1)$/,
-  darwin: /^\/usr\/lib\/(libSystem\.B|libiconv\.2|libresolv\.9|libc\+\+\.1)\.dylib$/,
+  darwin: /^\/usr\/lib\/(libSystem\.B|libiconv\.2|libcharset\.1|libresolv\.9|libc\+\+\.1)\.dylib$/,
   win32:
     /^((kernel32|ntdll|ws2_32|advapi32|userenv|crypt32|bcrypt|bcryptprimitives|msvcrt)\.dll|api-ms-win-[a-z0-9-]+\.dll)$/i,
 };
@@ -80,11 +80,24 @@ function inspect(platform, file) {
       .filter((s) => /Binding: Global/.test(s) && !/Section: Undefined/.test(s))
       .map((s) => /Name: (\S+)/.exec(s)?.[1]);
   }
+  let needed = [...new Set(listBlock(text, 'NeededLibraries'))];
+  let id;
+  let signed;
+  if (platform.os === 'darwin') {
+    // llvm-readobj lists a dylib's own install name among the libraries it needs.
+    const objdump = path.join(path.dirname(toolchain.llvmReadobj()), 'llvm-objdump');
+    const tool = (flags) => execFileSync(objdump, ['--macho', ...flags, file], { encoding: 'utf8' });
+    id = tool(['--dylib-id']).split('\n')[1]?.trim();
+    needed = needed.filter((lib) => lib !== id);
+    signed = /cmd LC_CODE_SIGNATURE/.test(tool(['--private-headers']));
+  }
   return {
+    id,
+    signed,
+    needed,
     format: /^Format: (.+)$/m.exec(text)?.[1],
     arch: /^Arch: (.+)$/m.exec(text)?.[1],
     type: /^\s*Type: (\w+) \(0x[0-9A-F]+\)$/m.exec(text)?.[1],
-    needed: [...new Set(listBlock(text, 'NeededLibraries'))],
     exported,
     glibc: [...text.matchAll(/Name: GLIBC_(\d+(?:\.\d+)+)/g)].map((m) => m[1]),
   };
@@ -111,6 +124,11 @@ for (const platform of PLATFORMS) {
       const system = SYSTEM_LIBRARIES[platform.libc ?? platform.os];
       const foreign = info.needed.filter((lib) => !system.test(lib));
       assert.deepEqual(foreign, [], `only system libraries: ${info.needed.join(', ')}`);
+      if (platform.os === 'darwin') {
+        assert.equal(info.id, '@rpath/libkube_watch_native.dylib', 'no build path as its install name');
+        // Apple Silicon refuses to map unsigned code; zig's linker signs ad hoc.
+        if (platform.cpu === 'arm64') assert.ok(info.signed, 'has a code signature');
+      }
       if (platform.libc === 'glibc') {
         assert.ok(info.glibc.length > 0, 'versioned glibc symbols were found');
         const tooNew = info.glibc.filter((v) => newer(v, '2.17'));
