@@ -249,3 +249,20 @@ export declare class KubeconfigError extends Error {
  * impersonation, and when an exec plugin fails (naming the context, command and reason).
  */
 export declare function loadKubeconfig(options?: LoadKubeconfigOptions): LoadedKubeconfig;
+
+/** What is running: the package version, and where the loaded native binary came from. */
+export interface VersionInfo {
+  /** The npm package's version (the binary's, which the loader checks is the same). */
+  readonly package: string;
+  /** The Rust target triple the binary was compiled for, e.g. `x86_64-unknown-linux-gnu`. */
+  readonly target: string;
+  /** The git commit the binary was built from, or `unknown`. */
+  readonly commit: string;
+  /** This process's platform id, e.g. `linux-x64-gnu` (the platform package's suffix). */
+  readonly platform: string;
+  /** Path of the binary loaded: a platform package's, or a local build in a source checkout. */
+  readonly binary: string;
+}
+
+/** The version and provenance of this package and its native binary. */
+export declare const version: VersionInfo;

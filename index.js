@@ -3,5 +3,17 @@
 
 const { NativeKubernetesWatcher } = require('./lib/watcher');
 const { loadKubeconfig, KubeconfigError } = require('./lib/kubeconfig');
+const native = require('./lib/native');
+const { platformId } = require('./lib/platform');
 
-module.exports = { NativeKubernetesWatcher, loadKubeconfig, KubeconfigError };
+const built = native.buildInfo();
+/** What is running: the package version, and the target and commit of the binary loaded. */
+const version = Object.freeze({
+  package: require('./package.json').version,
+  target: built.target,
+  commit: built.commit,
+  platform: platformId(),
+  binary: native.binaryPath,
+});
+
+module.exports = { NativeKubernetesWatcher, loadKubeconfig, KubeconfigError, version };

@@ -1,84 +1,110 @@
 'use strict';
-// Packaging: `npm pack` ships the prebuilt binary, and the tarball installs into another
-// project (offline, from npm's cache) where `require('kube-watch-native')` watches for real.
+// Packaging: the main tarball (JavaScript only, every platform package an optional dependency
+// at its own version) and this platform's tarball install into a fresh project with no cargo
+// on PATH and no network (`npm install --offline` from the two files), and
+// `require('kube-watch-native')` there watches the simulator with the platform package's binary.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { createSimulator } = require('../sim');
-const { platformSuffix } = require('../lib/platform');
+const { PLATFORMS, platformId, binaryName, packageName } = require('../lib/platform');
+const { packMain, packPlatform } = require('../scripts/packaging');
+const { tempDir, watchOnce } = require('./pkg-helpers');
 
 const root = path.join(__dirname, '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const { version } = require('../package.json');
+const platform = PLATFORMS.find((p) => p.id === platformId());
+
+/** PATH without any directory that holds a `cargo`, so nothing can be compiled. */
+function pathWithoutCargo() {
+  return (process.env.PATH || '')
+    .split(path.delimiter)
+    .filter((dir) => dir && !fs.existsSync(path.join(dir, 'cargo')))
+    .join(path.delimiter);
+}
 
 test(
-  'npm pack ships the binary, and the tarball installs and works in another project',
-  { timeout: 120_000 },
-  async () => {
-    const work = fs.mkdtempSync(path.join(os.tmpdir(), 'kwn-pack-'));
-    const sim = await createSimulator({});
-    try {
-      const packed = JSON.parse(
-        execFileSync(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', work], { cwd: root }),
-      );
-      const files = packed[0].files.map((f) => f.path);
-      const binary = `kube-watch-native.${platformSuffix()}.node`;
-      assert.ok(files.includes(binary), `the tarball ships ${binary}`);
-      for (const needed of [
-        'index.js',
-        'index.d.ts',
-        'lib/watcher.js',
-        'bin/kube-watch.js',
-        'src/lib.rs',
-        'Cargo.toml',
-      ]) {
-        assert.ok(files.includes(needed), `the tarball ships ${needed}`);
-      }
-      assert.ok(!files.some((f) => f.startsWith('__test__/') || f.startsWith('target/')));
-
-      const project = path.join(work, 'consumer');
-      fs.mkdirSync(project);
-      fs.writeFileSync(
-        path.join(project, 'package.json'),
-        JSON.stringify({ name: 'consumer', private: true }),
-      );
-      const output = execFileSync(
-        npm,
-        ['install', '--offline', '--no-audit', '--no-fund', path.join(work, packed[0].filename)],
-        { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      assert.ok(fs.existsSync(path.join(project, 'node_modules/kube-watch-native', binary)));
-      assert.doesNotMatch(output, /cargo build/, 'the prebuilt binary was used, nothing was compiled');
-
-      sim.create('pods', { metadata: { name: 'from-tarball', namespace: 'default' } });
-      const script = `
-      const { NativeKubernetesWatcher } = require('kube-watch-native');
-      (async () => {
-        const w = new NativeKubernetesWatcher({ logger: console });
-        const params = { clusterDetails: { name: 'sim', url: process.argv[1],
-          authMetadata: { 'kubernetes.io/auth-provider': 'localKubectlProxy' } },
-          credential: { type: 'anonymous' }, group: '', apiVersion: 'v1', plural: 'pods' };
-        for await (const e of w.watchResource(params, { namespace: 'default' })) {
-          console.log(e.type, e.object.metadata.name);
-          break;
-        }
-      })();`;
-      const { execFile } = require('node:child_process');
-      const printed = await new Promise((resolve, reject) => {
-        execFile(
-          process.execPath,
-          ['-e', script, sim.url],
-          { cwd: project, timeout: 20_000 },
-          (err, stdout) => (err ? reject(err) : resolve(stdout)),
-        );
-      });
-      assert.equal(printed.trim(), 'ADDED from-tarball');
-    } finally {
-      await sim.close();
-      fs.rmSync(work, { recursive: true, force: true });
+  'the main and platform tarballs install offline with no cargo, and the installed package watches',
+  { timeout: 180_000, skip: platform ? false : `no platform package is made for ${platformId()}` },
+  async (t) => {
+    const work = tempDir(t, 'kwn-pack-');
+    const main = packMain(work);
+    for (const needed of ['index.js', 'index.d.ts', 'lib/watcher.js', 'lib/native.js', 'bin/kube-watch.js']) {
+      assert.ok(main.files.includes(needed), `the main tarball ships ${needed}`);
     }
+    assert.deepEqual(
+      main.files.filter((f) => f.endsWith('.node') || f.startsWith('src/') || f === 'Cargo.toml'),
+      [],
+      'no binary and no Rust sources in the main tarball',
+    );
+    // The binary just built from these sources, as this platform's package.
+    const own = packPlatform(platform, work, path.join(root, binaryName()));
+    assert.deepEqual(own.files.sort(), [binaryName(), 'README.md', 'package.json'].sort());
+
+    // The main package's one dependency, from the copy the checkout installed: npm needs no
+    // registry and no cache.
+    const [yaml] = JSON.parse(
+      execFileSync(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', work], {
+        cwd: path.join(root, 'node_modules', 'yaml'),
+        encoding: 'utf8',
+      }),
+    );
+
+    const project = path.join(work, 'consumer');
+    fs.mkdirSync(project);
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+    const env = {
+      ...process.env,
+      PATH: pathWithoutCargo(),
+      // Any registry request fails at once: only the two tarballs (and npm's cache) are there.
+      npm_config_registry: 'http://127.0.0.1:9/',
+      npm_config_cache: path.join(work, 'npm-cache'),
+      npm_config_update_notifier: 'false',
+    };
+    const output = execFileSync(
+      npm,
+      [
+        'install',
+        '--offline',
+        '--no-audit',
+        '--no-fund',
+        '--foreground-scripts',
+        main.file,
+        own.file,
+        path.join(work, yaml.filename),
+      ],
+      { cwd: project, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    assert.match(output, new RegExp(`using the prebuilt binary from ${packageName()}`), output);
+    assert.doesNotMatch(output, /cargo build/, 'nothing was compiled');
+
+    const installed = JSON.parse(
+      fs.readFileSync(path.join(project, 'node_modules/kube-watch-native/package.json'), 'utf8'),
+    );
+    assert.deepEqual(
+      installed.optionalDependencies,
+      Object.fromEntries(PLATFORMS.map((p) => [packageName(p.id), version])),
+      'every platform package is an optional dependency at the same version',
+    );
+    assert.equal(installed.devDependencies, undefined);
+    assert.ok(!fs.existsSync(path.join(project, 'node_modules/kube-watch-native/Cargo.toml')));
+
+    const sim = await createSimulator({});
+    t.after(() => sim.close());
+    sim.create('pods', { metadata: { name: 'from-tarball', namespace: 'default' } });
+    const { event, version: info } = await watchOnce({
+      command: process.execPath,
+      cwd: project,
+      url: sim.url,
+      env,
+    });
+    assert.equal(event, 'ADDED from-tarball');
+    assert.equal(info.binary, path.join(project, 'node_modules', packageName(), binaryName()));
+    assert.equal(info.package, version);
+    assert.equal(info.target, platform.triple);
   },
 );

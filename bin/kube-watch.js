@@ -166,7 +166,17 @@ async function main(argv) {
     return 0;
   }
   if (values.version) {
-    stdout.write(`${require('../package.json').version}\n`);
+    // The package version, then where the binary loaded came from (or why none loaded).
+    stdout.write(`kube-watch-native ${require('../package.json').version}\n`);
+    try {
+      const { version } = require('..');
+      stdout.write(
+        `target ${version.target} (${version.platform})\ncommit ${version.commit}\nbinary ${version.binary}\n`,
+      );
+    } catch (err) {
+      stderr.write(`kube-watch: ${err.message}\n`);
+      return 1;
+    }
     return 0;
   }
 

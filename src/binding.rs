@@ -317,3 +317,24 @@ pub fn pool_stats() -> Vec<ClusterConnections> {
         })
         .collect()
 }
+
+/// Where this binary came from: embedded at build time by build.rs.
+#[napi(object)]
+pub struct BuildInfo {
+    /// The crate's version (the npm package's, kept equal by a test).
+    pub version: String,
+    /// The Rust target triple it was compiled for.
+    pub target: String,
+    /// The git commit it was built from, or "unknown".
+    pub commit: String,
+}
+
+/// The version, target triple and commit of this binary.
+#[napi]
+pub fn build_info() -> BuildInfo {
+    BuildInfo {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        target: env!("KWN_BUILD_TARGET").to_owned(),
+        commit: env!("KWN_BUILD_COMMIT").to_owned(),
+    }
+}
