@@ -106,6 +106,18 @@ function assertOpaque(tunnels) {
   }
 }
 
+/**
+ * Asserts that every request for the pods reached `sim` over one of `proxy`'s tunnels: from
+ * the port of the proxy's own connection, not from a connection of the watcher's.
+ */
+function assertThroughProxy(sim, proxy) {
+  const ports = new Set(proxy.tunnels.map((x) => x.upstreamPort));
+  const requests = sim.requests.filter((r) => r.path === RESOURCE_PATH);
+  assert.ok(requests.length >= 1, 'the server saw the watch');
+  for (const request of requests)
+    assert.ok(ports.has(request.remotePort), 'the request came through the proxy');
+}
+
 describe('clusterDetails.proxyUrl', () => {
   for (const [serverName, simOptions] of Object.entries(SERVERS)) {
     for (const kind of Object.keys(PROXIES)) {
@@ -131,6 +143,7 @@ describe('clusterDetails.proxyUrl', () => {
           assert.equal(tunnel.accepted, true);
         }
         if (simOptions.http2) assert.equal(proxy.tunnels.length, 1, 'one HTTP/2 connection, one tunnel');
+        assertThroughProxy(sim, proxy);
         const carrier = proxy.tunnels.at(-1);
         assert.ok(carrier.bytesUp > 0 && carrier.bytesDown > 0, 'bytes went both ways');
         // The request reached the API server, token and all.
@@ -197,6 +210,7 @@ describe('clusterDetails.proxyUrl', () => {
       proxy.tunnels.map((x) => [x.target, x.credentials]),
       [[`127.0.0.1:${sim.port}`, 'none']],
     );
+    assertThroughProxy(sim, proxy);
   });
 
   test('a proxy that cannot be reached: SYSTEM_ERROR 0 naming it, without its password', async (t) => {
@@ -339,6 +353,7 @@ describe('tlsServerName', () => {
       [`kube.test:${sim.port}`],
     );
     assert.equal(sim.requests.at(-1).servername, 'kube.internal');
+    assertThroughProxy(sim, proxy);
     assertOpaque(proxy.tunnels);
   });
 });
@@ -404,6 +419,7 @@ describe('the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), in child processe
         assert.equal(tunnel.credentials, 'matched');
       }
       assertOpaque(proxy.tunnels);
+      assertThroughProxy(sim, proxy);
       assert.equal(
         sim.requests.find((r) => r.path === RESOURCE_PATH).headers.authorization,
         `Bearer ${TOKEN}`,
@@ -432,6 +448,7 @@ describe('the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), in child processe
       [[`0.0.0.0:${sims[1].port}`, 'matched']],
       'only the watch started while https_proxy was set went through it',
     );
+    assertThroughProxy(sims[1], proxy);
   });
 
   test('HTTP_PROXY carries http://kube.test (forwarded, in the clear); HTTPS_PROXY alone does not apply to http://', async (t) => {
@@ -447,6 +464,7 @@ describe('the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), in child processe
       proxy.tunnels.map((x) => [x.protocol, x.target, x.path, x.credentials]),
       [['forward', `kube.test:${sim.port}`, RESOURCE_PATH, 'matched']],
     );
+    assertThroughProxy(sim, proxy);
     const [direct] = await inChild([watchOf(`http://0.0.0.0:${sim.port}`)], { HTTPS_PROXY: other.url });
     assert.deepEqual(summary(direct.events), ['ADDED p1']);
     assert.deepEqual(other.tunnels, []);
@@ -528,6 +546,7 @@ describe('the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), in child processe
       socks.tunnels.map((x) => x.target),
       [`127.0.0.1:${sim.port}`],
     );
+    assertThroughProxy(sim, socks);
   });
 
   test('an unusable HTTPS_PROXY is SYSTEM_ERROR 0 naming the variable, never its password', async (t) => {
@@ -606,6 +625,7 @@ describe('kube-watch with a kubeconfig', () => {
       assert.equal(tunnel.credentials, 'matched');
     }
     assertOpaque(proxy.tunnels);
+    assertThroughProxy(sim, proxy);
     const watches = sim.requests.filter((q) => q.path === RESOURCE_PATH && q.query.watch);
     assert.ok(watches.length >= 1);
     for (const request of watches) {

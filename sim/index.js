@@ -220,6 +220,7 @@ class Simulator extends EventEmitter {
       headers: { ...req.headers },
       clientCertCN: peerCommonName(req),
       servername: sniName(req),
+      remotePort: remotePort(req),
       http2: req.httpVersionMajor === 2,
       socketId: tcp ? tcp.id : null,
       time: Date.now(),

@@ -21,7 +21,9 @@ const noop = () => {};
  * One tunnel (or forwarded request) as the proxy saw it. Enumerable fields are safe to print:
  * `protocol` ('connect', 'forward' or 'socks5'), `target` ('host:port' as asked, IPv6 in
  * brackets), `credentials` ('none', 'matched' or 'mismatched'), `accepted`, `bytesUp`
- * (client → server), `bytesDown`, `open`; `path` for a forwarded request.
+ * (client → server), `bytesDown`, `open`; `upstreamPort`, the local port of the proxy's own
+ * connection to the target (which the server sees as the client's port); `path` for a
+ * forwarded request.
  */
 class Tunnel {
   constructor(protocol, target, credentials) {
@@ -32,6 +34,7 @@ class Tunnel {
     this.bytesUp = 0;
     this.bytesDown = 0;
     this.open = false;
+    this.upstreamPort = null;
     // Not enumerable: the relayed bytes are for saw(), not for a failing assertion's diff.
     Object.defineProperty(this, 'captured', { value: { up: [], down: [], upSize: 0, downSize: 0 } });
   }
@@ -138,6 +141,7 @@ class RecordingProxy extends EventEmitter {
 /** Pipes `client` and `upstream` both ways through `tunnel`'s counters. */
 function splice(tunnel, client, upstream) {
   tunnel.open = true;
+  tunnel.upstreamPort = upstream.localPort;
   client.on('data', (chunk) => tunnel.record('up', chunk));
   upstream.on('data', (chunk) => tunnel.record('down', chunk));
   client.pipe(upstream);
@@ -252,7 +256,14 @@ class HttpProxy extends RecordingProxy {
         });
       },
     );
-    upstream.on('socket', (socket) => this.track(socket));
+    upstream.on('socket', (socket) => {
+      this.track(socket);
+      const note = () => {
+        tunnel.upstreamPort = socket.localPort;
+      };
+      if (socket.localPort) note();
+      else socket.once('connect', note);
+    });
     upstream.on('error', () => {
       if (!res.headersSent) res.writeHead(502).end();
       else res.destroy();
