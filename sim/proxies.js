@@ -383,7 +383,8 @@ class Socks5Proxy extends RecordingProxy {
       const raw = await reader.take(16);
       const groups = [];
       for (let i = 0; i < 16; i += 2) groups.push(raw.readUInt16BE(i).toString(16));
-      host = `[${groups.join(':')}]`;
+      // The URL parser writes it the canonical way (`[::1]`).
+      host = new URL(`http://[${groups.join(':')}]/`).hostname;
     } else {
       socket.end(Buffer.from([5, SOCKS.ADDRESS_NOT_SUPPORTED, 0, 1, 0, 0, 0, 0, 0, 0]));
       return;
