@@ -59,7 +59,15 @@ const OPTION_KEYS = new Set([
   'discovery',
   'sendInitialEvents',
   'expiredAs',
+  'serverCertificate',
 ]);
+
+// The certificates the simulator can serve (`serverCertificate`): the default one is for
+// 127.0.0.1 and localhost; 'kube.internal' names only that host (tls-server-name tests).
+const SERVER_CERTIFICATES = {
+  localhost: { cert: certs.server, key: certs.serverKey },
+  'kube.internal': { cert: certs.kubeInternal, key: certs.kubeInternalKey },
+};
 
 // What a fresh cluster serves before any CRD is installed; anything else is 404 until
 // defineResource() or create() introduces it.
@@ -95,6 +103,15 @@ function remotePort(req) {
   }
 }
 
+// The name the client sent by SNI (TLS only; false or undefined when it sent none).
+function sniName(req) {
+  try {
+    return (req.socket && req.socket.servername) || null;
+  } catch {
+    return null;
+  }
+}
+
 /** The simulated API server. Create it with createSimulator(). */
 class Simulator extends EventEmitter {
   constructor(options = {}) {
@@ -105,6 +122,13 @@ class Simulator extends EventEmitter {
     if (options.http2 && !options.tls)
       throw new TypeError('http2 needs tls: true (h2 is negotiated with ALPN)');
     if (options.requireClientCert && !options.tls) throw new TypeError('requireClientCert needs tls: true');
+    if (options.serverCertificate !== undefined) {
+      if (!Object.hasOwn(SERVER_CERTIFICATES, options.serverCertificate))
+        throw new TypeError(
+          `serverCertificate must be one of ${Object.keys(SERVER_CERTIFICATES).join(', ')}, not ${JSON.stringify(options.serverCertificate)}`,
+        );
+      if (!options.tls) throw new TypeError('serverCertificate needs tls: true');
+    }
     if (options.expiredAs !== undefined && options.expiredAs !== 'event' && options.expiredAs !== 'status')
       throw new TypeError(`expiredAs must be 'event' or 'status', not ${JSON.stringify(options.expiredAs)}`);
     const prefix = (options.pathPrefix || '').replace(/\/+$/, '');
@@ -139,8 +163,7 @@ class Simulator extends EventEmitter {
     const o = this.options;
     const handler = (req, res) => this.onRequest(req, res);
     const tls = {
-      key: certs.serverKey,
-      cert: certs.server,
+      ...SERVER_CERTIFICATES[o.serverCertificate ?? 'localhost'],
       ...(o.requireClientCert && { ca: [certs.ca], requestCert: true, rejectUnauthorized: true }),
     };
     if (!o.tls) this.server = http.createServer({ noDelay: true }, handler);
@@ -196,6 +219,8 @@ class Simulator extends EventEmitter {
       query: Object.fromEntries(params),
       headers: { ...req.headers },
       clientCertCN: peerCommonName(req),
+      servername: sniName(req),
+      remotePort: remotePort(req),
       http2: req.httpVersionMajor === 2,
       socketId: tcp ? tcp.id : null,
       time: Date.now(),

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Regenerates the TLS fixtures of the simulated API server.
+# Regenerates the TLS fixtures of the simulated API server: all of them, or only the leaves
+# named as arguments (signed by the existing CA), e.g. `./generate.sh kube-internal`.
 # The client side verifies them with rustls/webpki, which is strict: every certificate is
 # X.509 v3 with SKI/AKI, CAs carry critical basicConstraints + keyUsage, leaves carry a SAN
 # and an EKU and are explicitly not CAs.
@@ -26,6 +27,16 @@ basicConstraints = critical, CA:FALSE
 keyUsage = critical, digitalSignature
 extendedKeyUsage = serverAuth
 subjectAltName = IP:127.0.0.1, DNS:localhost
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid:always
+X
+
+# A server certificate for a name other than the address it is served on (tls-server-name).
+cat > "$TMP/kube-internal.ext" <<'X'
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = DNS:kube.internal
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid:always
 X
@@ -82,13 +93,22 @@ leaf() {
   sign "$1.pem" "$4-key.pem" "$TMP/$1.csr" "$3" -cert "$4.pem"
 }
 
-ca ca "/CN=kube-watch-native test CA"
-ca other-ca "/CN=kube-watch-native unrelated CA"
-leaf server "/CN=localhost" "$TMP/server.ext" ca
-leaf client "/O=system:masters/CN=test-user" "$TMP/client.ext" ca
-leaf other-client "/O=system:masters/CN=other-user" "$TMP/client.ext" other-ca
+if [ $# -eq 0 ]; then
+  ca ca "/CN=kube-watch-native test CA"
+  ca other-ca "/CN=kube-watch-native unrelated CA"
+  set -- server client other-client kube-internal
+fi
+for name in "$@"; do
+  case $name in
+    server) leaf server "/CN=localhost" "$TMP/server.ext" ca ;;
+    client) leaf client "/O=system:masters/CN=test-user" "$TMP/client.ext" ca ;;
+    other-client) leaf other-client "/O=system:masters/CN=other-user" "$TMP/client.ext" other-ca ;;
+    kube-internal) leaf kube-internal "/CN=kube.internal" "$TMP/kube-internal.ext" ca ;;
+    *) echo "generate.sh: unknown fixture '$name' (server, client, other-client, kube-internal)" >&2; exit 2 ;;
+  esac
+done
 
-openssl verify -CAfile ca.pem server.pem client.pem
+openssl verify -CAfile ca.pem server.pem client.pem kube-internal.pem
 openssl verify -CAfile other-ca.pem other-client.pem
 
 # Public test fixtures, not secrets: readable by whoever runs the tests.

@@ -18,6 +18,9 @@ const FILES = {
   otherCaKey: 'other-ca-key.pem',
   otherClient: 'other-client.pem',
   otherClientKey: 'other-client-key.pem',
+  // A server certificate for DNS:kube.internal only (no IP, no localhost): tls-server-name.
+  kubeInternal: 'kube-internal.pem',
+  kubeInternalKey: 'kube-internal-key.pem',
 };
 
 const paths = Object.fromEntries(Object.entries(FILES).map(([k, f]) => [k, path.join(dir, f)]));

@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use super::dial::{ALPN, Dialled, dial};
 use super::h2conn::{ASSUMED_STREAM_LIMIT, H2Connection, KeepAlive, Opened, Unopened};
 use super::response::Response;
+use super::tunnel;
 use super::{Get, Kind};
 use crate::error::{WatchError, describe_chain};
 use crate::tls::ClientKey;
@@ -377,11 +378,15 @@ impl ConnectionPool {
         for _ in 0..MAX_PLACEMENTS {
             let (conn, slot) = match origin.place(kind)? {
                 Placement::Http1(client, slot) => {
+                    let proxy = key.proxy.as_ref();
                     let response = get
                         .http1_request(&client)
                         .send()
                         .await
-                        .map_err(|err| WatchError::Connect(Box::new(err)))?;
+                        .map_err(|err| tunnel::http1_error(proxy, err))?;
+                    if let Some(err) = tunnel::http1_refusal(proxy, response.status().as_u16()) {
+                        return Err(err);
+                    }
                     return Ok(Response::http1(response, slot));
                 }
                 Placement::Ready(conn, slot) => (conn, slot),

@@ -16,6 +16,30 @@ fn failed(proxy: &Proxy, why: String) -> WatchError {
     WatchError::Connect(format!("proxy {proxy}: {why}").into())
 }
 
+/// A failed HTTP/1.1 request (`reqwest`, which opens its own tunnels through the same proxy):
+/// a connection failure names the proxy, as our own tunnels' failures do, so that a refused
+/// SOCKS5 login or an unreachable proxy is not mistaken for the API server's fault.
+pub fn http1_error(proxy: Option<&Proxy>, err: reqwest::Error) -> WatchError {
+    match proxy {
+        Some(proxy) if err.is_connect() => failed(proxy, crate::error::describe_chain(&err)),
+        _ => WatchError::Connect(Box::new(err)),
+    }
+}
+
+/// A `407` answer to a plain `http://` request sent through an HTTP proxy comes from the proxy,
+/// never from the API server: it is a connection failure naming the proxy (as a refused
+/// `CONNECT` is), not an HTTP status of the cluster.
+pub fn http1_refusal(proxy: Option<&Proxy>, status: u16) -> Option<WatchError> {
+    match proxy {
+        Some(proxy) if proxy.scheme == ProxyScheme::Http && status == 407 => Some(failed(
+            proxy,
+            "answered with '407 Proxy Authentication Required' (check the user name and password)"
+                .into(),
+        )),
+        _ => None,
+    }
+}
+
 /// A TCP stream to `host:port` through `proxy`.
 pub async fn open(proxy: &Proxy, host: &str, port: u16) -> Result<TcpStream, WatchError> {
     let mut tcp = TcpStream::connect((proxy.host.as_str(), proxy.port))
