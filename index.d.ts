@@ -173,6 +173,104 @@ export interface LoggerService {
   child(meta: JsonObject): LoggerService;
 }
 
+/** `informer()` params: `credential` may be replaced by `getCredential`. */
+export type KubernetesInformerParams = Omit<KubernetesWatchParams, 'credential'> &
+  (
+    | { credential: KubernetesCredential; getCredential?: undefined }
+    | {
+        credential?: undefined;
+        /**
+         * Asked before the first request, again after every 401 or 403, and before a reconnect
+         * once the last answer is older than `credentialTtlSeconds`. A throw or rejection is a
+         * transient error (retried with backoff).
+         */
+        getCredential: () => KubernetesCredential | Promise<KubernetesCredential>;
+      }
+  );
+
+/** Options of {@link NativeKubernetesWatcher.informer}. */
+export interface KubernetesInformerOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** `limit` of each page of a paginated list. Default 500. */
+  pageSize?: number;
+  /**
+   * `'auto'` (default): a streaming list (`sendInitialEvents`) where the cluster serves one,
+   * else `limit`/`continue` pages, remembered per watcher and cluster URL.
+   */
+  initialList?: 'auto' | 'paginated' | 'streaming';
+  /** Exponential with full jitter, reset after a healthy minute. Default 0.8 and 30. */
+  backoff?: { initialSeconds?: number; maxSeconds?: number };
+  /** Drop (and resume) a watch receiving nothing, bookmarks included, for this long. Default 180. */
+  idleTimeoutSeconds?: number;
+  /** Ask `getCredential` again before a reconnect once its answer is this old. Default 300. */
+  credentialTtlSeconds?: number;
+  /**
+   * Cache only these dotted paths plus `metadata.name`, `metadata.namespace`,
+   * `metadata.resourceVersion` and `metadata.uid`.
+   */
+  fields?: string[];
+  /** A longer watch line is a fault (resumed). Default 16 MiB. */
+  maxLineBytes?: number;
+  /** Aborting closes this handle, as `close()` does. */
+  signal?: AbortSignal;
+}
+
+/** What a consumer of a {@link KubernetesInformer} sees. */
+export type KubernetesInformerEvent =
+  | { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: JsonObject; resourceVersion: string }
+  | { type: 'SYNCED'; resourceVersion: string; relist: boolean }
+  | { type: 'ERROR'; error: KubernetesFetchError; retrying: boolean };
+
+/** What {@link KubernetesInformer.stats} reports. */
+export interface KubernetesInformerStats {
+  /** Requests sent (list pages, streaming lists, watches). */
+  connects: number;
+  /** Watches started again after one ended or failed. */
+  reconnects: number;
+  /** Lists after a 410. */
+  relists: number;
+  /** Watch events and list items received. */
+  events: number;
+  /** Body bytes received. */
+  bytes: number;
+  /** Errors by `errorType`. */
+  errors: Partial<Record<KubernetesErrorTypes, number>>;
+  /** When the last event or bookmark arrived (ms since the epoch). */
+  lastEventTime?: number;
+  /** getCredential answers after the first. */
+  credentialRefreshes: number;
+  /** Consumers open. */
+  consumers: number;
+  /** Bytes of JSON cached. */
+  cachedBytes: number;
+  /** Handles open on the shared informer. */
+  handles: number;
+  /** The process's connections, as {@link NativeKubernetesWatcher.stats} reports them. */
+  clusters: NativeWatcherStats['clusters'];
+}
+
+/**
+ * A list-watch that never gives up, with the state cached natively. Every `for await` is an
+ * independent consumer: one ADDED per cached object, SYNCED, then live changes.
+ */
+export interface KubernetesInformer extends AsyncIterable<KubernetesInformerEvent> {
+  /** Resolves once the initial list is cached; rejects if the informer ends (or closes) before. */
+  readonly synced: Promise<void>;
+  /** The cached object (a copy), or undefined; `namespace` defaults to the informer's. */
+  get(name: string, namespace?: string): JsonObject | undefined;
+  /** Cached objects (copies), optionally of one namespace and matching a label selector. */
+  list(options?: { namespace?: string; labelSelector?: string }): JsonObject[];
+  /** Objects cached. */
+  readonly size: number;
+  /** The last resourceVersion seen, bookmarks included. */
+  readonly resourceVersion: string | undefined;
+  stats(): KubernetesInformerStats;
+  /** Ends this handle's consumers normally; the last handle stops the list-watch. */
+  close(): void;
+}
+
 /** Options of {@link NativeKubernetesWatcher}. */
 export interface NativeKubernetesWatcherOptions {
   /** Receives warnings (malformed lines, HTTP and network errors). Default: console.warn. */
@@ -188,6 +286,8 @@ export declare class NativeKubernetesWatcher implements KubernetesWatcher {
     params: KubernetesWatchParams,
     options?: KubernetesWatchOptions,
   ): AsyncGenerator<KubernetesWatchEvent, void, undefined>;
+  /** A shared, self-healing list-watch with a native cache. */
+  informer(params: KubernetesInformerParams, options?: KubernetesInformerOptions): KubernetesInformer;
 }
 
 /** Options of {@link loadKubeconfig}. */

@@ -48,6 +48,9 @@ Options
       --bookmarks             ask for BOOKMARK events (allowWatchBookmarks)
       --send-initial-events   start with the current objects, then a bookmark
                               (implies --bookmarks and resourceVersionMatch=NotOlderThan)
+      --informer              keep watching across faults (list, then watch, resume, relist
+                              after 410): prints SYNCED lines and relists; reconnect
+                              notices go to stderr
       --timeout SECONDS       ask the server to end the watch after SECONDS
       --kubeconfig PATH       kubeconfig file (default: $KUBECONFIG, then ~/.kube/config,
                               then the in-cluster service account)
@@ -73,6 +76,7 @@ const OPTIONS = {
   bookmarks: { type: 'boolean' },
   'send-initial-events': { type: 'boolean' },
   timeout: { type: 'string' },
+  informer: { type: 'boolean' },
   kubeconfig: { type: 'string' },
   context: { type: 'string' },
   demo: { type: 'boolean' },
@@ -309,6 +313,47 @@ async function main(argv) {
     // Like kubectl, the header comes with the first row: a watch that fails prints none.
     let headerDone = json;
     let failed = false;
+    if (values.informer) {
+      const notices = new NativeKubernetesWatcher({
+        logger: { ...watchLogger, info: (message) => stderr.write(`kube-watch: ${message}\n`) },
+      });
+      const informer = notices.informer(
+        { ...params(), credential: undefined, getCredential: () => credential },
+        {
+          namespace: options.namespace,
+          labelSelector: options.labelSelector,
+          fieldSelector: options.fieldSelector,
+          signal: controller.signal,
+        },
+      );
+      for await (const ev of informer) {
+        if (ev.type === 'ERROR') {
+          stderr.write(
+            `kube-watch: ${ev.retrying ? 'retrying after' : 'giving up after'} ${ev.error.errorType} ` +
+              `(HTTP ${ev.error.statusCode}) on ${ev.error.resourcePath}\n`,
+          );
+          if (json) write(JSON.stringify(ev));
+          if (!ev.retrying) failed = true;
+          continue;
+        }
+        if (ev.type === 'SYNCED') {
+          write(
+            json
+              ? JSON.stringify(ev)
+              : `SYNCED at resourceVersion ${ev.resourceVersion}${ev.relist ? ' (relist)' : ''}`,
+          );
+          continue;
+        }
+        if (!headerDone) {
+          write(table.header());
+          headerDone = true;
+        }
+        write(json ? JSON.stringify(ev) : table.line(ev));
+      }
+      informer.close();
+      if (interrupted) logger.debug('informer stopped');
+      return failed ? 1 : 0;
+    }
     // A 401 before any event: the credential may have expired or been revoked. Ask for a
     // fresh one (an exec plugin runs again) and, when it differs, watch once more.
     let retried = false;

@@ -11,6 +11,7 @@
 
 const native = require('./native');
 const { WatchEventStream } = require('./event-stream');
+const { openInformer } = require('./informer');
 
 /** Bookmarks arrive about once a minute; three missed ones mean the connection is dead. */
 const DEFAULT_IDLE_TIMEOUT_WITH_BOOKMARKS_SECONDS = 180;
@@ -155,6 +156,11 @@ const consoleLogger = {
 class NativeKubernetesWatcher {
   #logger;
   #serviceAccountDir;
+  /** This watcher's shared informers (sharing is per watcher), made on first use. */
+  #informers = null;
+  /** getCredential functions by identity, for the sharing key. */
+  #functionIds = new WeakMap();
+  #nextFunctionId = 1;
 
   /**
    * @param {{ logger?: import('..').LoggerService, serviceAccountDir?: string }} [options]
@@ -184,12 +190,43 @@ class NativeKubernetesWatcher {
   }
 
   /**
+   * A list-watch that never gives up, with the state cached natively: see KubernetesInformer in
+   * index.d.ts. Two calls for the same cluster URL, identity (credential, or the getCredential
+   * function itself), resource, namespace, selectors and fields share one list-watch and cache.
+   * Malformed arguments throw a TypeError at call time.
+   */
+  informer(params, options = {}) {
+    this.#informers ??= new native.NativeInformerRegistry();
+    const context = {
+      registry: this.#informers,
+      toSpec,
+      credentialFields,
+      serviceAccountDir: this.#serviceAccountDir,
+      functionId: (fn) => {
+        if (!this.#functionIds.has(fn)) this.#functionIds.set(fn, this.#nextFunctionId++);
+        return this.#functionIds.get(fn);
+      },
+      warn: (message) => this.#warn(message),
+      info: (message) => this.#info(message),
+    };
+    return openInformer(context, params, options);
+  }
+
+  /**
    * The connections behind this process's watches, per cluster origin (and TLS identity): the
    * HTTP/2 connections with their streams and the server's advertised stream limit, and the
    * HTTP/1.1 requests in flight. The pool is shared by every watcher in the process.
    */
   stats() {
     return { clusters: native.poolStats() };
+  }
+
+  #info(message) {
+    try {
+      this.#logger.info?.(message);
+    } catch {
+      // As for warnings.
+    }
   }
 
   /** Errors are data: a logger that throws must not turn a warning into a thrown watch. */

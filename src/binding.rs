@@ -1,6 +1,7 @@
 //! The N-API shell: converts the JavaScript watch spec, starts the core watch, hands batches
 //! back. No contract logic lives here.
 
+mod informer;
 mod strings;
 
 use std::path::Path;

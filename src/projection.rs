@@ -100,6 +100,19 @@ impl Projection {
         out.push('}');
         Some(out.into_bytes())
     }
+
+    /// One object (a list item, or a watch event's `object`) projected; `None` if it is not
+    /// a JSON object.
+    pub fn apply_object(&self, object: &[u8]) -> Option<Vec<u8>> {
+        let text = std::str::from_utf8(object).ok()?;
+        let raw: &RawValue = serde_json::from_str(text).ok()?;
+        if !is_object(raw) {
+            return None;
+        }
+        let mut out = String::with_capacity(256);
+        project(raw, &self.root, &mut out)?;
+        Some(out.into_bytes())
+    }
 }
 
 fn project(object: &RawValue, level: &Level, out: &mut String) -> Option<()> {
@@ -180,6 +193,20 @@ mod tests {
             project_text(&["status.phase", "metadata.name"], event),
             r#"{"type":"MODIFIED","object":{"metadata":{"name":"p","resourceVersion":"7"},"status":{"phase":"Running"}}}"#
         );
+    }
+
+    #[test]
+    fn a_bare_object_is_projected_the_same_way() {
+        let object =
+            r#"{"kind":"Pod","metadata":{"name":"p","uid":"u","resourceVersion":"7"},"spec":{}}"#;
+        let projected = Projection::new(&["metadata.name"])
+            .apply_object(object.as_bytes())
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(projected).unwrap(),
+            r#"{"metadata":{"name":"p","resourceVersion":"7"}}"#
+        );
+        assert!(Projection::new(&["a"]).apply_object(b"[1]").is_none());
     }
 
     #[test]

@@ -114,6 +114,36 @@ pub fn watch_url(cluster_url: &str, resource_path: &str, query: &WatchQuery) -> 
     format!("{base}{resource_path}?{}", query.to_query_string())
 }
 
+/// A list page's URL (the informer's paginated list): selectors, `limit` (when above 0) and
+/// the `continue` token of the page before, each sent only when set.
+pub fn list_url(
+    cluster_url: &str,
+    resource_path: &str,
+    query: &WatchQuery,
+    limit: u32,
+    continue_token: Option<&str>,
+) -> String {
+    let base = cluster_url.trim_end_matches('/');
+    let mut parts = Vec::new();
+    if let Some(selector) = &query.label_selector {
+        parts.push(format!("labelSelector={}", encode(selector)));
+    }
+    if let Some(selector) = &query.field_selector {
+        parts.push(format!("fieldSelector={}", encode(selector)));
+    }
+    if limit > 0 {
+        parts.push(format!("limit={limit}"));
+    }
+    if let Some(token) = continue_token {
+        parts.push(format!("continue={}", encode(token)));
+    }
+    if parts.is_empty() {
+        format!("{base}{resource_path}")
+    } else {
+        format!("{base}{resource_path}?{}", parts.join("&"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +155,22 @@ mod tests {
             plural: plural.into(),
             namespace: ns.map(Into::into),
         }
+    }
+
+    #[test]
+    fn list_urls_carry_selectors_limit_and_continue() {
+        let query = WatchQuery {
+            label_selector: Some("app in (a,b)".into()),
+            ..WatchQuery::default()
+        };
+        assert_eq!(
+            list_url("http://h/", "/api/v1/pods", &query, 500, Some("a+b=")),
+            "http://h/api/v1/pods?labelSelector=app%20in%20(a%2Cb)&limit=500&continue=a%2Bb%3D"
+        );
+        assert_eq!(
+            list_url("http://h", "/api/v1/pods", &WatchQuery::default(), 0, None),
+            "http://h/api/v1/pods"
+        );
     }
 
     #[test]

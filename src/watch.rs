@@ -240,7 +240,8 @@ fn err_prefix(err: &WatchError) -> &'static str {
     }
 }
 
-async fn read_error_body(mut response: crate::http::Response) -> String {
+/// The start of an error response's body (waiting a few seconds at most for it), trimmed.
+pub(crate) async fn read_error_body(mut response: crate::http::Response) -> String {
     let mut body = Vec::new();
     let read = async {
         while body.len() < ERROR_BODY_BYTES {

@@ -10,6 +10,8 @@ import type {
 import type { LoggerService } from '@backstage/backend-plugin-api';
 import {
   NativeKubernetesWatcher,
+  type KubernetesInformer,
+  type KubernetesInformerEvent,
   type KubernetesWatchEvent as OwnEvent,
   type KubernetesWatchOptions as OwnOptions,
   type KubernetesWatchParams as OwnParams,
@@ -88,5 +90,42 @@ export async function reconnect(): Promise<AsyncGenerator<KubernetesWatchEvent, 
   return native.watchResource(
     { clusterDetails: proxied, credential, group: '', apiVersion: 'v1', plural: 'pods' },
     { fieldSelector: 'status.phase=Running' },
+  );
+}
+
+// The informer, with a getCredential callback as a Backstage plugin would write it.
+export async function informerUsage(
+  watcher: NativeKubernetesWatcher,
+  token: () => Promise<string>,
+): Promise<number> {
+  const informer: KubernetesInformer = watcher.informer(
+    {
+      clusterDetails: { name: 'c', url: 'https://k8s.example', authMetadata: {} },
+      getCredential: async () => ({ type: 'bearer token', token: await token() }),
+      group: '',
+      apiVersion: 'v1',
+      plural: 'pods',
+    },
+    { namespace: 'default', initialList: 'auto', backoff: { maxSeconds: 10 }, fields: ['status.phase'] },
+  );
+  await informer.synced;
+  let relists = 0;
+  for await (const event of informer) {
+    const e: KubernetesInformerEvent = event;
+    if (e.type === 'SYNCED' && e.relist) relists++;
+    if (e.type === 'ERROR' && !e.retrying) break;
+    if (e.type === 'MODIFIED') e.object.metadata;
+  }
+  const pod = informer.get('web');
+  const pods = informer.list({ labelSelector: 'app=web' });
+  const stats = informer.stats();
+  informer.close();
+  return (
+    relists +
+    pods.length +
+    (pod ? 1 : 0) +
+    stats.reconnects +
+    informer.size +
+    (informer.resourceVersion ?? '').length
   );
 }

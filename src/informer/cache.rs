@@ -294,9 +294,10 @@ mod tests {
         assert_eq!(parsed[1]["type"], "ERROR");
         assert_eq!(parsed[1]["retrying"], false);
         assert_eq!(parsed[1]["error"]["statusCode"], 422);
-        assert!(
-            cache.subscribe().take().unwrap().done,
-            "a later consumer ends at once"
-        );
+        let later = cache.subscribe().take().unwrap();
+        assert!(later.done, "a later consumer ends at once");
+        let parsed: Vec<serde_json::Value> = serde_json::from_slice(&later.events).unwrap();
+        assert_eq!(parsed.len(), 1, "with the ERROR that ended the informer");
+        assert_eq!(parsed[0]["retrying"], false);
     }
 }

@@ -295,6 +295,8 @@ pub struct Fanout {
     /// Named in ERROR events.
     resource_path: String,
     ended: Mutex<bool>,
+    /// The ERROR that ended the informer, for consumers that subscribe after it.
+    terminal: Mutex<Option<String>>,
 }
 
 impl Fanout {
@@ -304,6 +306,7 @@ impl Fanout {
             cursors: Mutex::new(Vec::new()),
             resource_path,
             ended: Mutex::new(false),
+            terminal: Mutex::new(None),
         }
     }
 
@@ -332,7 +335,14 @@ impl Fanout {
         let mut cursors = self.cursors.lock().unwrap_or_else(PoisonError::into_inner);
         let mut queue = Queue::new();
         if *self.ended.lock().unwrap_or_else(PoisonError::into_inner) {
-            queue.ending = Ending::Closed;
+            // A consumer of an informer that gave up still learns why.
+            match &*self.terminal.lock().unwrap_or_else(PoisonError::into_inner) {
+                Some(json) => {
+                    queue.push_error(json);
+                    queue.ending = Ending::Draining;
+                }
+                None => queue.ending = Ending::Closed,
+            }
         } else {
             for (key, entry) in snapshot {
                 let seq = queue.append(Slot::Object(key.clone()));
@@ -386,6 +396,7 @@ impl Fanout {
         json.push_str(&format!(r#","retrying":{retrying}}}"#));
         self.each(|shared| shared.update(|queue| queue.push_error(&json)));
         if !retrying {
+            *self.terminal.lock().unwrap_or_else(PoisonError::into_inner) = Some(json);
             self.end();
         }
     }

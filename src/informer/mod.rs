@@ -10,12 +10,20 @@
 //! - [`wire`]: list pages and watch lines read without building value trees.
 //! - [`backoff`]: when to try again after a failure.
 //!
-//! The reflector (requests, the list-watch state machine) is built on these.
+//! Built on these, with I/O:
+//! - [`connect`]: the credential provider and the endpoint a credential resolves to.
+//! - [`reflector`]: the list-watch state machine, one task per shared informer.
+//! - [`registry`]: shared informers by key, reference-counted handles.
+//! - [`stats`]: the reflector's counters.
 
 pub mod backoff;
 pub mod cache;
+pub mod connect;
 pub mod fanout;
+pub mod reflector;
+pub mod registry;
 pub mod selector;
+pub mod stats;
 pub mod store;
 pub mod wire;
 

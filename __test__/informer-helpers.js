@@ -1,0 +1,117 @@
+'use strict';
+// Shared pieces of the informer tests: a watcher whose logger is recorded, informer params for a
+// simulator, and a consumer that replays its events into a view while checking, event by
+// event, the stream's self-consistency rules of issue 10.
+
+const assert = require('node:assert/strict');
+const { NativeKubernetesWatcher } = require('..');
+const { createSimulator } = require('../sim');
+
+const delay = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A simulator closed when test `t` ends. */
+async function sim(t, options) {
+  const s = await createSimulator(options);
+  t.after(() => s.close());
+  return s;
+}
+
+/** A watcher with its logger's messages recorded. */
+function recordingWatcher() {
+  const log = { warn: [], info: [] };
+  const watcher = new NativeKubernetesWatcher({
+    logger: {
+      warn: (m) => log.warn.push(m),
+      error: (m) => log.warn.push(m),
+      info: (m) => log.info.push(m),
+    },
+  });
+  return { watcher, log };
+}
+
+/** informer() params for `plural` on simulator `s`. */
+function params(s, extra = {}) {
+  return {
+    clusterDetails: { name: 'sim', url: s.url },
+    credential: { type: 'bearer token', token: s.options.token ?? 'none' },
+    group: '',
+    apiVersion: 'v1',
+    plural: 'configmaps',
+    ...extra,
+  };
+}
+
+const keyOf = (o) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+
+/**
+ * A consumer iterating `informer` in the background: `events` (all), `view` (key → object),
+ * and an assertion on every event of the rules every consumer's stream obeys.
+ */
+function consume(informer, { onEvent } = {}) {
+  const state = { events: [], view: new Map(), synced: 0, relists: 0, errors: [], ended: false };
+  const lastRv = new Map();
+  state.done = (async () => {
+    for await (const e of informer) {
+      state.events.push(e);
+      if (e.type === 'SYNCED') {
+        state.synced++;
+        if (e.relist) state.relists++;
+      } else if (e.type === 'ERROR') {
+        state.errors.push(e);
+      } else {
+        const key = keyOf(e.object);
+        if (state.synced === 0) assert.equal(e.type, 'ADDED', 'only ADDED before the first SYNCED');
+        if (e.type === 'ADDED') assert.ok(!state.view.has(key), `ADDED for ${key}, which it holds`);
+        else assert.ok(state.view.has(key), `${e.type} for ${key}, which it does not hold`);
+        if (e.type !== 'DELETED') {
+          assert.equal(e.resourceVersion, e.object.metadata.resourceVersion, 'event rv = object rv');
+          if (lastRv.has(key) && e.type === 'MODIFIED') {
+            assert.ok(
+              Number(e.resourceVersion) > Number(lastRv.get(key)),
+              `${key}: rv went from ${lastRv.get(key)} to ${e.resourceVersion}`,
+            );
+          }
+          lastRv.set(key, e.resourceVersion);
+          state.view.set(key, e.object);
+        } else {
+          state.view.delete(key);
+        }
+      }
+      onEvent?.(e, state);
+    }
+    state.ended = true;
+  })();
+  return state;
+}
+
+/** Waits until `check()` is true, failing with `what` after `ms`. */
+async function until(check, what, ms = 10000) {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await delay(10);
+  }
+}
+
+/** The store's objects of `plural` as key → resourceVersion, sorted. */
+function storeView(s, plural = 'configmaps') {
+  return JSON.stringify(
+    s
+      .list(plural)
+      .map((o) => [keyOf(o), o.metadata.resourceVersion])
+      .sort(),
+  );
+}
+
+/** A view (key → object) as key → resourceVersion, sorted. */
+function viewOf(view) {
+  return JSON.stringify([...view.values()].map((o) => [keyOf(o), o.metadata.resourceVersion]).sort());
+}
+
+/** A ConfigMap. */
+const cm = (name, labels = {}, namespace = 'default', data = { v: '1' }) => ({
+  metadata: { name, namespace, labels },
+  data,
+});
+
+module.exports = { delay, sim, recordingWatcher, params, consume, until, storeView, viewOf, cm, keyOf };

@@ -1,0 +1,314 @@
+'use strict';
+// KubernetesInformer: a list-watch that never gives up, with the cluster's state cached natively
+// (src/informer/). JavaScript's part: check the arguments, open the shared informer in the
+// watcher's native registry, hand each consumer's batches over the way watches do (one
+// JSON.parse per batch, lib/event-stream.js), parse `get`/`list` results on demand, answer
+// `getCredential` requests, and route the native side's news to the logger.
+
+const native = require('./native');
+const { WatchEventStream } = require('./event-stream');
+
+const INITIAL_LISTS = new Set(['auto', 'paginated', 'streaming']);
+
+/** Bookmarks arrive about once a minute; three missed ones mean the connection is dead. */
+const DEFAULT_IDLE_TIMEOUT_SECONDS = 180;
+
+/**
+ * Informers still running: held here so that an informer nobody references keeps running (and
+ * keeps the process alive, as its native callback does) until it is closed or ends.
+ */
+const RUNNING = new Set();
+
+function fail(field, expected, value) {
+  const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+  return new TypeError(`kube-watch-native: ${field} must be ${expected} (got ${got})`);
+}
+
+function optionalNumber(value, field, { integer = false, min = 0, above = false } = {}) {
+  if (value === undefined || value === null) return undefined;
+  const ok = typeof value === 'number' && Number.isFinite(value) && (above ? value > min : value >= min);
+  if (!ok || (integer && !Number.isInteger(value))) {
+    throw fail(field, `a ${integer ? 'whole ' : ''}number ${above ? '>' : '>='} ${min}`, value);
+  }
+  return value;
+}
+
+function optionalString(value, field) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw fail(field, 'a string', value);
+  return value;
+}
+
+/** The informer options on top of what the watch spec already checked. */
+function informerOptions(options) {
+  const initialList = options.initialList ?? 'auto';
+  if (!INITIAL_LISTS.has(initialList)) {
+    throw new TypeError(
+      `kube-watch-native: options.initialList must be 'auto', 'paginated' or 'streaming' (got ${JSON.stringify(initialList)})`,
+    );
+  }
+  const backoff = options.backoff ?? {};
+  if (backoff === null || typeof backoff !== 'object' || Array.isArray(backoff)) {
+    throw fail('options.backoff', 'an object', backoff);
+  }
+  const initialSeconds =
+    optionalNumber(backoff.initialSeconds, 'options.backoff.initialSeconds', { above: true }) ?? 0.8;
+  const maxSeconds = optionalNumber(backoff.maxSeconds, 'options.backoff.maxSeconds', { above: true }) ?? 30;
+  if (initialSeconds > maxSeconds) {
+    throw new TypeError(
+      `kube-watch-native: options.backoff.initialSeconds (${initialSeconds}) must not exceed options.backoff.maxSeconds (${maxSeconds})`,
+    );
+  }
+  return {
+    pageSize: optionalNumber(options.pageSize, 'options.pageSize', { integer: true, min: 1 }) ?? 500,
+    initialList,
+    backoffInitialSeconds: initialSeconds,
+    backoffMaxSeconds: maxSeconds,
+    credentialTtlSeconds:
+      optionalNumber(options.credentialTtlSeconds, 'options.credentialTtlSeconds', { above: true }) ?? 300,
+    watchTimeoutSeconds: optionalNumber(options.watchTimeoutSeconds, 'options.watchTimeoutSeconds', {
+      above: true,
+    }),
+  };
+}
+
+/** `{ credentialType, token, cert, key }` for the native side from a KubernetesCredential. */
+function credentialSpec(fields) {
+  return { credentialType: fields.credentialType, token: fields.token, cert: fields.cert, key: fields.key };
+}
+
+/**
+ * Builds the native spec and the sharing key, and opens the informer.
+ * @param {object} watcher `{ registry, toSpec, credentialFields, functionId, serviceAccountDir, warn, info }`
+ */
+function openInformer(watcher, params, options = {}) {
+  if (params === null || typeof params !== 'object') throw fail('params', 'an object', params);
+  options = options ?? {};
+  if (typeof options !== 'object') throw fail('options', 'an object', options);
+  const { getCredential } = params;
+  if (getCredential !== undefined && typeof getCredential !== 'function') {
+    throw fail('params.getCredential', 'a function', getCredential);
+  }
+  if (getCredential && params.credential !== undefined) {
+    throw new TypeError('kube-watch-native: give params.credential or params.getCredential, not both');
+  }
+  if (!getCredential && params.credential === undefined) {
+    throw new TypeError('kube-watch-native: params.credential or params.getCredential is required');
+  }
+  const signal = options.signal ?? undefined;
+  if (
+    signal !== undefined &&
+    (typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function')
+  ) {
+    throw fail('options.signal', 'an AbortSignal', signal);
+  }
+  const watchOptions = {
+    namespace: options.namespace,
+    labelSelector: options.labelSelector,
+    fieldSelector: options.fieldSelector,
+    fields: options.fields,
+    maxLineBytes: options.maxLineBytes,
+    idleTimeoutSeconds: options.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
+  };
+  const base = watcher.toSpec(
+    { ...params, credential: getCredential ? { type: 'anonymous' } : params.credential },
+    watchOptions,
+    watcher.serviceAccountDir,
+  );
+  const extra = informerOptions(options);
+  const staticCredential = getCredential ? null : credentialSpec(base);
+  const identity = getCredential ? `getCredential#${watcher.functionId(getCredential)}` : staticCredential;
+  const key = JSON.stringify([
+    base.clusterUrl,
+    identity,
+    base.group,
+    base.apiVersion,
+    base.plural,
+    base.namespace ?? '',
+    base.labelSelector ?? '',
+    base.fieldSelector ?? '',
+    base.fields ?? null,
+  ]);
+  // The watch-only fields go; `key` is the sharing key from here on (a client key travels in
+  // `credential`).
+  // eslint-disable-next-line no-unused-vars
+  const { credentialType, token, cert, key: clientKey, resourceVersion, timeoutSeconds, ...rest } = base;
+  const spec = {
+    ...rest,
+    ...extra,
+    key,
+    credential: staticCredential ?? undefined,
+    dynamicCredential: Boolean(getCredential),
+  };
+  return new KubernetesInformer(watcher, spec, { signal, getCredential, namespace: base.namespace });
+}
+
+class KubernetesInformer {
+  #native;
+  #watcher;
+  #namespace;
+  #signal;
+  #onAbort = null;
+  #getCredential;
+  #closed = false;
+  #finished = false;
+  #consumers = new Set();
+  #synced;
+  #settleSynced = null;
+
+  constructor(watcher, spec, { signal, getCredential, namespace }) {
+    this.#watcher = watcher;
+    this.#namespace = namespace;
+    this.#signal = signal;
+    this.#getCredential = getCredential;
+    this.#synced = new Promise((resolve, reject) => {
+      this.#settleSynced = { resolve, reject };
+    });
+    // A rejected `synced` that nobody awaits must not crash the process; awaiting it still
+    // throws.
+    this.#synced.catch(() => {});
+    if (signal?.aborted) {
+      this.#closed = true;
+      this.#rejectSynced('the informer was aborted before its initial list was cached');
+      return;
+    }
+    this.#native = watcher.registry.open(spec, (message) => this.#onNative(message));
+    RUNNING.add(this);
+    if (this.#native.isSynced()) this.#resolveSynced();
+    if (signal) {
+      this.#onAbort = () => this.close();
+      signal.addEventListener('abort', this.#onAbort, { once: true });
+    }
+  }
+
+  /** Resolves once the initial list is cached; rejects if the informer ends before. */
+  get synced() {
+    return this.#synced;
+  }
+
+  /** Objects cached. */
+  get size() {
+    return this.#native ? this.#native.size() : 0;
+  }
+
+  /** The last resourceVersion seen (events and bookmarks), or undefined before the first. */
+  get resourceVersion() {
+    return this.#native ? (this.#native.resourceVersion() ?? undefined) : undefined;
+  }
+
+  /** The cached object (the caller's own copy), or undefined. */
+  get(name, namespace) {
+    if (typeof name !== 'string' || name.length === 0) throw fail('name', 'a non-empty string', name);
+    const ns = optionalString(namespace, 'namespace') ?? this.#namespace ?? '';
+    if (!this.#native) return undefined;
+    const text = this.#native.get(ns, name);
+    return text === null || text === undefined ? undefined : JSON.parse(text);
+  }
+
+  /** The cached objects, optionally of one namespace and matching a label selector. */
+  list(options = {}) {
+    if (options === null || typeof options !== 'object') throw fail('list() options', 'an object', options);
+    const namespace = optionalString(options.namespace, 'list() options.namespace');
+    const labelSelector = optionalString(options.labelSelector, 'list() options.labelSelector');
+    if (!this.#native) return [];
+    try {
+      return JSON.parse(this.#native.list(namespace, labelSelector));
+    } catch (err) {
+      if (err instanceof SyntaxError) throw err;
+      throw new TypeError(err.message);
+    }
+  }
+
+  /** Counters of the shared informer, and the process's connections. */
+  stats() {
+    const own = this.#native ? JSON.parse(this.#native.statsJson()) : {};
+    return { ...own, clusters: native.poolStats() };
+  }
+
+  /** Ends this handle's consumers normally; the last handle stops the informer. Idempotent. */
+  close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const consumer of this.#consumers) consumer.cancel();
+    this.#consumers.clear();
+    this.#native?.close();
+    this.#rejectSynced('the informer was closed before its initial list was cached');
+    this.#release();
+  }
+
+  [Symbol.asyncIterator]() {
+    if (this.#closed || !this.#native) return (async function* () {})();
+    const start = () => {
+      const consumer = this.#native.subscribe();
+      if (this.#closed) consumer.cancel();
+      else this.#consumers.add(consumer);
+      const cancel = consumer.cancel.bind(consumer);
+      consumer.cancel = () => {
+        this.#consumers.delete(consumer);
+        cancel();
+      };
+      return consumer;
+    };
+    return new WatchEventStream(start, undefined, (message) => this.#watcher.warn(message));
+  }
+
+  #onNative(text) {
+    let message;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return;
+    }
+    switch (message.kind) {
+      case 'warn':
+        this.#watcher.warn(message.message);
+        break;
+      case 'info':
+        this.#watcher.info(message.message);
+        break;
+      case 'synced':
+        this.#resolveSynced();
+        break;
+      case 'ended':
+        this.#finished = true;
+        this.#rejectSynced('the informer ended before its initial list was cached');
+        this.#release();
+        break;
+      case 'credential':
+        this.#answerCredential(message.id);
+        break;
+      default:
+        break;
+    }
+  }
+
+  #answerCredential(id) {
+    Promise.resolve()
+      .then(() => this.#getCredential())
+      .then((credential) => credentialSpec(this.#watcher.credentialFields(credential)))
+      .then(
+        (spec) => native.answerCredential(id, spec, null),
+        (err) => native.answerCredential(id, null, String(err?.message ?? err)),
+      );
+  }
+
+  #resolveSynced() {
+    if (this.#settleSynced === null) return;
+    this.#settleSynced.resolve();
+    this.#settleSynced = null;
+  }
+
+  #rejectSynced(reason) {
+    if (this.#settleSynced === null) return;
+    this.#settleSynced.reject(new Error(`kube-watch-native: ${reason}`));
+    this.#settleSynced = null;
+  }
+
+  #release() {
+    RUNNING.delete(this);
+    if (this.#onAbort) this.#signal.removeEventListener('abort', this.#onAbort);
+    this.#onAbort = null;
+  }
+}
+
+module.exports = { KubernetesInformer, openInformer };

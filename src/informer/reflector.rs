@@ -1,0 +1,895 @@
+//! The reflector: one tokio task per shared informer that keeps its [`Cache`] equal to the
+//! server's state, whatever happens to the connection.
+//!
+//! ```text
+//! Listing ──synced──► Watching{rv} ──clean end / fault──► Backoff{until} ──► Watching{rv}
+//!    ▲                    │ 410 (in-stream or HTTP)                    └──► Listing / Relisting
+//!    └──── Relisting ◄────┘                  terminal (400, 422, refused) ──► Closed
+//! ```
+//! The initial list is a streaming list (`sendInitialEvents`) where the cluster serves one,
+//! complete at the initial-events-end bookmark, else `limit`/`continue` pages; either way the
+//! cache gets it in one [`Cache::replace`], so a relist after 410 yields only the difference.
+//! Every other reconnect watches from the last resourceVersion seen (bookmarks included), so
+//! nothing is missed or repeated. Requests go through the watch core's connection pool and
+//! line framer.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use super::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER, parse_retry_after};
+use super::cache::Cache;
+use super::connect::{Cluster, CredentialProvider, Endpoint, Refusal};
+use super::stats::Stats;
+use super::store::{ChangeKind, Object};
+use super::wire::{ListPage, WatchLine};
+use crate::error::{Failure, WatchError, describe_chain};
+use crate::framing::LineFramer;
+use crate::http::{ConnectionPool, Get, Kind, Response};
+use crate::projection::Projection;
+use crate::request::{WatchQuery, list_url, watch_url};
+use crate::watch::read_error_body;
+
+/// How the initial list (and a relist) is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitialList {
+    /// A streaming list where the cluster serves one, else pages.
+    Auto,
+    /// Always `limit`/`continue` pages.
+    Paginated,
+    /// Always a streaming list.
+    Streaming,
+}
+
+/// Everything the reflector needs, resolved before it starts.
+#[derive(Debug, Clone)]
+pub struct ReflectorConfig {
+    /// How to reach the cluster (with whatever credential the provider gives).
+    pub cluster: Cluster,
+    /// The collection's path, e.g. `/api/v1/namespaces/ns/pods`.
+    pub resource_path: String,
+    /// `labelSelector`.
+    pub label_selector: Option<String>,
+    /// `fieldSelector`.
+    pub field_selector: Option<String>,
+    /// `limit` of each list page.
+    pub page_size: u32,
+    /// How to list.
+    pub initial_list: InitialList,
+    /// When to try again.
+    pub backoff: BackoffPolicy,
+    /// Drop a watch that receives nothing (bookmarks count) for this long.
+    pub idle_timeout: Option<Duration>,
+    /// Cut objects down before caching them.
+    pub projection: Option<Projection>,
+    /// Ask a refreshing provider again before a request once its answer is this old.
+    pub credential_ttl: Duration,
+    /// Lines above this end the watch (a fault, resumed).
+    pub max_line_bytes: usize,
+    /// Each watch asks the server to end it after about this long (jittered up to twice).
+    pub watch_timeout: Duration,
+}
+
+/// Where the reflector's news goes (the binding forwards it to JavaScript).
+pub trait Reporter: Send + Sync {
+    /// A warning for the logger (transient and terminal failures).
+    fn warn(&self, message: &str);
+    /// A notice (reconnects, relists, fallbacks) for the logger's `info`.
+    fn info(&self, message: &str);
+    /// The initial list is cached.
+    fn synced(&self);
+    /// The reflector stopped (closed, or a terminal error).
+    fn ended(&self);
+}
+
+/// The cluster URLs found not to serve streaming lists, remembered per watcher.
+#[derive(Debug, Default)]
+pub struct ListMemory(Mutex<HashSet<String>>);
+
+impl ListMemory {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `url` refused a streaming list before.
+    pub fn is_paginated(&self, url: &str) -> bool {
+        self.lock().contains(url)
+    }
+
+    fn remember_paginated(&self, url: &str) {
+        self.lock().insert(url.to_owned());
+    }
+}
+
+/// A running (or finished) reflector.
+#[derive(Debug)]
+pub struct Reflector {
+    cache: Arc<Cache>,
+    stats: Arc<Stats>,
+    cancel: CancellationToken,
+    finished: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Reflector {
+    /// Starts the task on `runtime`.
+    pub fn start(
+        config: ReflectorConfig,
+        provider: Arc<dyn CredentialProvider>,
+        reporter: Arc<dyn Reporter>,
+        memory: Arc<ListMemory>,
+        pool: Arc<ConnectionPool>,
+        runtime: &tokio::runtime::Handle,
+    ) -> Self {
+        let cache = Arc::new(Cache::new(config.resource_path.clone()));
+        let stats = Arc::new(Stats::default());
+        let cancel = CancellationToken::new();
+        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut run = Run {
+            backoff: Backoff::new(config.backoff),
+            config,
+            provider,
+            reporter: reporter.clone(),
+            memory,
+            pool,
+            cache: cache.clone(),
+            stats: stats.clone(),
+            endpoint: None,
+            stale: false,
+            rv: None,
+            jitter: Jitter::from_time(),
+            reported_step: None,
+            watched: false,
+            synced_once: false,
+        };
+        let task_cancel = cancel.clone();
+        let task_finished = finished.clone();
+        runtime.spawn(async move {
+            tokio::select! {
+                biased;
+                () = task_cancel.cancelled() => {}
+                () = run.run() => {}
+            }
+            run.cache.end();
+            task_finished.store(true, std::sync::atomic::Ordering::SeqCst);
+            reporter.ended();
+        });
+        Self {
+            cache,
+            stats,
+            cancel,
+            finished,
+        }
+    }
+
+    /// The cache it keeps.
+    pub fn cache(&self) -> &Arc<Cache> {
+        &self.cache
+    }
+
+    /// Its counters.
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    /// Stops the task (consumers end normally); idempotent.
+    pub fn stop(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The task has ended (stopped, or a terminal error).
+    pub fn is_finished(&self) -> bool {
+        self.finished.load(std::sync::atomic::Ordering::SeqCst) || self.cancel.is_cancelled()
+    }
+}
+
+impl Drop for Reflector {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// The state machine: one match per step in [`Run::run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    /// The initial list.
+    Listing,
+    /// Watching from `rv`.
+    Watching { rv: String },
+    /// Waiting after a failure, then `resume`.
+    Backoff { until: Instant, resume: Resume },
+    /// Listing again after a 410, to diff against the cache.
+    Relisting,
+    /// Stopped for good.
+    Closed,
+}
+
+/// What follows a backoff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Resume {
+    List,
+    Relist,
+    Watch(String),
+}
+
+impl Resume {
+    fn state(self) -> State {
+        match self {
+            Self::List => State::Listing,
+            Self::Relist => State::Relisting,
+            Self::Watch(rv) => State::Watching { rv },
+        }
+    }
+}
+
+/// Why a request or a stream failed.
+#[derive(Debug)]
+enum Fault {
+    /// The server answered (or said in-stream) `status`.
+    Status {
+        status: u16,
+        retry_after: Option<Duration>,
+        detail: String,
+    },
+    /// Below HTTP: connect, TLS, a broken or idle body, a line too long.
+    Transport(String),
+    /// The credential provider failed.
+    Credential(String),
+    /// The credential may not be used (refused provider, anonymous).
+    Refused(Refusal),
+}
+
+impl Fault {
+    fn failure(&self) -> Failure {
+        match self {
+            Self::Status { status, .. } => Failure::from_status(*status),
+            Self::Transport(_) | Self::Credential(_) => Failure::system(),
+            Self::Refused(refusal) => refusal.failure,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Self::Status { status, detail, .. } => format!("HTTP {status}: {detail}"),
+            Self::Transport(detail) => detail.clone(),
+            Self::Credential(detail) => format!("getCredential failed: {detail}"),
+            Self::Refused(refusal) => refusal.warning.clone(),
+        }
+    }
+
+    fn from_watch_error(err: WatchError) -> Self {
+        match err {
+            WatchError::Status { status, body } => Self::Status {
+                status,
+                retry_after: None,
+                detail: body,
+            },
+            WatchError::Connect(source) => Self::Transport(format!(
+                "request failed: {}",
+                describe_chain(source.as_ref())
+            )),
+            WatchError::Body(source) => Self::Transport(format!(
+                "watch stream broke: {}",
+                describe_chain(source.as_ref())
+            )),
+            other => Self::Transport(other.to_string()),
+        }
+    }
+}
+
+/// How a watch (or a streaming list's stream) ended.
+#[derive(Debug)]
+enum StreamEnd {
+    /// The server ended it (its `timeoutSeconds`).
+    Clean {
+        saw_events: bool,
+    },
+    /// 410: the resourceVersion is too old.
+    Expired,
+    /// A non-ADDED event before the initial-events-end bookmark: no streaming list here.
+    Unsupported,
+    Fault(Fault),
+}
+
+/// A streaming list still collecting its initial events.
+struct Initial {
+    objects: Vec<Object>,
+    relist: bool,
+}
+
+/// A 4xx answer to a streaming list that means "not served here" rather than a fault of the
+/// moment (auth, rate limits, a missing resource) that a paginated list would meet as well.
+fn means_unsupported(status: u16) -> bool {
+    (400..500).contains(&status) && !matches!(status, 401 | 403 | 404 | 408 | 429)
+}
+
+/// The task's state.
+struct Run {
+    config: ReflectorConfig,
+    provider: Arc<dyn CredentialProvider>,
+    reporter: Arc<dyn Reporter>,
+    memory: Arc<ListMemory>,
+    pool: Arc<ConnectionPool>,
+    cache: Arc<Cache>,
+    stats: Arc<Stats>,
+    backoff: Backoff,
+    /// The endpoint for the current credential and when it was asked for.
+    endpoint: Option<(Endpoint, Instant)>,
+    /// A 401 or 403 came back: ask for a fresh credential before the next request.
+    stale: bool,
+    /// The last resourceVersion seen (list, events, bookmarks).
+    rv: Option<String>,
+    jitter: Jitter,
+    /// The backoff step an ERROR was sent for last.
+    reported_step: Option<u32>,
+    /// A watch was started before (so the next one is a reconnect).
+    watched: bool,
+    /// The first sync was reported.
+    synced_once: bool,
+}
+
+impl Run {
+    async fn run(&mut self) {
+        let mut state = State::Listing;
+        loop {
+            state = match state {
+                State::Listing => self.list(false).await,
+                State::Relisting => self.list(true).await,
+                State::Watching { rv } => self.watch(rv).await,
+                State::Backoff { until, resume } => {
+                    tokio::time::sleep_until(until.into()).await;
+                    resume.state()
+                }
+                State::Closed => return,
+            };
+        }
+    }
+
+    fn context(&self) -> String {
+        format!(
+            "informer of {} on cluster '{}'",
+            self.config.resource_path, self.config.cluster.spec.name
+        )
+    }
+
+    fn redact(&self, text: &str) -> String {
+        match &self.endpoint {
+            Some((endpoint, _)) => endpoint.redactor.apply(text),
+            None => text.to_owned(),
+        }
+    }
+
+    fn info(&self, text: &str) {
+        let message = self.redact(&format!("{}: {text}", self.context()));
+        self.reporter.info(&message);
+    }
+
+    fn warn(&self, text: &str) {
+        let message = self.redact(&format!("{}: {text}", self.context()));
+        self.reporter.warn(&message);
+    }
+
+    /// The endpoint for the next request, asking the provider first when there is none yet,
+    /// after a 401/403, or when a refreshing provider's answer has grown old.
+    async fn endpoint(&mut self) -> Result<Endpoint, Fault> {
+        let fresh = match &self.endpoint {
+            None => true,
+            Some((_, at)) => {
+                self.stale
+                    || (self.provider.refreshes() && at.elapsed() >= self.config.credential_ttl)
+            }
+        };
+        if fresh {
+            let credential = self
+                .provider
+                .credential()
+                .await
+                .map_err(Fault::Credential)?;
+            let endpoint = self
+                .config
+                .cluster
+                .resolve(&credential)
+                .map_err(Fault::Refused)?;
+            if self.endpoint.is_some() {
+                self.stats.credential_refresh();
+            }
+            self.endpoint = Some((endpoint, Instant::now()));
+            self.stale = false;
+        }
+        Ok(self.endpoint.as_ref().map(|(e, _)| e.clone()).expect("set"))
+    }
+
+    /// Sends a GET for the URL `url_for` makes from the base URL; a non-2xx answer is a fault.
+    async fn send(
+        &mut self,
+        url_for: impl FnOnce(&str) -> String,
+        kind: Kind,
+    ) -> Result<Response, Fault> {
+        let endpoint = self.endpoint().await?;
+        let get = Get {
+            url: url_for(&endpoint.base_url),
+            bearer: endpoint.bearer.clone(),
+        };
+        self.stats.connect();
+        let response = self
+            .pool
+            .get(&endpoint.client, &get, kind)
+            .await
+            .map_err(Fault::from_watch_error)?;
+        let status = response.status();
+        if (200..300).contains(&status) {
+            return Ok(response);
+        }
+        let header = response
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let body = read_error_body(response).await;
+        let in_body = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["details"]["retryAfterSeconds"].as_u64())
+            .map(Duration::from_secs);
+        Err(Fault::Status {
+            status,
+            retry_after: header.max(in_body),
+            detail: body,
+        })
+    }
+
+    fn query(&self) -> WatchQuery {
+        WatchQuery {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            ..WatchQuery::default()
+        }
+    }
+
+    fn watch_timeout(&mut self) -> u64 {
+        let base = self.config.watch_timeout.as_secs().max(1);
+        base + (self.jitter.draw() * base as f64) as u64
+    }
+
+    /// A failure: terminal ones end every consumer; the rest wait out a backoff step, with
+    /// one `ERROR { retrying: true }` and a warning per step.
+    fn failed(&mut self, fault: Fault, resume: Resume) -> State {
+        let failure = fault.failure();
+        self.stats.error(failure.error_type.as_str());
+        let terminal = match &fault {
+            Fault::Refused(_) => true,
+            Fault::Status { status, .. } => matches!(status, 400 | 422),
+            _ => false,
+        };
+        if terminal {
+            self.warn(&format!("{}; giving up", fault.describe()));
+            self.cache.error(&failure, false);
+            return State::Closed;
+        }
+        if let Fault::Status {
+            status: 401 | 403, ..
+        } = fault
+        {
+            self.stale = true;
+        }
+        let retry_after = match &fault {
+            Fault::Status { retry_after, .. } => retry_after.map(|d| d.min(MAX_RETRY_AFTER)),
+            _ => None,
+        };
+        let wait = self
+            .backoff
+            .failed(Instant::now(), retry_after, self.jitter.draw());
+        let step = self.backoff.failures();
+        if self.reported_step != Some(step) {
+            self.reported_step = Some(step);
+            self.cache.error(&failure, true);
+            self.warn(&format!(
+                "{}; retrying in {:.1} s",
+                fault.describe(),
+                wait.as_secs_f64()
+            ));
+        }
+        State::Backoff {
+            until: Instant::now() + wait,
+            resume,
+        }
+    }
+
+    fn resume_list(relist: bool) -> Resume {
+        if relist { Resume::Relist } else { Resume::List }
+    }
+
+    /// Lists (streaming or paginated) and caches the result; then watches.
+    async fn list(&mut self, relist: bool) -> State {
+        let url = self.config.cluster.spec.url.clone();
+        let streaming = match self.config.initial_list {
+            InitialList::Streaming => true,
+            InitialList::Paginated => false,
+            InitialList::Auto => !self.memory.is_paginated(&url),
+        };
+        if !streaming {
+            return self.paged_list(relist).await;
+        }
+        let auto = self.config.initial_list == InitialList::Auto;
+        let mut query = self.query();
+        query.send_initial_events = true;
+        query.allow_watch_bookmarks = true;
+        query.resource_version_match = Some("NotOlderThan".into());
+        query.timeout_seconds = Some(self.watch_timeout());
+        let path = self.config.resource_path.clone();
+        let response = match self
+            .send(|base| watch_url(base, &path, &query), Kind::Watch)
+            .await
+        {
+            Ok(response) => response,
+            Err(Fault::Status { status, detail, .. }) if auto && means_unsupported(status) => {
+                self.memory.remember_paginated(&url);
+                self.info(&format!(
+                    "streaming lists are not served (HTTP {status}: {detail}); listing in pages"
+                ));
+                return self.paged_list(relist).await;
+            }
+            Err(fault) => return self.failed(fault, Self::resume_list(relist)),
+        };
+        self.backoff.watching(Instant::now());
+        self.watched = true;
+        let initial = Initial {
+            objects: Vec::new(),
+            relist,
+        };
+        let (end, synced) = self.stream(response, Some(initial)).await;
+        match end {
+            StreamEnd::Unsupported if auto => {
+                self.memory.remember_paginated(&url);
+                self.info("the streaming list sent a change before its initial events ended; listing in pages");
+                self.paged_list(relist).await
+            }
+            StreamEnd::Unsupported => self.failed(
+                Fault::Transport(
+                    "the streaming list sent a change before its initial events ended".into(),
+                ),
+                Self::resume_list(relist),
+            ),
+            end if synced => self.after_stream(end),
+            StreamEnd::Expired => self.failed(
+                Fault::Status {
+                    status: 410,
+                    retry_after: None,
+                    detail: "the streaming list expired".into(),
+                },
+                Self::resume_list(relist),
+            ),
+            StreamEnd::Clean { .. } => self.failed(
+                Fault::Transport(
+                    "the streaming list ended before its initial-events-end bookmark".into(),
+                ),
+                Self::resume_list(relist),
+            ),
+            StreamEnd::Fault(fault) => self.failed(fault, Self::resume_list(relist)),
+        }
+    }
+
+    /// `limit`/`continue` pages; a continue token that expires restarts the list.
+    async fn paged_list(&mut self, relist: bool) -> State {
+        let path = self.config.resource_path.clone();
+        let query = self.query();
+        let limit = self.config.page_size;
+        let mut restarts = 0;
+        'list: loop {
+            let mut objects = Vec::new();
+            let mut token: Option<String> = None;
+            let rv = loop {
+                let continue_token = token.clone();
+                let sent = self
+                    .send(
+                        |base| list_url(base, &path, &query, limit, continue_token.as_deref()),
+                        Kind::Short,
+                    )
+                    .await;
+                let response = match sent {
+                    Ok(response) => response,
+                    Err(Fault::Status { status: 410, .. }) if token.is_some() && restarts < 3 => {
+                        restarts += 1;
+                        self.info("the list's continue token expired; listing again");
+                        continue 'list;
+                    }
+                    Err(fault) => return self.failed(fault, Self::resume_list(relist)),
+                };
+                let body = match self.read_body(response).await {
+                    Ok(body) => body,
+                    Err(fault) => return self.failed(fault, Self::resume_list(relist)),
+                };
+                let parsed = ListPage::parse(&body).and_then(|page| {
+                    let items = self.list_objects(&page)?;
+                    Ok((items, page.resource_version, page.continue_token))
+                });
+                let (items, page_rv, next) = match parsed {
+                    Ok(parsed) => parsed,
+                    Err(err) => {
+                        let fault = Fault::Transport(format!("unusable list page: {err}"));
+                        return self.failed(fault, Self::resume_list(relist));
+                    }
+                };
+                self.stats.events(items.len());
+                objects.extend(items);
+                match next {
+                    Some(next) => token = Some(next),
+                    None => break page_rv.unwrap_or_default(),
+                }
+            };
+            self.synced(objects, &rv, relist);
+            return State::Watching { rv };
+        }
+    }
+
+    /// A page's items for the cache: projected when `fields` is set (then exactly the kept
+    /// paths, no `kind`/`apiVersion` added), else with the list's `kind`/`apiVersion`.
+    fn list_objects(&self, page: &ListPage<'_>) -> Result<Vec<Object>, super::wire::WireError> {
+        match &self.config.projection {
+            None => page.objects(),
+            Some(projection) => page
+                .items
+                .iter()
+                .map(|item| {
+                    let text = projection
+                        .apply_object(item.get().as_bytes())
+                        .unwrap_or_else(|| item.get().as_bytes().to_vec());
+                    Object::parse(text.into()).map_err(Into::into)
+                })
+                .collect(),
+        }
+    }
+
+    fn synced(&mut self, objects: Vec<Object>, rv: &str, relist: bool) {
+        let changes = self.cache.replace(objects, rv, relist);
+        self.rv = Some(rv.to_owned());
+        if relist {
+            self.info(&format!(
+                "relisted at resourceVersion {rv}: {changes} changes"
+            ));
+        }
+        if !self.synced_once {
+            self.synced_once = true;
+            self.reporter.synced();
+        }
+    }
+
+    async fn read_body(&mut self, mut response: Response) -> Result<Vec<u8>, Fault> {
+        let mut body = Vec::new();
+        loop {
+            let next = response.chunk();
+            let chunk = match self.config.idle_timeout {
+                Some(idle) => tokio::time::timeout(idle, next).await.map_err(|_| {
+                    Fault::Transport(format!(
+                        "no data for {} s (idle timeout) while listing",
+                        idle.as_secs_f64()
+                    ))
+                })?,
+                None => next.await,
+            };
+            match chunk.map_err(Fault::from_watch_error)? {
+                Some(chunk) => {
+                    self.stats.bytes(chunk.len());
+                    body.extend_from_slice(&chunk);
+                }
+                None => return Ok(body),
+            }
+        }
+    }
+
+    /// Watches from `rv`.
+    async fn watch(&mut self, rv: String) -> State {
+        if self.watched {
+            self.stats.reconnect();
+        }
+        self.watched = true;
+        let mut query = self.query();
+        query.resource_version = Some(rv.clone());
+        query.allow_watch_bookmarks = true;
+        query.timeout_seconds = Some(self.watch_timeout());
+        let path = self.config.resource_path.clone();
+        let response = match self
+            .send(|base| watch_url(base, &path, &query), Kind::Watch)
+            .await
+        {
+            Ok(response) => response,
+            Err(Fault::Status { status: 410, .. }) => return self.expired(),
+            Err(fault) => return self.failed(fault, Resume::Watch(rv)),
+        };
+        self.backoff.watching(Instant::now());
+        let (end, _) = self.stream(response, None).await;
+        self.after_stream(end)
+    }
+
+    fn expired(&mut self) -> State {
+        self.stats.relist();
+        self.info("resourceVersion expired (410); relisting");
+        State::Relisting
+    }
+
+    fn current_rv(&self) -> String {
+        self.rv.clone().unwrap_or_default()
+    }
+
+    fn after_stream(&mut self, end: StreamEnd) -> State {
+        match end {
+            StreamEnd::Clean { saw_events } => {
+                match self
+                    .backoff
+                    .ended(Instant::now(), saw_events, self.jitter.draw())
+                {
+                    None => State::Watching {
+                        rv: self.current_rv(),
+                    },
+                    Some(wait) => State::Backoff {
+                        until: Instant::now() + wait,
+                        resume: Resume::Watch(self.current_rv()),
+                    },
+                }
+            }
+            StreamEnd::Expired => self.expired(),
+            // Only a streaming list's stream can say this, and only before it synced.
+            StreamEnd::Unsupported => State::Relisting,
+            StreamEnd::Fault(fault) => {
+                let rv = self.current_rv();
+                self.failed(fault, Resume::Watch(rv))
+            }
+        }
+    }
+
+    /// Reads a watch body into the cache until it ends; for a streaming list, collects the
+    /// initial events first. Returns how it ended and whether the initial list completed.
+    async fn stream(
+        &mut self,
+        mut response: Response,
+        mut initial: Option<Initial>,
+    ) -> (StreamEnd, bool) {
+        let mut framer = LineFramer::new(self.config.max_line_bytes);
+        let mut saw_events = false;
+        let too_long = |limit: usize| {
+            StreamEnd::Fault(Fault::Transport(format!(
+                "a watch event line exceeded the limit of {limit} bytes"
+            )))
+        };
+        loop {
+            let next = response.chunk();
+            let chunk = match self.config.idle_timeout {
+                Some(idle) => match tokio::time::timeout(idle, next).await {
+                    Ok(chunk) => chunk,
+                    Err(_) => {
+                        let fault = Fault::Transport(format!(
+                            "no data for {} s (idle timeout); the connection is presumed dead",
+                            idle.as_secs_f64()
+                        ));
+                        return (StreamEnd::Fault(fault), initial.is_none());
+                    }
+                },
+                None => next.await,
+            };
+            let chunk = match chunk {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(err) => {
+                    return (
+                        StreamEnd::Fault(Fault::from_watch_error(err)),
+                        initial.is_none(),
+                    );
+                }
+            };
+            self.stats.bytes(chunk.len());
+            framer.push(&chunk);
+            loop {
+                let line = match framer.next_line() {
+                    Ok(Some(line)) => line,
+                    Ok(None) => break,
+                    Err(err) => return (too_long(err.limit), initial.is_none()),
+                };
+                if let Some(end) = self.line(&line, &mut initial, &mut saw_events) {
+                    return (end, initial.is_none());
+                }
+            }
+        }
+        match framer.finish() {
+            Ok(Some(line)) => {
+                if let Some(end) = self.line(&line, &mut initial, &mut saw_events) {
+                    return (end, initial.is_none());
+                }
+            }
+            Ok(None) => {}
+            Err(err) => return (too_long(err.limit), initial.is_none()),
+        }
+        (StreamEnd::Clean { saw_events }, initial.is_none())
+    }
+
+    /// One line of a watch body; `Some` when it ends the stream.
+    fn line(
+        &mut self,
+        line: &Bytes,
+        initial: &mut Option<Initial>,
+        saw_events: &mut bool,
+    ) -> Option<StreamEnd> {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        let parsed = match WatchLine::parse(line) {
+            Ok(parsed) => parsed,
+            Err(err) => {
+                self.warn(&format!("skipped a watch line: {err}"));
+                return None;
+            }
+        };
+        match parsed {
+            WatchLine::Change { kind, object } => {
+                let raw = object.get().as_bytes();
+                let text: Arc<[u8]> = match &self.config.projection {
+                    Some(projection) => projection
+                        .apply_object(raw)
+                        .map_or_else(|| raw.into(), Into::into),
+                    None => raw.into(),
+                };
+                let object = match Object::parse(text) {
+                    Ok(object) => object,
+                    Err(err) => {
+                        self.warn(&format!("skipped a watch event: {err}"));
+                        return None;
+                    }
+                };
+                *saw_events = true;
+                self.stats.events(1);
+                if !object.entry.rv.is_empty() {
+                    self.rv = Some(object.entry.rv.to_string());
+                }
+                match initial {
+                    Some(_) if kind != ChangeKind::Added => return Some(StreamEnd::Unsupported),
+                    Some(initial) => initial.objects.push(object),
+                    None => {
+                        self.cache.apply(kind, object);
+                    }
+                }
+            }
+            WatchLine::Bookmark {
+                resource_version,
+                initial_events_end,
+            } => {
+                *saw_events = true;
+                self.stats.events(0);
+                if let Some(rv) = &resource_version {
+                    self.rv = Some(rv.clone());
+                }
+                match initial.take() {
+                    Some(list) if initial_events_end => {
+                        let rv = self.current_rv();
+                        self.synced(list.objects, &rv, list.relist);
+                    }
+                    Some(list) => *initial = Some(list),
+                    None => {
+                        if let Some(rv) = resource_version {
+                            self.cache.bookmark(&rv);
+                        }
+                    }
+                }
+            }
+            WatchLine::Error {
+                code: 410,
+                retry_after_seconds: _,
+            } => return Some(StreamEnd::Expired),
+            WatchLine::Error {
+                code,
+                retry_after_seconds,
+            } => {
+                return Some(StreamEnd::Fault(Fault::Status {
+                    status: code,
+                    retry_after: retry_after_seconds.map(Duration::from_secs),
+                    detail: "an ERROR event in the watch stream".into(),
+                }));
+            }
+            WatchLine::Other(_) => {}
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+#[path = "reflector_tests.rs"]
+mod tests;

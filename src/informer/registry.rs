@@ -1,0 +1,207 @@
+//! Shared informers: one reflector and one cache per key (cluster URL, identity, resource,
+//! namespace, selectors, fields), handed out as reference-counted handles, like client-go's
+//! shared informer factory. The last handle's `close()` stops the reflector. Each handle
+//! brings a sink (where its logger and `synced` promise live); the shared informer's news goes
+//! to every sink, its warnings and credential requests to the first one still open.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use super::reflector::{ListMemory, Reflector};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding these locks; the data stays consistent.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The sinks of a shared informer's open handles, in the order they opened.
+#[derive(Debug)]
+pub struct Sinks<S> {
+    list: Mutex<Vec<(u64, Arc<S>)>>,
+}
+
+impl<S> Default for Sinks<S> {
+    fn default() -> Self {
+        Self {
+            list: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<S> Sinks<S> {
+    /// The oldest open handle's sink.
+    pub fn first(&self) -> Option<Arc<S>> {
+        lock(&self.list).first().map(|(_, s)| s.clone())
+    }
+
+    /// Every open handle's sink.
+    pub fn all(&self) -> Vec<Arc<S>> {
+        lock(&self.list).iter().map(|(_, s)| s.clone()).collect()
+    }
+
+    /// Lets every sink go (the informer ended: nothing more will be said).
+    pub fn clear(&self) {
+        let drained: Vec<_> = std::mem::take(&mut *lock(&self.list));
+        drop(drained);
+    }
+
+    fn add(&self, id: u64, sink: Arc<S>) {
+        lock(&self.list).push((id, sink));
+    }
+
+    fn remove(&self, id: u64) {
+        let removed: Vec<_> = {
+            let mut list = lock(&self.list);
+            let (gone, kept) = std::mem::take(&mut *list)
+                .into_iter()
+                .partition(|(i, _)| *i == id);
+            *list = kept;
+            gone
+        };
+        drop(removed);
+    }
+}
+
+/// One shared informer.
+#[derive(Debug)]
+struct Shared<S> {
+    key: String,
+    reflector: Reflector,
+    sinks: Arc<Sinks<S>>,
+    handles: Mutex<usize>,
+    registry: Weak<Mutex<HashMap<String, Arc<Shared<S>>>>>,
+}
+
+/// The shared informers of one watcher.
+#[derive(Debug)]
+pub struct Registry<S> {
+    informers: Arc<Mutex<HashMap<String, Arc<Shared<S>>>>>,
+    memory: Arc<ListMemory>,
+    next_id: AtomicU64,
+}
+
+impl<S> Default for Registry<S> {
+    fn default() -> Self {
+        Self {
+            informers: Arc::default(),
+            memory: Arc::default(),
+            next_id: AtomicU64::new(1),
+        }
+    }
+}
+
+impl<S: Send + Sync + 'static> Registry<S> {
+    /// A handle on the informer for `key`: the running one, or one `start` makes (given the
+    /// sinks it reports to and the watcher's memory of clusters without streaming lists).
+    /// `sink` is this handle's; it is in the sinks before `start` runs.
+    pub fn open(
+        &self,
+        key: String,
+        sink: S,
+        start: impl FnOnce(Arc<Sinks<S>>, Arc<ListMemory>) -> Reflector,
+    ) -> Handle<S> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let sink = Arc::new(sink);
+        let mut informers = lock(&self.informers);
+        if let Some(shared) = informers.get(&key)
+            && !shared.reflector.is_finished()
+        {
+            *lock(&shared.handles) += 1;
+            shared.sinks.add(id, sink);
+            return Handle {
+                shared: shared.clone(),
+                id,
+                closed: AtomicBool::new(false),
+                joined: true,
+            };
+        }
+        let sinks = Arc::new(Sinks::default());
+        sinks.add(id, sink);
+        let reflector = start(sinks.clone(), self.memory.clone());
+        let shared = Arc::new(Shared {
+            key: key.clone(),
+            reflector,
+            sinks,
+            handles: Mutex::new(1),
+            registry: Arc::downgrade(&self.informers),
+        });
+        informers.insert(key, shared.clone());
+        Handle {
+            shared,
+            id,
+            closed: AtomicBool::new(false),
+            joined: false,
+        }
+    }
+
+    /// Shared informers running now.
+    pub fn running(&self) -> usize {
+        lock(&self.informers)
+            .values()
+            .filter(|s| !s.reflector.is_finished())
+            .count()
+    }
+}
+
+/// One `informer()` call's share of a shared informer.
+#[derive(Debug)]
+pub struct Handle<S> {
+    shared: Arc<Shared<S>>,
+    id: u64,
+    closed: AtomicBool,
+    joined: bool,
+}
+
+impl<S> Handle<S> {
+    /// The shared reflector (cache, stats).
+    pub fn reflector(&self) -> &Reflector {
+        &self.shared.reflector
+    }
+
+    /// This handle joined an informer that was already running.
+    pub fn joined(&self) -> bool {
+        self.joined
+    }
+
+    /// Handles open on the shared informer.
+    pub fn handles(&self) -> usize {
+        *lock(&self.shared.handles)
+    }
+
+    /// This handle is closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Lets this handle go: its sink leaves, and the last handle stops the reflector and
+    /// leaves the registry. Idempotent.
+    pub fn close(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.shared.sinks.remove(self.id);
+        let mut handles = lock(&self.shared.handles);
+        *handles -= 1;
+        if *handles > 0 {
+            return;
+        }
+        drop(handles);
+        self.shared.reflector.stop();
+        if let Some(registry) = self.shared.registry.upgrade() {
+            let mut informers = lock(&registry);
+            if informers
+                .get(&self.shared.key)
+                .is_some_and(|s| Arc::ptr_eq(s, &self.shared))
+            {
+                informers.remove(&self.shared.key);
+            }
+        }
+    }
+}
+
+impl<S> Drop for Handle<S> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
