@@ -38,8 +38,9 @@ export interface ClusterDetails {
   /** Path of a PEM CA bundle to trust instead of the system roots. */
   caFile?: string | undefined;
   /**
-   * Extra field (kubeconfig `proxy-url`): reach this cluster through an `http://`, `https://` or
-   * `socks5://` proxy; credentials in the URL are used and never logged.
+   * Extra field (kubeconfig `proxy-url`): reach this cluster through an `http://` (CONNECT) or
+   * `socks5://` proxy; credentials in the URL are used and never logged. `https://` proxies (TLS
+   * to the proxy itself) are refused with an ERROR event and a warning saying so.
    */
   proxyUrl?: string;
   /** Extra field (kubeconfig `tls-server-name`): verify the server certificate against this name. */

@@ -353,7 +353,11 @@ describe('refusals (never leaking secrets)', () => {
     ['impersonate', /user "impersonator" sets as \(impersonation\)/],
     [
       'bad-proxy',
-      /context "bad-proxy": cluster "bad-proxy": proxy-url must be an http:\/\/, https:\/\/ or socks5:\/\/ URL \(it is ftp:\/\/…\)/,
+      /context "bad-proxy": cluster "bad-proxy": proxy-url must be an http:\/\/ or socks5:\/\/ URL \(it is ftp:\/\/…\)/,
+    ],
+    [
+      'tls-proxy',
+      /context "tls-proxy": cluster "tls-proxy": proxy-url is an https:\/\/ proxy .* use http:\/\//,
     ],
     ['unparsable-proxy', /context "unparsable-proxy": cluster "unparsable-proxy": proxy-url is not a URL$/],
     ['missing-cluster', /context "missing-cluster" refers to cluster "nowhere", which .* does not define/],

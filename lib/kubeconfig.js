@@ -305,9 +305,15 @@ function clusterDetailsFor(contextName, { name, body, file, dir }) {
       // Not quoted: a proxy URL may carry a password.
       throw new KubeconfigError(`${what}: proxy-url is not a URL`);
     }
-    if (!['http:', 'https:', 'socks5:'].includes(proxy.protocol)) {
+    if (proxy.protocol === 'https:') {
       throw new KubeconfigError(
-        `${what}: proxy-url must be an http://, https:// or socks5:// URL (it is ${proxy.protocol}//…)`,
+        `${what}: proxy-url is an https:// proxy (TLS to the proxy itself), which the watcher does not support; ` +
+          'use http:// (the tunnel to the API server is TLS end to end either way) or socks5://',
+      );
+    }
+    if (!['http:', 'socks5:'].includes(proxy.protocol)) {
+      throw new KubeconfigError(
+        `${what}: proxy-url must be an http:// or socks5:// URL (it is ${proxy.protocol}//…)`,
       );
     }
     details.proxyUrl = proxyUrl;

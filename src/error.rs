@@ -91,8 +91,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// anyway, because lower layers' messages are not ours to vouch for.
 #[derive(Debug, Error)]
 pub enum WatchError {
-    /// The cluster's TLS or credential settings could not be turned into a client.
-    #[error("invalid TLS configuration: {0}")]
+    /// The cluster's TLS, proxy or credential settings could not be turned into a client.
+    #[error("invalid cluster configuration: {0}")]
     Config(String),
     /// The request never got a response: DNS, connect, TLS handshake, or the peer hung up.
     #[error("request failed: {0}")]

@@ -297,7 +297,7 @@ mod tests {
         ] {
             let err = Proxy::parse(bad, "HTTPS_PROXY").unwrap_err().to_string();
             assert!(
-                err.starts_with("invalid TLS configuration: HTTPS_PROXY"),
+                err.starts_with("invalid cluster configuration: HTTPS_PROXY"),
                 "{err}"
             );
             assert!(!err.contains("hunter22"), "{err}");
