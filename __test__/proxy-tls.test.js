@@ -626,6 +626,14 @@ describe('kube-watch with a kubeconfig', () => {
     }
     assertOpaque(proxy.tunnels);
     assertThroughProxy(sim, proxy);
+    // Discovery too: it goes through the native addon, so through the same proxy and name.
+    const ports = new Set(proxy.tunnels.map((x) => x.upstreamPort));
+    const discovery = sim.requests.filter((q) => q.path === '/api' || q.path === '/apis');
+    assert.equal(discovery.length, 2, 'discovery asked /api and /apis');
+    for (const request of discovery) {
+      assert.ok(ports.has(request.remotePort), `${request.path} came through the proxy`);
+      assert.equal(request.servername, 'kube.internal');
+    }
     const watches = sim.requests.filter((q) => q.path === RESOURCE_PATH && q.query.watch);
     assert.ok(watches.length >= 1);
     for (const request of watches) {

@@ -296,7 +296,9 @@ async function main(argv) {
     );
 
     // Warnings go to stderr as before; one about the server certificate also shapes the hint.
-    let certificateProblem = Boolean(discoveryError && isCertificateProblem(discoveryError.code));
+    let certificateProblem = Boolean(
+      discoveryError && isCertificateProblem(discoveryError.code || discoveryError.message),
+    );
     const watchLogger = {
       ...logger,
       warn: (message, extra) => {

@@ -10,17 +10,17 @@
  * kubectl's `~/.kube/cache/discovery` (`KUBE_WATCH_CACHE_DIR` overrides the place). The cache
  * holds only names and scopes, never credentials.
  *
- * Requests are plain HTTPS GETs with node:https, using the kubeconfig's CA, client certificate
- * or token and `tls-server-name`. They do not go through `proxy-url` or `HTTPS_PROXY` (the
- * native watcher does): a CLI whose discovery fails falls back to its built-in table.
+ * Requests go through the native addon like the watch itself: the same pooled connections, CA,
+ * client certificate or token, `tls-server-name` and proxy (`proxy-url`, `HTTPS_PROXY`, …). A CLI
+ * whose discovery fails falls back to its built-in table.
  */
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
-const http = require('node:http');
-const https = require('node:https');
 const os = require('node:os');
 const path = require('node:path');
+const native = require('./native');
+const { toSpec } = require('./watcher');
 
 const AGGREGATED_ACCEPT =
   'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
@@ -59,68 +59,52 @@ function cacheFile(dir, url) {
 }
 
 /**
- * One GET returning `{ status, headers, body }` (body parsed as JSON).
+ * One GET returning `{ headers, body }` (body parsed as JSON), through the native addon: the same
+ * pooled connections, TLS, proxy (`proxyUrl`, `HTTPS_PROXY`…) and `tlsServerName` as the watch.
  * @param {object} target `{ clusterDetails, credential }`
  * @param {string} pathname e.g. `/apis`
  */
-function get(target, pathname, accept = 'application/json') {
-  const { clusterDetails: cluster, credential } = target;
-  const base = new URL(cluster.url);
-  const url = new URL(base.pathname.replace(/\/+$/, '') + pathname, base);
-  const headers = { accept, 'user-agent': 'kube-watch' };
-  if (credential && credential.type === 'bearer token') headers.authorization = `Bearer ${credential.token}`;
-  const options = { method: 'GET', headers, timeout: REQUEST_TIMEOUT_MS };
-  const secure = url.protocol === 'https:';
-  if (secure) {
-    if (cluster.caData) options.ca = Buffer.from(cluster.caData, 'base64').toString('utf8');
-    else if (cluster.caFile) options.ca = fs.readFileSync(cluster.caFile, 'utf8');
-    if (credential && credential.type === 'x509 client certificate') {
-      options.cert = credential.cert;
-      options.key = credential.key;
-    }
-    options.rejectUnauthorized = !cluster.skipTLSVerify;
-    // Like tls-server-name for the watcher: SNI and certificate checked against this name.
-    if (cluster.tlsServerName) options.servername = cluster.tlsServerName;
-  }
-  return new Promise((resolve, reject) => {
-    const req = (secure ? https : http).request(url, options, (res) => {
-      const chunks = [];
-      let size = 0;
-      res.on('data', (c) => {
-        size += c.length;
-        if (size > MAX_BODY_BYTES)
-          req.destroy(new DiscoveryError(`${pathname}: answer larger than ${MAX_BODY_BYTES} bytes`));
-        else chunks.push(c);
-      });
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode !== 200) {
-          reject(
-            new DiscoveryError(`GET ${pathname}: HTTP ${res.statusCode}`, { statusCode: res.statusCode }),
-          );
-          return;
-        }
-        try {
-          resolve({ headers: res.headers, body: JSON.parse(text) });
-        } catch {
-          reject(new DiscoveryError(`GET ${pathname}: the answer is not JSON`));
-        }
-      });
-      res.on('error', reject);
-    });
-    req.on('timeout', () =>
-      req.destroy(
-        new DiscoveryError(`GET ${pathname}: no answer within ${REQUEST_TIMEOUT_MS / 1000}s`, {
-          code: 'ETIMEDOUT',
-        }),
-      ),
+async function get(target, pathname, accept = 'application/json') {
+  // The resource fields are the spec's shape only: a fetch uses the cluster and credential.
+  const spec = toSpec({ ...target, group: '', apiVersion: 'v1', plural: 'discovery' }, {});
+  let answer;
+  try {
+    answer = await withTimeout(
+      native.fetchText(spec, pathname, accept, MAX_BODY_BYTES),
+      REQUEST_TIMEOUT_MS,
+      pathname,
     );
-    req.on('error', (err) => {
-      if (err instanceof DiscoveryError) reject(err);
-      else reject(new DiscoveryError(`GET ${pathname}: ${err.code || err.message}`, { code: err.code }));
-    });
-    req.end();
+  } catch (err) {
+    if (err instanceof DiscoveryError) throw err;
+    // The native reason (credentials already masked) says what failed: TLS, connect, proxy.
+    throw new DiscoveryError(err.message, { code: err.message });
+  }
+  if (answer.status !== 200) {
+    throw new DiscoveryError(`GET ${pathname}: HTTP ${answer.status}`, { statusCode: answer.status });
+  }
+  try {
+    return { headers: { 'content-type': answer.contentType ?? '' }, body: JSON.parse(answer.body) };
+  } catch {
+    throw new DiscoveryError(`GET ${pathname}: the answer is not JSON`);
+  }
+}
+
+/** `promise`, or a DiscoveryError after `ms` (the native request is left to finish on its own). */
+function withTimeout(promise, ms, pathname) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new DiscoveryError(`GET ${pathname}: no answer within ${ms / 1000}s`, {
+            code: 'ETIMEDOUT',
+          }),
+        ),
+      ms,
+    );
+    timer.unref();
   });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Normalised entry: `{ group, version, plural, singular, kind, shortNames, namespaced, verbs, preferred }`. */

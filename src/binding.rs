@@ -15,11 +15,12 @@ use napi::{Env, Result, sys};
 use napi_derive::napi;
 
 use self::strings::copied_string;
-use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
+use crate::auth::{ClusterSpec, Connection, Credential, InClusterEnv, Plan, plan};
 use crate::batch::Batch;
 use crate::error::Failure;
+use crate::error::{WatchError, describe_chain};
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
-use crate::http::ConnectionPool;
+use crate::http::{ConnectionPool, Get, Kind};
 use crate::projection::Projection;
 use crate::proxy::ProxyEnv;
 use crate::redact::Redactor;
@@ -168,17 +169,12 @@ impl Drop for NativeWatch {
     }
 }
 
-/// Starts a watch; refusals and configuration errors come back as the watch's first batch.
-#[napi]
-pub fn start_watch(spec: WatchSpec) -> NativeWatch {
-    let resource_path = ResourceRef {
-        group: spec.group.clone(),
-        version: spec.api_version.clone(),
-        plural: spec.plural.clone(),
-        namespace: spec.namespace.clone(),
-    }
-    .path();
-    let redactor = Redactor::new(spec.token.as_deref(), spec.key.as_deref());
+/// How to reach the spec's cluster, or why not: the refusal's failure and warning.
+fn connection_for(
+    spec: &WatchSpec,
+    what: &str,
+    redactor: &Redactor,
+) -> std::result::Result<(Connection, ClientKey), (Failure, String)> {
     let cluster = ClusterSpec {
         name: spec.cluster_name.clone(),
         url: spec.cluster_url.clone(),
@@ -209,10 +205,7 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
     };
 
     let connection = match plan(&cluster, &credential, &env) {
-        Plan::Refuse { failure, warning } => {
-            let warning = format!("watch of {resource_path}: {warning}");
-            return wrap(Watch::refused(resource_path, failure, warning));
-        }
+        Plan::Refuse { failure, warning } => return Err((failure, format!("{what}: {warning}"))),
         Plan::Connect(connection) => connection,
     };
     let client = ClientKey::resolve(&connection).and_then(|key| {
@@ -223,15 +216,30 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
             &ProxyEnv::from_process(),
         )
     });
-    let client = match client {
-        Ok(client) => client,
-        Err(err) => {
-            let warning = redactor.apply(&format!(
-                "watch of {resource_path} on cluster '{}': {err}",
-                spec.cluster_name
-            ));
-            return wrap(Watch::refused(resource_path, Failure::system(), warning));
-        }
+    match client {
+        Ok(client) => Ok((connection, client)),
+        Err(err) => Err((
+            Failure::system(),
+            redactor.apply(&format!("{what} on cluster '{}': {err}", spec.cluster_name)),
+        )),
+    }
+}
+
+/// Starts a watch; refusals and configuration errors come back as the watch's first batch.
+#[napi]
+pub fn start_watch(spec: WatchSpec) -> NativeWatch {
+    let resource_path = ResourceRef {
+        group: spec.group.clone(),
+        version: spec.api_version.clone(),
+        plural: spec.plural.clone(),
+        namespace: spec.namespace.clone(),
+    }
+    .path();
+    let redactor = Redactor::new(spec.token.as_deref(), spec.key.as_deref());
+    let what = format!("watch of {resource_path}");
+    let (connection, client) = match connection_for(&spec, &what, &redactor) {
+        Ok(found) => found,
+        Err((failure, warning)) => return wrap(Watch::refused(resource_path, failure, warning)),
     };
     let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
     let query = WatchQuery {
@@ -270,6 +278,78 @@ fn wrap(watch: Watch) -> NativeWatch {
     NativeWatch {
         inner: Arc::new(watch),
     }
+}
+
+/// What [`fetch_text`] got.
+#[napi(object)]
+pub struct FetchedText {
+    /// The HTTP status.
+    pub status: u32,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// The body (gzip decoded), as UTF-8 text.
+    pub body: String,
+}
+
+/// One GET of `path` (appended to the cluster URL's own path) on the spec's cluster, with its
+/// credential, over the same pooled connections, TLS, proxy and `tlsServerName` as watches:
+/// `kube-watch`'s discovery requests. Rejects with the reason (credentials masked) when no
+/// answer came or the body is larger than `max_bytes`.
+#[napi(ts_return_type = "Promise<FetchedText>")]
+pub fn fetch_text(
+    env: &Env,
+    spec: WatchSpec,
+    path: String,
+    accept: String,
+    max_bytes: u32,
+) -> Result<AsyncBlock<FetchedText>> {
+    let redactor = Redactor::new(spec.token.as_deref(), spec.key.as_deref());
+    let what = format!("GET {path}");
+    let found = connection_for(&spec, &what, &redactor);
+    AsyncBlockBuilder::new(async move {
+        let fail = |text: String| napi::Error::from_reason(text);
+        let (connection, client) = found.map_err(|(_, warning)| fail(warning))?;
+        let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
+        let get = Get {
+            url: format!("{}{path}", connection.base_url.trim_end_matches('/')),
+            bearer: connection.bearer.clone(),
+            accept: Some(accept),
+        };
+        let describe = |err: WatchError| {
+            let text = match &err {
+                WatchError::Connect(source) | WatchError::Body(source) => {
+                    format!("{what}: {}", describe_chain(source.as_ref()))
+                }
+                other => format!("{what}: {other}"),
+            };
+            fail(redactor.apply(&text))
+        };
+        let mut response = POOL
+            .get(&client, &get, Kind::Short)
+            .await
+            .map_err(describe)?;
+        let mut body = Vec::new();
+        // Read into `body` before the head is used: `response` is still needed for the headers.
+        while let Some(chunk) = response.chunk().await.map_err(describe)? {
+            body.extend_from_slice(&chunk);
+            if body.len() > max_bytes as usize {
+                return Err(fail(format!(
+                    "{what}: answer larger than {max_bytes} bytes"
+                )));
+            }
+        }
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(String::from);
+        Ok(FetchedText {
+            content_type,
+            status: u32::from(response.status()),
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    })
+    .build(env)
 }
 
 /// One HTTP/2 connection of the pool, for `watcher.stats()`.

@@ -154,6 +154,7 @@ impl Producer {
         let get = Get {
             url: config.url.clone(),
             bearer: config.bearer.clone(),
+            accept: None,
         };
         let mut response = pool.get(&config.client, &get, Kind::Watch).await?;
         let status = response.status();

@@ -36,13 +36,19 @@ pub struct Get {
     pub url: String,
     /// Sent as `Authorization: Bearer …` on this request only.
     pub bearer: Option<String>,
+    /// The `Accept` header; `application/json` when `None`.
+    pub accept: Option<String>,
 }
 
 impl Get {
+    fn accept(&self) -> &str {
+        self.accept.as_deref().unwrap_or("application/json")
+    }
+
     fn http1_request(&self, client: &reqwest::Client) -> reqwest::RequestBuilder {
         let request = client
             .get(&self.url)
-            .header(reqwest::header::ACCEPT, "application/json");
+            .header(reqwest::header::ACCEPT, self.accept());
         match &self.bearer {
             Some(token) => request.bearer_auth(token),
             None => request,
@@ -51,7 +57,7 @@ impl Get {
 
     fn h2_request(&self) -> Result<http::Request<()>, WatchError> {
         let mut request = http::Request::get(&self.url)
-            .header(http::header::ACCEPT, "application/json")
+            .header(http::header::ACCEPT, self.accept())
             .header(http::header::ACCEPT_ENCODING, "gzip");
         if let Some(token) = &self.bearer {
             let mut value =

@@ -411,6 +411,7 @@ impl Run {
         let get = Get {
             url: url_for(&endpoint.base_url),
             bearer: endpoint.bearer.clone(),
+            accept: None,
         };
         self.stats.connect();
         let response = self
