@@ -213,10 +213,13 @@ async function relist(task) {
   let counting = false;
   const seen = [];
   let relisted;
+  let firstSynced;
   const relistDone = new Promise((r) => (relisted = r));
+  const consumerSynced = new Promise((r) => (firstSynced = r));
   const onEvent = (e) => {
     if (e.type === 'SYNCED') {
       if (e.relist) relisted();
+      else firstSynced();
       return true;
     }
     if (counting && e.type !== 'ERROR') seen.push(`${e.type} ${e.object.metadata.name}`);
@@ -224,7 +227,9 @@ async function relist(task) {
   };
   const client = makeClient(task, { onEvent });
   await client.start();
-  await delay(500); // the native consumer's initial ADDED events, the watches open
+  // The native consumer has seen its initial ADDED events (client-node's came with the list).
+  if (task.client === 'native') await consumerSynced;
+  await delay(500); // the watches open
   await settledRss();
   counting = true;
   const next = task.client === 'native' ? relistDone : client.nextList();
