@@ -206,7 +206,8 @@ async function memory(task, fields) {
   const size = client.size();
   const rss1 = await settledRss();
   const cachedJsonBytes = fields ? client.projectedJsonBytes() : task.jsonBytes;
-  return { growthBytes: rss1 - rss0, cachedJsonBytes, size };
+  const nativeCachedBytes = client.informer?.stats?.().cachedBytes;
+  return { growthBytes: rss1 - rss0, cachedJsonBytes, nativeCachedBytes, size };
 }
 
 async function relist(task) {
