@@ -161,7 +161,7 @@ function report(rows, info, seconds) {
     return out;
   };
   const range = (xs) =>
-    xs.length ? `${fmt(median(xs))} (${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))})` : '—';
+    xs.length ? `${fmt(median(xs), 3)} (${fmt(Math.min(...xs), 3)}–${fmt(Math.max(...xs), 3)})` : '—';
   const busy = rows.map((x) => x.r.machineBusyCores);
   const lines = [];
   lines.push(
