@@ -1,0 +1,305 @@
+'use strict';
+// One measurement of bench/informer.js in a fresh process: one client (native | clientnode),
+// one scenario (sync | iterate | memory | fields | relist | get). Main-thread CPU comes from
+// /proc/self/task/<pid>/schedstat (bench/measure.js), whole-process CPU from
+// process.cpuUsage(); both are taken from just before the informer is made to the moment its
+// cache holds every object (or, for a relist, from the server's change to the end of the
+// relist's events).
+
+const { performance } = require('node:perf_hooks');
+const { mainThreadCpuNs } = require('./measure');
+const certs = require('../sim/certs');
+
+const TOKEN = 'bench-token';
+const NAMESPACE = 'bench';
+const PAGE = 500;
+/** Three small paths for the `fields` scenario (plus the four metadata fields always kept). */
+const FIELDS = ['metadata.labels', 'spec.nodeName', 'status.phase'];
+const quietLogger = { warn() {}, error() {}, info() {}, debug() {} };
+
+let askId = 0;
+const answers = new Map();
+process.on('message', (m) => answers.get(m.id)?.(m.answer));
+/** Asks the driver to pass `request` to the server; resolves with the server's answer. */
+const ask = (request) =>
+  new Promise((resolve) => {
+    const id = ++askId;
+    answers.set(id, resolve);
+    process.send({ type: 'ask', id, request });
+  });
+
+const delay = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function settledRss() {
+  for (let i = 0; i < 3; i++) {
+    global.gc();
+    await delay(50);
+  }
+  return process.memoryUsage.rss();
+}
+
+function window() {
+  const cpu0 = process.cpuUsage();
+  const main0 = mainThreadCpuNs();
+  const t0 = performance.now();
+  return () => {
+    const main = mainThreadCpuNs() - main0;
+    const cpu = process.cpuUsage(cpu0);
+    return {
+      mainMs: main / 1e6,
+      processMs: (cpu.user + cpu.system) / 1000,
+      wallMs: performance.now() - t0,
+    };
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The two clients, each with the same surface: start(), synced, size(), get(name), a consumer.
+
+function nativeClient(task, { fields, onEvent } = {}) {
+  const { NativeKubernetesWatcher } = require('..');
+  return {
+    start() {
+      const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
+      const options = { namespace: NAMESPACE };
+      if (fields) options.fields = fields;
+      this.informer = watcher.informer(
+        {
+          clusterDetails: { name: 'bench', url: task.url, caData: Buffer.from(certs.ca).toString('base64') },
+          credential: { type: 'bearer token', token: TOKEN },
+          group: '',
+          apiVersion: 'v1',
+          plural: 'pods',
+        },
+        options,
+      );
+      if (onEvent) {
+        this.consumed = (async () => {
+          for await (const e of this.informer) if (onEvent(e) === false) return;
+        })();
+      }
+      return this.informer.synced;
+    },
+    size() {
+      return this.informer.size;
+    },
+    get(name) {
+      return this.informer.get(name, NAMESPACE);
+    },
+    names() {
+      return this.informer.list().map((o) => o.metadata.name);
+    },
+    projectedJsonBytes() {
+      return this.informer.list().reduce((n, o) => n + Buffer.byteLength(JSON.stringify(o)), 0);
+    },
+    close() {
+      this.informer.close();
+    },
+  };
+}
+
+/**
+ * client-node as its README shows makeInformer: the list function is the generated
+ * CoreV1Api's listNamespacedPod (here paginated with limit/continue like the native informer's
+ * list, concatenating the pages); `onEvent` gets { type, object } from its add/update/delete
+ * callbacks. `synced` resolves once a list's items are all in its cache.
+ */
+function clientnodeClient(task, { onEvent } = {}) {
+  const k8s = require('@kubernetes/client-node');
+  let lists = 0;
+  const listed = [];
+  return {
+    start() {
+      const kc = new k8s.KubeConfig();
+      kc.loadFromOptions({
+        clusters: [{ name: 'bench', server: task.url, caData: Buffer.from(certs.ca).toString('base64') }],
+        users: [{ name: 'bench', token: TOKEN }],
+        contexts: [{ name: 'bench', cluster: 'bench', user: 'bench' }],
+        currentContext: 'bench',
+      });
+      const api = kc.makeApiClient(k8s.CoreV1Api);
+      const listFn = async () => {
+        let items = [];
+        let page;
+        let _continue;
+        do {
+          page = await api.listNamespacedPod({ namespace: NAMESPACE, limit: PAGE, _continue });
+          items = items.concat(page.items);
+          _continue = page.metadata?._continue;
+        } while (_continue);
+        page.items = items;
+        lists++;
+        // The ListWatch caches the items synchronously after this promise resolves.
+        setImmediate(() => listed.shift()?.());
+        return page;
+      };
+      this.informer = k8s.makeInformer(kc, `/api/v1/namespaces/${NAMESPACE}/pods`, listFn);
+      if (onEvent) {
+        this.informer.on('add', (object) => onEvent({ type: 'ADDED', object }));
+        this.informer.on('update', (object) => onEvent({ type: 'MODIFIED', object }));
+        this.informer.on('delete', (object) => onEvent({ type: 'DELETED', object }));
+      }
+      this.informer.on('error', () => {});
+      const synced = this.nextList();
+      this.informer.start();
+      return synced;
+    },
+    /** Resolves once the next list's items are cached. */
+    nextList() {
+      return new Promise((resolve) => listed.push(resolve));
+    },
+    lists: () => lists,
+    size() {
+      return this.informer.list().length;
+    },
+    get(name) {
+      return this.informer.get(name, NAMESPACE);
+    },
+    names() {
+      return this.informer.list().map((o) => o.metadata.name);
+    },
+    close() {
+      this.informer.stop();
+    },
+  };
+}
+
+const makeClient = (task, options) =>
+  task.client === 'native' ? nativeClient(task, options) : clientnodeClient(task, options);
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+async function sync(task) {
+  const client = makeClient(task);
+  await settledRss();
+  const stop = window();
+  await client.start();
+  const size = client.size();
+  return { ...stop(), size };
+}
+
+async function iterate(task) {
+  let events = 0;
+  let nameChars = 0;
+  const onEvent = (e) => {
+    if (e.type === 'ADDED') {
+      events++;
+      nameChars += e.object.metadata.name.length;
+    } else if (e.type === 'SYNCED') return false;
+    return true;
+  };
+  const client = makeClient(task, { onEvent });
+  await settledRss();
+  const stop = window();
+  await client.start();
+  // The native consumer may still be behind the cache: wait for its SYNCED.
+  if (client.consumed) await client.consumed;
+  const out = stop();
+  return { ...out, events, size: client.size(), nameChars };
+}
+
+async function memory(task, fields) {
+  const client = makeClient(task, { fields });
+  const rss0 = await settledRss();
+  await client.start();
+  const size = client.size();
+  const rss1 = await settledRss();
+  const cachedJsonBytes = fields ? client.projectedJsonBytes() : task.jsonBytes;
+  const nativeCachedBytes = client.informer?.stats?.().cachedBytes;
+  return { growthBytes: rss1 - rss0, cachedJsonBytes, nativeCachedBytes, size };
+}
+
+async function relist(task) {
+  let counting = false;
+  const seen = [];
+  let relisted;
+  let firstSynced;
+  const relistDone = new Promise((r) => (relisted = r));
+  const consumerSynced = new Promise((r) => (firstSynced = r));
+  const onEvent = (e) => {
+    if (e.type === 'SYNCED') {
+      if (e.relist) relisted();
+      else firstSynced();
+      return true;
+    }
+    if (counting && e.type !== 'ERROR') seen.push(`${e.type} ${e.object.metadata.name}`);
+    return true;
+  };
+  const client = makeClient(task, { onEvent });
+  await client.start();
+  // The native consumer has seen its initial ADDED events (client-node's came with the list).
+  if (task.client === 'native') await consumerSynced;
+  await delay(500); // the watches open
+  await settledRss();
+  counting = true;
+  const next = task.client === 'native' ? relistDone : client.nextList();
+  const stop = window();
+  const { changed } = await ask({ cmd: 'relist', fraction: 0.01 });
+  await next;
+  // client-node calls its callbacks synchronously inside the list; the native consumer has
+  // had every event before its SYNCED.
+  const out = stop();
+  const expected = changed.map((n) => `MODIFIED ${n}`).sort();
+  seen.sort();
+  const exact = expected.length === seen.length && expected.every((x, i) => x === seen[i]);
+  client.close();
+  return { ...out, events: seen.length, expected: expected.length, exact };
+}
+
+async function get(task) {
+  const client = makeClient(task);
+  await client.start();
+  const names = client.names();
+  const name = names[names.length >> 1];
+  const text = JSON.stringify(client.get(name));
+  const N = 200;
+  const getUs = [];
+  const parseUs = [];
+  let sink = 0;
+  for (let round = 0; round < 41; round++) {
+    let t = performance.now();
+    for (let i = 0; i < N; i++) sink += client.get(name).metadata.name.length;
+    const g = ((performance.now() - t) * 1000) / N;
+    t = performance.now();
+    for (let i = 0; i < N; i++) sink += JSON.parse(text).metadata.name.length;
+    const p = ((performance.now() - t) * 1000) / N;
+    if (round > 0) (getUs.push(g), parseUs.push(p)); // round 0 warms up
+  }
+  const med = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
+  client.close();
+  return { getUs: med(getUs), parseUs: med(parseUs), textBytes: text.length, sink };
+}
+
+async function run(task) {
+  let result;
+  try {
+    switch (task.scenario) {
+      case 'sync':
+        result = await sync(task);
+        break;
+      case 'iterate':
+        result = await iterate(task);
+        break;
+      case 'memory':
+        result = await memory(task);
+        break;
+      case 'fields':
+        result = task.client === 'native' ? await memory(task, FIELDS) : { skipped: true };
+        break;
+      case 'relist':
+        result = await relist(task);
+        break;
+      case 'get':
+        result = await get(task);
+        break;
+      default:
+        throw new Error(`unknown scenario ${task.scenario}`);
+    }
+  } catch (err) {
+    result = { error: String(err?.stack ?? err) };
+  }
+  process.send({ type: 'result', result }, () => process.exit(0));
+}
+
+module.exports = { run, FIELDS };

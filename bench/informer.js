@@ -1,0 +1,267 @@
+#!/usr/bin/env node
+'use strict';
+// `npm run bench:informer` → node bench/informer.js [--runs=N] [--count=N]
+//                                    [--only=sync,iterate,memory,fields,relist,get]
+//                                    [--clients=native,clientnode] [--json=file]
+//
+// watcher.informer() side by side with @kubernetes/client-node's makeInformer over the same
+// simulated API server (bench/informer-server.js, its own process: `count` medium pods of
+// ~9 KiB JSON each, HTTPS with h2 offered). Every measurement runs in a fresh process
+// (this file with --worker, forked with --expose-gc), clients alternating and their order
+// rotating run by run; the report gives medians over the runs and ratios from the same run.
+// Progress goes to stderr, the markdown report to stdout. Every child dies with this process.
+
+const { fork } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+if (process.argv[2] === '--worker') {
+  require('./informer-worker').run(JSON.parse(process.argv[3]));
+  return;
+}
+
+const argv = process.argv.slice(2);
+const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+for (const a of argv) {
+  if (!/^--(runs=\d+|count=\d+|only=.+|clients=.+|json=.+)$/.test(a)) {
+    console.error(`unknown option ${a}; see the header of bench/informer.js`);
+    process.exit(2);
+  }
+}
+const RUNS = Number(opt('runs') ?? 3);
+const COUNT = Number(opt('count') ?? 10000);
+const SCENARIOS = (opt('only') ?? 'sync,iterate,memory,fields,relist,get').split(',');
+const CLIENTS = (opt('clients') ?? 'native,clientnode').split(',');
+const log = (...a) => console.error(...a);
+
+const children = new Set();
+const track = (c) => (children.add(c), c.on('exit', () => children.delete(c)), c);
+const killAll = () => children.forEach((c) => c.kill('SIGKILL'));
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => (killAll(), process.exit(130)));
+
+/** Seconds of CPU the whole machine has been busy since boot (/proc/stat, all but idle/iowait). */
+function machineBusySeconds() {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = f;
+  return (user + nice + system + irq + softirq + steal) / 100;
+}
+
+function startServer() {
+  const child = track(
+    fork(path.join(__dirname, 'informer-server.js'), [String(COUNT)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
+  const pending = new Map();
+  let nextId = 0;
+  const ready = new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('informer server did not start')), 120000);
+    child.on('message', (msg) => {
+      if (msg.type === 'ready') (clearTimeout(t), resolve());
+      else pending.get(msg.id)?.(msg);
+    });
+    child.on('exit', (code) => reject(new Error(`informer server exited (${code})`)));
+  });
+  const request = (msg) =>
+    new Promise((resolve) => {
+      const id = ++nextId;
+      pending.set(id, (m) => (pending.delete(id), resolve(m)));
+      child.send({ ...msg, id });
+    });
+  return { child, ready, request };
+}
+
+async function measure(server, task) {
+  const worker = track(
+    fork(__filename, ['--worker', JSON.stringify(task)], {
+      execArgv: ['--expose-gc'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
+  const t0 = Date.now();
+  const busy0 = machineBusySeconds();
+  const result = await new Promise((resolve) => {
+    const timer = setTimeout(() => (worker.kill('SIGKILL'), resolve({ error: 'timed out' })), 300000);
+    worker.on('message', async (msg) => {
+      if (msg.type === 'result') (clearTimeout(timer), resolve(msg.result));
+      else if (msg.type === 'ask') worker.send({ id: msg.id, answer: await server.request(msg.request) });
+    });
+    worker.on(
+      'exit',
+      (code, signal) => (clearTimeout(timer), resolve({ error: `worker exited (${code ?? signal})` })),
+    );
+  });
+  if (worker.exitCode === null) worker.kill('SIGKILL');
+  const wall = (Date.now() - t0) / 1000;
+  result.machineBusyCores = (machineBusySeconds() - busy0) / wall;
+  return result;
+}
+
+const median = (xs) => {
+  const v = xs.filter((x) => typeof x === 'number' && !Number.isNaN(x)).sort((a, b) => a - b);
+  if (!v.length) return NaN;
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+};
+const fmt = (x, d = 2) =>
+  x === undefined || Number.isNaN(x)
+    ? '—'
+    : x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+
+async function main() {
+  const t0 = Date.now();
+  const server = startServer();
+  await server.ready;
+  const info = await server.request({ cmd: 'info' });
+  log(`server ${info.url}: ${info.count} pods, ${fmt(info.jsonBytes / info.count / 1024, 2)} KiB JSON each`);
+  const rows = [];
+  for (let run = 0; run < RUNS; run++) {
+    for (const scenario of SCENARIOS) {
+      const clients = run % 2 ? [...CLIENTS].reverse() : CLIENTS;
+      for (const client of clients) {
+        const task = { scenario, client, url: info.url, count: info.count, jsonBytes: info.jsonBytes };
+        const r = await measure(server, task);
+        rows.push({ run, scenario, client, r });
+        log(
+          `[run ${run + 1}/${RUNS}] ${scenario} ${client}: ${r.error ?? brief(r)} (busy ${fmt(r.machineBusyCores)} cores)`,
+        );
+      }
+    }
+  }
+  server.child.send({ cmd: 'stop' });
+  const out = report(rows, info, (Date.now() - t0) / 1000);
+  console.log(out);
+  if (opt('json')) fs.writeFileSync(opt('json'), JSON.stringify({ info, rows }, null, 1));
+}
+
+function brief(r) {
+  const parts = [];
+  if (r.mainMs !== undefined) parts.push(`main ${fmt(r.mainMs, 1)} ms`);
+  if (r.processMs !== undefined) parts.push(`process ${fmt(r.processMs, 1)} ms`);
+  if (r.events !== undefined) parts.push(`${r.events} events`);
+  if (r.growthBytes !== undefined) parts.push(`RSS +${fmt(r.growthBytes / 2 ** 20, 1)} MiB`);
+  if (r.getUs !== undefined) parts.push(`get ${fmt(r.getUs, 2)} µs, JSON.parse ${fmt(r.parseUs, 2)} µs`);
+  if (r.size !== undefined) parts.push(`size ${r.size}`);
+  return parts.join(', ');
+}
+
+function report(rows, info, seconds) {
+  const pick = (scenario, client, f) =>
+    rows.filter((x) => x.scenario === scenario && x.client === client && !x.r.error).map((x) => f(x.r));
+  const perRun = (scenario, f) => {
+    // Ratios native ÷ client-node from the same run.
+    const out = [];
+    for (let run = 0; run < RUNS; run++) {
+      const n = rows.find((x) => x.run === run && x.scenario === scenario && x.client === 'native');
+      const c = rows.find((x) => x.run === run && x.scenario === scenario && x.client === 'clientnode');
+      if (n && c && !n.r.error && !c.r.error) out.push(f(n.r) / f(c.r));
+    }
+    return out;
+  };
+  const range = (xs) =>
+    xs.length ? `${fmt(median(xs), 3)} (${fmt(Math.min(...xs), 3)}–${fmt(Math.max(...xs), 3)})` : '—';
+  const busy = rows.map((x) => x.r.machineBusyCores);
+  const lines = [];
+  lines.push(
+    `### Informer: ${info.count} medium pods (${fmt(info.jsonBytes / info.count / 1024, 2)} KiB JSON each), ` +
+      `${RUNS} runs, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, ` +
+      `machine busy ${fmt(Math.min(...busy))}–${fmt(Math.max(...busy))} cores during measurements (ours included), ` +
+      `${fmt(seconds, 0)} s`,
+    '',
+    '| scenario | client | main-thread CPU ms | process CPU ms | events | other |',
+    '|---|---|---:|---:|---:|---|',
+  );
+  for (const scenario of SCENARIOS) {
+    for (const client of CLIENTS) {
+      const m = (f) => median(pick(scenario, client, f));
+      let other = '';
+      if (scenario === 'memory' || scenario === 'fields')
+        other =
+          `RSS growth ${fmt(m((r) => r.growthBytes) / 2 ** 20, 1)} MiB = ${fmt(m((r) => r.growthBytes / r.cachedJsonBytes))}× ` +
+          `the ${fmt(m((r) => r.cachedJsonBytes) / 2 ** 20, 1)} MiB of JSON cached`;
+      if (scenario === 'get')
+        other = `get ${fmt(m((r) => r.getUs))} µs/call; JSON.parse of its text ${fmt(m((r) => r.parseUs))} µs`;
+      lines.push(
+        `| ${scenario} | ${client} | ${fmt(
+          m((r) => r.mainMs),
+          1,
+        )} | ${fmt(
+          m((r) => r.processMs),
+          1,
+        )} | ${fmt(
+          m((r) => r.events),
+          0,
+        )} | ${other} |`,
+      );
+    }
+  }
+  lines.push('', '| target | measured (median, min–max over runs) | goal | met |', '|---|---|---|---|');
+  const met = (x, goal) => (Number.isNaN(x) ? '?' : x <= goal ? 'yes' : `no (${fmt(x / goal)}× the goal)`);
+  const target = (name, xs, goal) =>
+    lines.push(`| ${name} | ${range(xs)} | ≤ ${goal} | ${met(median(xs), goal)} |`);
+  if (SCENARIOS.includes('sync')) {
+    target(
+      'sync: main-thread CPU ÷ client-node',
+      perRun('sync', (r) => r.mainMs),
+      0.25,
+    );
+    target(
+      'sync: process CPU ÷ client-node',
+      perRun('sync', (r) => r.processMs),
+      0.6,
+    );
+  }
+  if (SCENARIOS.includes('iterate'))
+    target(
+      'iterate ADDED: main-thread CPU ÷ client-node',
+      perRun('iterate', (r) => r.mainMs),
+      0.7,
+    );
+  if (SCENARIOS.includes('memory')) {
+    target(
+      'memory: RSS growth ÷ JSON cached (native)',
+      pick('memory', 'native', (r) => r.growthBytes / r.cachedJsonBytes),
+      1.3,
+    );
+    lines.push(
+      `| memory: the same, client-node | ${range(pick('memory', 'clientnode', (r) => r.growthBytes / r.cachedJsonBytes))} | report | |`,
+    );
+  }
+  if (SCENARIOS.includes('fields'))
+    target(
+      'fields (3 paths): RSS growth ÷ (projected JSON + 150 B/object)',
+      pick('fields', 'native', (r) => r.growthBytes / (r.cachedJsonBytes + 150 * r.size)),
+      1,
+    );
+  if (SCENARIOS.includes('relist')) {
+    const ok = pick('relist', 'native', (r) => (r.exact ? 1 : 0));
+    lines.push(
+      `| relist: exactly the changed objects' events (native) | ${ok.filter(Boolean).length} of ${ok.length} runs | all | ${ok.length && ok.every(Boolean) ? 'yes' : 'no'} |`,
+    );
+    const own = [];
+    for (let run = 0; run < RUNS; run++) {
+      const a = rows.find((x) => x.run === run && x.scenario === 'relist' && x.client === 'native');
+      const b = rows.find((x) => x.run === run && x.scenario === 'iterate' && x.client === 'native');
+      if (a && b && !a.r.error && !b.r.error) own.push(a.r.mainMs / b.r.mainMs);
+    }
+    target('relist: main-thread CPU ÷ its own full delivery (iterate)', own, 0.1);
+    target(
+      'relist: main-thread CPU ÷ client-node relist',
+      perRun('relist', (r) => r.mainMs),
+      0.05,
+    );
+  }
+  if (SCENARIOS.includes('get'))
+    lines.push(
+      `| get(): µs per call ÷ JSON.parse of its text | ${range(pick('get', 'native', (r) => r.getUs / r.parseUs))} | report | |`,
+    );
+  return lines.join('\n');
+}
+
+main().catch((err) => {
+  console.error(err);
+  killAll();
+  process.exit(1);
+});
