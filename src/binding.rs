@@ -169,6 +169,17 @@ impl Drop for NativeWatch {
     }
 }
 
+/// What the in-cluster rule looks at: the service environment and whether the service
+/// account's CA exists under `service_account_dir` (default: the standard mount).
+fn in_cluster_env(service_account_dir: Option<&str>) -> InClusterEnv {
+    let ca_path = Path::new(service_account_dir.unwrap_or(SERVICE_ACCOUNT_DIR)).join("ca.crt");
+    InClusterEnv {
+        host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
+        port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
+        ca_path: ca_path.exists().then_some(ca_path),
+    }
+}
+
 /// How to reach the spec's cluster, or why not: the refusal's failure and warning.
 fn connection_for(
     spec: &WatchSpec,
@@ -192,17 +203,7 @@ fn connection_for(
         ("anonymous", _, _) => Credential::Anonymous,
         _ => Credential::Bearer(spec.token.clone().unwrap_or_default()),
     };
-    let ca_path = Path::new(
-        spec.service_account_dir
-            .as_deref()
-            .unwrap_or(SERVICE_ACCOUNT_DIR),
-    )
-    .join("ca.crt");
-    let env = InClusterEnv {
-        host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
-        port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
-        ca_path: ca_path.exists().then_some(ca_path),
-    };
+    let env = in_cluster_env(spec.service_account_dir.as_deref());
 
     let connection = match plan(&cluster, &credential, &env) {
         Plan::Refuse { failure, warning } => return Err((failure, format!("{what}: {warning}"))),

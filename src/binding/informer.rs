@@ -5,7 +5,6 @@
 //! informer keeps the process alive; it is let go when the handle closes or the informer ends.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
@@ -17,8 +16,8 @@ use napi_derive::napi;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::{NativeBatch, POOL, SERVICE_ACCOUNT_DIR};
-use crate::auth::{ClusterSpec, Credential, InClusterEnv};
+use super::{NativeBatch, POOL, in_cluster_env};
+use crate::auth::{ClusterSpec, Credential};
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::backoff::BackoffPolicy;
 use crate::informer::connect::{Cluster, CredentialFuture, CredentialProvider, StaticCredential};
@@ -232,12 +231,6 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
         namespace: spec.namespace.clone(),
     }
     .path();
-    let ca_path = Path::new(
-        spec.service_account_dir
-            .as_deref()
-            .unwrap_or(SERVICE_ACCOUNT_DIR),
-    )
-    .join("ca.crt");
     let cluster = Cluster {
         spec: ClusterSpec {
             name: spec.cluster_name.clone(),
@@ -248,11 +241,7 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
             ca_data: spec.ca_data.clone(),
             ca_file: spec.ca_file.clone(),
         },
-        in_cluster: InClusterEnv {
-            host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
-            port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
-            ca_path: ca_path.exists().then_some(ca_path),
-        },
+        in_cluster: in_cluster_env(spec.service_account_dir.as_deref()),
         proxy_url: spec.proxy_url.clone(),
         tls_server_name: spec.tls_server_name.clone(),
         proxy_env: ProxyEnv::from_process(),
