@@ -197,6 +197,7 @@ test("initialList 'auto' falls back to pages on a 4xx answer to the streaming li
   const old = await sim(t, { token: 'tok', sendInitialEvents: false });
   old.create('configmaps', cm('a'));
   const forced = recordingWatcher().watcher.informer(params(old), { initialList: 'streaming' });
+  t.after(() => forced.close());
   const c = consume(forced);
   await assert.rejects(forced.synced);
   await c.done;
@@ -315,6 +316,7 @@ test('stats().events counts the changes received: N writes with no faults → N,
       pageSize: 2,
       backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
     });
+    t.after(() => informer.close());
     const c = consume(informer);
     await informer.synced;
     assert.equal(informer.stats().events, 5, `${initialList}: one per listed object`);
