@@ -114,8 +114,7 @@ impl Backoff {
         }
     }
 
-    /// Consecutive failures counted so far: the backoff step, which the reflector uses to
-    /// send at most one `ERROR { retrying: true }` per step.
+    /// Consecutive failures counted so far: the current backoff step.
     pub fn failures(&self) -> u32 {
         self.failures
     }

@@ -140,7 +140,6 @@ impl Reflector {
             stale: false,
             rv: None,
             jitter: Jitter::from_time(),
-            reported_step: None,
             watched: false,
             synced_once: false,
         };
@@ -322,8 +321,6 @@ struct Run {
     /// The last resourceVersion seen (list, events, bookmarks).
     rv: Option<String>,
     jitter: Jitter,
-    /// The backoff step an ERROR was sent for last.
-    reported_step: Option<u32>,
     /// A watch was started before (so the next one is a reconnect).
     watched: bool,
     /// The first sync was reported.
@@ -454,7 +451,7 @@ impl Run {
     }
 
     /// A failure: terminal ones end every consumer; the rest wait out a backoff step, with
-    /// one `ERROR { retrying: true }` and a warning per step.
+    /// one `ERROR { retrying: true }` and a warning for it.
     fn failed(&mut self, fault: Fault, resume: Resume) -> State {
         let failure = fault.failure();
         self.stats.error(failure.error_type.as_str());
@@ -481,16 +478,15 @@ impl Run {
         let wait = self
             .backoff
             .failed(Instant::now(), retry_after, self.jitter.draw());
-        let step = self.backoff.failures();
-        if self.reported_step != Some(step) {
-            self.reported_step = Some(step);
-            self.cache.error(&failure, true);
-            self.warn(&format!(
-                "{}; retrying in {:.1} s",
-                fault.describe(),
-                wait.as_secs_f64()
-            ));
-        }
+        // Every failure is one backoff step (one wait, one request after it), so one ERROR
+        // here is one per step. Keying it on the step number instead would swallow the first
+        // ERROR after a healthy minute, when the count starts over at a step already reported.
+        self.cache.error(&failure, true);
+        self.warn(&format!(
+            "{}; retrying in {:.1} s",
+            fault.describe(),
+            wait.as_secs_f64()
+        ));
         State::Backoff {
             until: Instant::now() + wait,
             resume,

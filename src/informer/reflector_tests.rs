@@ -388,3 +388,66 @@ async fn transient_failures_are_retried_with_an_error_each_and_422_ends_everythi
     assert!(messages.iter().all(|m| !m.contains("sekret-token")));
     assert_eq!(messages.last().map(String::as_str), Some("ended"));
 }
+
+/// The ERROR events `cursor` has ready.
+fn errors_ready(cursor: &Cursor) -> usize {
+    let mut errors = 0;
+    while let Some(batch) = cursor.take() {
+        if batch.events.is_empty() {
+            break;
+        }
+        let parsed: Vec<serde_json::Value> = serde_json::from_slice(&batch.events).unwrap();
+        errors += parsed.iter().filter(|e| e["type"] == "ERROR").count();
+    }
+    errors
+}
+
+#[tokio::test]
+async fn the_first_failure_after_a_healthy_minute_still_sends_an_error() {
+    let cache = Arc::new(Cache::new("/api/v1/pods".into()));
+    let recorder = Arc::new(Recorder::default());
+    let config = config("http://127.0.0.1:1", InitialList::Paginated);
+    let mut run = Run {
+        backoff: Backoff::new(config.backoff),
+        config,
+        provider: Arc::new(StaticCredential(Credential::Bearer("t".into()))),
+        reporter: recorder.clone(),
+        memory: Arc::default(),
+        pool: Arc::new(ConnectionPool::default()),
+        cache: cache.clone(),
+        stats: Arc::new(Stats::default()),
+        endpoint: None,
+        stale: false,
+        rv: None,
+        jitter: Jitter::new(7),
+        watched: false,
+        synced_once: false,
+    };
+    let cursor = cache.subscribe();
+    let healthy = crate::informer::backoff::HEALTHY_AFTER + Duration::from_secs(1);
+    for round in 1..=3 {
+        // A healthy minute of watching, then one failure: the step count starts over each time,
+        // at the step the previous failure had.
+        let since = Instant::now()
+            .checked_sub(healthy)
+            .expect("the clock is past a minute");
+        run.backoff.watching(since);
+        let fault = Fault::Status {
+            status: 503,
+            retry_after: None,
+            detail: "busy".into(),
+        };
+        assert!(matches!(
+            run.failed(fault, Resume::List),
+            State::Backoff { .. }
+        ));
+        assert_eq!(run.backoff.failures(), 1);
+        assert_eq!(
+            errors_ready(&cursor),
+            1,
+            "round {round}: one ERROR per step"
+        );
+    }
+    let warnings = recorder.messages.lock().unwrap().len();
+    assert_eq!(warnings, 3, "and one warning each");
+}

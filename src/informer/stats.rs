@@ -32,7 +32,10 @@ pub struct StatsSnapshot {
     pub reconnects: u64,
     /// Lists after a 410 (the initial list is not counted).
     pub relists: u64,
-    /// Watch events and list items received.
+    /// Changes received from the server, each counted once as it arrives: watch events (a
+    /// streaming list's initial ADDED included) and paginated list items. Bookmarks are not
+    /// counted; a relist counts the items it received, not the difference consumers see, so
+    /// after a 410 this is below the number of writes. With no fault, N writes give N.
     pub events: u64,
     /// Body bytes received.
     pub bytes: u64,
