@@ -232,7 +232,11 @@ export interface KubernetesInformerStats {
   reconnects: number;
   /** Lists after a 410. */
   relists: number;
-  /** Watch events and list items received. */
+  /**
+   * Changes received from the server: watch events (a streaming list's initial ADDED included) and
+   * list items; bookmarks are not counted. A relist after a 410 counts the items it received, so
+   * after one this is below the number of writes.
+   */
   events: number;
   /** Body bytes received. */
   bytes: number;
