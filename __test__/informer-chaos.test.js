@@ -36,6 +36,11 @@ test('chaos: every consumer and list() end equal to the store', { timeout: 120_0
   const summary = await chaos.done;
   assert.equal(summary.writes, 2000, `seed ${seed}`);
   const listed = () => viewOf(new Map(informer.list().map((o) => [keyOf(o), o])));
+  // Faults the chaos queued for the next requests (scripted 5xx/429 with Retry-After, watches
+  // that stall or break) still hit the informer after the last write; each costs it a second or
+  // so. The informer has 20 s to converge once the simulator has none left (bounded by 60 s).
+  const drained = Date.now() + 60_000;
+  while ((s.failures.length || s.faultQueue.length) && Date.now() < drained) await delay(50);
   const deadline = Date.now() + 20_000;
   const equal = () => listed() === storeView(s) && consumers.every((c) => viewOf(c.view) === storeView(s));
   while (!equal() && Date.now() < deadline) await delay(50);
