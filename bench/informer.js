@@ -141,7 +141,8 @@ function brief(r) {
   if (r.mainMs !== undefined) parts.push(`main ${fmt(r.mainMs, 1)} ms`);
   if (r.processMs !== undefined) parts.push(`process ${fmt(r.processMs, 1)} ms`);
   if (r.events !== undefined) parts.push(`${r.events} events`);
-  if (r.growthBytes !== undefined) parts.push(`RSS +${fmt(r.growthBytes / 2 ** 20, 1)} MiB`);
+  if (r.growthBytes !== undefined) parts.push(`RSS +${fmt(r.growthBytes / 2 ** 20, 2)} MiB`);
+  if (r.warmUpBytes !== undefined) parts.push(`warm-up +${fmt(r.warmUpBytes / 2 ** 20, 2)} MiB`);
   if (r.getUs !== undefined) parts.push(`get ${fmt(r.getUs, 2)} µs, JSON.parse ${fmt(r.parseUs, 2)} µs`);
   if (r.size !== undefined) parts.push(`size ${r.size}`);
   return parts.join(', ');
@@ -180,7 +181,8 @@ function report(rows, info, seconds) {
       if (scenario === 'memory' || scenario === 'fields')
         other =
           `RSS growth ${fmt(m((r) => r.growthBytes) / 2 ** 20, 1)} MiB = ${fmt(m((r) => r.growthBytes / r.cachedJsonBytes))}× ` +
-          `the ${fmt(m((r) => r.cachedJsonBytes) / 2 ** 20, 1)} MiB of JSON cached`;
+          `the ${fmt(m((r) => r.cachedJsonBytes) / 2 ** 20, 1)} MiB of JSON cached ` +
+          `(the warm-up informer before it: +${fmt(m((r) => r.warmUpBytes) / 2 ** 20, 1)} MiB)`;
       if (scenario === 'get')
         other = `get ${fmt(m((r) => r.getUs))} µs/call; JSON.parse of its text ${fmt(m((r) => r.parseUs))} µs`;
       lines.push(

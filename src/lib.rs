@@ -3,7 +3,7 @@
 //!
 //! The core (`request`, `auth`, `tls`, `proxy`, `http` (our HTTP/2 connections and their
 //! stream accounting), `framing`, `event`, `projection`, `batch`, `outbox`, `watch`, `error`,
-//! `redact`, and `informer`: the cache, its consumers' cursors and the backoff of a list-watch
+//! `redact`, `heap` (memory back to the system after a list), and `informer`: the cache, its consumers' cursors and the backoff of a list-watch
 //! that never gives up) is plain Rust and tested with `cargo test`; `binding` is the only
 //! module that knows N-API.
 #![deny(clippy::all)]
@@ -13,6 +13,7 @@ pub mod batch;
 pub mod error;
 pub mod event;
 pub mod framing;
+pub mod heap;
 pub mod http;
 pub mod informer;
 mod outbox;

@@ -365,7 +365,7 @@ impl NativeInformer {
             .reflector()
             .cache()
             .get(&namespace, &name)
-            .map(|text| String::from_utf8_lossy(&text).into_owned())
+            .map(|object| String::from_utf8_lossy(object.text()).into_owned())
     }
 
     /// The JSON array text of the cached objects in `namespace` (all when absent) that

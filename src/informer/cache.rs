@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGua
 
 use super::fanout::{Cursor, Fanout};
 use super::selector::Selector;
-use super::store::{ChangeKind, Object, ObjectKey, Store};
+use super::store::{ChangeKind, Listed, Object, ObjectKey, Store};
 use crate::error::Failure;
 
 /// Progress of the informer as readers see it.
@@ -54,13 +54,13 @@ impl Cache {
     /// Applies a watch event's object and pushes what changed; returns how many changes
     /// consumers see (0 for a repeat, 2 for a replacement).
     pub fn apply(&self, kind: ChangeKind, object: Object) -> usize {
-        let rv = object.entry.rv.clone();
+        let rv: Option<Arc<str>> = (!object.rv().is_empty()).then(|| object.rv().into());
         let mut store = self.write();
         let changes = store.apply(kind, object);
         self.fanout.push(&changes);
         drop(store);
-        if !rv.is_empty() {
-            self.progress().resource_version = Some(rv);
+        if rv.is_some() {
+            self.progress().resource_version = rv;
         }
         changes.len()
     }
@@ -73,17 +73,27 @@ impl Cache {
     /// A complete list at `rv` (paginated, or a streaming list's initial events) replaces the
     /// content; consumers get the difference, then `SYNCED` (`relist` after a 410). Returns how
     /// many changes that was.
-    pub fn replace(&self, objects: Vec<Object>, rv: &str, relist: bool) -> usize {
+    pub fn replace(&self, listed: Listed, rv: &str, relist: bool) -> usize {
+        /// Changes handed to the consumers at a time: enough that a consumer woken by them
+        /// takes a full batch, few enough that no buffer grows with the list.
+        const CHUNK: usize = 256;
         let mut store = self.write();
-        let changes = store.relist(objects);
-        self.fanout.push(&changes);
+        let mut pending = Vec::with_capacity(CHUNK + 1);
+        let changes = store.relist(listed, |key_changes| {
+            pending.extend_from_slice(key_changes);
+            if pending.len() >= CHUNK {
+                self.fanout.push(&pending);
+                pending.clear();
+            }
+        });
+        self.fanout.push(&pending);
         self.fanout.synced(rv, relist);
         let mut progress = self.progress();
         progress.resource_version = Some(rv.into());
         progress.synced = true;
         drop(progress);
         drop(store);
-        changes.len()
+        changes
     }
 
     /// A new consumer: one ADDED per cached object, then SYNCED at the current
@@ -106,10 +116,11 @@ impl Cache {
         self.fanout.subscribe(store.iter(), synced)
     }
 
-    /// The text of the object `name` in `namespace` (`""` for cluster-scoped ones).
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<[u8]>> {
+    /// The object `name` in `namespace` (`""` for cluster-scoped ones); its `text()` is what
+    /// readers parse.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Object> {
         let key = ObjectKey::new(namespace, name);
-        self.read().get(&key).map(|entry| entry.text.clone())
+        self.read().get(&key).cloned()
     }
 
     /// The JSON array text of the objects in `namespace` (all when `None`) that `selector`
@@ -170,7 +181,7 @@ mod tests {
         let text = format!(
             r#"{{"metadata":{{"name":"{name}","namespace":"ns","uid":"{uid}","resourceVersion":"{rv}","labels":{{"app":"{app}"}}}}}}"#
         );
-        Object::parse(text.as_bytes().into()).unwrap()
+        Object::parse(text.as_bytes()).unwrap()
     }
 
     fn events(cursor: &Cursor) -> Vec<serde_json::Value> {
@@ -204,7 +215,9 @@ mod tests {
         let early = cache.subscribe();
         assert!(early.take().is_none(), "nothing before the list");
         cache.replace(
-            vec![object("a", "1", "5", "x"), object("b", "2", "6", "y")],
+            [object("a", "1", "5", "x"), object("b", "2", "6", "y")]
+                .into_iter()
+                .collect(),
             "10",
             false,
         );
@@ -240,14 +253,18 @@ mod tests {
     fn a_relist_sends_only_the_difference_then_synced_relist() {
         let cache = Cache::new("/api/v1/pods".into());
         cache.replace(
-            vec![object("a", "1", "5", "x"), object("b", "2", "6", "y")],
+            [object("a", "1", "5", "x"), object("b", "2", "6", "y")]
+                .into_iter()
+                .collect(),
             "10",
             false,
         );
         let cursor = cache.subscribe();
         events(&cursor);
         let changed = cache.replace(
-            vec![object("a", "1", "5", "x"), object("c", "3", "20", "z")],
+            [object("a", "1", "5", "x"), object("c", "3", "20", "z")]
+                .into_iter()
+                .collect(),
             "21",
             true,
         );
@@ -266,12 +283,14 @@ mod tests {
     fn reads_return_the_cached_text() {
         let cache = Cache::new("/api/v1/pods".into());
         cache.replace(
-            vec![object("a", "1", "5", "x"), object("b", "2", "6", "y")],
+            [object("a", "1", "5", "x"), object("b", "2", "6", "y")]
+                .into_iter()
+                .collect(),
             "10",
             false,
         );
         let a = cache.get("ns", "a").unwrap();
-        assert!(String::from_utf8_lossy(&a).contains(r#""name":"a""#));
+        assert!(String::from_utf8_lossy(a.text()).contains(r#""name":"a""#));
         assert!(cache.get("other", "a").is_none());
         let listed = cache.list(Some("ns"), &Selector::parse("app=y").unwrap());
         let parsed: Vec<serde_json::Value> = serde_json::from_slice(&listed).unwrap();

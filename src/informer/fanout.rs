@@ -32,19 +32,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::store::{Change, ChangeKind, Entry, ObjectKey};
+use super::store::{Change, ChangeKind, Object, ObjectKey};
 use crate::batch::{Batch, BatchBuilder};
 use crate::error::Failure;
 
 /// One version of an object, as a consumer will see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Version {
-    rv: Arc<str>,
-    text: Arc<[u8]>,
-}
+type Version = Object;
 
 /// The one change pending for an object.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Pending {
     Added(Version),
     Modified(Version),
@@ -150,19 +146,17 @@ impl Queue {
     }
 
     fn push(&mut self, change: &Change) {
-        let version = Version {
-            rv: change.rv.clone(),
-            text: change.text.clone(),
-        };
-        match self.pending.remove(&change.key) {
+        let version = change.object.clone();
+        let key = version.key();
+        match self.pending.remove_entry(&key) {
             None => {
-                let seq = self.append(Slot::Object(change.key.clone()));
+                let seq = self.append(Slot::Object(key.clone()));
                 let pending = Pending::new(change.kind, version);
-                self.pending.insert(change.key.clone(), (seq, pending));
+                self.pending.insert(key, (seq, pending));
             }
-            Some((seq, pending)) => match pending.then(change.kind, version) {
+            Some((key, (seq, pending))) => match pending.then(change.kind, version) {
                 Some(next) => {
-                    self.pending.insert(change.key.clone(), (seq, next));
+                    self.pending.insert(key, (seq, next));
                 }
                 None => {
                     self.order.remove(&seq);
@@ -205,9 +199,9 @@ impl Queue {
         line.extend_from_slice(br#"{"type":""#);
         line.extend_from_slice(kind.as_str().as_bytes());
         line.extend_from_slice(br#"","object":"#);
-        line.extend_from_slice(&version.text);
+        line.extend_from_slice(version.text());
         line.push(b'}');
-        builder.push_line(line, Some(&version.rv), 0);
+        builder.push_line(line, Some(version.rv()), 0);
     }
 
     fn take(&mut self) -> Option<Batch> {
@@ -327,7 +321,7 @@ impl Fanout {
     /// runs, so the snapshot and the pushes that follow neither overlap nor leave a gap.
     pub fn subscribe<'a>(
         &self,
-        snapshot: impl Iterator<Item = (&'a ObjectKey, &'a Entry)>,
+        snapshot: impl Iterator<Item = &'a Object>,
         synced: Option<Arc<str>>,
     ) -> Cursor {
         // Under the list's lock, so an `end` that races with this either comes first (the
@@ -344,15 +338,12 @@ impl Fanout {
                 None => queue.ending = Ending::Closed,
             }
         } else {
-            for (key, entry) in snapshot {
+            for object in snapshot {
+                let key = object.key();
                 let seq = queue.append(Slot::Object(key.clone()));
-                let version = Version {
-                    rv: entry.rv.clone(),
-                    text: entry.text.clone(),
-                };
                 queue
                     .pending
-                    .insert(key.clone(), (seq, Pending::Added(version)));
+                    .insert(key, (seq, Pending::Added(object.clone())));
             }
             if let Some(rv) = synced {
                 queue.push_synced(rv, false);

@@ -10,13 +10,8 @@ fn change(kind: ChangeKind, name: &str, uid: &str, rv: u64) -> Change {
     let text = format!(
         r#"{{"metadata":{{"name":"{name}","namespace":"ns","uid":"{uid}","resourceVersion":"{rv}"}}}}"#
     );
-    let object = Object::parse(text.as_bytes().into()).unwrap();
-    Change {
-        kind,
-        key: object.key,
-        rv: object.entry.rv,
-        text: object.entry.text,
-    }
+    let object = Object::parse(text.as_bytes()).unwrap();
+    Change { kind, object }
 }
 
 use ChangeKind::{Added, Deleted, Modified};
@@ -74,7 +69,7 @@ fn fanout() -> Fanout {
     Fanout::new("/api/v1/pods".into())
 }
 
-fn empty() -> std::iter::Empty<(&'static ObjectKey, &'static Entry)> {
+fn empty() -> std::iter::Empty<&'static Object> {
     std::iter::empty()
 }
 
@@ -173,13 +168,8 @@ fn a_replacement_is_taken_in_one_batch() {
         let text = format!(
             r#"{{"metadata":{{"name":"{name}","namespace":"ns","uid":"{uid}","resourceVersion":"{rv}"}},"pad":"{pad}"}}"#
         );
-        let object = Object::parse(text.as_bytes().into()).unwrap();
-        Change {
-            kind,
-            key: object.key,
-            rv: object.entry.rv,
-            text: object.entry.text,
-        }
+        let object = Object::parse(text.as_bytes()).unwrap();
+        Change { kind, object }
     };
     fanout.push(&[
         big(Added, "a", "u", 1),
@@ -207,8 +197,8 @@ fn batches_stop_at_the_byte_cap() {
     let changes: Vec<Change> = (0..100)
         .map(|i| {
             let text = format!(r#"{{"metadata":{{"name":"o{i}","uid":"u","resourceVersion":"{i}"}},"pad":"{pad}"}}"#);
-            let object = Object::parse(text.as_bytes().into()).unwrap();
-            Change { kind: Added, key: object.key, rv: object.entry.rv, text: object.entry.text }
+            let object = Object::parse(text.as_bytes()).unwrap();
+            Change { kind: Added, object }
         })
         .collect();
     fanout.push(&changes);
@@ -231,9 +221,7 @@ fn batches_stop_at_the_byte_cap() {
 fn a_new_consumer_starts_with_the_snapshot_then_synced() {
     let mut store = Store::new();
     for (name, uid, rv) in [("b", "u2", 2), ("a", "u1", 1)] {
-        let c = change(Added, name, uid, rv);
-        let object = Object::parse(c.text.clone()).unwrap();
-        store.apply(Added, object);
+        store.apply(Added, change(Added, name, uid, rv).object);
     }
     let fanout = fanout();
     let cursor = fanout.subscribe(store.iter(), Some("7".into()));

@@ -1,6 +1,8 @@
 //! The informer: a list-watch that never gives up, with the cluster's state cached natively.
 //!
 //! Layers, each plain Rust without N-API or I/O, so `cargo test` covers them alone:
+//! - [`object`]: one object in one allocation: its raw JSON text, its key and where the few
+//!   metadata fields the informer reads lie in the text.
 //! - [`store`]: key (namespace/name) → the object's raw JSON text plus the few metadata
 //!   fields the informer reads; watch events and relist diffs become consistent changes.
 //! - [`fanout`]: one cursor per consumer, coalescing per object so a slow consumer's memory is
@@ -20,6 +22,7 @@ pub mod backoff;
 pub mod cache;
 pub mod connect;
 pub mod fanout;
+pub mod object;
 pub mod reflector;
 pub mod registry;
 pub mod selector;

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 
 use super::cache::Cache;
 use super::fanout::Cursor;
-use super::store::{ChangeKind, Object};
+use super::store::{ChangeKind, Listed, Object};
 
 /// One step of a run.
 #[derive(Debug, Clone)]
@@ -58,7 +58,7 @@ fn text(name: &str, uid: u64, rv: u64) -> String {
 }
 
 fn parse(text: &str) -> Object {
-    Object::parse(text.as_bytes().into()).unwrap()
+    Object::parse(text.as_bytes()).unwrap()
 }
 
 impl Server {
@@ -83,7 +83,7 @@ impl Server {
         }
     }
 
-    fn list(&self) -> Vec<Object> {
+    fn list(&self) -> Listed {
         self.objects
             .iter()
             .map(|(name, (uid, rv))| parse(&text(name, *uid, *rv)))

@@ -24,7 +24,7 @@ use super::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER, parse_retr
 use super::cache::Cache;
 use super::connect::{Cluster, CredentialProvider, Endpoint, Refusal};
 use super::stats::Stats;
-use super::store::{ChangeKind, Object};
+use super::store::{ChangeKind, Listed, Object};
 use super::wire::{ListPage, WatchLine};
 use crate::error::{Failure, WatchError, describe_chain};
 use crate::framing::LineFramer;
@@ -142,6 +142,7 @@ impl Reflector {
             jitter: Jitter::from_time(),
             watched: false,
             synced_once: false,
+            released_at_bytes: 0,
         };
         let task_cancel = cancel.clone();
         let task_finished = finished.clone();
@@ -294,7 +295,7 @@ enum StreamEnd {
 
 /// A streaming list still collecting its initial events.
 struct Initial {
-    objects: Vec<Object>,
+    objects: Listed,
     relist: bool,
 }
 
@@ -303,6 +304,10 @@ struct Initial {
 fn means_unsupported(status: u16) -> bool {
     (400..500).contains(&status) && !matches!(status, 401 | 403 | 404 | 408 | 429)
 }
+
+/// Bytes received since the allocator last gave memory back after which a completed list
+/// gives it back again.
+const RELEASE_AFTER_BYTES: u64 = 8 << 20;
 
 /// The task's state.
 struct Run {
@@ -325,6 +330,8 @@ struct Run {
     watched: bool,
     /// The first sync was reported.
     synced_once: bool,
+    /// Body bytes received when the allocator last gave memory back.
+    released_at_bytes: u64,
 }
 
 impl Run {
@@ -532,7 +539,7 @@ impl Run {
         self.backoff.watching(Instant::now());
         self.watched = true;
         let initial = Initial {
-            objects: Vec::new(),
+            objects: Listed::new(),
             relist,
         };
         let (end, synced) = self.stream(response, Some(initial)).await;
@@ -574,7 +581,7 @@ impl Run {
         let limit = self.config.page_size;
         let mut restarts = 0;
         'list: loop {
-            let mut objects = Vec::new();
+            let mut objects = Listed::new();
             let mut token: Option<String> = None;
             let rv = loop {
                 let continue_token = token.clone();
@@ -629,18 +636,24 @@ impl Run {
                 .items
                 .iter()
                 .map(|item| {
-                    let text = projection
-                        .apply_object(item.get().as_bytes())
-                        .unwrap_or_else(|| item.get().as_bytes().to_vec());
-                    Object::parse(text.into()).map_err(Into::into)
+                    let raw = item.get().as_bytes();
+                    let projected = projection.apply_object(raw);
+                    Object::parse(projected.as_deref().unwrap_or(raw)).map_err(Into::into)
                 })
                 .collect(),
         }
     }
 
-    fn synced(&mut self, objects: Vec<Object>, rv: &str, relist: bool) {
+    fn synced(&mut self, objects: Listed, rv: &str, relist: bool) {
         let changes = self.cache.replace(objects, rv, relist);
         self.rv = Some(rv.to_owned());
+        // What a large list left free goes back to the system (see `heap`); small lists
+        // leave little, and the call walks every heap of the process.
+        let received = self.stats.bytes_received();
+        if received - self.released_at_bytes >= RELEASE_AFTER_BYTES {
+            self.released_at_bytes = received;
+            crate::heap::release_free_memory();
+        }
         if relist {
             self.info(&format!(
                 "relisted at resourceVersion {rv}: {changes} changes"
@@ -819,13 +832,12 @@ impl Run {
         match parsed {
             WatchLine::Change { kind, object } => {
                 let raw = object.get().as_bytes();
-                let text: Arc<[u8]> = match &self.config.projection {
-                    Some(projection) => projection
-                        .apply_object(raw)
-                        .map_or_else(|| raw.into(), Into::into),
-                    None => raw.into(),
-                };
-                let object = match Object::parse(text) {
+                let projected = self
+                    .config
+                    .projection
+                    .as_ref()
+                    .and_then(|p| p.apply_object(raw));
+                let object = match Object::parse(projected.as_deref().unwrap_or(raw)) {
                     Ok(object) => object,
                     Err(err) => {
                         self.warn(&format!("skipped a watch event: {err}"));
@@ -834,8 +846,8 @@ impl Run {
                 };
                 *saw_events = true;
                 self.stats.events(1);
-                if !object.entry.rv.is_empty() {
-                    self.rv = Some(object.entry.rv.to_string());
+                if !object.rv().is_empty() {
+                    self.rv = Some(object.rv().to_owned());
                 }
                 match initial {
                     Some(_) if kind != ChangeKind::Added => return Some(StreamEnd::Unsupported),

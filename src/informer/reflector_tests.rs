@@ -422,6 +422,7 @@ async fn the_first_failure_after_a_healthy_minute_still_sends_an_error() {
         jitter: Jitter::new(7),
         watched: false,
         synced_once: false,
+        released_at_bytes: 0,
     };
     let cursor = cache.subscribe();
     let healthy = crate::informer::backoff::HEALTHY_AFTER + Duration::from_secs(1);

@@ -68,6 +68,11 @@ impl Stats {
         bump(&self.bytes, n as u64);
     }
 
+    /// Body bytes received so far.
+    pub(crate) fn bytes_received(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn credential_refresh(&self) {
         bump(&self.credential_refreshes, 1);
     }

@@ -6,91 +6,29 @@ fn object(ns: &str, name: &str, uid: &str, rv: &str) -> Object {
     let text = format!(
         r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"{name}","namespace":"{ns}","uid":"{uid}","resourceVersion":"{rv}","labels":{{"app":"{name}"}}}},"spec":{{"x":[1,2,{{}}]}}}}"#
     );
-    Object::parse(text.as_bytes().into()).unwrap()
+    Object::parse(text.as_bytes()).unwrap()
+}
+
+fn relist(store: &mut Store, objects: Vec<Object>) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let count = store.relist(objects.into_iter().collect(), |c| {
+        changes.extend_from_slice(c)
+    });
+    assert_eq!(count, changes.len());
+    changes
 }
 
 fn kinds(changes: &[Change]) -> Vec<(ChangeKind, String, String)> {
     changes
         .iter()
-        .map(|c| (c.kind, c.key.to_string(), c.rv.to_string()))
+        .map(|c| {
+            (
+                c.kind,
+                c.object.key().to_string(),
+                c.object.rv().to_string(),
+            )
+        })
         .collect()
-}
-
-#[test]
-fn parses_only_the_metadata_it_needs() {
-    let text = br#"{"metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"7",
-        "labels":{"z":"1","a":"2"},"annotations":{"k":"v"}},"status":{"deep":[[[{"x":null}]]]}}"#;
-    let object = Object::parse(text[..].into()).unwrap();
-    assert_eq!(object.key, ObjectKey::new("ns", "a"));
-    assert_eq!(object.key.to_string(), "ns/a");
-    assert_eq!(&*object.entry.rv, "7");
-    assert_eq!(&*object.entry.uid, "u1");
-    let labels: Vec<_> = object
-        .entry
-        .labels
-        .iter()
-        .map(|(k, v)| (&**k, &**v))
-        .collect();
-    assert_eq!(labels, [("a", "2"), ("z", "1")], "sorted by key");
-    assert_eq!(
-        &*object.entry.text,
-        &text[..],
-        "the text is kept as received"
-    );
-    let cluster = Object::parse(br#"{"metadata":{"name":"n1"}}"#[..].into()).unwrap();
-    assert_eq!(cluster.key.to_string(), "n1");
-}
-
-#[test]
-fn objects_without_a_name_or_not_objects_are_refused() {
-    for bad in [
-        &br#"{"metadata":{}}"#[..],
-        br#"{"kind":"Pod"}"#,
-        br#"{"metadata":{"name":""}}"#,
-    ] {
-        assert_eq!(Object::parse(bad.into()), Err(StoreError::MissingName));
-    }
-    for bad in [
-        &b"[1]"[..],
-        b"{\"metadata\":{\"name\":1}}",
-        b"{",
-        b"{\"a\":1} x",
-    ] {
-        assert!(
-            matches!(Object::parse(bad.into()), Err(StoreError::Invalid(_))),
-            "{}",
-            String::from_utf8_lossy(bad)
-        );
-    }
-}
-
-#[test]
-fn list_items_get_the_watch_events_kind_and_api_version() {
-    let watched = br#"{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"d","namespace":"ns","uid":"u","resourceVersion":"3"},"spec":{}}"#;
-    let item =
-        br#"{"metadata":{"name":"d","namespace":"ns","uid":"u","resourceVersion":"3"},"spec":{}}"#;
-    let item_type = ItemType::of_list(Some("apps/v1"), Some("DeploymentList"));
-    let from_list = Object::from_list_item(item, &item_type).unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&from_list.entry.text),
-        String::from_utf8_lossy(watched),
-        "byte for byte the text a watch event carries"
-    );
-    assert_eq!(from_list, Object::parse(watched[..].into()).unwrap());
-    // An item that has them keeps its text; one that has only one gets the other.
-    let typed = Object::from_list_item(watched, &item_type).unwrap();
-    assert_eq!(&*typed.entry.text, &watched[..]);
-    let half = br#"{"kind":"Deployment","metadata":{"name":"d"}}"#;
-    let half = Object::from_list_item(half, &item_type).unwrap();
-    let value: serde_json::Value = serde_json::from_slice(&half.entry.text).unwrap();
-    assert_eq!(value["apiVersion"], "apps/v1");
-    assert_eq!(value["kind"], "Deployment");
-    // Leading white space and a kind that needs escaping.
-    let odd = ItemType::of_list(Some("x/v1"), Some("Q\"List"));
-    let item = Object::from_list_item(b" { \"metadata\" : {\"name\":\"q\"} }", &odd).unwrap();
-    let value: serde_json::Value = serde_json::from_slice(&item.entry.text).unwrap();
-    assert_eq!(value["kind"], "Q\"");
-    assert_eq!(value["metadata"]["name"], "q");
 }
 
 #[test]
@@ -142,15 +80,15 @@ fn cached_bytes_follow_the_texts() {
     let mut store = Store::new();
     let a = object("ns", "a", "u1", "1");
     let b = object("ns", "b", "u2", "1");
-    let (la, lb) = (a.entry.text.len(), b.entry.text.len());
+    let (la, lb) = (a.text().len(), b.text().len());
     store.apply(ChangeKind::Added, a);
     store.apply(ChangeKind::Added, b);
     assert_eq!(store.cached_bytes(), la + lb);
     let a2 = object("ns", "a", "u1", "22222");
-    let la2 = a2.entry.text.len();
+    let la2 = a2.text().len();
     store.apply(ChangeKind::Modified, a2);
     assert_eq!(store.cached_bytes(), la2 + lb);
-    store.relist(vec![object("ns", "b", "u2", "1")]);
+    relist(&mut store, vec![object("ns", "b", "u2", "1")]);
     assert_eq!(store.cached_bytes(), lb);
     store.clear();
     assert_eq!((store.cached_bytes(), store.len()), (0, 0));
@@ -167,17 +105,16 @@ fn a_relist_yields_exactly_the_difference() {
     ] {
         store.apply(ChangeKind::Added, o);
     }
-    let kept = store
-        .get(&ObjectKey::new("a", "same"))
-        .unwrap()
-        .text
-        .clone();
-    let changes = store.relist(vec![
-        object("c", "new", "u5", "9"),
-        object("a", "same", "u1", "1"),
-        object("a", "changed", "u2", "8"),
-        object("b", "recreated", "u6", "7"),
-    ]);
+    let kept = store.get(&ObjectKey::new("a", "same")).unwrap().clone();
+    let changes = relist(
+        &mut store,
+        vec![
+            object("c", "new", "u5", "9"),
+            object("a", "same", "u1", "1"),
+            object("a", "changed", "u2", "8"),
+            object("b", "recreated", "u6", "7"),
+        ],
+    );
     assert_eq!(
         kinds(&changes),
         [
@@ -188,28 +125,33 @@ fn a_relist_yields_exactly_the_difference() {
             (ChangeKind::Added, "c/new".into(), "9".into()),
         ]
     );
-    let gone = changes.iter().find(|c| &*c.key.name == "gone").unwrap();
+    let gone = changes.iter().find(|c| c.object.name() == "gone").unwrap();
     assert!(
-        String::from_utf8_lossy(&gone.text).contains(r#""uid":"u3""#),
+        String::from_utf8_lossy(gone.object.text()).contains(r#""uid":"u3""#),
         "DELETED with the last known object"
     );
-    assert!(Arc::ptr_eq(
-        &kept,
-        &store.get(&ObjectKey::new("a", "same")).unwrap().text
-    ));
-    assert_eq!(store.len(), 4);
     assert!(
-        store
-            .relist(
-                store
-                    .iter()
-                    .map(|(k, e)| Object {
-                        key: k.clone(),
-                        entry: e.clone()
-                    })
-                    .collect()
-            )
-            .is_empty()
+        kept.ptr_eq(store.get(&ObjectKey::new("a", "same")).unwrap()),
+        "an unchanged object keeps its allocation"
+    );
+    assert_eq!(store.len(), 4);
+    let again: Vec<Object> = store.iter().cloned().collect();
+    assert!(relist(&mut store, again).is_empty());
+    // Of objects listed under one key, the last one counts.
+    let changes = relist(
+        &mut store,
+        vec![
+            object("a", "same", "u1", "1"),
+            object("a", "changed", "u2", "8"),
+            object("b", "recreated", "u6", "7"),
+            object("c", "new", "u5", "9"),
+            object("a", "same", "u1", "10"),
+            object("a", "same", "u1", "11"),
+        ],
+    );
+    assert_eq!(
+        kinds(&changes),
+        [(ChangeKind::Modified, "a/same".into(), "11".into())]
     );
 }
 

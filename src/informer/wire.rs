@@ -250,11 +250,10 @@ mod tests {
         assert_eq!(page.continue_token.as_deref(), Some("tok"));
         assert_eq!(page.items.len(), 2);
         let objects = page.objects().unwrap();
-        assert_eq!(&*objects[1].key.name, "b");
+        assert_eq!(objects[1].name(), "b");
         assert!(
             objects[1]
-                .entry
-                .text
+                .text()
                 .starts_with(br#"{"kind":"Pod","apiVersion":"v1","metadata""#)
         );
     }
