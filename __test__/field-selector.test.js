@@ -119,8 +119,8 @@ test('fieldSelector, proxyUrl and tlsServerName are type-checked strings passed 
     { fieldSelector: 'metadata.name=x' },
   );
   assert.equal(spec.fieldSelector, 'metadata.name=x');
-  assert.equal(spec.proxyUrl, 'http://127.0.0.1:3128');
-  assert.equal(spec.tlsServerName, 'api.internal');
+  assert.equal(spec.cluster.proxyUrl, 'http://127.0.0.1:3128');
+  assert.equal(spec.cluster.tlsServerName, 'api.internal');
   assert.throws(
     () => toSpec(params, { fieldSelector: 3 }),
     /options\.fieldSelector must be a string \(got number\)/,

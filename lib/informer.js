@@ -72,11 +72,6 @@ function informerOptions(options) {
   };
 }
 
-/** `{ credentialType, token, cert, key }` for the native side from a KubernetesCredential. */
-function credentialSpec(fields) {
-  return { credentialType: fields.credentialType, token: fields.token, cert: fields.cert, key: fields.key };
-}
-
 /**
  * Builds the native spec and the sharing key, and opens the informer.
  * @param {object} watcher `{ registry, toSpec, credentialFields, functionId, serviceAccountDir, warn, info }`
@@ -116,10 +111,10 @@ function openInformer(watcher, params, options = {}) {
     watcher.serviceAccountDir,
   );
   const extra = informerOptions(options);
-  const staticCredential = getCredential ? null : credentialSpec(base);
+  const staticCredential = getCredential ? null : base.credential;
   const identity = getCredential ? `getCredential#${watcher.functionId(getCredential)}` : staticCredential;
   const key = JSON.stringify([
-    base.clusterUrl,
+    base.cluster.clusterUrl,
     identity,
     base.group,
     base.apiVersion,
@@ -129,10 +124,9 @@ function openInformer(watcher, params, options = {}) {
     base.fieldSelector ?? '',
     base.fields ?? null,
   ]);
-  // The watch-only fields go; `key` is the sharing key from here on (a client key travels in
-  // `credential`).
+  // The watch-only fields go.
   // eslint-disable-next-line no-unused-vars
-  const { credentialType, token, cert, key: clientKey, resourceVersion, timeoutSeconds, ...rest } = base;
+  const { credential, resourceVersion, timeoutSeconds, ...rest } = base;
   const spec = {
     ...rest,
     ...extra,
@@ -285,7 +279,7 @@ class KubernetesInformer {
   #answerCredential(id) {
     Promise.resolve()
       .then(() => this.#getCredential())
-      .then((credential) => credentialSpec(this.#watcher.credentialFields(credential)))
+      .then((credential) => this.#watcher.credentialFields(credential))
       .then(
         (spec) => native.answerCredential(id, spec, null),
         (err) => native.answerCredential(id, null, String(err?.message ?? err)),

@@ -92,7 +92,10 @@ function signalOf(options) {
   return signal;
 }
 
-/** Flattens and type-checks the arguments into the native WatchSpec. Throws TypeError. */
+/**
+ * Type-checks the arguments into the native WatchSpec: `{ cluster, credential, …options }`.
+ * Throws TypeError.
+ */
 function toSpec(params, options, serviceAccountDir) {
   requireObject(params, 'params');
   requireObject(options, 'options');
@@ -108,16 +111,19 @@ function toSpec(params, options, serviceAccountDir) {
     optionalNumber(options.idleTimeoutSeconds, 'options.idleTimeoutSeconds') ??
     (allowWatchBookmarks ? DEFAULT_IDLE_TIMEOUT_WITH_BOOKMARKS_SECONDS : undefined);
   return {
-    clusterName: requireString(cluster.name, 'params.clusterDetails.name'),
-    clusterUrl: requireString(cluster.url, 'params.clusterDetails.url', { nonEmpty: true }),
-    authProvider: provider,
-    hasServiceAccountToken: Boolean(authMetadata.serviceAccountToken),
-    skipTLSVerify: optionalBoolean(cluster.skipTLSVerify, 'params.clusterDetails.skipTLSVerify'),
-    caData: optionalString(cluster.caData, 'params.clusterDetails.caData'),
-    caFile: optionalString(cluster.caFile, 'params.clusterDetails.caFile'),
-    proxyUrl: optionalString(cluster.proxyUrl, 'params.clusterDetails.proxyUrl'),
-    tlsServerName: optionalString(cluster.tlsServerName, 'params.clusterDetails.tlsServerName'),
-    ...credentialFields(params.credential),
+    cluster: {
+      clusterName: requireString(cluster.name, 'params.clusterDetails.name'),
+      clusterUrl: requireString(cluster.url, 'params.clusterDetails.url', { nonEmpty: true }),
+      authProvider: provider,
+      hasServiceAccountToken: Boolean(authMetadata.serviceAccountToken),
+      skipTLSVerify: optionalBoolean(cluster.skipTLSVerify, 'params.clusterDetails.skipTLSVerify'),
+      caData: optionalString(cluster.caData, 'params.clusterDetails.caData'),
+      caFile: optionalString(cluster.caFile, 'params.clusterDetails.caFile'),
+      proxyUrl: optionalString(cluster.proxyUrl, 'params.clusterDetails.proxyUrl'),
+      tlsServerName: optionalString(cluster.tlsServerName, 'params.clusterDetails.tlsServerName'),
+      serviceAccountDir,
+    },
+    credential: credentialFields(params.credential),
     group: requireString(params.group ?? '', 'params.group'),
     apiVersion: requireString(params.apiVersion, 'params.apiVersion', { nonEmpty: true }),
     plural: requireString(params.plural, 'params.plural', { nonEmpty: true }),
@@ -132,7 +138,6 @@ function toSpec(params, options, serviceAccountDir) {
     maxLineBytes: optionalNumber(options.maxLineBytes, 'options.maxLineBytes', { integer: true, min: 1 }),
     idleTimeoutSeconds: idleTimeoutSeconds > 0 ? idleTimeoutSeconds : undefined,
     fields: optionalFields(options.fields),
-    serviceAccountDir,
   };
 }
 

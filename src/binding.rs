@@ -33,9 +33,10 @@ static POOL: LazyLock<Arc<ConnectionPool>> = LazyLock::new(Arc::default);
 
 const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-/// Everything `watchResource` was given, flattened and type-checked by `lib/watcher.js`.
+/// Where a watch, an informer or a discovery request goes: `params.clusterDetails` with its
+/// `authMetadata`, type-checked by `lib/watcher.js`.
 #[napi(object)]
-pub struct WatchSpec {
+pub struct ClusterTarget {
     pub cluster_name: String,
     pub cluster_url: String,
     pub auth_provider: Option<String>,
@@ -48,11 +49,62 @@ pub struct WatchSpec {
     pub proxy_url: Option<String>,
     /// `clusterDetails.tlsServerName` (kubeconfig `tls-server-name`).
     pub tls_server_name: Option<String>,
+    /// Where the in-cluster token, `ca.crt` and namespace live (tests point it elsewhere).
+    pub service_account_dir: Option<String>,
+}
+
+impl ClusterTarget {
+    fn spec(&self) -> ClusterSpec {
+        ClusterSpec {
+            name: self.cluster_name.clone(),
+            url: self.cluster_url.clone(),
+            auth_provider: self.auth_provider.clone(),
+            has_service_account_token: self.has_service_account_token.unwrap_or(false),
+            skip_tls_verify: self.skip_tls_verify.unwrap_or(false),
+            ca_data: self.ca_data.clone(),
+            ca_file: self.ca_file.clone(),
+        }
+    }
+
+    /// The in-cluster environment as the spec's service-account folder shows it.
+    fn in_cluster(&self) -> InClusterEnv {
+        in_cluster_env(self.service_account_dir.as_deref())
+    }
+}
+
+/// A `KubernetesCredential`, checked by `lib/watcher.js`.
+#[napi(object)]
+pub struct CredentialSpec {
     /// `bearer token`, `x509 client certificate` or `anonymous`.
     pub credential_type: String,
     pub token: Option<String>,
     pub cert: Option<String>,
     pub key: Option<String>,
+}
+
+impl CredentialSpec {
+    fn credential(&self) -> Credential {
+        match (self.credential_type.as_str(), &self.cert, &self.key) {
+            ("x509 client certificate", Some(cert), Some(key)) => Credential::ClientCertificate {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            ("anonymous", _, _) => Credential::Anonymous,
+            _ => Credential::Bearer(self.token.clone().unwrap_or_default()),
+        }
+    }
+
+    /// Masks this credential's secrets wherever text leaves for JavaScript.
+    fn redactor(&self) -> Redactor {
+        Redactor::new(self.token.as_deref(), self.key.as_deref())
+    }
+}
+
+/// Everything `watchResource` was given, flattened and type-checked by `lib/watcher.js`.
+#[napi(object)]
+pub struct WatchSpec {
+    pub cluster: ClusterTarget,
+    pub credential: CredentialSpec,
     pub group: String,
     pub api_version: String,
     pub plural: String,
@@ -66,7 +118,6 @@ pub struct WatchSpec {
     pub resource_version_match: Option<String>,
     pub max_line_bytes: Option<i64>,
     pub idle_timeout_seconds: Option<f64>,
-    pub service_account_dir: Option<String>,
     /// Dotted paths to keep in each object (the `fields` opt-in).
     pub fields: Option<Vec<String>>,
 }
@@ -186,25 +237,11 @@ fn connection_for(
     what: &str,
     redactor: &Redactor,
 ) -> std::result::Result<(Connection, ClientKey), (Failure, String)> {
-    let cluster = ClusterSpec {
-        name: spec.cluster_name.clone(),
-        url: spec.cluster_url.clone(),
-        auth_provider: spec.auth_provider.clone(),
-        has_service_account_token: spec.has_service_account_token.unwrap_or(false),
-        skip_tls_verify: spec.skip_tls_verify.unwrap_or(false),
-        ca_data: spec.ca_data.clone(),
-        ca_file: spec.ca_file.clone(),
-    };
-    let credential = match (spec.credential_type.as_str(), &spec.cert, &spec.key) {
-        ("x509 client certificate", Some(cert), Some(key)) => Credential::ClientCertificate {
-            cert: cert.clone(),
-            key: key.clone(),
-        },
-        ("anonymous", _, _) => Credential::Anonymous,
-        _ => Credential::Bearer(spec.token.clone().unwrap_or_default()),
-    };
-    let env = in_cluster_env(spec.service_account_dir.as_deref());
-
+    let (cluster, credential, env) = (
+        spec.cluster.spec(),
+        spec.credential.credential(),
+        spec.cluster.in_cluster(),
+    );
     let connection = match plan(&cluster, &credential, &env) {
         Plan::Refuse { failure, warning } => return Err((failure, format!("{what}: {warning}"))),
         Plan::Connect(connection) => connection,
@@ -212,8 +249,8 @@ fn connection_for(
     let client = ClientKey::resolve(&connection).and_then(|key| {
         key.routed(
             &connection.base_url,
-            spec.proxy_url.as_deref(),
-            spec.tls_server_name.as_deref(),
+            spec.cluster.proxy_url.as_deref(),
+            spec.cluster.tls_server_name.as_deref(),
             &ProxyEnv::from_process(),
         )
     });
@@ -221,7 +258,10 @@ fn connection_for(
         Ok(client) => Ok((connection, client)),
         Err(err) => Err((
             Failure::system(),
-            redactor.apply(&format!("{what} on cluster '{}': {err}", spec.cluster_name)),
+            redactor.apply(&format!(
+                "{what} on cluster '{}': {err}",
+                spec.cluster.cluster_name
+            )),
         )),
     }
 }
@@ -236,7 +276,7 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
         namespace: spec.namespace.clone(),
     }
     .path();
-    let redactor = Redactor::new(spec.token.as_deref(), spec.key.as_deref());
+    let redactor = spec.credential.redactor();
     let what = format!("watch of {resource_path}");
     let (connection, client) = match connection_for(&spec, &what, &redactor) {
         Ok(found) => found,
@@ -253,7 +293,7 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
         resource_version_match: spec.resource_version_match,
     };
     let config = WatchConfig {
-        cluster_name: spec.cluster_name,
+        cluster_name: spec.cluster.cluster_name,
         url: watch_url(&connection.base_url, &resource_path, &query),
         resource_path,
         bearer: connection.bearer,
@@ -304,7 +344,7 @@ pub fn fetch_text(
     accept: String,
     max_bytes: u32,
 ) -> Result<AsyncBlock<FetchedText>> {
-    let redactor = Redactor::new(spec.token.as_deref(), spec.key.as_deref());
+    let redactor = spec.credential.redactor();
     let what = format!("GET {path}");
     let found = connection_for(&spec, &what, &redactor);
     AsyncBlockBuilder::new(async move {

@@ -16,8 +16,8 @@ use napi_derive::napi;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::{NativeBatch, POOL, in_cluster_env};
-use crate::auth::{ClusterSpec, Credential};
+use super::{ClusterTarget, CredentialSpec, NativeBatch, POOL};
+use crate::auth::Credential;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::backoff::BackoffPolicy;
 use crate::informer::connect::{Cluster, CredentialFuture, CredentialProvider, StaticCredential};
@@ -45,16 +45,7 @@ const KEPT_METADATA: [&str; 4] = [
 pub struct InformerSpec {
     /// The sharing key (cluster URL, identity, resource, namespace, selectors, fields).
     pub key: String,
-    pub cluster_name: String,
-    pub cluster_url: String,
-    pub auth_provider: Option<String>,
-    pub has_service_account_token: Option<bool>,
-    #[napi(js_name = "skipTLSVerify")]
-    pub skip_tls_verify: Option<bool>,
-    pub ca_data: Option<String>,
-    pub ca_file: Option<String>,
-    pub proxy_url: Option<String>,
-    pub tls_server_name: Option<String>,
+    pub cluster: ClusterTarget,
     /// The static credential, unless `dynamic_credential`.
     pub credential: Option<CredentialSpec>,
     /// Ask JavaScript (`getCredential`) for each credential.
@@ -75,30 +66,6 @@ pub struct InformerSpec {
     pub watch_timeout_seconds: Option<f64>,
     pub max_line_bytes: Option<i64>,
     pub fields: Option<Vec<String>>,
-    pub service_account_dir: Option<String>,
-}
-
-/// A `KubernetesCredential`, checked by JavaScript.
-#[napi(object)]
-pub struct CredentialSpec {
-    /// `bearer token`, `x509 client certificate` or `anonymous`.
-    pub credential_type: String,
-    pub token: Option<String>,
-    pub cert: Option<String>,
-    pub key: Option<String>,
-}
-
-impl CredentialSpec {
-    fn credential(&self) -> Credential {
-        match (self.credential_type.as_str(), &self.cert, &self.key) {
-            ("x509 client certificate", Some(cert), Some(key)) => Credential::ClientCertificate {
-                cert: cert.clone(),
-                key: key.clone(),
-            },
-            ("anonymous", _, _) => Credential::Anonymous,
-            _ => Credential::Bearer(self.token.clone().unwrap_or_default()),
-        }
-    }
 }
 
 type Callback = ThreadsafeFunction<String, (), String, Status, false>;
@@ -232,18 +199,10 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
     }
     .path();
     let cluster = Cluster {
-        spec: ClusterSpec {
-            name: spec.cluster_name.clone(),
-            url: spec.cluster_url.clone(),
-            auth_provider: spec.auth_provider.clone(),
-            has_service_account_token: spec.has_service_account_token.unwrap_or(false),
-            skip_tls_verify: spec.skip_tls_verify.unwrap_or(false),
-            ca_data: spec.ca_data.clone(),
-            ca_file: spec.ca_file.clone(),
-        },
-        in_cluster: in_cluster_env(spec.service_account_dir.as_deref()),
-        proxy_url: spec.proxy_url.clone(),
-        tls_server_name: spec.tls_server_name.clone(),
+        spec: spec.cluster.spec(),
+        in_cluster: spec.cluster.in_cluster(),
+        proxy_url: spec.cluster.proxy_url.clone(),
+        tls_server_name: spec.cluster.tls_server_name.clone(),
         proxy_env: ProxyEnv::from_process(),
     };
     let backoff = BackoffPolicy::new(

@@ -195,6 +195,10 @@ async fn events_until(cursor: &Cursor, until: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_then_a_watch_resumed_from_the_last_event_after_a_clean_end() {
+    // The first watch sends its change once the consumer has its SYNCED (a change that comes
+    // earlier coalesces into the pending ADDED), then ends cleanly.
+    let (first_tx, first_rx) = mpsc::unbounded_channel();
+    let mut first_rx = Some(first_rx);
     let (tx, rx) = mpsc::unbounded_channel();
     let mut rx = Some(rx);
     let (origin, log) = server(Box::new(move |target| {
@@ -210,7 +214,7 @@ async fn pages_then_a_watch_resumed_from_the_last_event_after_a_clean_end() {
             }
         } else if target.contains("resourceVersion=5&") {
             // The first watch: one change, then a clean end.
-            Reply::Stream(vec![event("MODIFIED", "a", "6")], None)
+            Reply::Stream(Vec::new(), first_rx.take())
         } else {
             Reply::Stream(Vec::new(), rx.take())
         }
@@ -219,16 +223,16 @@ async fn pages_then_a_watch_resumed_from_the_last_event_after_a_clean_end() {
     let recorder = Arc::new(Recorder::default());
     let (reflector, _) = start(config(&origin, InitialList::Paginated), recorder.clone());
     let cursor = reflector.cache().subscribe();
-    let seen = events_until(&cursor, "MODIFIED a 6").await;
+    let seen = events_until(&cursor, r#"SYNCED "5" false"#).await;
     assert_eq!(
         seen,
-        [
-            "ADDED a 1",
-            "ADDED b 2",
-            "ADDED c 3",
-            r#"SYNCED "5" false"#,
-            "MODIFIED a 6"
-        ]
+        ["ADDED a 1", "ADDED b 2", "ADDED c 3", r#"SYNCED "5" false"#]
+    );
+    first_tx.send(event("MODIFIED", "a", "6")).unwrap();
+    drop(first_tx);
+    assert_eq!(
+        events_until(&cursor, "MODIFIED a 6").await,
+        ["MODIFIED a 6"]
     );
     tx.send(event("DELETED", "b", "7")).unwrap();
     assert_eq!(events_until(&cursor, "DELETED b 7").await, ["DELETED b 7"]);
