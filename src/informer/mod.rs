@@ -1,14 +1,14 @@
 //! The informer: a list-watch that never gives up, with the cluster's state cached natively.
 //!
 //! Layers, each plain Rust without N-API or I/O, so `cargo test` covers them alone:
-//! - [`object`]: one object in one allocation: its raw JSON text, its key and where the few
-//!   metadata fields the informer reads lie in the text.
-//! - [`store`]: key (namespace/name) → the object's raw JSON text plus the few metadata
-//!   fields the informer reads; watch events and relist diffs become consistent changes.
+//! - [`object`]: one object in one allocation: its raw JSON text and where the few metadata
+//!   fields the informer reads lie in it.
+//! - [`store`]: the objects by key (namespace/name); watch events and relist diffs become
+//!   consistent changes.
 //! - [`fanout`]: one cursor per consumer, coalescing per object so a slow consumer's memory is
 //!   bounded by the cache, never by the event rate; SYNCED is a barrier.
 //! - [`cache`]: the store and fanout under one lock order, with `get`/`list` for readers.
-//! - [`selector`]: Kubernetes label selectors evaluated on the stored labels.
+//! - [`selector`]: Kubernetes label selectors evaluated on the labels read from the text.
 //! - [`wire`]: list pages and watch lines read without building value trees.
 //! - [`backoff`]: when to try again after a failure.
 //!

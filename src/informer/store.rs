@@ -2,7 +2,7 @@
 //! watch events and relists make to it.
 //!
 //! The set holds each object's one shared allocation ([`Object`]) and nothing else; a lookup
-//! by key borrows the key bytes every object carries.
+//! by key compares with a key-only [`Object::probe`].
 
 use std::collections::BTreeSet;
 
