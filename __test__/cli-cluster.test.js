@@ -5,14 +5,13 @@
 
 const { test, describe, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const { createSimulator, certs } = require('../sim');
+const { createSimulator } = require('../sim');
+const { writeKubeconfig, runKubeWatch } = require('./kube-watch-child');
 
-const BIN = path.join(__dirname, '..', 'bin', 'kube-watch.js');
 const PLUGINS = path.join(__dirname, 'fixtures', 'exec', 'plugins');
 const TOKEN = 'cli-cluster-token-SHOULD-NEVER-BE-PRINTED';
 const PATH = [path.dirname(process.execPath), process.env.PATH].join(path.delimiter);
@@ -24,61 +23,26 @@ before(() => {
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 /** Runs kube-watch to its end (killed after 20 s) with its own discovery cache unless given one. */
-function run(args, env = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: {
-        ...process.env,
-        KUBECONFIG: '',
-        NO_COLOR: '1',
-        KUBE_WATCH_CACHE_DIR: fs.mkdtempSync(path.join(tmp, 'cache-')),
-        PATH,
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('close', (code) => {
-      clearTimeout(killer);
-      assert.ok(
-        !`${stdout}${stderr}`.includes('SHOULD-NEVER-BE-PRINTED'),
-        `a secret was printed:\n${stderr}`,
-      );
-      resolve({ code, stdout, stderr });
-    });
+async function run(args, env = {}) {
+  const { code, stdout, stderr } = await runKubeWatch(args, {
+    KUBE_WATCH_CACHE_DIR: fs.mkdtempSync(path.join(tmp, 'cache-')),
+    PATH,
+    ...env,
   });
+  assert.ok(!`${stdout}${stderr}`.includes('SHOULD-NEVER-BE-PRINTED'), `a secret was printed:\n${stderr}`);
+  return { code, stdout, stderr };
 }
 
 let n = 0;
 /** A kubeconfig for `server` with `user` (YAML lines under `user:`), in its own file. */
 function kubeconfig(server, userLines, { ca = true, namespace = 'default' } = {}) {
-  const file = path.join(tmp, `config-${++n}.yaml`);
-  fs.writeFileSync(
-    file,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'current-context: sim',
-      'clusters:',
-      '- name: sim-cluster',
-      '  cluster:',
-      `    server: ${server}`,
-      ...(server.startsWith('https') && ca ? [`    certificate-authority: ${certs.paths.ca}`] : []),
-      'users:',
-      '- name: sim-user',
-      '  user:',
-      ...userLines.map((l) => `    ${l}`),
-      'contexts:',
-      '- name: sim',
-      `  context: { cluster: sim-cluster, user: sim-user, namespace: ${namespace} }`,
-      '',
-    ].join('\n'),
-  );
-  return file;
+  return writeKubeconfig(path.join(tmp, `config-${++n}.yaml`), {
+    server,
+    userLines,
+    ca,
+    cluster: 'sim-cluster',
+    contexts: [{ name: 'sim', namespace }],
+  });
 }
 
 const podObject = (namespace, name, phase = 'Running') => ({

@@ -11,8 +11,8 @@ const path = require('node:path');
 
 const { parseResourceArg, ResourceArgError } = require('../lib/resource-arg');
 const { createTableFormatter, eventStatus, formatTime, createLogger } = require('../lib/cli-format');
+const { BIN, writeKubeconfig } = require('./kube-watch-child');
 
-const BIN = path.join(__dirname, '..', 'bin', 'kube-watch.js');
 const TOKEN = 'cli-test-token-SHOULD-NEVER-BE-PRINTED';
 // Discovery caches go here, never into the user's cache directory.
 const CACHE_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-watch-cache-'));
@@ -347,41 +347,16 @@ describe('against the simulated API server', () => {
     status: { phase: 'Running', containerStatuses: [{ name: 'main', ready }] },
   });
 
-  function writeKubeconfig(name, { server, user }) {
-    const file = path.join(tmp, name);
-    const userYaml = Object.entries(user)
-      .map(([k, v]) => `    ${k}: ${JSON.stringify(v)}`)
-      .join('\n');
-    fs.writeFileSync(
-      file,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'current-context: sim',
-        'clusters:',
-        '- name: sim',
-        '  cluster:',
-        `    server: ${server}`,
-        ...(server.startsWith('https') ? [`    certificate-authority: ${certs.paths.ca}`] : []),
-        'users:',
-        '- name: sim-user',
-        '  user:',
-        userYaml,
-        'contexts:',
-        '- name: sim',
-        '  context:',
-        '    cluster: sim',
-        '    user: sim-user',
-        '    namespace: default',
-        '- name: sim-other',
-        '  context:',
-        '    cluster: sim',
-        '    user: sim-user',
-        '    namespace: other',
-        '',
-      ].join('\n'),
-    );
-    return file;
+  /** A kubeconfig in `tmp` whose user has `user`'s fields, with contexts `sim` and `sim-other`. */
+  function kubeconfigWith(name, { server, user }) {
+    return writeKubeconfig(path.join(tmp, name), {
+      server,
+      userLines: Object.entries(user).map(([k, v]) => `${k}: ${JSON.stringify(v)}`),
+      contexts: [
+        { name: 'sim', namespace: 'default' },
+        { name: 'sim-other', namespace: 'other' },
+      ],
+    });
   }
 
   before(async () => {
@@ -390,14 +365,14 @@ describe('against the simulated API server', () => {
     sim.create('pods', podObject('default', 'web-1', { app: 'web' }, true));
     sim.create('pods', podObject('default', 'db-1', { app: 'db' }, false));
     sim.create('pods', podObject('other', 'web-2', { app: 'web' }, true));
-    kubeconfig = writeKubeconfig('config.yaml', { server: sim.url, user: { token: TOKEN } });
-    wrongTokenKubeconfig = writeKubeconfig('wrong.yaml', {
+    kubeconfig = kubeconfigWith('config.yaml', { server: sim.url, user: { token: TOKEN } });
+    wrongTokenKubeconfig = kubeconfigWith('wrong.yaml', {
       server: sim.url,
       user: { token: 'not-the-token' },
     });
     tlsSim = await createSimulator({ tls: true, requireClientCert: true, token: TOKEN });
     tlsSim.create('pods', podObject('default', 'tls-pod', { app: 'tls' }, true));
-    certKubeconfig = writeKubeconfig('cert.yaml', {
+    certKubeconfig = kubeconfigWith('cert.yaml', {
       server: tlsSim.url,
       user: { 'client-certificate': certs.paths.client, 'client-key': certs.paths.clientKey },
     });

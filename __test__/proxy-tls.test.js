@@ -23,6 +23,7 @@ const { createSimulator } = require('../sim');
 const { createHttpProxy, createSocks5Proxy } = require('../sim/proxies');
 const certs = require('../sim/certs');
 const { TOKEN, paramsFor, collect, watcherWithLogger, pod } = require('./helpers');
+const { writeKubeconfig, runKubeWatch } = require('./kube-watch-child');
 
 const PROXY_USER = 'proxy-user';
 const PROXY_PASSWORD = 'proxy-pw-8c41e7d2';
@@ -35,7 +36,6 @@ const SYSTEM_ERROR_0 = [
 ];
 const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
 const CHILD = path.join(__dirname, 'fixtures', 'proxy', 'watch.js');
-const BIN = path.join(__dirname, '..', 'bin', 'kube-watch.js');
 /** Any child still running after this long is killed and its test fails. */
 const CHILD_LIMIT_MS = 20_000;
 
@@ -563,46 +563,18 @@ describe('the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), in child processe
 
 describe('kube-watch with a kubeconfig', () => {
   /** Runs kube-watch to its end with a clean environment (no proxy variables). */
-  async function kubeWatch(args, cacheDir) {
-    const env = { ...process.env, KUBECONFIG: '', NO_COLOR: '1', KUBE_WATCH_CACHE_DIR: cacheDir };
-    for (const name of PROXY_VARIABLES) delete env[name];
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-    const killer = setTimeout(() => child.kill('SIGKILL'), CHILD_LIMIT_MS);
-    const [code, signal] = await new Promise((resolve) => child.once('close', (...r) => resolve(r)));
-    clearTimeout(killer);
-    return { code, signal, stdout, stderr };
+  function kubeWatch(args, cacheDir) {
+    const noProxy = Object.fromEntries(PROXY_VARIABLES.map((name) => [name, undefined]));
+    return runKubeWatch(args, { ...noProxy, KUBE_WATCH_CACHE_DIR: cacheDir }, { limitMs: CHILD_LIMIT_MS });
   }
 
-  function writeKubeconfig(dir, { server, proxyUrl }) {
-    const file = path.join(dir, 'config.yaml');
-    fs.writeFileSync(
-      file,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'current-context: sim',
-        'clusters:',
-        '- name: sim',
-        '  cluster:',
-        `    server: ${server}`,
-        `    certificate-authority: ${certs.paths.ca}`,
-        `    proxy-url: ${proxyUrl}`,
-        '    tls-server-name: kube.internal',
-        'users:',
-        '- name: sim-user',
-        '  user:',
-        `    token: ${TOKEN}`,
-        'contexts:',
-        '- name: sim',
-        '  context: { cluster: sim, user: sim-user, namespace: default }',
-        '',
-      ].join('\n'),
-    );
-    return file;
+  /** A kubeconfig whose cluster is reached through `proxyUrl` and named kube.internal. */
+  function proxiedKubeconfig(dir, { server, proxyUrl }) {
+    return writeKubeconfig(path.join(dir, 'config.yaml'), {
+      server,
+      userLines: [`token: ${TOKEN}`],
+      clusterLines: [`proxy-url: ${proxyUrl}`, 'tls-server-name: kube.internal'],
+    });
   }
 
   test('proxy-url and tls-server-name take the watch through the proxy to a kube.internal certificate', async (t) => {
@@ -610,7 +582,7 @@ describe('kube-watch with a kubeconfig', () => {
     const proxy = await proxyFor(t, 'http');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-watch-proxy-'));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const config = writeKubeconfig(dir, {
+    const config = proxiedKubeconfig(dir, {
       server: `https://127.0.0.1:${sim.port}`,
       proxyUrl: proxy.urlWith(PROXY_USER, PROXY_PASSWORD),
     });
@@ -642,7 +614,7 @@ describe('kube-watch with a kubeconfig', () => {
     }
 
     // A wrong password in proxy-url: the CLI fails naming the proxy, not the password.
-    const wrong = writeKubeconfig(dir, {
+    const wrong = proxiedKubeconfig(dir, {
       server: `https://127.0.0.1:${sim.port}`,
       proxyUrl: proxy.urlWith(PROXY_USER, WRONG_PASSWORD),
     });
