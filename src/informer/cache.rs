@@ -4,7 +4,7 @@
 //! under its read lock. Readers (`get`, `list`) share the read lock with each other; taking a
 //! consumer's batch locks only that consumer's queue, so a slow consumer holds up nobody.
 
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::fanout::{Cursor, Fanout};
 use super::selector::Selector;
@@ -14,8 +14,9 @@ use crate::error::Failure;
 /// Progress of the informer as readers see it.
 #[derive(Debug, Default)]
 struct Progress {
-    /// The last resourceVersion seen (events and bookmarks).
-    resource_version: Option<Arc<str>>,
+    /// The last resourceVersion seen (events and bookmarks); empty before the first. Its
+    /// buffer is reused, so following events costs no allocation.
+    resource_version: String,
     /// The initial list is complete.
     synced: bool,
 }
@@ -54,20 +55,22 @@ impl Cache {
     /// Applies a watch event's object and pushes what changed; returns how many changes
     /// consumers see (0 for a repeat, 2 for a replacement).
     pub fn apply(&self, kind: ChangeKind, object: Object) -> usize {
-        let rv: Option<Arc<str>> = (!object.rv().is_empty()).then(|| object.rv().into());
+        let applied = object.clone();
         let mut store = self.write();
         let changes = store.apply(kind, object);
         self.fanout.push(&changes);
         drop(store);
-        if rv.is_some() {
-            self.progress().resource_version = rv;
+        if !applied.rv().is_empty() {
+            self.bookmark(applied.rv());
         }
         changes.len()
     }
 
     /// A bookmark moved the resourceVersion on without a change.
     pub fn bookmark(&self, rv: &str) {
-        self.progress().resource_version = Some(rv.into());
+        let mut progress = self.progress();
+        progress.resource_version.clear();
+        progress.resource_version.push_str(rv);
     }
 
     /// A complete list at `rv` (paginated, or a streaming list's initial events) replaces the
@@ -89,7 +92,8 @@ impl Cache {
         self.fanout.push(&pending);
         self.fanout.synced(rv, relist);
         let mut progress = self.progress();
-        progress.resource_version = Some(rv.into());
+        progress.resource_version.clear();
+        progress.resource_version.push_str(rv);
         progress.synced = true;
         drop(progress);
         drop(store);
@@ -103,12 +107,7 @@ impl Cache {
         let synced = {
             let progress = self.progress();
             if progress.synced {
-                Some(
-                    progress
-                        .resource_version
-                        .clone()
-                        .unwrap_or_else(|| "".into()),
-                )
+                Some(progress.resource_version.as_str().into())
             } else {
                 None
             }
@@ -146,10 +145,8 @@ impl Cache {
 
     /// The last resourceVersion seen, bookmarks included.
     pub fn resource_version(&self) -> Option<String> {
-        self.progress()
-            .resource_version
-            .as_deref()
-            .map(str::to_owned)
+        let progress = self.progress();
+        (!progress.resource_version.is_empty()).then(|| progress.resource_version.clone())
     }
 
     /// The initial list is complete.
@@ -184,6 +181,13 @@ mod tests {
         Object::parse(text.as_bytes()).unwrap()
     }
 
+    /// Pods `a` (app x) and `b` (app y) as a list.
+    fn a_and_b() -> Listed {
+        [object("a", "1", "5", "x"), object("b", "2", "6", "y")]
+            .into_iter()
+            .collect()
+    }
+
     fn events(cursor: &Cursor) -> Vec<serde_json::Value> {
         let mut out = Vec::new();
         while let Some(batch) = cursor.take() {
@@ -214,13 +218,7 @@ mod tests {
         let cache = Cache::new("/api/v1/pods".into());
         let early = cache.subscribe();
         assert!(early.take().is_none(), "nothing before the list");
-        cache.replace(
-            [object("a", "1", "5", "x"), object("b", "2", "6", "y")]
-                .into_iter()
-                .collect(),
-            "10",
-            false,
-        );
+        cache.replace(a_and_b(), "10", false);
         assert!(cache.is_synced());
         assert_eq!(
             summary(&events(&early)),
@@ -252,13 +250,7 @@ mod tests {
     #[test]
     fn a_relist_sends_only_the_difference_then_synced_relist() {
         let cache = Cache::new("/api/v1/pods".into());
-        cache.replace(
-            [object("a", "1", "5", "x"), object("b", "2", "6", "y")]
-                .into_iter()
-                .collect(),
-            "10",
-            false,
-        );
+        cache.replace(a_and_b(), "10", false);
         let cursor = cache.subscribe();
         events(&cursor);
         let changed = cache.replace(
@@ -282,13 +274,7 @@ mod tests {
     #[test]
     fn reads_return_the_cached_text() {
         let cache = Cache::new("/api/v1/pods".into());
-        cache.replace(
-            [object("a", "1", "5", "x"), object("b", "2", "6", "y")]
-                .into_iter()
-                .collect(),
-            "10",
-            false,
-        );
+        cache.replace(a_and_b(), "10", false);
         let a = cache.get("ns", "a").unwrap();
         assert!(String::from_utf8_lossy(a.text()).contains(r#""name":"a""#));
         assert!(cache.get("other", "a").is_none());
