@@ -11,7 +11,7 @@
 
 const native = require('./native');
 const { WatchEventStream } = require('./event-stream');
-const { openInformer } = require('./informer');
+const { InformerHub, openInformer } = require('./informer');
 
 /** Bookmarks arrive about once a minute; three missed ones mean the connection is dead. */
 const DEFAULT_IDLE_TIMEOUT_WITH_BOOKMARKS_SECONDS = 180;
@@ -201,9 +201,9 @@ class NativeKubernetesWatcher {
    * Malformed arguments throw a TypeError at call time.
    */
   informer(params, options = {}) {
-    this.#informers ??= new native.NativeInformerRegistry();
+    this.#informers ??= new InformerHub();
     const context = {
-      registry: this.#informers,
+      hub: this.#informers,
       toSpec,
       credentialFields,
       serviceAccountDir: this.#serviceAccountDir,
