@@ -94,7 +94,15 @@ export interface KubernetesWatchOptions {
    * event's `object`, plus `metadata.resourceVersion`. The cut happens on a Rust thread, so the
    * JavaScript thread parses only what the consumer reads. Paths traverse objects, not arrays.
    */
-  fields?: string[];
+  fields?: string[]; /**
+   * Opt-in: remove these paths from each event's `object`, keep the rest; the complement of
+   * `fields` (give one or the other). Dotted keys, with `['…']` for a key holding dots or
+   * slashes: `['metadata.managedFields',
+   * "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']"]`. A path that
+   * is not there removes nothing; `metadata` and its `name`, `namespace`, `uid` and
+   * `resourceVersion` cannot be stripped. A bad path is a TypeError naming it.
+   */
+  strip?: string[];
 }
 
 /** Backstage's KubernetesErrorTypes. */
@@ -212,6 +220,13 @@ export interface KubernetesInformerOptions {
    * `metadata.resourceVersion` and `metadata.uid`.
    */
   fields?: string[];
+  /**
+   * Remove these paths from every object before it is cached or delivered (the complement of
+   * `fields`; not with it), e.g. `['metadata.managedFields',
+   * "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']"]`: about half
+   * of an applied object's JSON. Path syntax as for `watchResource`'s `strip`.
+   */
+  strip?: string[];
   /** A longer watch line is a fault (resumed). Default 16 MiB. */
   maxLineBytes?: number;
   /** Aborting closes this handle, as `close()` does. */

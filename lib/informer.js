@@ -193,6 +193,7 @@ function openInformer(watcher, params, options = {}) {
     labelSelector: options.labelSelector,
     fieldSelector: options.fieldSelector,
     fields: options.fields,
+    strip: options.strip,
     maxLineBytes: options.maxLineBytes,
     idleTimeoutSeconds: options.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
   };
@@ -214,6 +215,7 @@ function openInformer(watcher, params, options = {}) {
     base.labelSelector ?? '',
     base.fieldSelector ?? '',
     base.fields ?? null,
+    base.strip ?? null,
   ]);
   // The watch-only fields go.
   // eslint-disable-next-line no-unused-vars

@@ -138,6 +138,7 @@ function toSpec(params, options, serviceAccountDir) {
     maxLineBytes: optionalNumber(options.maxLineBytes, 'options.maxLineBytes', { integer: true, min: 1 }),
     idleTimeoutSeconds: idleTimeoutSeconds > 0 ? idleTimeoutSeconds : undefined,
     fields: optionalFields(options.fields),
+    strip: optionalStrip(options.strip, options.fields),
   };
 }
 
@@ -146,6 +147,23 @@ function optionalFields(value) {
     if (!Array.isArray(v) || !v.every((f) => typeof f === 'string' && f.length > 0)) {
       throw fail('options.fields', 'an array of dotted field paths', v);
     }
+    return v;
+  });
+}
+
+/** `options.strip`: paths checked by the native parser, so a bad one is named at call time. */
+function optionalStrip(value, fields) {
+  return optional(value, 'options.strip', (v) => {
+    if (!Array.isArray(v) || !v.every((p) => typeof p === 'string')) {
+      throw fail('options.strip', 'an array of field paths', v);
+    }
+    if (fields !== undefined && fields !== null) {
+      throw new TypeError(
+        'kube-watch-native: options.strip and options.fields exclude each other (fields keeps only what it lists)',
+      );
+    }
+    const problem = native.stripError(v);
+    if (problem !== null) throw new TypeError(problem);
     return v;
   });
 }

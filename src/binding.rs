@@ -3,6 +3,7 @@
 
 mod informer;
 mod strings;
+mod strip;
 
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
@@ -120,6 +121,8 @@ pub struct WatchSpec {
     pub idle_timeout_seconds: Option<f64>,
     /// Dotted paths to keep in each object (the `fields` opt-in).
     pub fields: Option<Vec<String>>,
+    /// Paths to remove from each object (the `strip` opt-in; not with `fields`).
+    pub strip: Option<Vec<String>>,
 }
 
 /// The batch's JSON text on its way into a JavaScript string, copied (see [`strings`]).
@@ -266,9 +269,10 @@ fn connection_for(
     }
 }
 
-/// Starts a watch; refusals and configuration errors come back as the watch's first batch.
+/// Starts a watch; refusals and configuration errors come back as the watch's first batch
+/// (only a `strip` path JavaScript should have refused already throws).
 #[napi]
-pub fn start_watch(spec: WatchSpec) -> NativeWatch {
+pub fn start_watch(spec: WatchSpec) -> Result<NativeWatch> {
     let resource_path = ResourceRef {
         group: spec.group.clone(),
         version: spec.api_version.clone(),
@@ -280,7 +284,9 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
     let what = format!("watch of {resource_path}");
     let (connection, client) = match connection_for(&spec, &what, &redactor) {
         Ok(found) => found,
-        Err((failure, warning)) => return wrap(Watch::refused(resource_path, failure, warning)),
+        Err((failure, warning)) => {
+            return Ok(wrap(Watch::refused(resource_path, failure, warning)));
+        }
     };
     let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
     let query = WatchQuery {
@@ -307,12 +313,16 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(Duration::from_secs_f64),
         redactor,
-        projection: spec.fields.as_deref().map(Projection::new),
+        projection: match (&spec.fields, &spec.strip) {
+            (Some(fields), _) => Some(Projection::new(fields)),
+            (None, Some(paths)) => Some(strip::projection(paths)?),
+            (None, None) => None,
+        },
     };
     let watch = within_runtime_if_available(|| {
         Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())
     });
-    wrap(watch)
+    Ok(wrap(watch))
 }
 
 fn wrap(watch: Watch) -> NativeWatch {

@@ -1,9 +1,11 @@
-//! The `fields` opt-in: events whose object is cut down, on a Rust thread, to the fields the
-//! consumer reads, so the JavaScript thread parses (and the heap holds) only those.
+//! The `fields` and `strip` opt-ins: events whose object is cut down, on a Rust thread, to the
+//! fields the consumer reads (`fields`), or rid of the ones nobody reads (`strip`:
+//! `metadata.managedFields`, the last-applied annotation), so the JavaScript thread parses
+//! (and the heap and the informer's cache hold) only the rest.
 //!
-//! One pass per level and no value tree: each object on a kept path is split into its keys and
-//! the raw text of their values; kept values are copied as text, skipped ones only scanned.
-//! Key order is the server's.
+//! One pass per level and no value tree: each object on a listed path is split into its keys
+//! and the raw text of their values; values kept whole are copied as text, others only
+//! scanned. Objects off every listed path are never split. Key order is the server's.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -57,10 +59,21 @@ impl Level {
     }
 }
 
-/// A set of dotted field paths (`metadata.name`, `status.phase`) to keep in each object.
+/// What a projection does with the paths it lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Keep them, and nothing else (`fields`).
+    Keep,
+    /// Remove them, and keep everything else (`strip`).
+    Strip,
+}
+
+/// A set of field paths to keep in each object (`metadata.name`, `status.phase`), or to remove
+/// from it (`metadata.managedFields`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Projection {
     root: Level,
+    mode: Mode,
 }
 
 impl Projection {
@@ -76,7 +89,41 @@ impl Projection {
             let path: Vec<&str> = field.split('.').filter(|s| !s.is_empty()).collect();
             root.insert(&path);
         }
-        Self { root }
+        Self {
+            root,
+            mode: Mode::Keep,
+        }
+    }
+
+    /// A projection removing `paths` (each the keys from the object down, see
+    /// [`crate::field_path`]) and keeping everything else; a path that is not there removes
+    /// nothing, a parent removes its children. Paths traverse objects, not arrays.
+    pub fn strip<S: AsRef<str>>(paths: &[Vec<S>]) -> Self {
+        let mut root = Level::default();
+        for path in paths {
+            let keys: Vec<&str> = path.iter().map(AsRef::as_ref).collect();
+            if !keys.is_empty() {
+                root.insert(&keys);
+            }
+        }
+        Self {
+            root,
+            mode: Mode::Strip,
+        }
+    }
+
+    /// The objects keep their other fields, so a list item still gets the `kind` and
+    /// `apiVersion` of its list, as it would unprojected (a `fields` projection keeps exactly
+    /// the fields listed).
+    pub fn keeps_the_rest(&self) -> bool {
+        self.mode == Mode::Strip
+    }
+
+    fn object(&self, object: &RawValue, out: &mut String) -> Option<()> {
+        match self.mode {
+            Mode::Keep => project(object, &self.root, out),
+            Mode::Strip => strip(object, &self.root, out),
+        }
     }
 
     /// The event line with its object projected; `None` if the line is not a JSON object
@@ -92,7 +139,7 @@ impl Projection {
             }
             push_key(&mut out, key);
             if key == "object" && is_object(value) {
-                project(value, &self.root, &mut out)?;
+                self.object(value, &mut out)?;
             } else {
                 out.push_str(value.get());
             }
@@ -109,9 +156,143 @@ impl Projection {
         if !is_object(raw) {
             return None;
         }
-        let mut out = String::with_capacity(256);
-        project(raw, &self.root, &mut out)?;
+        let mut out = String::with_capacity(match self.mode {
+            Mode::Keep => 256,
+            Mode::Strip => text.len(),
+        });
+        self.object(raw, &mut out)?;
         Some(out.into_bytes())
+    }
+}
+
+/// `object` without the paths of `level`, in one pass over its text: an entry on no path is
+/// copied as its bytes, one that a path ends at is left out, and one a path goes through is
+/// stripped in turn (when it is an object; otherwise the path is not there and it is copied).
+/// The text was parsed as JSON already (a list item, a watch event's object); anything
+/// unexpected gives `None`, and then the object passes through as it was.
+fn strip(object: &RawValue, level: &Level, out: &mut String) -> Option<()> {
+    let mut bytes = Vec::with_capacity(object.get().len());
+    let text = object.get().as_bytes();
+    let start = skip_ws(text, 0);
+    let end = strip_at(text, start, level, &mut bytes)?;
+    if skip_ws(text, end) != text.len() {
+        return None;
+    }
+    // Only whole entries of valid UTF-8 text were copied.
+    out.push_str(std::str::from_utf8(&bytes).ok()?);
+    Some(())
+}
+
+/// Strips the object starting at `text[at]` (a `{`) into `out`; returns where it ends.
+fn strip_at(text: &[u8], at: usize, level: &Level, out: &mut Vec<u8>) -> Option<usize> {
+    if text.get(at) != Some(&b'{') {
+        return None;
+    }
+    out.push(b'{');
+    let mut first = true;
+    let mut i = skip_ws(text, at + 1);
+    if text.get(i) == Some(&b'}') {
+        out.push(b'}');
+        return Some(i + 1);
+    }
+    loop {
+        let key_start = i;
+        let key_end = skip_string(text, key_start)?;
+        let colon = skip_ws(text, key_end);
+        if text.get(colon) != Some(&b':') {
+            return None;
+        }
+        let value_start = skip_ws(text, colon + 1);
+        let value_end = skip_value(text, value_start)?;
+        let raw_key = &text[key_start + 1..key_end - 1];
+        let key: Cow<'_, str> = if raw_key.contains(&b'\\') {
+            Cow::Owned(serde_json::from_slice(&text[key_start..key_end]).ok()?)
+        } else {
+            Cow::Borrowed(std::str::from_utf8(raw_key).ok()?)
+        };
+        match level.get(&key) {
+            Some(Keep::Whole) => {}
+            found => {
+                if !std::mem::replace(&mut first, false) {
+                    out.push(b',');
+                }
+                match found {
+                    Some(Keep::Within(nested)) if text[value_start] == b'{' => {
+                        out.extend_from_slice(&text[key_start..key_end]);
+                        out.push(b':');
+                        strip_at(text, value_start, nested, out)?;
+                    }
+                    _ => out.extend_from_slice(&text[key_start..value_end]),
+                }
+            }
+        }
+        i = skip_ws(text, value_end);
+        match text.get(i) {
+            Some(b',') => i = skip_ws(text, i + 1),
+            Some(b'}') => {
+                out.push(b'}');
+                return Some(i + 1);
+            }
+            _ => return None,
+        }
+    }
+}
+
+fn skip_ws(text: &[u8], mut i: usize) -> usize {
+    while matches!(text.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// Where the string starting at `text[at]` (a `"`) ends, after its closing quote.
+fn skip_string(text: &[u8], at: usize) -> Option<usize> {
+    if text.get(at) != Some(&b'"') {
+        return None;
+    }
+    let mut i = at + 1;
+    loop {
+        i += memchr::memchr2(b'"', b'\\', text.get(i..)?)?;
+        if text[i] == b'"' {
+            return Some(i + 1);
+        }
+        // A backslash and the character it escapes.
+        i += 2;
+    }
+}
+
+/// Where the value starting at `text[at]` ends.
+fn skip_value(text: &[u8], at: usize) -> Option<usize> {
+    match text.get(at)? {
+        b'"' => skip_string(text, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            loop {
+                match text.get(i)? {
+                    b'"' => {
+                        i = skip_string(text, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let len = text[at..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(text.len() - at);
+            (len > 0).then_some(at + len)
+        }
     }
 }
 
@@ -245,6 +426,96 @@ mod tests {
             let event = format!(r#"{{"type":"ADDED","object":{object}}}"#);
             assert_eq!(project_text(&["metadata.name"], &event), event);
         }
+    }
+
+    fn strip_text(paths: &[&str], object: &str) -> String {
+        let paths: Vec<Vec<String>> = paths
+            .iter()
+            .map(|p| crate::field_path::parse(p).unwrap())
+            .collect();
+        let stripped = Projection::strip(&paths)
+            .apply_object(object.as_bytes())
+            .unwrap();
+        String::from_utf8(stripped).unwrap()
+    }
+
+    const APPLIED: &str = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c",
+        "namespace":"ns","resourceVersion":"7","annotations":{"a.b/c":"keep",
+        "kubectl.kubernetes.io/last-applied-configuration":"{\"x\":1}\n"},
+        "managedFields":[{"manager":"kubectl","fieldsV1":{"f:data":{}}}]},"data":{"k":"v"}}"#;
+
+    #[test]
+    fn strip_removes_managed_fields_and_an_annotation_with_dots_and_slashes() {
+        let stripped = strip_text(
+            &[
+                "metadata.managedFields",
+                "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
+            ],
+            &APPLIED.replace('\n', "").replace("        ", ""),
+        );
+        assert_eq!(
+            stripped,
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns","resourceVersion":"7","annotations":{"a.b/c":"keep"}},"data":{"k":"v"}}"#
+        );
+    }
+
+    #[test]
+    fn strip_of_missing_paths_keeps_the_object_as_it_was() {
+        let object =
+            r#"{"metadata":{"name":"c","labels":{"a":"b"}},"spec":[{"x":{"y":1}}],"n":null}"#;
+        assert_eq!(
+            strip_text(
+                &[
+                    "metadata.managedFields",
+                    "metadata.annotations['x']",
+                    "spec.x",
+                    "n.y",
+                    "status.phase"
+                ],
+                object
+            ),
+            object
+        );
+    }
+
+    #[test]
+    fn strip_goes_deep_keeps_emptied_parents_and_lets_parents_win() {
+        let object = r#"{"a":{"b":{"c":1,"d":2},"e":3},"f":{"g":4}}"#;
+        assert_eq!(
+            strip_text(&["a.b.c", "a.b.d", "f", "f.g"], object),
+            r#"{"a":{"b":{},"e":3}}"#
+        );
+        assert_eq!(strip_text(&["a"], object), r#"{"f":{"g":4}}"#);
+    }
+
+    #[test]
+    fn strip_matches_escaped_keys_and_passes_through_non_objects() {
+        let object = r#"{"metadata":{"annotations":{"it's":"x","y":"z"}}}"#;
+        assert_eq!(
+            strip_text(&[r"metadata.annotations['it\'s']"], object),
+            r#"{"metadata":{"annotations":{"y":"z"}}}"#
+        );
+        let paths = vec![vec!["a".to_owned()]];
+        let strip = Projection::strip(&paths);
+        assert!(strip.apply_object(b"[1]").is_none());
+        let event = r#"{"type":"ADDED","object":{"a":1,"b":2}}"#;
+        assert_eq!(
+            String::from_utf8(strip.apply(event.as_bytes()).unwrap()).unwrap(),
+            r#"{"type":"ADDED","object":{"b":2}}"#
+        );
+        assert!(strip.keeps_the_rest() && !Projection::new(&["a"]).keeps_the_rest());
+    }
+
+    #[test]
+    fn strip_reads_white_space_literals_and_strings_with_braces_and_escapes() {
+        let object =
+            " { \"a\" : { \"x\" : \"}\\\"{[\" , \"y\":[1, {\"z\":\"]\"}], \"n\" : -1.5e3 } ,
+            \"b\":true,\"c\" :null , \"d\": { } } ";
+        assert_eq!(
+            strip_text(&["a.y", "c", "d.e"], object),
+            r#"{"a":{"x" : "}\"{[","n" : -1.5e3},"b":true,"d":{}}"#
+        );
+        assert_eq!(strip_text(&["a.x"], r#"{"a":{"x":1}}"#), r#"{"a":{}}"#);
     }
 
     #[test]

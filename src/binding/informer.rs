@@ -75,6 +75,8 @@ pub struct InformerSpec {
     pub watch_timeout_seconds: Option<f64>,
     pub max_line_bytes: Option<i64>,
     pub fields: Option<Vec<String>>,
+    /// Paths removed from every object before it is cached (not with `fields`).
+    pub strip: Option<Vec<String>>,
 }
 
 /// A waiting consumer's next batch, taken on the thread that brought it.
@@ -269,14 +271,18 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
         initial_list,
         backoff,
         idle_timeout: seconds(spec.idle_timeout_seconds),
-        projection: spec.fields.as_ref().map(|fields| {
-            let all: Vec<&str> = fields
-                .iter()
-                .map(String::as_str)
-                .chain(KEPT_METADATA)
-                .collect();
-            Projection::new(&all)
-        }),
+        projection: match (&spec.fields, &spec.strip) {
+            (Some(fields), _) => {
+                let all: Vec<&str> = fields
+                    .iter()
+                    .map(String::as_str)
+                    .chain(KEPT_METADATA)
+                    .collect();
+                Some(Projection::new(&all))
+            }
+            (None, Some(paths)) => Some(super::strip::projection(paths)?),
+            (None, None) => None,
+        },
         credential_ttl: seconds(spec.credential_ttl_seconds).unwrap_or(Duration::from_secs(300)),
         max_line_bytes: spec
             .max_line_bytes

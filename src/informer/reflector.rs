@@ -628,7 +628,8 @@ impl Run {
     }
 
     /// A page's items for the cache: projected when `fields` is set (then exactly the kept
-    /// paths, no `kind`/`apiVersion` added), else with the list's `kind`/`apiVersion`.
+    /// paths, no `kind`/`apiVersion` added), else (`strip` too) with the list's
+    /// `kind`/`apiVersion`.
     fn list_objects(&self, page: &ListPage<'_>) -> Result<Vec<Object>, super::wire::WireError> {
         match &self.config.projection {
             None => page.objects(),
@@ -638,7 +639,13 @@ impl Run {
                 .map(|item| {
                     let raw = item.get().as_bytes();
                     let projected = projection.apply_object(raw);
-                    Object::parse(projected.as_deref().unwrap_or(raw)).map_err(Into::into)
+                    let text = projected.as_deref().unwrap_or(raw);
+                    // `strip` keeps the rest, so the item gets its list's kind and apiVersion.
+                    if projection.keeps_the_rest() {
+                        Object::from_list_item(text, &page.item_type).map_err(Into::into)
+                    } else {
+                        Object::parse(text).map_err(Into::into)
+                    }
                 })
                 .collect(),
         }
