@@ -29,46 +29,57 @@ function assertStripped(object, what) {
   assert.ok(object.data['config.yaml'].length > 0, `${what}: data`);
 }
 
-test('an informer with strip caches and delivers objects without the stripped paths', async (t) => {
-  const s = await sim(t, { token: TOKEN });
-  s.create('configmaps', applied('a'));
-  const { watcher } = watcherWithLogger();
-  const params = paramsFor(s, { plural: 'configmaps' });
-  const informer = watcher.informer(params, { strip: STRIP, initialList: 'paginated' });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
-  s.create('configmaps', applied('b'));
-  s.patch('configmaps', 'default', 'a', (o) => void (o.data.round = '1'));
-  await until(() => c.events.filter((e) => e.type !== 'SYNCED').length >= 3, 'ADDED a, ADDED b, MODIFIED a');
-  for (const e of c.events.filter((e) => e.object)) assertStripped(e.object, `${e.type} event`);
-  assertStripped(informer.get('a', 'default'), 'get(a)');
-  const listed = informer.list();
-  assert.equal(listed.length, 2);
-  for (const o of listed) assertStripped(o, `list() ${o.metadata.name}`);
-  // An informer of the same resource without strip is another cache, with everything.
-  const full = watcher.informer(params, { initialList: 'paginated' });
-  t.after(() => full.close());
-  await full.synced;
-  assert.equal(full.get('a', 'default').metadata.annotations[LAST_APPLIED].length > 0, true);
-  assert.equal(full.get('a', 'default').metadata.managedFields.length, 1);
-  assert.ok(informer.stats().cachedBytes < full.stats().cachedBytes / 1.5, 'the stripped cache is smaller');
-});
+test(
+  'an informer with strip caches and delivers objects without the stripped paths',
+  { timeout: 20000 },
+  async (t) => {
+    const s = await sim(t, { token: TOKEN });
+    s.create('configmaps', applied('a'));
+    const { watcher } = watcherWithLogger();
+    const params = paramsFor(s, { plural: 'configmaps' });
+    const informer = watcher.informer(params, { strip: STRIP, initialList: 'paginated' });
+    t.after(() => informer.close());
+    const c = consume(informer);
+    await informer.synced;
+    s.create('configmaps', applied('b'));
+    s.patch('configmaps', 'default', 'a', (o) => void (o.data.round = '1'));
+    await until(
+      () => c.events.filter((e) => e.type !== 'SYNCED').length >= 3,
+      'ADDED a, ADDED b, MODIFIED a',
+    );
+    for (const e of c.events.filter((e) => e.object)) assertStripped(e.object, `${e.type} event`);
+    assertStripped(informer.get('a', 'default'), 'get(a)');
+    const listed = informer.list();
+    assert.equal(listed.length, 2);
+    for (const o of listed) assertStripped(o, `list() ${o.metadata.name}`);
+    // An informer of the same resource without strip is another cache, with everything.
+    const full = watcher.informer(params, { initialList: 'paginated' });
+    t.after(() => full.close());
+    await full.synced;
+    assert.equal(full.get('a', 'default').metadata.annotations[LAST_APPLIED].length > 0, true);
+    assert.equal(full.get('a', 'default').metadata.managedFields.length, 1);
+    assert.ok(informer.stats().cachedBytes < full.stats().cachedBytes / 1.5, 'the stripped cache is smaller');
+  },
+);
 
-test('an informer with strip over a streaming list strips the initial events too', async (t) => {
-  const s = await sim(t, { token: TOKEN, sendInitialEvents: true });
-  s.create('configmaps', applied('a'));
-  const { watcher } = watcherWithLogger();
-  const informer = watcher.informer(paramsFor(s, { plural: 'configmaps' }), {
-    strip: STRIP,
-    initialList: 'streaming',
-  });
-  t.after(() => informer.close());
-  await informer.synced;
-  assertStripped(informer.get('a', 'default'), 'get(a) after a streaming list');
-});
+test(
+  'an informer with strip over a streaming list strips the initial events too',
+  { timeout: 20000 },
+  async (t) => {
+    const s = await sim(t, { token: TOKEN, sendInitialEvents: true });
+    s.create('configmaps', applied('a'));
+    const { watcher } = watcherWithLogger();
+    const informer = watcher.informer(paramsFor(s, { plural: 'configmaps' }), {
+      strip: STRIP,
+      initialList: 'streaming',
+    });
+    t.after(() => informer.close());
+    await informer.synced;
+    assertStripped(informer.get('a', 'default'), 'get(a) after a streaming list');
+  },
+);
 
-test('a watch with strip delivers events without the stripped paths', async (t) => {
+test('a watch with strip delivers events without the stripped paths', { timeout: 20000 }, async (t) => {
   const s = await sim(t, { token: TOKEN });
   s.create('configmaps', applied('a'));
   s.create('configmaps', applied('b'));

@@ -194,6 +194,7 @@ function openInformer(watcher, params, options = {}) {
     fieldSelector: options.fieldSelector,
     fields: options.fields,
     strip: options.strip,
+    metadataOnly: options.metadataOnly,
     maxLineBytes: options.maxLineBytes,
     idleTimeoutSeconds: options.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
   };
@@ -216,6 +217,7 @@ function openInformer(watcher, params, options = {}) {
     base.fieldSelector ?? '',
     base.fields ?? null,
     base.strip ?? null,
+    base.metadataOnly ?? false,
   ]);
   // The watch-only fields go.
   // eslint-disable-next-line no-unused-vars

@@ -139,7 +139,19 @@ function toSpec(params, options, serviceAccountDir) {
     idleTimeoutSeconds: idleTimeoutSeconds > 0 ? idleTimeoutSeconds : undefined,
     fields: optionalFields(options.fields),
     strip: optionalStrip(options.strip, options.fields),
+    metadataOnly: optionalMetadataOnly(options.metadataOnly, options.fields),
   };
+}
+
+/** `options.metadataOnly`: objects as PartialObjectMetadata; `fields` would cut those again. */
+function optionalMetadataOnly(value, fields) {
+  const on = optionalBoolean(value, 'options.metadataOnly');
+  if (on && fields !== undefined && fields !== null) {
+    throw new TypeError(
+      'kube-watch-native: options.metadataOnly and options.fields exclude each other (strip may go with metadataOnly)',
+    );
+  }
+  return on;
 }
 
 function optionalFields(value) {

@@ -22,7 +22,6 @@ use crate::error::Failure;
 use crate::error::{WatchError, describe_chain};
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::http::{ConnectionPool, Get, Kind};
-use crate::projection::Projection;
 use crate::proxy::ProxyEnv;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
@@ -123,6 +122,8 @@ pub struct WatchSpec {
     pub fields: Option<Vec<String>>,
     /// Paths to remove from each object (the `strip` opt-in; not with `fields`).
     pub strip: Option<Vec<String>>,
+    /// Watch `PartialObjectMetadata` (not with `fields`).
+    pub metadata_only: Option<bool>,
 }
 
 /// The batch's JSON text on its way into a JavaScript string, copied (see [`strings`]).
@@ -313,11 +314,12 @@ pub fn start_watch(spec: WatchSpec) -> Result<NativeWatch> {
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(Duration::from_secs_f64),
         redactor,
-        projection: match (&spec.fields, &spec.strip) {
-            (Some(fields), _) => Some(Projection::new(fields)),
-            (None, Some(paths)) => Some(strip::projection(paths)?),
-            (None, None) => None,
-        },
+        projection: strip::projection_of(
+            spec.fields.as_deref(),
+            &[],
+            spec.strip.as_deref(),
+            spec.metadata_only.unwrap_or(false),
+        )?,
     };
     let watch = within_runtime_if_available(|| {
         Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())

@@ -3,12 +3,18 @@
 //! `metadata.managedFields`, the last-applied annotation), so the JavaScript thread parses
 //! (and the heap and the informer's cache hold) only the rest.
 //!
+//! `metadataOnly` is shaped here too: the request asks for `PartialObjectMetadata` (see
+//! [`Projection::accept`]), and every object is made one (`kind`, `apiVersion`, `metadata`),
+//! so a server that refuses (406) or ignores the request is met with full objects cut down here.
+//!
 //! One pass per level and no value tree: each object on a listed path is split into its keys
 //! and the raw text of their values; values kept whole are copied as text, others only
 //! scanned. Objects off every listed path are never split. Key order is the server's.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Deserializer;
 use serde::de::{MapAccess, Visitor};
@@ -59,14 +65,43 @@ impl Level {
     }
 }
 
+/// The `Accept` of a metadata-only list, as client-go's metadata client sends it.
+pub const PARTIAL_LIST_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+/// The `Accept` of a metadata-only watch.
+pub const PARTIAL_WATCH_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
+/// What a metadata-only projection has learnt of its server.
+#[derive(Debug, Default)]
+struct Negotiation {
+    /// The server answered 406: ask for plain JSON from now on.
+    refused: AtomicBool,
+    /// A full object came (the server ignores `as=`) and nobody was told yet.
+    notice: AtomicBool,
+    /// Told already (or the refusal said it): no notice any more.
+    told: AtomicBool,
+}
+
 /// What a projection does with the paths it lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Mode {
     /// Keep them, and nothing else (`fields`).
     Keep,
     /// Remove them, and keep everything else (`strip`).
     Strip,
+    /// Make each object a `PartialObjectMetadata`, its metadata without the paths under
+    /// `metadata` (`metadataOnly`, with `strip` or not).
+    Metadata(Arc<Negotiation>),
 }
+
+impl PartialEq for Mode {
+    fn eq(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}
+
+impl Eq for Mode {}
 
 /// A set of field paths to keep in each object (`metadata.name`, `status.phase`), or to remove
 /// from it (`metadata.managedFields`).
@@ -112,17 +147,71 @@ impl Projection {
         }
     }
 
+    /// A projection making every object a `PartialObjectMetadata` whose metadata lacks
+    /// `strip`'s paths under `metadata` (others are not there to strip).
+    pub fn metadata_only<S: AsRef<str>>(strip: &[Vec<S>]) -> Self {
+        Self {
+            root: Self::strip(strip).root,
+            mode: Mode::Metadata(Arc::default()),
+        }
+    }
+
     /// The objects keep their other fields, so a list item still gets the `kind` and
     /// `apiVersion` of its list, as it would unprojected (a `fields` projection keeps exactly
     /// the fields listed).
     pub fn keeps_the_rest(&self) -> bool {
-        self.mode == Mode::Strip
+        !matches!(self.mode, Mode::Keep)
+    }
+
+    /// The `Accept` header a list (`watch: false`) or a watch sends: `PartialObjectMetadata`
+    /// for a metadata-only projection until the server refused it, else `None` (plain JSON).
+    pub fn accept(&self, watch: bool) -> Option<String> {
+        match &self.mode {
+            Mode::Metadata(n) if !n.refused.load(Ordering::Relaxed) => Some(
+                if watch {
+                    PARTIAL_WATCH_ACCEPT
+                } else {
+                    PARTIAL_LIST_ACCEPT
+                }
+                .to_owned(),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The server answered 406 to [`Projection::accept`]'s header: the next requests ask for
+    /// plain JSON, whose objects are cut down here. The warning to give, the first time.
+    pub fn refused(&self) -> Option<String> {
+        let Mode::Metadata(n) = &self.mode else {
+            return None;
+        };
+        n.told.store(true, Ordering::Relaxed);
+        (!n.refused.swap(true, Ordering::Relaxed)).then(|| {
+            "the server answered 406 Not Acceptable to a metadata-only (PartialObjectMetadata) \
+             request; asking for full objects instead and keeping only their metadata here"
+                .to_owned()
+        })
+    }
+
+    /// The warning to give, once, when a metadata-only request got full objects back.
+    pub fn take_notice(&self) -> Option<String> {
+        let Mode::Metadata(n) = &self.mode else {
+            return None;
+        };
+        (n.notice.swap(false, Ordering::Relaxed) && !n.told.swap(true, Ordering::Relaxed)).then(
+            || {
+                "the server sent full objects to a metadata-only (PartialObjectMetadata) request \
+                 (it ignores the Accept header's as=); keeping only their metadata here"
+                    .to_owned()
+            },
+        )
     }
 
     fn object(&self, object: &RawValue, out: &mut String) -> Option<()> {
-        match self.mode {
+        match &self.mode {
             Mode::Keep => project(object, &self.root, out),
             Mode::Strip => strip(object, &self.root, out),
+            Mode::Metadata(n) => partial(object, &self.root, n, out),
         }
     }
 
@@ -157,12 +246,38 @@ impl Projection {
             return None;
         }
         let mut out = String::with_capacity(match self.mode {
-            Mode::Keep => 256,
             Mode::Strip => text.len(),
+            Mode::Keep | Mode::Metadata(_) => 256,
         });
         self.object(raw, &mut out)?;
         Some(out.into_bytes())
     }
+}
+
+/// `object` as a `PartialObjectMetadata`: its metadata (without the paths under `metadata` in
+/// `level`), and nothing else; an object that had more tells `negotiation`.
+fn partial(
+    object: &RawValue,
+    level: &Level,
+    negotiation: &Negotiation,
+    out: &mut String,
+) -> Option<()> {
+    out.push_str(r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#);
+    let mut metadata = None;
+    for (key, value) in entries(object.get())? {
+        match key.as_ref() {
+            "metadata" => metadata = Some(value),
+            "kind" | "apiVersion" => {}
+            _ => negotiation.notice.store(true, Ordering::Relaxed),
+        }
+    }
+    match (metadata, level.get("metadata")) {
+        (Some(m), Some(Keep::Within(nested))) if is_object(m) => strip(m, nested, out)?,
+        (Some(m), _) => out.push_str(m.get()),
+        (None, _) => out.push_str("{}"),
+    }
+    out.push('}');
+    Some(())
 }
 
 /// `object` without the paths of `level`, in one pass over its text: an entry on no path is
@@ -516,6 +631,48 @@ mod tests {
             r#"{"a":{"x" : "}\"{[","n" : -1.5e3},"b":true,"d":{}}"#
         );
         assert_eq!(strip_text(&["a.x"], r#"{"a":{"x":1}}"#), r#"{"a":{}}"#);
+    }
+
+    #[test]
+    fn metadata_only_makes_partial_objects_and_notices_full_ones_once() {
+        let paths = vec![vec!["metadata".to_owned(), "managedFields".to_owned()]];
+        let p = Projection::metadata_only(&paths);
+        assert_eq!(
+            p.accept(false).as_deref(),
+            Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+        );
+        assert_eq!(
+            p.accept(true).as_deref(),
+            Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+        );
+        let served = r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","managedFields":[]}}"#;
+        let expected = r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a"}}"#;
+        let apply = |o: &str| String::from_utf8(p.apply_object(o.as_bytes()).unwrap()).unwrap();
+        assert_eq!(apply(served), expected);
+        assert_eq!(p.take_notice(), None, "a partial object is what was asked");
+        let full = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","managedFields":[]},"data":{"k":"v"}}"#;
+        assert_eq!(apply(full), expected);
+        assert!(p.take_notice().unwrap().contains("sent full objects"));
+        assert_eq!(apply(full), expected);
+        assert_eq!(p.take_notice(), None, "told once");
+        assert!(!Projection::new(&["a"]).keeps_the_rest() && p.keeps_the_rest());
+        assert_eq!(Projection::new(&["a"]).accept(true), None);
+    }
+
+    #[test]
+    fn metadata_only_after_a_refusal_asks_for_plain_json_and_says_so_once() {
+        let p = Projection::metadata_only::<String>(&[]);
+        assert!(p.refused().unwrap().contains("406 Not Acceptable"));
+        assert_eq!(p.refused(), None);
+        assert_eq!(p.accept(false), None);
+        assert_eq!(p.accept(true), None);
+        let event = r#"{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p"},"spec":{}}}"#;
+        assert_eq!(
+            String::from_utf8(p.apply(event.as_bytes()).unwrap()).unwrap(),
+            r#"{"type":"ADDED","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"p"}}}"#
+        );
+        assert_eq!(p.take_notice(), None, "the refusal said it already");
+        assert_eq!(Projection::strip::<String>(&[]).refused(), None);
     }
 
     #[test]

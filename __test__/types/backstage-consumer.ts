@@ -72,6 +72,9 @@ void native.watchResource(ownParams, {
     "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
   ],
 });
+void native.watchResource(ownParams, { metadataOnly: true });
+// @ts-expect-error metadataOnly is a boolean
+void native.watchResource(ownParams, { metadataOnly: 'yes' });
 // @ts-expect-error strip is a list of paths, not one path
 void native.watchResource(ownParams, { strip: 'metadata.managedFields' });
 
@@ -124,7 +127,7 @@ export async function informerUsage(
       apiVersion: 'v1',
       plural: 'configmaps',
     },
-    { strip: ['metadata.managedFields'] },
+    { strip: ['metadata.managedFields'], metadataOnly: true },
   );
   stripped.close();
   await informer.synced;

@@ -34,7 +34,6 @@ use crate::informer::fanout::Cursor;
 use crate::informer::reflector::{InitialList, Reflector, ReflectorConfig, Reporter};
 use crate::informer::registry::{Handle, Registry, Sinks};
 use crate::informer::selector::Selector;
-use crate::projection::Projection;
 use crate::proxy::ProxyEnv;
 use crate::request::ResourceRef;
 
@@ -77,6 +76,8 @@ pub struct InformerSpec {
     pub fields: Option<Vec<String>>,
     /// Paths removed from every object before it is cached (not with `fields`).
     pub strip: Option<Vec<String>>,
+    /// List and watch `PartialObjectMetadata` (not with `fields`).
+    pub metadata_only: Option<bool>,
 }
 
 /// A waiting consumer's next batch, taken on the thread that brought it.
@@ -271,18 +272,12 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
         initial_list,
         backoff,
         idle_timeout: seconds(spec.idle_timeout_seconds),
-        projection: match (&spec.fields, &spec.strip) {
-            (Some(fields), _) => {
-                let all: Vec<&str> = fields
-                    .iter()
-                    .map(String::as_str)
-                    .chain(KEPT_METADATA)
-                    .collect();
-                Some(Projection::new(&all))
-            }
-            (None, Some(paths)) => Some(super::strip::projection(paths)?),
-            (None, None) => None,
-        },
+        projection: super::strip::projection_of(
+            spec.fields.as_deref(),
+            &KEPT_METADATA,
+            spec.strip.as_deref(),
+            spec.metadata_only.unwrap_or(false),
+        )?,
         credential_ttl: seconds(spec.credential_ttl_seconds).unwrap_or(Duration::from_secs(300)),
         max_line_bytes: spec
             .max_line_bytes

@@ -41,11 +41,33 @@ pub(crate) fn parse(paths: &[String]) -> Result<Vec<Vec<String>>, String> {
         .collect()
 }
 
-/// The projection removing `paths` (checked already by JavaScript through `stripError`).
-pub(crate) fn projection(paths: &[String]) -> napi::Result<Projection> {
-    parse(paths)
-        .map(|keys| Projection::strip(&keys))
-        .map_err(|message| napi::Error::new(napi::Status::InvalidArg, message))
+/// The projection of `fields` (with `kept`, what every object keeps), `strip` and
+/// `metadataOnly`, if any: `fields` excludes the other two (JavaScript refused that already).
+pub(crate) fn projection_of(
+    fields: Option<&[String]>,
+    kept: &[&str],
+    strip: Option<&[String]>,
+    metadata_only: bool,
+) -> napi::Result<Option<Projection>> {
+    if let Some(fields) = fields {
+        let all: Vec<&str> = fields
+            .iter()
+            .map(String::as_str)
+            .chain(kept.iter().copied())
+            .collect();
+        return Ok(Some(Projection::new(&all)));
+    }
+    let keys = match strip {
+        Some(paths) => {
+            parse(paths).map_err(|message| napi::Error::new(napi::Status::InvalidArg, message))?
+        }
+        None => Vec::new(),
+    };
+    Ok(if metadata_only {
+        Some(Projection::metadata_only(&keys))
+    } else {
+        strip.map(|_| Projection::strip(&keys))
+    })
 }
 
 /// Why `paths` cannot be the `strip` option, or `null` when they can.

@@ -412,10 +412,12 @@ impl Run {
         kind: Kind,
     ) -> Result<Response, Fault> {
         let endpoint = self.endpoint().await?;
+        let projection = self.config.projection.as_ref();
         let get = Get {
             url: url_for(&endpoint.base_url),
             bearer: endpoint.bearer.clone(),
-            accept: None,
+            // `metadataOnly`: PartialObjectMetadata(List), until the server refuses it.
+            accept: projection.and_then(|p| p.accept(kind == Kind::Watch)),
         };
         self.stats.connect();
         let response = self
@@ -426,6 +428,13 @@ impl Run {
         let status = response.status();
         if (200..300).contains(&status) {
             return Ok(response);
+        }
+        // A 406 to a metadata-only request: the retry asks for full objects, cut down here.
+        if status == 406
+            && let Some(warning) =
+                projection.and_then(|p| get.accept.as_ref().and_then(|_| p.refused()))
+        {
+            self.warn(&warning);
         }
         let header = response
             .headers()
@@ -606,6 +615,7 @@ impl Run {
                 };
                 let parsed = ListPage::parse(&body).and_then(|page| {
                     let items = self.list_objects(&page)?;
+                    self.take_notice();
                     Ok((items, page.resource_version, page.continue_token))
                 });
                 let (items, page_rv, next) = match parsed {
@@ -624,6 +634,18 @@ impl Run {
             };
             self.synced(objects, &rv, relist);
             return State::Watching { rv };
+        }
+    }
+
+    /// Warns once that a metadata-only request got full objects (see `Projection`).
+    fn take_notice(&self) {
+        if let Some(notice) = self
+            .config
+            .projection
+            .as_ref()
+            .and_then(|p| p.take_notice())
+        {
+            self.warn(&notice);
         }
     }
 
@@ -844,6 +866,7 @@ impl Run {
                     .projection
                     .as_ref()
                     .and_then(|p| p.apply_object(raw));
+                self.take_notice();
                 let object = match Object::parse(projected.as_deref().unwrap_or(raw)) {
                     Ok(object) => object,
                     Err(err) => {
