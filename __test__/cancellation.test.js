@@ -7,6 +7,8 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { getEventListeners } = require('node:events');
 const { spawnSync } = require('node:child_process');
+const v8 = require('node:v8');
+const vm = require('node:vm');
 const { createSimulator, certs } = require('../sim');
 const native = require('../lib/native');
 const { toSpec } = require('../lib/watcher');
@@ -599,3 +601,43 @@ test('lib/abort.js: every subscriber is told though one throws (its error surfac
     error: 'boom',
   });
 });
+
+test(
+  'a generator abandoned with a live signal is still collected: its connection closes and the signal lets go of it',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    // Exposes gc() without a command-line flag, as lifetime.test.js does.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc');
+    seed('gone', 1);
+    const { watcher } = watcherWithLogger();
+    const { signal } = new AbortController(); // outlives the generator
+    const kept = watcher.watchResource(paramsFor(sim), { namespace: 'gone', signal });
+    assert.equal((await within(kept.next(), 2000, 'the kept first event')).value.type, 'ADDED');
+    await (async () => {
+      // Nothing outside this function refers to this generator; only the signal knows of it.
+      const gen = watcher.watchResource(paramsFor(sim), { namespace: 'gone', signal });
+      assert.equal((await within(gen.next(), 2000, 'the first event')).value.type, 'ADDED');
+    })();
+    await until(() => sim.activeWatches() === 2, 2000, 'both watches on the server');
+    await until(
+      () => {
+        gc();
+        return sim.activeWatches() === 1;
+      },
+      3000,
+      'the abandoned watch to be collected and cancelled',
+    );
+    assert.equal(abortListeners(signal), 1, 'the kept watch still listens');
+    await kept.return();
+    // The abandoned one's place went when it was collected, so the last one out removes the listener.
+    await until(
+      () => {
+        gc();
+        return abortListeners(signal) === 0;
+      },
+      3000,
+      'the signal to hold no listener',
+    );
+  },
+);
