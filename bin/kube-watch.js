@@ -438,7 +438,12 @@ async function resolveResourceArg(arg, target, getCredential, { logger, refreshC
     }
   } catch (err) {
     if (!(err instanceof DiscoveryError)) throw err;
-    logger.debug(`API discovery failed (${err.message}); using the built-in resource table`);
+    // A server that cannot be reached or refuses us fails the watch too, which reports it; one
+    // that answers discovery with something else (a proxy's page, another service) may well
+    // serve the watch, so the user is told here why their names are read from the table.
+    if (err.unexpectedDocument)
+      logger.warn(`API discovery: ${err.message}; using the built-in table of well-known resources`);
+    else logger.debug(`API discovery failed (${err.message}); using the built-in resource table`);
     return { resource: parseResourceArg(arg), discoveryError: err };
   }
   logger.debug(
