@@ -16,7 +16,9 @@ use napi_derive::napi;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::{ClusterTarget, CredentialSpec, NativeBatch, POOL};
+use super::{
+    ClusterConnections, ClusterTarget, CredentialSpec, NativeBatch, POOL, count, pool_stats,
+};
 use crate::auth::Credential;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::backoff::BackoffPolicy;
@@ -25,6 +27,7 @@ use crate::informer::fanout::Cursor;
 use crate::informer::reflector::{InitialList, Reflector, ReflectorConfig, Reporter};
 use crate::informer::registry::{Handle, Registry, Sinks};
 use crate::informer::selector::Selector;
+use crate::informer::stats::{Labels, cluster_label};
 use crate::projection::Projection;
 use crate::proxy::ProxyEnv;
 use crate::request::ResourceRef;
@@ -269,9 +272,15 @@ impl NativeInformerRegistry {
                 .map(CredentialSpec::credential)
                 .unwrap_or(Credential::Anonymous)
         });
+        let labels = Labels {
+            cluster: cluster_label(&spec.cluster.cluster_url),
+            group: spec.group.clone(),
+            version: spec.api_version.clone(),
+            resource: spec.plural.clone(),
+        };
         let handle = self
             .registry
-            .open(spec.key, JsSink { callback }, |sinks, memory| {
+            .open(spec.key, labels, JsSink { callback }, |sinks, memory| {
                 let provider: Arc<dyn CredentialProvider> = match provider_static {
                     Some(credential) => Arc::new(StaticCredential(credential)),
                     None => Arc::new(JsCredentials {
@@ -298,6 +307,106 @@ impl NativeInformerRegistry {
     pub fn running(&self) -> u32 {
         self.registry.running() as u32
     }
+
+    /// Every figure of this watcher's informers and of the process's connections, in one call:
+    /// what one metrics collection reads. Counters are read, not reset; nothing here runs per
+    /// event.
+    #[napi]
+    pub fn metrics(&self) -> NativeMetrics {
+        let mut informers = Vec::new();
+        self.registry.each(|id, labels, reflector, handles| {
+            let stats = reflector.stats().snapshot();
+            let cache = reflector.cache();
+            informers.push(InformerMetrics {
+                id: id as f64,
+                cluster: labels.cluster.clone(),
+                group: labels.group.clone(),
+                version: labels.version.clone(),
+                resource: labels.resource.clone(),
+                watches_open: count(stats.watches_open as usize),
+                connects: stats.connects as f64,
+                reconnects: stats.reconnects as f64,
+                relists: stats.relists as f64,
+                events_received: stats.events as f64,
+                events_delivered: cache.delivered() as f64,
+                bytes_received: stats.bytes as f64,
+                credential_refreshes: stats.credential_refreshes as f64,
+                errors: stats
+                    .errors
+                    .into_iter()
+                    .map(|(kind, n)| (kind, n as f64))
+                    .collect(),
+                objects: count(cache.len()),
+                cached_bytes: cache.cached_bytes() as f64,
+                synced: cache.is_synced(),
+                finished: reflector.is_finished(),
+                seconds_since_last_event: stats.seconds_since_last_event,
+                slowest_consumer_pending: count(cache.slowest_pending()),
+                consumers: count(cache.consumers()),
+                handles: count(handles),
+            });
+        });
+        NativeMetrics {
+            informers,
+            clusters: pool_stats(),
+        }
+    }
+}
+
+/// What one metrics collection reads ([`NativeInformerRegistry::metrics`]).
+#[napi(object, object_from_js = false)]
+pub struct NativeMetrics {
+    /// One entry per shared informer of the watcher.
+    pub informers: Vec<InformerMetrics>,
+    /// The process's connections per cluster origin, as `poolStats()` gives them.
+    pub clusters: Vec<ClusterConnections>,
+}
+
+/// One shared informer's figures. Counts are numbers (exact up to 2^53).
+#[napi(object, object_from_js = false)]
+pub struct InformerMetrics {
+    /// Unique among the watcher's informers, so that a closed one's counts can be carried.
+    pub id: f64,
+    /// The cluster URL without credentials, query or trailing slash.
+    pub cluster: String,
+    pub group: String,
+    pub version: String,
+    /// The plural resource name.
+    pub resource: String,
+    /// Watch streams being read now (0 or 1).
+    pub watches_open: u32,
+    /// Requests sent (list pages, streaming lists, watches).
+    pub connects: f64,
+    /// Watches started again after one ended or failed.
+    pub reconnects: f64,
+    /// Lists after a 410.
+    pub relists: f64,
+    /// Changes received (watch events, list items).
+    pub events_received: f64,
+    /// Events taken by consumers, summed over them.
+    pub events_delivered: f64,
+    /// Body bytes received.
+    pub bytes_received: f64,
+    /// Credentials asked for after the first.
+    pub credential_refreshes: f64,
+    /// Errors by `errorType`.
+    pub errors: HashMap<String, f64>,
+    /// Objects cached.
+    pub objects: u32,
+    /// Bytes of JSON cached.
+    pub cached_bytes: f64,
+    /// The initial list is cached.
+    pub synced: bool,
+    /// The informer ended (a terminal error); its handles are still open.
+    pub finished: bool,
+    /// Seconds since the last event or bookmark (or since the start, before the first).
+    pub seconds_since_last_event: f64,
+    /// The most changes pending in one consumer.
+    pub slowest_consumer_pending: u32,
+    /// Consumers open.
+    pub consumers: u32,
+    /// Handles open.
+    pub handles: u32,
 }
 
 /// One `informer()` handle.
@@ -391,6 +500,11 @@ impl NativeInformer {
                 reflector.cache().cached_bytes().into(),
             );
             map.insert("handles".into(), self.handle.handles().into());
+            map.insert("delivered".into(), reflector.cache().delivered().into());
+            map.insert(
+                "slowestConsumerPending".into(),
+                reflector.cache().slowest_pending().into(),
+            );
         }
         value.to_string()
     }

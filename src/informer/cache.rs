@@ -170,6 +170,16 @@ impl Cache {
     pub fn consumers(&self) -> usize {
         self.fanout.consumers()
     }
+
+    /// Events taken by consumers so far, summed over them.
+    pub fn delivered(&self) -> u64 {
+        self.fanout.delivered()
+    }
+
+    /// The most changes pending in one consumer.
+    pub fn slowest_pending(&self) -> usize {
+        self.fanout.slowest_pending()
+    }
 }
 
 #[cfg(test)]

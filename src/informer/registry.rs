@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use super::reflector::{ListMemory, Reflector};
+use super::stats::Labels;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Nothing panics while holding these locks; the data stays consistent.
@@ -67,6 +68,10 @@ impl<S> Sinks<S> {
 #[derive(Debug)]
 struct Shared<S> {
     key: String,
+    /// Unique in the registry: its first handle's id.
+    id: u64,
+    /// What its metric series are named by.
+    labels: Labels,
     reflector: Reflector,
     sinks: Arc<Sinks<S>>,
     handles: Mutex<usize>,
@@ -94,10 +99,12 @@ impl<S> Default for Registry<S> {
 impl<S: Send + Sync + 'static> Registry<S> {
     /// A handle on the informer for `key`: the running one, or one `start` makes (given the
     /// sinks it reports to and the watcher's memory of clusters without streaming lists).
-    /// `sink` is this handle's; it is in the sinks before `start` runs.
+    /// `sink` is this handle's; it is in the sinks before `start` runs. `labels` name a new
+    /// informer's metric series (the key determines them, so a joined one has the same).
     pub fn open(
         &self,
         key: String,
+        labels: Labels,
         sink: S,
         start: impl FnOnce(Arc<Sinks<S>>, Arc<ListMemory>) -> Reflector,
     ) -> Handle<S> {
@@ -121,6 +128,8 @@ impl<S: Send + Sync + 'static> Registry<S> {
         let reflector = start(sinks.clone(), self.memory.clone());
         let shared = Arc::new(Shared {
             key: key.clone(),
+            id,
+            labels,
             reflector,
             sinks,
             handles: Mutex::new(1),
@@ -132,6 +141,21 @@ impl<S: Send + Sync + 'static> Registry<S> {
             id,
             closed: AtomicBool::new(false),
             joined: false,
+        }
+    }
+
+    /// Calls `f` with each shared informer's id (unique in this registry), labels, reflector
+    /// and open handles, ended ones included until their last handle closes. The registry is
+    /// not locked while `f` runs.
+    pub fn each(&self, mut f: impl FnMut(u64, &Labels, &Reflector, usize)) {
+        let informers: Vec<Arc<Shared<S>>> = lock(&self.informers).values().cloned().collect();
+        for shared in informers {
+            f(
+                shared.id,
+                &shared.labels,
+                &shared.reflector,
+                *lock(&shared.handles),
+            );
         }
     }
 
