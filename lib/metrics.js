@@ -169,16 +169,12 @@ const COMBINE = { sum: (a, b) => a + b, min: Math.min, max: Math.max };
 const seriesKey = (i) => JSON.stringify([i.cluster, i.group, i.version, i.resource]);
 
 /**
- * Reads a watcher's figures, one native call per `read()`. Counters of informers that have
- * closed are carried in their series, so counters never decrease; what is carried is bounded
- * by the number of series, not of informers.
+ * Reads a watcher's figures, one native call per `read()`. A series' counters add up its live
+ * informers' and the counts the native registry kept of its closed ones, so they never go
+ * down; its other figures are of the live informers only.
  */
 class MetricsReader {
   #watcher;
-  /** informer id → { key, counts } as last read. */
-  #last = new Map();
-  /** series key → counts of informers gone. */
-  #carried = new Map();
 
   constructor(watcher) {
     if (!watcher || typeof watcher[SNAPSHOT] !== 'function') {
@@ -194,17 +190,20 @@ class MetricsReader {
   read() {
     const snapshot = this.#watcher[SNAPSHOT]();
     const series = new Map();
-    const seen = new Map();
-    for (const informer of snapshot.informers) {
-      const key = seriesKey(informer);
-      const counts = countsOf(informer);
-      seen.set(informer.id, { key, counts });
+    const seriesOf = (entry) => {
+      const key = seriesKey(entry);
       let s = series.get(key);
       if (!s) {
-        s = { attributes: attributesOf(informer), gauges: {}, counts: {} };
+        s = { attributes: attributesOf(entry), gauges: null, counts: {} };
         series.set(key, s);
       }
-      addCounts(s.counts, counts);
+      return s;
+    };
+    for (const retired of snapshot.retired) addCounts(seriesOf(retired).counts, countsOf(retired));
+    for (const informer of snapshot.informers) {
+      const s = seriesOf(informer);
+      addCounts(s.counts, countsOf(informer));
+      s.gauges ??= {};
       for (const m of INFORMER_METRICS) {
         if (m.kind === 'counter') continue;
         const v = m.value(informer);
@@ -212,19 +211,8 @@ class MetricsReader {
         s.gauges[m.name] = was === undefined ? v : COMBINE[m.combine](was, v);
       }
     }
-    for (const [id, gone] of this.#last) {
-      if (seen.has(id)) continue;
-      const carried = this.#carried.get(gone.key) ?? {};
-      addCounts(carried, gone.counts);
-      this.#carried.set(gone.key, carried);
-    }
-    this.#last = seen;
     const points = [];
-    const keys = new Set([...series.keys(), ...this.#carried.keys()]);
-    for (const key of keys) {
-      const s = series.get(key) ?? { attributes: attributesFromKey(key), gauges: null, counts: {} };
-      const counts = { ...s.counts };
-      addCounts(counts, this.#carried.get(key) ?? {});
+    for (const s of series.values()) {
       for (const m of INFORMER_METRICS) {
         if (m.kind !== 'counter') {
           // A series whose informers all closed keeps its counters; its sums are 0, and its
@@ -232,10 +220,10 @@ class MetricsReader {
           const value = s.gauges ? s.gauges[m.name] : m.combine === 'sum' ? 0 : undefined;
           if (value !== undefined) points.push(point(m, value, s.attributes));
         } else {
-          points.push(point(m, counts[m.name] ?? 0, s.attributes));
+          points.push(point(m, s.counts[m.name] ?? 0, s.attributes));
         }
       }
-      for (const [errorType, n] of Object.entries(counts.errors ?? {})) {
+      for (const [errorType, n] of Object.entries(s.counts.errors ?? {})) {
         points.push({
           name: PREFIX + ERRORS.name,
           value: n,
@@ -263,11 +251,6 @@ function point(m, value, attributes) {
 
 function attributesOf(i) {
   return { cluster: i.cluster, group: i.group, version: i.version, resource: i.resource };
-}
-
-function attributesFromKey(key) {
-  const [cluster, group, version, resource] = JSON.parse(key);
-  return { cluster, group, version, resource };
 }
 
 function countsOf(informer) {

@@ -238,7 +238,7 @@ class NativeKubernetesWatcher {
 
   /** Every informer's figures and the pool's, in one native call: one metrics collection. */
   [SNAPSHOT]() {
-    if (this.#informers === null) return { informers: [], clusters: native.poolStats() };
+    if (this.#informers === null) return { informers: [], retired: [], clusters: native.poolStats() };
     return this.#informers.metrics();
   }
 

@@ -314,40 +314,64 @@ impl NativeInformerRegistry {
     #[napi]
     pub fn metrics(&self) -> NativeMetrics {
         let mut informers = Vec::new();
-        self.registry.each(|id, labels, reflector, handles| {
-            let stats = reflector.stats().snapshot();
-            let cache = reflector.cache();
-            informers.push(InformerMetrics {
-                id: id as f64,
-                cluster: labels.cluster.clone(),
-                group: labels.group.clone(),
-                version: labels.version.clone(),
-                resource: labels.resource.clone(),
-                watches_open: count(stats.watches_open as usize),
-                connects: stats.connects as f64,
-                reconnects: stats.reconnects as f64,
-                relists: stats.relists as f64,
-                events_received: stats.events as f64,
-                events_delivered: cache.delivered() as f64,
-                bytes_received: stats.bytes as f64,
-                credential_refreshes: stats.credential_refreshes as f64,
-                errors: stats
-                    .errors
-                    .into_iter()
-                    .map(|(kind, n)| (kind, n as f64))
-                    .collect(),
-                objects: count(cache.len()),
-                cached_bytes: cache.cached_bytes() as f64,
-                synced: cache.is_synced(),
-                finished: reflector.is_finished(),
-                seconds_since_last_event: stats.seconds_since_last_event,
-                slowest_consumer_pending: count(cache.slowest_pending()),
-                consumers: count(cache.consumers()),
-                handles: count(handles),
-            });
-        });
+        let mut retired = Vec::new();
+        self.registry.each(
+            |labels, reflector, handles| {
+                let stats = reflector.stats().snapshot();
+                let cache = reflector.cache();
+                informers.push(InformerMetrics {
+                    cluster: labels.cluster.clone(),
+                    group: labels.group.clone(),
+                    version: labels.version.clone(),
+                    resource: labels.resource.clone(),
+                    watches_open: count(stats.watches_open as usize),
+                    connects: stats.connects as f64,
+                    reconnects: stats.reconnects as f64,
+                    relists: stats.relists as f64,
+                    events_received: stats.events as f64,
+                    events_delivered: cache.delivered() as f64,
+                    bytes_received: stats.bytes as f64,
+                    credential_refreshes: stats.credential_refreshes as f64,
+                    errors: stats
+                        .errors
+                        .into_iter()
+                        .map(|(kind, n)| (kind, n as f64))
+                        .collect(),
+                    objects: count(cache.len()),
+                    cached_bytes: cache.cached_bytes() as f64,
+                    synced: cache.is_synced(),
+                    finished: reflector.is_finished(),
+                    seconds_since_last_event: stats.seconds_since_last_event,
+                    slowest_consumer_pending: count(cache.slowest_pending()),
+                    consumers: count(cache.consumers()),
+                    handles: count(handles),
+                });
+            },
+            |labels, totals| {
+                let counts = &totals.counts;
+                retired.push(RetiredMetrics {
+                    cluster: labels.cluster.clone(),
+                    group: labels.group.clone(),
+                    version: labels.version.clone(),
+                    resource: labels.resource.clone(),
+                    connects: counts.connects as f64,
+                    reconnects: counts.reconnects as f64,
+                    relists: counts.relists as f64,
+                    events_received: counts.events as f64,
+                    events_delivered: totals.delivered as f64,
+                    bytes_received: counts.bytes as f64,
+                    credential_refreshes: counts.credential_refreshes as f64,
+                    errors: counts
+                        .errors
+                        .iter()
+                        .map(|(kind, n)| (kind.clone(), *n as f64))
+                        .collect(),
+                });
+            },
+        );
         NativeMetrics {
             informers,
+            retired,
             clusters: pool_stats(),
         }
     }
@@ -358,15 +382,32 @@ impl NativeInformerRegistry {
 pub struct NativeMetrics {
     /// One entry per shared informer of the watcher.
     pub informers: Vec<InformerMetrics>,
+    /// The counts of informers that have closed, one entry per series.
+    pub retired: Vec<RetiredMetrics>,
     /// The process's connections per cluster origin, as `poolStats()` gives them.
     pub clusters: Vec<ClusterConnections>,
+}
+
+/// The counters of a series' closed informers: what its counters add to the live informers'.
+#[napi(object, object_from_js = false)]
+pub struct RetiredMetrics {
+    pub cluster: String,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub connects: f64,
+    pub reconnects: f64,
+    pub relists: f64,
+    pub events_received: f64,
+    pub events_delivered: f64,
+    pub bytes_received: f64,
+    pub credential_refreshes: f64,
+    pub errors: HashMap<String, f64>,
 }
 
 /// One shared informer's figures. Counts are numbers (exact up to 2^53).
 #[napi(object, object_from_js = false)]
 pub struct InformerMetrics {
-    /// Unique among the watcher's informers, so that a closed one's counts can be carried.
-    pub id: f64,
     /// The cluster URL without credentials, query or trailing slash.
     pub cluster: String,
     pub group: String,

@@ -125,6 +125,33 @@ pub struct StatsSnapshot {
     pub seconds_since_last_event: f64,
 }
 
+/// The counters of a series' informers that have closed, so that the series' counters never go
+/// down when one closes. Kept per series ([`Labels`]), so bounded by their number.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    /// The counters added up (the fields that are not counters stay at their default).
+    pub counts: StatsSnapshot,
+    /// Events their consumers took.
+    pub delivered: u64,
+}
+
+impl Totals {
+    /// Adds a closing informer's final counts.
+    pub fn add(&mut self, stats: &StatsSnapshot, delivered: u64) {
+        let counts = &mut self.counts;
+        counts.connects += stats.connects;
+        counts.reconnects += stats.reconnects;
+        counts.relists += stats.relists;
+        counts.events += stats.events;
+        counts.bytes += stats.bytes;
+        counts.credential_refreshes += stats.credential_refreshes;
+        for (kind, n) in &stats.errors {
+            *counts.errors.entry(kind.clone()).or_default() += n;
+        }
+        self.delivered += delivered;
+    }
+}
+
 fn bump(counter: &AtomicU64, by: u64) {
     counter.fetch_add(by, Ordering::Relaxed);
 }
@@ -217,6 +244,22 @@ mod tests {
         assert!(json.contains(r#""lastEventTime":"#), "{json}");
         assert!(json.contains(r#""secondsSinceLastEvent":"#), "{json}");
         assert!(snapshot.seconds_since_last_event < 60.0);
+    }
+
+    #[test]
+    fn totals_add_up_the_counters_of_closed_informers() {
+        let stats = Stats::default();
+        stats.events(2);
+        stats.reconnect();
+        stats.error("SYSTEM_ERROR");
+        let mut totals = Totals::default();
+        totals.add(&stats.snapshot(), 5);
+        totals.add(&stats.snapshot(), 1);
+        assert_eq!(totals.counts.events, 4);
+        assert_eq!(totals.counts.reconnects, 2);
+        assert_eq!(totals.counts.errors["SYSTEM_ERROR"], 2);
+        assert_eq!(totals.delivered, 6);
+        assert_eq!(totals.counts.watches_open, 0, "no gauges");
     }
 
     #[test]
