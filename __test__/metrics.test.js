@@ -268,3 +268,55 @@ test('bad options are refused with a message naming them; the stats lines name e
   assert.match(line, /events\.received=1 /);
   assert.ok(lines.some((l) => l.startsWith(`connections to ${s.origin}: `)));
 });
+
+test(
+  'kube-watch --informer --stats prints the figures on stderr every 5 s and at the end',
+  { timeout: 60_000 },
+  () => {
+    const bin = require('node:path').join(__dirname, '..', 'bin', 'kube-watch.js');
+    const run = require('node:child_process').spawnSync(
+      process.execPath,
+      [bin, '--demo', '--informer', '--stats', '--demo-seconds', '6', '-o', 'json'],
+      { encoding: 'utf8', timeout: 45_000 },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    const lines = run.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('kube-watch: stats pods/v1 on http://127.0.0.1:'));
+    assert.equal(lines.length, 2, `one at 5 s, one at the end:\n${run.stderr}`);
+    const figures = (line) =>
+      Object.fromEntries(
+        line
+          .split(': ')
+          .at(-1)
+          .split(' ')
+          .map((f) => f.split('=')),
+      );
+    const [periodic, last] = lines.map(figures);
+    // At 5 s the informer runs: every figure; at the end it has closed: its counters, carried.
+    for (const m of METRICS.filter((m) => !m.name.includes('http') && m.name !== 'kube_watch.errors')) {
+      assert.ok(m.name.slice('kube_watch.'.length) in periodic, `${m.name} in ${lines[0]}`);
+    }
+    assert.equal(periodic['informer.synced'], '1');
+    assert.equal(periodic['watch.active'], '1');
+    assert.ok(Number(periodic['informer.object.count']) > 0);
+    assert.equal(last['informer.count'], '0');
+    const events = run.stdout.trim().split('\n');
+    assert.ok(
+      Number(last['events.delivered']) >= events.length,
+      `${last['events.delivered']} >= ${events.length}`,
+    );
+    assert.ok(Number(last['events.received']) >= events.length - 1, 'every change shown was received');
+    assert.ok(Number(periodic['events.received']) <= Number(last['events.received']));
+    assert.ok(
+      /kube-watch: stats connections to http:\/\/127\.0\.0\.1:\d+: http2\.connection\.count=0/.test(
+        run.stderr,
+      ),
+    );
+    const usage = require('node:child_process').spawnSync(process.execPath, [bin, 'pods', '--stats'], {
+      encoding: 'utf8',
+    });
+    assert.equal(usage.status, 2);
+    assert.match(usage.stderr, /--stats only applies with --informer/);
+  },
+);
