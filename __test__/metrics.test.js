@@ -320,3 +320,18 @@ test(
     assert.match(usage.stderr, /--stats only applies with --informer/);
   },
 );
+
+test("the README's metric table lists every metric with its instrument and unit", () => {
+  const readme = require('node:fs').readFileSync(
+    require('node:path').join(__dirname, '..', 'README.md'),
+    'utf8',
+  );
+  const rows = readme.split('\n').filter((l) => l.startsWith('| `kube_watch.'));
+  assert.equal(rows.length, METRICS.length);
+  const instrument = { counter: 'Counter', upDownCounter: 'UpDownCounter', gauge: 'Gauge' };
+  for (const m of METRICS) {
+    const row = rows.find((r) => r.startsWith(`| \`${m.name}\` |`));
+    assert.ok(row, `${m.name} has a row`);
+    assert.ok(row.includes(`| ${instrument[m.kind]} | \`${m.unit}\` |`), `${m.name}: ${row}`);
+  }
+});
