@@ -335,3 +335,48 @@ test("the README's metric table lists every metric with its instrument and unit"
     assert.ok(row.includes(`| ${instrument[m.kind]} | \`${m.unit}\` |`), `${m.name}: ${row}`);
   }
 });
+
+test('informers of one resource in several namespaces add up into one series', async (t) => {
+  const s = await sim(t, { token: 'tok' });
+  for (const [name, namespace] of [
+    ['a', 'one'],
+    ['b', 'two'],
+    ['c', 'two'],
+  ])
+    s.create('configmaps', cm(name, {}, namespace));
+  const { watcher } = recordingWatcher();
+  const { reader, provider } = sdk(t);
+  watcher.metrics({ meterProvider: provider });
+  const one = watcher.informer(params(s), { namespace: 'one' });
+  const two = watcher.informer(params(s), { namespace: 'two' });
+  t.after(() => one.close());
+  t.after(() => two.close());
+  await Promise.all([one.synced, two.synced]);
+  const series = { cluster: s.url, group: '', version: 'v1', resource: 'configmaps' };
+  const at = (points, name) => value(points, `kube_watch.${name}`, series);
+  let points;
+  for (let tries = 0; ; tries++) {
+    ({ points } = await collect(reader));
+    if (at(points, 'watch.active') === 2) break;
+    assert.ok(tries < 200, 'both watches open');
+    await delay(10);
+  }
+  assert.equal(at(points, 'informer.count'), 2);
+  assert.equal(at(points, 'informer.object.count'), 3);
+  assert.equal(at(points, 'events.received'), 3);
+  assert.equal(at(points, 'informer.cache.size'), one.stats().cachedBytes + two.stats().cachedBytes);
+  assert.equal(at(points, 'informer.synced'), 1);
+  // One that never syncs (a bad selector: 400) makes the series unsynced until it closes.
+  const bad = watcher.informer(params(s), { namespace: 'three', labelSelector: 'a in (' });
+  await assert.rejects(bad.synced);
+  ({ points } = await collect(reader));
+  assert.equal(at(points, 'informer.count'), 3);
+  assert.equal(at(points, 'informer.synced'), 0, 'not every informer of the series is synced');
+  assert.equal(value(points, 'kube_watch.errors', { ...series, 'error.type': 'BAD_REQUEST' }), 1);
+  bad.close();
+  ({ points } = await collect(reader));
+  assert.equal(at(points, 'informer.count'), 2);
+  assert.equal(at(points, 'informer.synced'), 1);
+  assert.equal(value(points, 'kube_watch.errors', { ...series, 'error.type': 'BAD_REQUEST' }), 1, 'kept');
+  assert.equal(at(points, 'events.received'), 3);
+});

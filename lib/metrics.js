@@ -17,10 +17,9 @@ const SNAPSHOT = Symbol('kube-watch-native.metricsSnapshot');
 const PREFIX = 'kube_watch.';
 
 /**
- * Every informer metric: `kind` is the observable instrument, `value` what one informer
- * contributes. Counters add up over the informers of a series, with the counts the native
- * registry keeps of its closed ones, so they never go down; the others combine as `combine`
- * says.
+ * Every informer metric: `kind` is the observable instrument, `value` its figure in a series
+ * of the native snapshot (or null: none). The native side adds a series' informers up;
+ * counters include its closed informers' counts, so they never go down.
  */
 const INFORMER_METRICS = [
   {
@@ -29,7 +28,6 @@ const INFORMER_METRICS = [
     unit: '{watch}',
     description: 'Watch streams being read now (one per informer while it watches)',
     value: (i) => i.watchesOpen,
-    combine: 'sum',
   },
   {
     name: 'events.received',
@@ -80,8 +78,7 @@ const INFORMER_METRICS = [
     kind: 'upDownCounter',
     unit: '{informer}',
     description: 'Shared informers open',
-    value: () => 1,
-    combine: 'sum',
+    value: (s) => s.informers,
   },
   {
     name: 'informer.object.count',
@@ -89,7 +86,6 @@ const INFORMER_METRICS = [
     unit: '{object}',
     description: 'Objects cached',
     value: (i) => i.objects,
-    combine: 'sum',
   },
   {
     name: 'informer.cache.size',
@@ -97,15 +93,13 @@ const INFORMER_METRICS = [
     unit: 'By',
     description: 'Bytes of JSON text cached',
     value: (i) => i.cachedBytes,
-    combine: 'sum',
   },
   {
     name: 'informer.synced',
     kind: 'gauge',
     unit: '1',
     description: '1 when every informer of the series has its initial list cached, else 0',
-    value: (i) => (i.synced ? 1 : 0),
-    combine: 'min',
+    value: (s) => (s.synced === null ? null : s.synced ? 1 : 0),
   },
   {
     name: 'informer.last_event.age',
@@ -114,7 +108,6 @@ const INFORMER_METRICS = [
     description:
       'Seconds since the last event or bookmark (since the start before the first); the most of the series',
     value: (i) => i.secondsSinceLastEvent,
-    combine: 'max',
   },
   {
     name: 'informer.consumer.pending',
@@ -122,7 +115,6 @@ const INFORMER_METRICS = [
     unit: '{change}',
     description: 'Changes pending in the slowest consumer (at most one per object)',
     value: (i) => i.slowestConsumerPending,
-    combine: 'max',
   },
 ];
 
@@ -166,14 +158,9 @@ const METRICS = [
   ...CONNECTION_METRICS,
 ].map(({ name, kind, unit, description }) => ({ name: PREFIX + name, kind, unit, description }));
 
-const COMBINE = { sum: (a, b) => a + b, min: Math.min, max: Math.max };
-
-const seriesKey = (i) => JSON.stringify([i.cluster, i.group, i.version, i.resource]);
-
 /**
- * Reads a watcher's figures, one native call per `read()`. A series' counters add up its live
- * informers' and the counts the native registry kept of its closed ones, so they never go
- * down; its other figures are of the live informers only.
+ * Reads a watcher's figures: one native call per `read()`, which returns them added up per
+ * series; here they only become points.
  */
 class MetricsReader {
   #watcher;
@@ -191,45 +178,20 @@ class MetricsReader {
    */
   read() {
     const snapshot = this.#watcher[SNAPSHOT]();
-    const series = new Map();
-    const seriesOf = (entry) => {
-      const key = seriesKey(entry);
-      let s = series.get(key);
-      if (!s) {
-        s = { attributes: attributesOf(entry), gauges: null, counts: {} };
-        series.set(key, s);
-      }
-      return s;
-    };
-    for (const retired of snapshot.retired) addCounts(seriesOf(retired).counts, countsOf(retired));
-    for (const informer of snapshot.informers) {
-      const s = seriesOf(informer);
-      addCounts(s.counts, countsOf(informer));
-      s.gauges ??= {};
-      for (const m of INFORMER_METRICS) {
-        if (m.kind === 'counter') continue;
-        const v = m.value(informer);
-        const was = s.gauges[m.name];
-        s.gauges[m.name] = was === undefined ? v : COMBINE[m.combine](was, v);
-      }
-    }
     const points = [];
-    for (const s of series.values()) {
+    for (const s of snapshot.series) {
+      const attributes = { cluster: s.cluster, group: s.group, version: s.version, resource: s.resource };
       for (const m of INFORMER_METRICS) {
-        if (m.kind !== 'counter') {
-          // A series whose informers all closed keeps its counters; its sums are 0, and its
-          // minimum and maximum are of nothing.
-          const value = s.gauges ? s.gauges[m.name] : m.combine === 'sum' ? 0 : undefined;
-          if (value !== undefined) points.push(point(m, value, s.attributes));
-        } else {
-          points.push(point(m, s.counts[m.name] ?? 0, s.attributes));
-        }
+        const value = m.value(s);
+        // A series whose informers all closed keeps its counters and sums; its synced, age and
+        // pending are of nothing.
+        if (value !== null) points.push(point(m, value, attributes));
       }
-      for (const [errorType, n] of Object.entries(s.counts.errors ?? {})) {
+      for (const [errorType, n] of Object.entries(s.errors)) {
         points.push({
           name: PREFIX + ERRORS.name,
           value: n,
-          attributes: { ...s.attributes, 'error.type': errorType },
+          attributes: { ...attributes, 'error.type': errorType },
         });
       }
     }
@@ -249,27 +211,6 @@ class MetricsReader {
 
 function point(m, value, attributes) {
   return { name: PREFIX + m.name, value, attributes: { ...attributes, ...m.attributes } };
-}
-
-function attributesOf(i) {
-  return { cluster: i.cluster, group: i.group, version: i.version, resource: i.resource };
-}
-
-function countsOf(informer) {
-  const counts = { errors: { ...informer.errors } };
-  for (const m of INFORMER_METRICS) if (m.kind === 'counter') counts[m.name] = m.value(informer);
-  return counts;
-}
-
-function addCounts(into, counts) {
-  for (const [name, v] of Object.entries(counts)) {
-    if (name === 'errors') {
-      into.errors ??= {};
-      for (const [t, n] of Object.entries(v)) into.errors[t] = (into.errors[t] ?? 0) + n;
-    } else {
-      into[name] = (into[name] ?? 0) + v;
-    }
-  }
 }
 
 const CREATE = {

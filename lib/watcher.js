@@ -238,8 +238,8 @@ class NativeKubernetesWatcher {
 
   /** Every informer's figures and the pool's, in one native call: one metrics collection. */
   [SNAPSHOT]() {
-    if (this.#informers === null) return { informers: [], retired: [], clusters: native.poolStats() };
-    return this.#informers.metrics();
+    if (this.#informers === null) return { series: [], clusters: native.poolStats() };
+    return JSON.parse(this.#informers.metricsJson());
   }
 
   #info(message) {
