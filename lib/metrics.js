@@ -2,7 +2,8 @@
 // OpenTelemetry metrics of a NativeKubernetesWatcher: its informers and the process's HTTP/2
 // connections, as observable instruments read by one batch callback. The figures are counted
 // on the Rust side (relaxed atomics as events arrive); a collection makes one native call that
-// returns every informer's snapshot and the connection pool's, and nothing here runs per event.
+// returns the informers' figures added up per series and the connection pool's, and nothing here
+// runs per event.
 // Without an OpenTelemetry SDK the API's meter is a no-op that drops the callback, so nothing
 // is read at all.
 //
