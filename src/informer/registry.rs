@@ -173,9 +173,9 @@ impl<S: Send + Sync + 'static> Registry<S> {
         }
     }
 
-    /// Calls `live` with each shared informer's labels, reflector and open handles, ended ones included until their last handle closes, and `retired`
-    /// with the counts of the closed ones per series. The registry is not locked while they
-    /// run.
+    /// Calls `live` with each shared informer's labels, reflector and open handles (ended ones
+    /// included until their last handle closes), and `retired` with the counts of the closed
+    /// ones per series. The registry is not locked while they run.
     pub fn each(
         &self,
         mut live: impl FnMut(&Labels, &Reflector, usize),
