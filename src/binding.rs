@@ -393,8 +393,10 @@ pub fn fetch_text(
     .build(env)
 }
 
-/// One HTTP/2 connection of the pool, for `watcher.stats()`.
+/// One HTTP/2 connection of the pool, for `watcher.stats()` (and, as JSON, the metrics).
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionInfo {
     /// Streams booked or running on it.
     pub streams: u32,
@@ -404,8 +406,11 @@ pub struct ConnectionInfo {
     pub accepting: bool,
 }
 
-/// The pool's connections to one cluster origin (per TLS identity), for `watcher.stats()`.
+/// The pool's connections to one cluster origin (per TLS identity), for `watcher.stats()` (and,
+/// as JSON, the metrics).
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClusterConnections {
     /// `scheme://host:port` of the API server.
     pub origin: String,

@@ -27,6 +27,7 @@
 //! with the watch core's [`BatchBuilder`] and its byte cap, on the consumer's task.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::Notify;
@@ -204,7 +205,8 @@ impl Queue {
         builder.push_line(line, Some(version.rv()), 0);
     }
 
-    fn take(&mut self) -> Option<Batch> {
+    /// The next batch; the events in it are added to `delivered`.
+    fn take(&mut self, delivered: &AtomicU64) -> Option<Batch> {
         if self.ending == Ending::Closed {
             return Some(Batch::end());
         }
@@ -212,6 +214,7 @@ impl Queue {
             return (self.ending == Ending::Draining).then(Batch::end);
         }
         let mut builder = BatchBuilder::default();
+        let mut events = 0;
         while !builder.is_full() {
             let Some((seq, slot)) = self.order.pop_first() else {
                 break;
@@ -221,17 +224,20 @@ impl Queue {
                     let Some((_, pending)) = self.pending.remove(&key) else {
                         continue;
                     };
+                    events += 1;
                     match pending {
                         Pending::Added(v) => self.write(&mut builder, ChangeKind::Added, &v),
                         Pending::Modified(v) => self.write(&mut builder, ChangeKind::Modified, &v),
                         Pending::Deleted(v) => self.write(&mut builder, ChangeKind::Deleted, &v),
                         Pending::Replaced { deleted, added } => {
+                            events += 1;
                             self.write(&mut builder, ChangeKind::Deleted, &deleted);
                             self.write(&mut builder, ChangeKind::Added, &added);
                         }
                     }
                 }
                 Slot::Synced { rv, relist } => {
+                    events += 1;
                     if self.later_synced == Some(seq) {
                         self.later_synced = None;
                     }
@@ -241,11 +247,13 @@ impl Queue {
                     ));
                 }
                 Slot::Error(json) => {
+                    events += 1;
                     self.error = None;
                     builder.push_generated(&json);
                 }
             }
         }
+        delivered.fetch_add(events, Ordering::Relaxed);
         let (mut batch, _) = builder.finish();
         batch.done = self.ending == Ending::Draining && self.order.is_empty();
         if self.order.is_empty() {
@@ -263,6 +271,8 @@ struct Shared {
     queue: Mutex<Queue>,
     /// Signalled on every push, for a consumer waiting for one.
     changed: Notify,
+    /// The fanout's count of events taken, shared by all its cursors.
+    delivered: Arc<AtomicU64>,
 }
 
 impl Shared {
@@ -291,6 +301,8 @@ pub struct Fanout {
     ended: Mutex<bool>,
     /// The ERROR that ended the informer, for consumers that subscribe after it.
     terminal: Mutex<Option<String>>,
+    /// Events taken by all consumers, closed ones included (a count per batch, not per event).
+    delivered: Arc<AtomicU64>,
 }
 
 impl Fanout {
@@ -301,6 +313,7 @@ impl Fanout {
             resource_path,
             ended: Mutex::new(false),
             terminal: Mutex::new(None),
+            delivered: Arc::default(),
         }
     }
 
@@ -352,6 +365,7 @@ impl Fanout {
         let shared = Arc::new(Shared {
             queue: Mutex::new(queue),
             changed: Notify::new(),
+            delivered: self.delivered.clone(),
         });
         cursors.push(Arc::downgrade(&shared));
         Cursor { shared }
@@ -413,6 +427,19 @@ impl Fanout {
         self.each(|_| count += 1);
         count
     }
+
+    /// Events (changes, SYNCED and ERROR) taken by consumers so far, summed over them.
+    pub fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// The most changes pending in one open consumer (at most one per object): how far the
+    /// slowest consumer is behind. 0 without consumers.
+    pub fn slowest_pending(&self) -> usize {
+        let mut most = 0;
+        self.each(|shared| most = most.max(shared.lock().pending.len()));
+        most
+    }
 }
 
 /// One consumer's end of the fanout. Dropping it closes it.
@@ -425,7 +452,7 @@ impl Cursor {
     /// The ready changes as one batch (up to the batch byte cap), the end (`done`), or
     /// `None` when nothing is ready yet.
     pub fn take(&self) -> Option<Batch> {
-        self.shared.lock().take()
+        self.shared.lock().take(&self.shared.delivered)
     }
 
     /// Waits for a batch or the end; the end at once after `cancel`.

@@ -367,3 +367,30 @@ async fn a_waiting_consumer_wakes_for_a_push_and_for_cancel() {
         .unwrap();
     assert!(batch.done);
 }
+
+#[test]
+fn delivered_counts_every_event_taken_and_pending_is_the_slowest_consumers() {
+    let fanout = fanout();
+    let fast = fanout.subscribe(empty(), None);
+    let slow = fanout.subscribe(empty(), None);
+    assert_eq!(fanout.slowest_pending(), 0);
+    fanout.push(&[change(Added, "a", "1", 1), change(Added, "b", "2", 2)]);
+    fanout.push(&[change(Modified, "a", "1", 3)]);
+    fanout.synced("3", false);
+    assert_eq!(fanout.slowest_pending(), 2, "a (coalesced) and b");
+    assert_eq!(drain(&fast).len(), 3);
+    assert_eq!(fanout.delivered(), 3, "two changes and SYNCED");
+    assert_eq!(fanout.slowest_pending(), 2, "the slow one still holds both");
+    // A replacement is two events, an ERROR one more.
+    fanout.push(&[change(Deleted, "a", "1", 4), change(Added, "a", "9", 5)]);
+    fanout.error(&Failure::from_status(500), true);
+    assert_eq!(drain(&fast).len(), 3);
+    assert_eq!(fanout.delivered(), 6);
+    slow.close();
+    assert_eq!(
+        fanout.slowest_pending(),
+        0,
+        "a closed consumer is behind nobody"
+    );
+    assert_eq!(fanout.delivered(), 6, "closing delivers nothing");
+}

@@ -755,6 +755,7 @@ impl Run {
         mut response: Response,
         mut initial: Option<Initial>,
     ) -> (StreamEnd, bool) {
+        let _open = self.stats.watch_open();
         let mut framer = LineFramer::new(self.config.max_line_bytes);
         let mut saw_events = false;
         let too_long = |limit: usize| {
