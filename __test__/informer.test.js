@@ -144,7 +144,10 @@ test('5xx and 429 are retried with one ERROR per step, honouring Retry-After', a
   t.after(() => informer.close());
   const c = consume(informer);
   await informer.synced;
-  s.failNext(2, 429, 1);
+  // One says Retry-After in the header only, the other in the Status details only: each is a
+  // wait of its own (the backoff alone is 50–100 ms).
+  s.failNext(1, 429, 1, { retryAfterIn: 'header' });
+  s.failNext(1, 429, 1, { retryAfterIn: 'details' });
   const started = Date.now();
   s.endWatches();
   s.create('configmaps', cm('b'));
@@ -160,6 +163,28 @@ test('5xx and 429 are retried with one ERROR per step, honouring Retry-After', a
   await until(() => c.view.has('default/c'), 'c after the 503');
   assert.equal(informer.stats().errors.UNKNOWN_ERROR >= 2, true);
   assert.equal(informer.stats().relists, 0);
+});
+
+test('a 429 on the list with only a Retry-After header is waited out before the list is asked again', async (t) => {
+  const s = await sim(t, { token: 'tok' });
+  s.create('configmaps', cm('a'));
+  s.failNext(1, 429, 1, { retryAfterIn: 'header' });
+  const { watcher } = recordingWatcher();
+  const informer = watcher.informer(params(s), {
+    initialList: 'paginated',
+    backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
+  });
+  t.after(() => informer.close());
+  const c = consume(informer);
+  await informer.synced;
+  const lists = s.requests.filter((r) => r.path.endsWith('/configmaps') && r.query.watch === undefined);
+  assert.ok(lists.length >= 2, 'the refused list and the one after it');
+  const waited = lists[1].time - lists[0].time;
+  assert.ok(waited >= 950, `the list was asked again ${waited} ms after the 429`);
+  await until(() => c.errors.length === 1, 'one ERROR for the 429');
+  assert.equal(c.errors[0].error.statusCode, 429);
+  assert.equal(c.errors[0].retrying, true);
+  assert.equal(informer.size, 1);
 });
 
 for (const expiredAs of ['event', 'status']) {

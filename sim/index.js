@@ -458,9 +458,11 @@ class Simulator extends EventEmitter {
    * @param {number} count
    * @param {number} status
    * @param {number} [retryAfter] seconds
+   * @param {{retryAfterIn?: 'both'|'header'|'details'}} [options] say retryAfter only in the
+   *   header or only in the Status details (default both, as the API server does)
    */
-  failNext(count, status, retryAfter) {
-    const failure = checkFailure(count, status, retryAfter);
+  failNext(count, status, retryAfter, options) {
+    const failure = checkFailure(count, status, retryAfter, options);
     for (let i = 0; i < count; i++) this.failures.push(failure);
   }
 
