@@ -49,7 +49,35 @@ test('a paginated list (no streaming lists here) fills in kind/apiVersion and sy
     log.info.some((m) => /listing in pages/.test(m)),
     'the fallback is noted',
   );
-  assert.equal(informer.stats().connects >= 4, true, 'one refused streaming list, three pages, a watch');
+  // Exactly: one refused streaming list, three pages of pageSize 3 (3 + 3 + 1), a watch from
+  // the list's resourceVersion.
+  const configmaps = () => s.requests.filter((r) => r.path.endsWith('/configmaps'));
+  await until(
+    () => configmaps().some((r) => r.query.watch && !r.query.sendInitialEvents),
+    'the watch after the list',
+  );
+  assert.deepEqual(
+    configmaps().map(({ query: q }) =>
+      [
+        q.watch ? 'watch' : 'list',
+        q.sendInitialEvents ? 'initial events' : '',
+        q.limit ? `limit ${q.limit}` : '',
+        q.continue ? 'continue' : '',
+        q.watch && !q.sendInitialEvents ? `from ${q.resourceVersion}` : '',
+      ]
+        .filter(Boolean)
+        .join(' '),
+    ),
+    [
+      'watch initial events',
+      'list limit 3',
+      'list limit 3 continue',
+      'list limit 3 continue',
+      `watch from ${listRv}`,
+    ],
+  );
+  assert.equal(configmaps()[0].status, 422, 'the streaming list was refused');
+  assert.equal(informer.stats().connects, 5);
   // The cached object looks the same after a watch event brings it.
   s.patch('configmaps', 'default', 'c1', (o) => void (o.data.v = '2'));
   await until(() => c.view.get('default/c1')?.data.v === '2', 'the change');
@@ -287,6 +315,13 @@ test('getCredential: asked first, again after a 401, and its failure is transien
   s.endWatches();
   s.create('configmaps', cm('after-rotation'));
   await until(() => c.view.has('default/after-rotation'), 'the watch with the fresh token');
+  // The old token was refused with a 401 before the fresh one was sent, and asked for after it.
+  const sent = (token) => s.requests.filter((r) => r.headers.authorization === `Bearer ${token}`);
+  const refused = sent('one').filter((r) => r.status === 401);
+  assert.ok(refused.length >= 1, 'a 401 for the rotated token');
+  const fresh = sent('two');
+  assert.ok(fresh.length >= 1 && fresh.every((r) => r.time >= refused[0].time), 'the fresh token after it');
+  assert.ok(fresh.every((r) => r.status !== 401));
   assert.ok(asked >= 3, `asked ${asked} times`);
   assert.ok(informer.stats().credentialRefreshes >= 1);
   assert.ok(log.warn.some((m) => /getCredential failed: vault is down/.test(m)));
