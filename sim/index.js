@@ -224,7 +224,12 @@ class Simulator extends EventEmitter {
       http2: req.httpVersionMajor === 2,
       socketId: tcp ? tcp.id : null,
       time: Date.now(),
+      // The status answered, once the response is over (null: closed before any headers).
+      status: undefined,
     };
+    res.once('close', () => {
+      record.status = res.headersSent ? res.statusCode : null;
+    });
     this.requests.push(record);
     this.emit('request', record);
     if (this.closing) return res.destroy();
@@ -458,9 +463,11 @@ class Simulator extends EventEmitter {
    * @param {number} count
    * @param {number} status
    * @param {number} [retryAfter] seconds
+   * @param {{retryAfterIn?: 'both'|'header'|'details'}} [options] say retryAfter only in the
+   *   header or only in the Status details (default both, as the API server does)
    */
-  failNext(count, status, retryAfter) {
-    const failure = checkFailure(count, status, retryAfter);
+  failNext(count, status, retryAfter, options) {
+    const failure = checkFailure(count, status, retryAfter, options);
     for (let i = 0; i < count; i++) this.failures.push(failure);
   }
 
@@ -474,9 +481,14 @@ class Simulator extends EventEmitter {
     this.options.token = token;
   }
 
-  /** Breaks every watch mid-stream (a broken connection, not a clean end). */
+  /**
+   * Breaks every watch mid-stream (a broken connection, not a clean end).
+   * @returns {number} how many watches were open (and so were broken)
+   */
   cutWatches() {
+    const open = this.watches.size;
     for (const w of this.watches) w.cut();
+    return open;
   }
 
   /** Ends every watch cleanly, as when their timeouts expire. */

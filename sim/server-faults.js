@@ -11,20 +11,33 @@ const { sendJson, sendStatus, status } = require('./status');
  * @typedef {object} Failure one scripted answer for failNext
  * @property {number} status HTTP status (e.g. 500, 503, 429, 401, 403, 404)
  * @property {number} [retryAfter] seconds for Retry-After and details.retryAfterSeconds
+ * @property {'both'|'header'|'details'} [retryAfterIn='both'] where retryAfter is said: the
+ *   `Retry-After` header, the Status's details.retryAfterSeconds, or both (as the API server does)
  * @property {boolean} [plain] answer 404 with the plain text `404 page not found`
  */
+
+const RETRY_AFTER_IN = new Set(['both', 'header', 'details']);
 
 /**
  * Validates failNext's arguments.
  * @returns {Failure}
  */
-function checkFailure(count, code, retryAfter) {
+function checkFailure(count, code, retryAfter, { retryAfterIn = 'both', ...rest } = {}) {
   if (!Number.isInteger(count) || count < 1) throw new TypeError('failNext: count must be an integer >= 1');
   if (!Number.isInteger(code) || code < 300 || code > 599)
     throw new TypeError('failNext: status must be an HTTP error status (300-599)');
   if (retryAfter !== undefined && !(Number.isInteger(retryAfter) && retryAfter >= 0))
     throw new TypeError('failNext: retryAfter must be a whole number of seconds');
-  return { status: code, retryAfter };
+  // A typo here would quietly send both and turn a header-only test into the usual one.
+  const unknown = Object.keys(rest)[0];
+  if (unknown !== undefined) throw new TypeError(`failNext: unknown option "${unknown}"`);
+  if (!RETRY_AFTER_IN.has(retryAfterIn))
+    throw new TypeError(
+      `failNext: retryAfterIn must be 'both', 'header' or 'details', not "${retryAfterIn}"`,
+    );
+  if (retryAfterIn !== 'both' && retryAfter === undefined)
+    throw new TypeError('failNext: retryAfterIn needs a retryAfter');
+  return { status: code, retryAfter, retryAfterIn };
 }
 
 const MESSAGES = {
@@ -37,7 +50,7 @@ const MESSAGES = {
 
 /**
  * Answers a request with a scripted failure: a Status like the API server's, with
- * Retry-After and details.retryAfterSeconds when asked for.
+ * Retry-After and/or details.retryAfterSeconds when asked for.
  * @param {import('http').ServerResponse} res
  * @param {object} r the parsed route
  * @param {Failure} failure
@@ -47,8 +60,9 @@ function sendFailure(res, r, failure) {
   const headers = {};
   let details;
   if (failure.retryAfter !== undefined) {
-    headers['Retry-After'] = String(failure.retryAfter);
-    details = { retryAfterSeconds: failure.retryAfter };
+    const where = failure.retryAfterIn ?? 'both';
+    if (where !== 'details') headers['Retry-After'] = String(failure.retryAfter);
+    if (where !== 'header') details = { retryAfterSeconds: failure.retryAfter };
   }
   let message = MESSAGES[code] || `simulated ${code}`;
   if (code === 403) {
