@@ -26,12 +26,10 @@ use super::connect::{Cluster, CredentialProvider, Endpoint, Refusal};
 use super::stats::Stats;
 use super::store::{ChangeKind, Listed, Object};
 use super::wire::{ListPage, WatchLine};
-use crate::error::{Failure, WatchError, describe_chain};
-use crate::framing::LineFramer;
+use crate::error::{Error, Failure, StatusBody};
 use crate::http::{ConnectionPool, Get, Kind, Response};
 use crate::projection::Projection;
 use crate::request::{WatchQuery, list_url, watch_url};
-use crate::watch::read_error_body;
 
 /// How the initial list (and a relist) is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +53,8 @@ pub struct ReflectorConfig {
     pub label_selector: Option<String>,
     /// `fieldSelector`.
     pub field_selector: Option<String>,
-    /// `limit` of each list page.
+    /// `limit` of each list page; a page is read into memory up to
+    /// [`max_page_bytes`]`(page_size)`.
     pub page_size: u32,
     /// How to list.
     pub initial_list: InitialList,
@@ -71,6 +70,24 @@ pub struct ReflectorConfig {
     pub max_line_bytes: usize,
     /// Each watch asks the server to end it after about this long (jittered up to twice).
     pub watch_timeout: Duration,
+}
+
+/// The most one object's JSON is taken to need in a list page: etcd refuses a request
+/// larger than 1.5 MiB (`--max-request-bytes`' default), so no stored object is larger, and
+/// the JSON the API server renders of an object it keeps as protobuf runs up to a third
+/// longer (base64 of binary data, field names).
+pub const MAX_OBJECT_BYTES: usize = 2 << 20;
+
+/// A page's own text around its items (kind, metadata, the continue token).
+const PAGE_ENVELOPE_BYTES: usize = 1 << 20;
+
+/// The most of a list page of `page_size` objects that is read into memory: a page past it is
+/// not one the API server sends (an endless or corrupted body, a hostile peer), and ends the
+/// list with an error, retried after a backoff. 1 GiB at the default 500, 3 MiB at 1.
+pub fn max_page_bytes(page_size: u32) -> usize {
+    (page_size as usize)
+        .saturating_mul(MAX_OBJECT_BYTES)
+        .saturating_add(PAGE_ENVELOPE_BYTES)
 }
 
 /// Where the reflector's news goes (the binding forwards it to JavaScript).
@@ -234,7 +251,10 @@ enum Fault {
         detail: String,
     },
     /// Below HTTP: connect, TLS, a broken or idle body, a line too long.
-    Transport(String),
+    Transport(Error),
+    /// The server's answer cannot be used: a page that does not parse or is too large, a
+    /// streaming list that breaks its rules.
+    Protocol(String),
     /// The credential provider failed.
     Credential(String),
     /// The credential may not be used (refused provider, anonymous).
@@ -245,7 +265,7 @@ impl Fault {
     fn failure(&self) -> Failure {
         match self {
             Self::Status { status, .. } => Failure::from_status(*status),
-            Self::Transport(_) | Self::Credential(_) => Failure::system(),
+            Self::Transport(_) | Self::Protocol(_) | Self::Credential(_) => Failure::system(),
             Self::Refused(refusal) => refusal.failure,
         }
     }
@@ -253,28 +273,21 @@ impl Fault {
     fn describe(&self) -> String {
         match self {
             Self::Status { status, detail, .. } => format!("HTTP {status}: {detail}"),
-            Self::Transport(detail) => detail.clone(),
+            Self::Transport(err) => err.describe(),
+            Self::Protocol(detail) => detail.clone(),
             Self::Credential(detail) => format!("getCredential failed: {detail}"),
             Self::Refused(refusal) => refusal.warning.clone(),
         }
     }
 
-    fn from_watch_error(err: WatchError) -> Self {
+    fn from_error(err: Error) -> Self {
         match err {
-            WatchError::Status { status, body } => Self::Status {
+            Error::Status { status, body } => Self::Status {
                 status,
                 retry_after: None,
                 detail: body,
             },
-            WatchError::Connect(source) => Self::Transport(format!(
-                "request failed: {}",
-                describe_chain(source.as_ref())
-            )),
-            WatchError::Body(source) => Self::Transport(format!(
-                "watch stream broke: {}",
-                describe_chain(source.as_ref())
-            )),
-            other => Self::Transport(other.to_string()),
+            other => Self::Transport(other),
         }
     }
 }
@@ -422,7 +435,7 @@ impl Run {
             .pool
             .get(&endpoint.client, &get, kind)
             .await
-            .map_err(Fault::from_watch_error)?;
+            .map_err(Fault::from_error)?;
         let status = response.status();
         if (200..300).contains(&status) {
             return Ok(response);
@@ -432,11 +445,8 @@ impl Run {
             .get(http::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let body = read_error_body(response).await;
-        let in_body = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["details"]["retryAfterSeconds"].as_u64())
-            .map(Duration::from_secs);
+        let body = response.error_body().await;
+        let in_body = StatusBody::parse(body.as_bytes()).retry_after;
         Err(Fault::Status {
             status,
             retry_after: header.max(in_body),
@@ -550,7 +560,7 @@ impl Run {
                 self.paged_list(relist).await
             }
             StreamEnd::Unsupported => self.failed(
-                Fault::Transport(
+                Fault::Protocol(
                     "the streaming list sent a change before its initial events ended".into(),
                 ),
                 Self::resume_list(relist),
@@ -565,7 +575,7 @@ impl Run {
                 Self::resume_list(relist),
             ),
             StreamEnd::Clean { .. } => self.failed(
-                Fault::Transport(
+                Fault::Protocol(
                     "the streaming list ended before its initial-events-end bookmark".into(),
                 ),
                 Self::resume_list(relist),
@@ -600,7 +610,7 @@ impl Run {
                     }
                     Err(fault) => return self.failed(fault, Self::resume_list(relist)),
                 };
-                let body = match self.read_body(response).await {
+                let body = match self.read_page(response).await {
                     Ok(body) => body,
                     Err(fault) => return self.failed(fault, Self::resume_list(relist)),
                 };
@@ -611,7 +621,7 @@ impl Run {
                 let (items, page_rv, next) = match parsed {
                     Ok(parsed) => parsed,
                     Err(err) => {
-                        let fault = Fault::Transport(format!("unusable list page: {err}"));
+                        let fault = Fault::Protocol(format!("unusable list page: {err}"));
                         return self.failed(fault, Self::resume_list(relist));
                     }
                 };
@@ -665,27 +675,25 @@ impl Run {
         }
     }
 
-    async fn read_body(&mut self, mut response: Response) -> Result<Vec<u8>, Fault> {
-        let mut body = Vec::new();
-        loop {
-            let next = response.chunk();
-            let chunk = match self.config.idle_timeout {
-                Some(idle) => tokio::time::timeout(idle, next).await.map_err(|_| {
-                    Fault::Transport(format!(
-                        "no data for {} s (idle timeout) while listing",
-                        idle.as_secs_f64()
-                    ))
-                })?,
-                None => next.await,
-            };
-            match chunk.map_err(Fault::from_watch_error)? {
-                Some(chunk) => {
-                    self.stats.bytes(chunk.len());
-                    body.extend_from_slice(&chunk);
-                }
-                None => return Ok(body),
-            }
-        }
+    /// A list page, whole, up to [`max_page_bytes`].
+    async fn read_page(&mut self, mut response: Response) -> Result<Vec<u8>, Fault> {
+        let read = response
+            .read_to_end(
+                max_page_bytes(self.config.page_size),
+                self.config.idle_timeout,
+            )
+            .await;
+        self.stats.bytes(response.take_received() as usize);
+        read.map_err(|err| match err {
+            Error::TooLarge { limit } => Fault::Protocol(format!(
+                "a list page went past {limit} bytes ({} MiB), more than {} objects of at most \
+                 {} MiB can take; the list was dropped",
+                limit >> 20,
+                self.config.page_size,
+                MAX_OBJECT_BYTES >> 20
+            )),
+            other => Fault::from_error(other),
+        })
     }
 
     /// Watches from `rv`.
@@ -752,64 +760,25 @@ impl Run {
     /// initial events first. Returns how it ended and whether the initial list completed.
     async fn stream(
         &mut self,
-        mut response: Response,
+        response: Response,
         mut initial: Option<Initial>,
     ) -> (StreamEnd, bool) {
-        let mut framer = LineFramer::new(self.config.max_line_bytes);
+        let mut lines = response.lines(self.config.max_line_bytes, self.config.idle_timeout);
         let mut saw_events = false;
-        let too_long = |limit: usize| {
-            StreamEnd::Fault(Fault::Transport(format!(
-                "a watch event line exceeded the limit of {limit} bytes"
-            )))
-        };
         loop {
-            let next = response.chunk();
-            let chunk = match self.config.idle_timeout {
-                Some(idle) => match tokio::time::timeout(idle, next).await {
-                    Ok(chunk) => chunk,
-                    Err(_) => {
-                        let fault = Fault::Transport(format!(
-                            "no data for {} s (idle timeout); the connection is presumed dead",
-                            idle.as_secs_f64()
-                        ));
-                        return (StreamEnd::Fault(fault), initial.is_none());
-                    }
-                },
-                None => next.await,
-            };
-            let chunk = match chunk {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break,
+            let next = lines.next().await;
+            self.stats.bytes(lines.take_received() as usize);
+            let line = match next {
+                Ok(Some(line)) => line,
+                Ok(None) => return (StreamEnd::Clean { saw_events }, initial.is_none()),
                 Err(err) => {
-                    return (
-                        StreamEnd::Fault(Fault::from_watch_error(err)),
-                        initial.is_none(),
-                    );
+                    return (StreamEnd::Fault(Fault::from_error(err)), initial.is_none());
                 }
             };
-            self.stats.bytes(chunk.len());
-            framer.push(&chunk);
-            loop {
-                let line = match framer.next_line() {
-                    Ok(Some(line)) => line,
-                    Ok(None) => break,
-                    Err(err) => return (too_long(err.limit), initial.is_none()),
-                };
-                if let Some(end) = self.line(&line, &mut initial, &mut saw_events) {
-                    return (end, initial.is_none());
-                }
+            if let Some(end) = self.line(&line, &mut initial, &mut saw_events) {
+                return (end, initial.is_none());
             }
         }
-        match framer.finish() {
-            Ok(Some(line)) => {
-                if let Some(end) = self.line(&line, &mut initial, &mut saw_events) {
-                    return (end, initial.is_none());
-                }
-            }
-            Ok(None) => {}
-            Err(err) => return (too_long(err.limit), initial.is_none()),
-        }
-        (StreamEnd::Clean { saw_events }, initial.is_none())
     }
 
     /// One line of a watch body; `Some` when it ends the stream.
@@ -879,17 +848,11 @@ impl Run {
                     }
                 }
             }
-            WatchLine::Error {
-                code: 410,
-                retry_after_seconds: _,
-            } => return Some(StreamEnd::Expired),
-            WatchLine::Error {
-                code,
-                retry_after_seconds,
-            } => {
+            WatchLine::Error { code: 410, .. } => return Some(StreamEnd::Expired),
+            WatchLine::Error { code, retry_after } => {
                 return Some(StreamEnd::Fault(Fault::Status {
                     status: code,
-                    retry_after: retry_after_seconds.map(Duration::from_secs),
+                    retry_after,
                     detail: "an ERROR event in the watch stream".into(),
                 }));
             }

@@ -348,6 +348,13 @@ async fn a_streaming_list_then_an_in_stream_410_relists_with_only_the_difference
         ]
     );
     assert_eq!(reflector.stats().snapshot().relists, 1);
+    // `Cache::replace` hands SYNCED to the consumers before it records the resourceVersion,
+    // so a consumer can see SYNCED a moment before the cache says "10".
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while reflector.cache().resource_version().as_deref() != Some("10") && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert_eq!(reflector.cache().resource_version().as_deref(), Some("10"));
     reflector.stop();
 }
