@@ -14,8 +14,8 @@
 //!
 //! The requests are behind [`ListWatch`] (the watch core's connection pool in production, a
 //! script in the tests), time is tokio's clock (so the tests run on a paused one), and what
-//! each line of a watch body means is the pure [`step`](reflector_step) function; the
-//! [`Run`] left here is the state machine and the calls between them.
+//! each line of a watch body means is the pure `step` function (`reflector_step.rs`); the
+//! `Run` left here is the state machine and the calls between them.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -408,13 +408,14 @@ impl<A: ListWatch> Run<A> {
             })
     }
 
-    /// The watch at `url_for(base URL)`, as lines.
-    async fn watch_lines(
-        &mut self,
-        url_for: impl FnOnce(&str) -> String,
-    ) -> Result<A::Lines, Fault> {
+    /// A watch of the collection with `query`, bookmarks on and the server asked to end it
+    /// after a jittered while, as lines.
+    async fn watch_lines(&mut self, mut query: WatchQuery) -> Result<A::Lines, Fault> {
+        query.allow_watch_bookmarks = true;
+        query.timeout_seconds = Some(self.watch_timeout());
         let endpoint = self.endpoint().await?;
-        let request = self.request(&endpoint, url_for(&endpoint.base_url));
+        let url = watch_url(&endpoint.base_url, &self.config.resource_path, &query);
+        let request = self.request(&endpoint, url);
         self.api.watch(request, self.config.max_line_bytes).await
     }
 
@@ -505,14 +506,8 @@ impl<A: ListWatch> Run<A> {
         let auto = self.config.initial_list == InitialList::Auto;
         let mut query = self.query();
         query.send_initial_events = true;
-        query.allow_watch_bookmarks = true;
         query.resource_version_match = Some("NotOlderThan".into());
-        query.timeout_seconds = Some(self.watch_timeout());
-        let path = self.config.resource_path.clone();
-        let lines = match self
-            .watch_lines(|base| watch_url(base, &path, &query))
-            .await
-        {
+        let lines = match self.watch_lines(query).await {
             Ok(lines) => lines,
             Err(Fault::Status { status, detail, .. }) if auto && means_unsupported(status) => {
                 self.memory.remember_paginated(&url);
@@ -655,13 +650,7 @@ impl<A: ListWatch> Run<A> {
         self.watched = true;
         let mut query = self.query();
         query.resource_version = Some(rv.clone());
-        query.allow_watch_bookmarks = true;
-        query.timeout_seconds = Some(self.watch_timeout());
-        let path = self.config.resource_path.clone();
-        let lines = match self
-            .watch_lines(|base| watch_url(base, &path, &query))
-            .await
-        {
+        let lines = match self.watch_lines(query).await {
             Ok(lines) => lines,
             Err(Fault::Status { status: 410, .. }) => return self.expired(),
             Err(fault) => return self.failed(fault, Resume::Watch(rv)),
