@@ -99,8 +99,12 @@ fn status_fault(status: u16, retry_after: Option<u64>) -> Fault {
 impl ListWatch for Fake {
     type Lines = FakeLines;
 
-    async fn list(&self, request: Request<'_>, _max_bytes: usize) -> Result<Vec<u8>, Fault> {
+    async fn list(&self, request: Request<'_>, max_bytes: usize) -> Result<Vec<u8>, Fault> {
         match self.answer(&request).await {
+            // As the pool does: no more than the maximum is read.
+            Reply::Page(body) if body.len() > max_bytes => {
+                Err(Fault::Transport(Error::TooLarge { limit: max_bytes }))
+            }
             Reply::Page(body) => Ok(body.into_bytes()),
             Reply::Status(status, retry_after) => Err(status_fault(status, retry_after)),
             Reply::Watch(..) => panic!("the script answers a list with a watch: {request:?}"),
@@ -519,5 +523,45 @@ async fn an_expired_continue_token_restarts_the_list_without_an_error() {
             .any(|m| m.contains("continue token expired"))
     );
     assert_eq!(reflector.stats().snapshot().relists, 0);
+    reflector.stop();
+}
+
+#[test]
+fn a_page_may_take_2_mib_an_object_and_1_mib_besides() {
+    assert_eq!(max_page_bytes(1), 3 << 20);
+    assert_eq!(max_page_bytes(500), 1001 << 20);
+    assert_eq!(
+        max_page_bytes(u32::MAX),
+        (u32::MAX as usize) * (2 << 20) + (1 << 20)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_page_past_the_bound_drops_the_list_with_an_error_naming_it_and_lists_again() {
+    // Page size 2: at most 5 MiB.
+    let huge = list(&[pod("a", "1"), "9".repeat(5 << 20)], "5", None);
+    let fake = Fake::new(vec![
+        Reply::Page(huge),
+        Reply::Page(list(&[pod("a", "1")], "6", None)),
+        Reply::Watch(Vec::new(), End::Open),
+    ]);
+    let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
+    let cursor = reflector.cache().subscribe();
+    assert_eq!(
+        events_until(&cursor, r#"SYNCED "6" false"#).await,
+        ["ERROR 0 true", "ADDED a 1", r#"SYNCED "6" false"#]
+    );
+    let sent = fake.sent();
+    assert!(sent[1].url.contains("limit=2") && !sent[1].url.contains("continue"));
+    assert!(sent[1].at > sent[0].at, "after a backoff step");
+    let warning = messages(&recorder)
+        .into_iter()
+        .find(|m| m.contains("list page"))
+        .expect("a warning");
+    assert!(
+        warning.contains("went past 5242880 bytes (5 MiB), more than 2 objects of at most 2 MiB"),
+        "{warning}"
+    );
+    assert!(warning.contains("retrying in"), "{warning}");
     reflector.stop();
 }
