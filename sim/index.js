@@ -27,7 +27,14 @@ const { compileFieldSelector } = require('./field-selector');
 const { SelectorError } = require('./selector');
 const { checkFault, sendFaultStatus, watchContext } = require('./faults');
 const { startWorkload } = require('./workload');
-const { checkFailure, sendFailure, refuseStreamingList, sendExpiredStatus } = require('./server-faults');
+const {
+  checkFailure,
+  sendFailure,
+  refuseStreamingList,
+  sendExpiredStatus,
+  checkHugePage,
+  sendHugePage,
+} = require('./server-faults');
 const { startChaos } = require('./chaos');
 
 function peerCommonName(req) {
@@ -95,6 +102,17 @@ const BUILTIN_RESOURCES = [
 ];
 
 // The HTTP/2 compat request's socket getter throws once the stream is gone.
+/** Whether the request is a list (a GET of a known collection, not a watch). */
+function isListRequest(req, r, params, store) {
+  return Boolean(
+    r &&
+    r.type === 'resource' &&
+    r.name === undefined &&
+    !isWatchRequest(req, r, params) &&
+    lookupResource(store, r),
+  );
+}
+
 function remotePort(req) {
   try {
     return req.socket && req.socket.remotePort;
@@ -155,6 +173,7 @@ class Simulator extends EventEmitter {
     this.fault = null;
     this.faultQueue = [];
     this.failures = [];
+    this.hugePages = [];
     this.closing = null;
     this.http2 = new Http2Sessions(this.options.maxConcurrentStreams);
   }
@@ -255,6 +274,8 @@ class Simulator extends EventEmitter {
       // Scripted failures hit lists and watches alike, before authentication (see below).
       if (r && r.type === 'resource' && this.failures.length)
         done = sendFailure(res, r, this.failures.shift());
+      else if (this.hugePages.length && isListRequest(req, r, params, this.store))
+        done = sendHugePage(this, res, lookupResource(this.store, r), this.hugePages.shift());
       else if (isWatchRequest(req, r, params)) done = this.serveWatch(req, res, r, params, record);
       else if (!this.authorized(req, record)) done = sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
       else done = route(this, req, res, r, params);
@@ -469,6 +490,15 @@ class Simulator extends EventEmitter {
   failNext(count, status, retryAfter, options) {
     const failure = checkFailure(count, status, retryAfter, options);
     for (let i = 0; i < count; i++) this.failures.push(failure);
+  }
+
+  /**
+   * Answers the next list request (not a watch, before authentication, as failNext does) with
+   * a page far larger than an API server sends, fast or trickled; see server-faults.js.
+   * @param {import('./server-faults').HugePage} page
+   */
+  hugePageNext(page) {
+    this.hugePages.push(checkHugePage(page));
   }
 
   /**

@@ -1,11 +1,12 @@
 'use strict';
 
 // Behaviour of the whole simulated server rather than of one watch: scripted failures of the
-// next requests (lists and watches alike), an old API server without streaming lists, and a
-// watch cache that answers an expired resourceVersion with an HTTP 410 instead of an in-stream
-// ERROR event.
+// next requests (lists and watches alike), list pages far larger than any API server sends
+// (fast or trickled), an old API server without streaming lists, and a watch cache that
+// answers an expired resourceVersion with an HTTP 410 instead of an in-stream ERROR event.
 
-const { sendJson, sendStatus, status } = require('./status');
+const { once } = require('node:events');
+const { sendJson, sendStatus, status, commonHeaders } = require('./status');
 
 /**
  * @typedef {object} Failure one scripted answer for failNext
@@ -109,4 +110,68 @@ function sendExpiredStatus(sim, res, options) {
   return true;
 }
 
-module.exports = { checkFailure, sendFailure, refuseStreamingList, sendExpiredStatus };
+/**
+ * @typedef {object} HugePage one scripted answer for hugePageNext: a well-formed list page
+ *   (200, chunked) of `pageBytes` bytes whatever `limit` asked for, its items ConfigMap-shaped
+ *   objects of about `pieceBytes` each
+ * @property {number} pageBytes how long the page is; sending stops there, or when the client
+ *   closes the connection
+ * @property {number} [pieceBytes=65536] each write (one item)
+ * @property {number} [everyMs=0] the pause between writes: 0 sends as fast as the client reads,
+ *   more trickles the page in (each piece inside the client's idle timeout)
+ */
+
+/** Validates hugePageNext's argument. */
+function checkHugePage(page) {
+  if (page === null || typeof page !== 'object') throw new TypeError('hugePageNext: an object is required');
+  const { pageBytes, pieceBytes = 65536, everyMs = 0, ...rest } = page;
+  const unknown = Object.keys(rest);
+  if (unknown.length) throw new TypeError(`hugePageNext: unknown option "${unknown[0]}"`);
+  if (!Number.isInteger(pageBytes) || pageBytes < 1)
+    throw new TypeError('hugePageNext: pageBytes must be an integer >= 1');
+  if (!Number.isInteger(pieceBytes) || pieceBytes < 256)
+    throw new TypeError('hugePageNext: pieceBytes must be an integer >= 256');
+  if (!Number.isInteger(everyMs) || everyMs < 0)
+    throw new TypeError('hugePageNext: everyMs must be an integer >= 0');
+  return { pageBytes, pieceBytes, everyMs };
+}
+
+/**
+ * Sends a huge list page as `page` says, then emits `hugePage` with `{ sent, complete }`:
+ * how many bytes went out, and whether the whole page did (false: the client hung up first).
+ * @param {object} sim the Simulator
+ * @param {import('http').ServerResponse} res
+ * @param {object} def resource description
+ * @param {HugePage} page
+ */
+async function sendHugePage(sim, res, def, page) {
+  res.writeHead(200, { ...commonHeaders(), 'content-type': 'application/json' });
+  const head =
+    `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}",` +
+    `"metadata":{"resourceVersion":"${sim.store.resourceVersion}"},"items":[`;
+  let sent = 0;
+  const write = async (text) => {
+    sent += Buffer.byteLength(text);
+    if (!res.write(text)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  };
+  await write(head);
+  const tail = ']}';
+  for (let i = 0; !res.destroyed && sent + tail.length < page.pageBytes; i++) {
+    const meta = `{"metadata":{"name":"huge-${i}","namespace":"default","uid":"huge-${i}","resourceVersion":"1"},"data":{"blob":"`;
+    const room = Math.min(page.pieceBytes, page.pageBytes - sent - tail.length) - meta.length - 5;
+    await write(`${i ? ',' : ''}${meta}${'x'.repeat(Math.max(0, room))}"}}`);
+    if (page.everyMs) await sim.delay(page.everyMs);
+  }
+  const complete = !res.destroyed;
+  if (complete) res.end(tail);
+  sim.emit('hugePage', { sent, complete });
+}
+
+module.exports = {
+  checkFailure,
+  sendFailure,
+  refuseStreamingList,
+  sendExpiredStatus,
+  checkHugePage,
+  sendHugePage,
+};

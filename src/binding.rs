@@ -17,15 +17,15 @@ use napi_derive::napi;
 use self::strings::copied_string;
 use crate::auth::{ClusterSpec, Connection, Credential, InClusterEnv, Plan, plan};
 use crate::batch::Batch;
+use crate::error::Error;
 use crate::error::Failure;
-use crate::error::{WatchError, describe_chain};
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
+use crate::http::ClientKey;
 use crate::http::{ConnectionPool, Get, Kind};
 use crate::projection::Projection;
 use crate::proxy::ProxyEnv;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
-use crate::tls::ClientKey;
 use crate::watch::{Watch, WatchConfig};
 
 /// One process-wide pool, so every watch to a cluster shares its connections.
@@ -356,29 +356,16 @@ pub fn fetch_text(
             bearer: connection.bearer.clone(),
             accept: Some(accept),
         };
-        let describe = |err: WatchError| {
-            let text = match &err {
-                WatchError::Connect(source) | WatchError::Body(source) => {
-                    format!("{what}: {}", describe_chain(source.as_ref()))
-                }
-                other => format!("{what}: {other}"),
-            };
-            fail(redactor.apply(&text))
-        };
+        let describe = |err: Error| fail(redactor.apply(&format!("{what}: {}", err.describe())));
         let mut response = POOL
             .get(&client, &get, Kind::Short)
             .await
             .map_err(describe)?;
-        let mut body = Vec::new();
-        // Read into `body` before the head is used: `response` is still needed for the headers.
-        while let Some(chunk) = response.chunk().await.map_err(describe)? {
-            body.extend_from_slice(&chunk);
-            if body.len() > max_bytes as usize {
-                return Err(fail(format!(
-                    "{what}: answer larger than {max_bytes} bytes"
-                )));
-            }
-        }
+        // Read before the head is used: `response` is still needed for the headers.
+        let body = response
+            .read_to_end(max_bytes as usize, None)
+            .await
+            .map_err(describe)?;
         let content_type = response
             .headers()
             .get(http::header::CONTENT_TYPE)

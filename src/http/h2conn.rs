@@ -18,7 +18,7 @@ use h2::{Ping, PingPong, Reason};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
-use crate::error::WatchError;
+use crate::error::Error;
 
 /// HTTP/2 flow-control window of one stream. A consumer that stops reading holds at most this
 /// much unread data for its stream; so the data a connection buffers is at most this times
@@ -88,7 +88,7 @@ pub struct H2Connection {
 impl H2Connection {
     /// Runs the HTTP/2 handshake on `io`, spawns the task that drives the connection, and
     /// returns once the peer's SETTINGS (and so its stream limit) are known.
-    pub async fn handshake<T>(io: T, keep_alive: KeepAlive) -> Result<Self, WatchError>
+    pub async fn handshake<T>(io: T, keep_alive: KeepAlive) -> Result<Self, Error>
     where
         T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -99,7 +99,7 @@ impl H2Connection {
             .enable_push(false)
             .handshake::<_, Bytes>(io)
             .await
-            .map_err(|err| WatchError::Connect(Box::new(err)))?;
+            .map_err(|err| Error::Connect(Box::new(err)))?;
         let pings = connection
             .ping_pong()
             .expect("a new connection's ping handle is taken once, here");
@@ -114,8 +114,8 @@ impl H2Connection {
         ));
         match settled_rx.await {
             Ok(Ok(())) => Ok(Self { sender, closed }),
-            Ok(Err(err)) => Err(WatchError::Connect(Box::new(err))),
-            Err(_) => Err(WatchError::Connect(
+            Ok(Err(err)) => Err(Error::Connect(Box::new(err))),
+            Err(_) => Err(Error::Connect(
                 "the HTTP/2 connection closed during its handshake".into(),
             )),
         }
