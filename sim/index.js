@@ -77,6 +77,8 @@ const BUILTIN_RESOURCES = [
   'endpoints',
   'configmaps',
   'secrets',
+  'limitranges',
+  'resourcequotas',
   'serviceaccounts',
   'events',
   'namespaces',
