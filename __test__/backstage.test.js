@@ -157,6 +157,9 @@ test('warm tab loads send no request to the service-account clusters; the viewer
 
 test('a modified, a deleted and a new object show in the next tab load', async () => {
   const { alpha, beta } = clusters;
+  const before = (await both('services', named('svc-a'))).actual;
+  assert.ok(objectsOf(before, 'alpha', 'deployments').includes('deployment-a1'));
+  assert.ok(!objectsOf(before, 'beta', 'services').includes('service-new'));
   alpha.patch('pods', 'default', 'pod-a1', (pod) => {
     pod.metadata.annotations = { changed: 'yes' };
   });
