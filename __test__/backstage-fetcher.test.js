@@ -153,7 +153,7 @@ async function setup(t, options = {}) {
   return { sim, fetcher, defaultFetcher, params, logger };
 }
 
-const names = (answer) => answer.responses[0].resources.map((o) => o.metadata.name);
+const names = (answer) => answer.responses[0].resources.map((o) => o.metadata?.name);
 
 test('the viewer’s own credentials and pod metrics go to the default fetcher, and no informer opens', async (t) => {
   const { fetcher, defaultFetcher, params } = await setup(t);

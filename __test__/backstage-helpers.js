@@ -190,7 +190,8 @@ const objectKey = (o) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name}`;
 /**
  * An answer in a comparable form: clusters, responses, errors and objects sorted; `managedFields`
  * dropped when `stripManagedFields`; a FETCH_ERROR's message without the URL of whichever LIST
- * failed first.
+ * failed first, and without its reason (a pooled connection's `socket hang up` or a new one's
+ * `ECONNREFUSED`, depending on which the default fetcher's agent tried).
  */
 function normalize(body, { stripManagedFields = false } = {}) {
   const items = body.items.map((item) => ({
@@ -209,7 +210,12 @@ function normalize(body, { stripManagedFields = false } = {}) {
       .sort(byJson),
     errors: item.errors
       .map((e) =>
-        e.errorType === 'FETCH_ERROR' ? { ...e, message: e.message.replace(/https:\/\/\S+/, '<url>') } : e,
+        e.errorType === 'FETCH_ERROR'
+          ? {
+              ...e,
+              message: e.message.replace(/https:\/\/\S+/, '<url>').replace(/reason: .*/, 'reason: <network>'),
+            }
+          : e,
       )
       .sort(byJson),
   }));

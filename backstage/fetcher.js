@@ -265,8 +265,10 @@ class NativeInformerFetcher {
       const error = entry.currentError();
       if (error) {
         // Below HTTP (connect, TLS, reset): the default fetcher's own FetchError, or its fresh
-        // answer once the cluster is back and before the informer has shown it.
-        if (!error.statusCode) return live();
+        // answer once the cluster is back and before the informer has shown it. A 401: this
+        // request's credential may be newer than the one the informer was refused with (a
+        // rotated token), and the informer takes it only at its next retry.
+        if (!error.statusCode || error.statusCode === 401) return live();
         return {
           errorType: statusCodeToErrorType(error.statusCode),
           statusCode: error.statusCode,
