@@ -105,11 +105,11 @@ async function load(port, i) {
 }
 
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-const median = (xs) =>
-  quantile(
-    [...xs].sort((a, b) => a - b),
-    0.5,
-  );
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 
 async function measure(clusters, info, variant) {
   const backend = child('backstage-backend.js', [variant, String(ENTITIES), JSON.stringify(info)]);
