@@ -196,11 +196,12 @@ test('a missing custom resource is reported on every load while its informer bac
       { errorType: 'NOT_FOUND', statusCode: 404, resourcePath: '/apis/example.com/v1/gadgets' },
     ]);
   }
-  // The default backend's LISTs are one per load; the informer's retries are far fewer.
+  // The default backend's LISTs are one per load; the native backend's requests (its informer's
+  // retries, backing off) are far fewer.
   const gadgets = clusters.alpha.requests.slice(before).filter((r) => r.path.endsWith('/gadgets'));
-  const informer = gadgets.filter((r) => r.query.watch === 'true').length;
-  assert.equal(gadgets.length - informer, LOADS, 'the default backend: one LIST per load');
-  assert.ok(informer < LOADS / 2, `${informer} informer retries over ${LOADS} loads`);
+  assert.ok(gadgets.filter((r) => !r.query.watch).length >= LOADS, 'the default backend: one LIST per load');
+  const fromNative = gadgets.length - LOADS;
+  assert.ok(fromNative < LOADS / 2, `${fromNative} requests of the native backend over ${LOADS} loads`);
 });
 
 test('a cluster that goes away gets the default fetcher’s error, and recovers when it comes back', async () => {
@@ -243,8 +244,12 @@ test('a cluster that goes away gets the default fetcher’s error, and recovers 
   );
 });
 
-/** The watches `sim` starts while `action` runs, each with whether it has ended since. */
-async function watchesStartedBy(sim, action) {
+/**
+ * The watches `sim` starts while `action` runs and, when `expected` is given, until that many
+ * have started (a slow machine may answer a first load before every informer's watch is up);
+ * each with whether it has ended since.
+ */
+async function watchesStartedBy(sim, action, expected = 0) {
   const started = [];
   const onStart = ({ resource, res }) => {
     const watch = { resource, ended: false };
@@ -254,6 +259,8 @@ async function watchesStartedBy(sim, action) {
   sim.on('watchStart', onStart);
   try {
     await action();
+    if (expected)
+      await eventually(() => started.length >= expected, { timeoutMs: 10_000, what: 'the watches' });
   } finally {
     sim.off('watchStart', onStart);
   }
@@ -267,7 +274,7 @@ test('an informer nobody asks for closes after the idle timeout', async () => {
   });
   try {
     // The other backend's informers for svc-b are warm: every watch started now is this one's.
-    const opened = await watchesStartedBy(clusters.alpha, () => ROUTES.workloads(short, named('svc-b')));
+    const opened = await watchesStartedBy(clusters.alpha, () => ROUTES.workloads(short, named('svc-b')), 14);
     // The 13 default types and widgets; secrets are not cached unless configured.
     assert.equal(opened.length, 13 + 1, 'an informer per cached type and custom resource');
     await eventually(() => opened.every((w) => w.ended), {
