@@ -235,3 +235,38 @@ test('close() ends every informer; later loads go to the default fetcher', async
   for (let i = 0; i < 100 && sim.activeWatches() > 0; i++) await new Promise((r) => setTimeout(r, 20));
   assert.equal(sim.activeWatches(), 0);
 });
+
+test('config.d.ts is the schema Backstage’s config loader enforces for kubernetes.nativeInformers', async () => {
+  const { loadConfigSchema } = require('@backstage/config-loader');
+  const schema = await loadConfigSchema({
+    dependencies: [],
+    packagePaths: [require.resolve('../package.json')],
+  });
+  // What the other packages in this package's dependencies require, then the module's own keys.
+  const config = (nativeInformers) => ({
+    app: { baseUrl: 'http://localhost:3000' },
+    backend: {
+      baseUrl: 'http://localhost:7007',
+      listen: { port: 7007 },
+      database: { client: 'better-sqlite3', connection: ':memory:' },
+    },
+    kubernetes: { serviceLocatorMethod: { type: 'multiTenant' }, clusterLocatorMethods: [], nativeInformers },
+  });
+  const good = {
+    enabled: true,
+    idleTimeout: '10m',
+    syncTimeout: { seconds: 5 },
+    stripManagedFields: false,
+    objectTypes: ['pods', 'customresources'],
+  };
+  assert.doesNotThrow(() => schema.process([{ data: config(good), context: 'app-config.yaml' }]));
+  assert.throws(
+    () =>
+      schema.process([
+        { data: config({ enabled: 'yes', objectTypes: ['widgets'] }), context: 'app-config.yaml' },
+      ]),
+    (err) =>
+      /\/kubernetes\/nativeInformers\/enabled/.test(err.message) &&
+      /\/kubernetes\/nativeInformers\/objectTypes/.test(err.message),
+  );
+});
