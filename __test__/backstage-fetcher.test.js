@@ -270,3 +270,27 @@ test('config.d.ts is the schema Backstage’s config loader enforces for kuberne
       /\/kubernetes\/nativeInformers\/objectTypes/.test(err.message),
   );
 });
+
+test('managedFields are left out of cached and delegated answers, unless stripManagedFields is off', async (t) => {
+  const managedFields = [{ manager: 'kubectl', operation: 'Apply', fieldsType: 'FieldsV1' }];
+  for (const stripManagedFields of [true, false]) {
+    const { sim, fetcher, defaultFetcher, params } = await setup(t, { stripManagedFields });
+    sim.create('pods', {
+      metadata: { name: 'p3', namespace: 'team', labels: { [ID]: 'svc' }, managedFields },
+    });
+    const cached = await fetcher.fetchObjectsForService(params());
+    const p3 = cached.responses[0].resources.find((o) => o.metadata.name === 'p3');
+    assert.deepEqual(p3.metadata.managedFields, stripManagedFields ? undefined : managedFields);
+    // Delegated (a viewer's credential): the default fetcher's objects, treated alike.
+    defaultFetcher.fetchObjectsForService = async () => ({
+      errors: [],
+      responses: [{ type: 'pods', resources: [{ metadata: { name: 'd', managedFields } }] }],
+    });
+    const viewer = params({ clusterDetails: { ...params().clusterDetails, authMetadata: {} } });
+    const delegated = await fetcher.fetchObjectsForService(viewer);
+    assert.deepEqual(
+      delegated.responses[0].resources[0].metadata.managedFields,
+      stripManagedFields ? undefined : managedFields,
+    );
+  }
+});
