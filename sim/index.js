@@ -84,6 +84,8 @@ const BUILTIN_RESOURCES = [
   'endpoints',
   'configmaps',
   'secrets',
+  'limitranges',
+  'resourcequotas',
   'serviceaccounts',
   'events',
   'namespaces',
