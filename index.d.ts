@@ -279,6 +279,14 @@ export interface KubernetesInformerStats {
   lastEventTime?: number;
   /** getCredential answers after the first. */
   credentialRefreshes: number;
+  /** Watch streams being read now: 1 while watching (or streaming the list), else 0. */
+  watchesOpen: number;
+  /** Seconds since the last event or bookmark (since the informer started, before the first). */
+  secondsSinceLastEvent: number;
+  /** Events taken by the consumers (changes, SYNCED, ERROR), summed over them. */
+  delivered: number;
+  /** Changes pending in the slowest consumer (at most one per object). */
+  slowestConsumerPending: number;
   /** Consumers open. */
   consumers: number;
   /** Bytes of JSON cached. */
@@ -326,7 +334,63 @@ export declare class NativeKubernetesWatcher implements KubernetesWatcher {
   ): AsyncGenerator<KubernetesWatchEvent, void, undefined>;
   /** A shared, self-healing list-watch with a native cache. */
   informer(params: KubernetesInformerParams, options?: KubernetesInformerOptions): KubernetesInformer;
+  /** Reports this watcher's informers and the process's connections as OpenTelemetry metrics. */
+  metrics(options?: MetricsOptions): MetricsRegistration;
 }
+
+/**
+ * The part of an OpenTelemetry `Meter` (`@opentelemetry/api`) the metrics use; declared here so
+ * that these types need not the optional peer dependency.
+ */
+export interface MetricsMeter {
+  createObservableCounter(name: string, options?: { description?: string; unit?: string }): object;
+  createObservableUpDownCounter(name: string, options?: { description?: string; unit?: string }): object;
+  createObservableGauge(name: string, options?: { description?: string; unit?: string }): object;
+  addBatchObservableCallback(callback: (result: any) => void, observables: any[]): void;
+  removeBatchObservableCallback(callback: (result: any) => void, observables: any[]): void;
+}
+
+/** Options of {@link registerMetrics}. */
+export interface MetricsOptions {
+  /** The meter to register on; takes precedence over `meterProvider`. */
+  meter?: MetricsMeter;
+  /**
+   * Where to get the meter (`kube-watch-native` and the package version); default the global
+   * provider of `@opentelemetry/api`, which then must be installed.
+   */
+  meterProvider?: { getMeter(name: string, version?: string, options?: object): MetricsMeter };
+}
+
+/** A registration of {@link registerMetrics}. */
+export interface MetricsRegistration {
+  /** Removes the collection callback; idempotent. */
+  close(): void;
+}
+
+/** One metric of {@link METRICS}. */
+export interface MetricDescription {
+  /** `kube_watch.…`. */
+  readonly name: string;
+  /** The observable instrument. */
+  readonly kind: 'counter' | 'upDownCounter' | 'gauge';
+  /** UCUM unit, as OpenTelemetry writes it (`By`, `s`, `{event}`, …). */
+  readonly unit: string;
+  readonly description: string;
+}
+
+/**
+ * Reports the watcher's informers (by `cluster`, `group`, `version`, `resource`; errors also by
+ * `error.type`) and the process's HTTP/2 connections (by `cluster`, the origin) as observable
+ * instruments, read by one batch callback: one native snapshot per collection, nothing per
+ * event, nothing at all without an SDK reader. Same as `watcher.metrics(options)`.
+ */
+export declare function registerMetrics(
+  watcher: NativeKubernetesWatcher,
+  options?: MetricsOptions,
+): MetricsRegistration;
+
+/** Every metric reported, with its instrument and unit (the README's table). */
+export declare const METRICS: readonly MetricDescription[];
 
 /** Options of {@link loadKubeconfig}. */
 export interface LoadKubeconfigOptions {

@@ -3,6 +3,7 @@
 
 const { NativeKubernetesWatcher } = require('./lib/watcher');
 const { loadKubeconfig, KubeconfigError } = require('./lib/kubeconfig');
+const { registerMetrics, METRICS } = require('./lib/metrics');
 const native = require('./lib/native');
 const { platformId } = require('./lib/platform');
 
@@ -16,4 +17,11 @@ const version = Object.freeze({
   binary: native.binaryPath,
 });
 
-module.exports = { NativeKubernetesWatcher, loadKubeconfig, KubeconfigError, version };
+module.exports = {
+  NativeKubernetesWatcher,
+  loadKubeconfig,
+  KubeconfigError,
+  registerMetrics,
+  METRICS,
+  version,
+};

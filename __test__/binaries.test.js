@@ -4,7 +4,9 @@
 // only), and for Linux gnu no glibc symbol newer than 2.17; read with LLVM's llvm-readobj
 // (rustup's llvm-tools). The linux-x64-gnu binary then watches the simulator here, and the
 // linux-arm64-gnu one under qemu-user with an arm64 Node.js 22.
-// A platform whose binary has not been built is skipped, saying so.
+// Every one must be built from the commit checked out (build.rs embeds it; the binaries that
+// run here also report it through the `version` export). A platform whose binary has not been
+// built is skipped, saying so.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -17,7 +19,10 @@ const toolchain = require('../scripts/toolchain');
 const { tempDir, installedLayout, watchOnce } = require('./pkg-helpers');
 
 const root = path.join(__dirname, '..');
+const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
 const built = (p) => path.join(root, 'npm', p.id, binaryName(p.id));
+/** Whether `file` embeds commit `head`: build.rs puts the commit built from in every binary. */
+const embedsHead = (file) => fs.readFileSync(file).includes(head);
 const notBuilt = (p) => (fs.existsSync(built(p)) ? false : `${p.id} binary not built: run npm run pack:all`);
 
 /** What each platform's binary must be, in llvm-readobj's words. */
@@ -112,9 +117,10 @@ const newer = (a, b) => {
 
 for (const platform of PLATFORMS) {
   test(
-    `${platform.id}: format, architecture, napi_register_module_v1 and system libraries only`,
+    `${platform.id}: built from HEAD; format, architecture, napi_register_module_v1 and system libraries only`,
     { skip: notBuilt(platform) },
     () => {
+      assert.ok(embedsHead(built(platform)), `built from HEAD (${head}): run npm run pack:all again`);
       const info = inspect(platform, built(platform));
       assert.equal(info.format, EXPECTED[platform.id].format);
       assert.equal(info.arch, EXPECTED[platform.id].arch);
@@ -178,6 +184,7 @@ async function watchWithBuilt(t, platform, { command, args = [] }) {
   assert.equal(event, `ADDED on-${platform.id}`);
   assert.equal(version.platform, platform.id);
   assert.equal(version.target, platform.triple);
+  assert.equal(version.commit, head, 'built from HEAD: run npm run pack:all again');
   assert.equal(
     version.binary,
     path.join(project, 'node_modules', packageName(platform.id), binaryName(platform.id)),

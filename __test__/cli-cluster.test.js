@@ -6,6 +6,7 @@
 const { test, describe, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
+const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 
@@ -359,5 +360,112 @@ describe('hints for first-run failures', () => {
       r.stderr,
       /hint: the user of context "sim" may not watch deployments\.apps in namespace "team-a" \(RBAC verb "watch"; check with: kubectl auth can-i watch deployments\.apps -n team-a\)/,
     );
+  });
+});
+
+describe('discovery answered by something that is not an API server', () => {
+  // A loopback server standing in for a proxy or another service at the cluster's URL: each
+  // case lives under its own path prefix, answers discovery with `answers[path]` (else
+  // `answers.other`), and serves every watch one ADDED pod named after the case.
+  const json = (body) => ({ type: 'application/json', text: JSON.stringify(body) });
+  const APIVERSIONS = json({ kind: 'APIVersions', versions: ['v1'] });
+  const APIGROUPLIST = json({
+    kind: 'APIGroupList',
+    apiVersion: 'v1',
+    groups: [{ name: 'apps', versions: [{ groupVersion: 'apps/v1', version: 'v1' }] }],
+  });
+  const cases = {
+    hello: { other: json({ hello: 'world' }) },
+    html: { other: { type: 'text/html; charset=utf-8', text: '<!doctype html><title>Sign in</title>' } },
+    list: { '/api': json([{ name: 'pods' }]), other: json({ hello: 'world' }) },
+    groups: { '/api': APIVERSIONS, '/apis': APIVERSIONS, other: json({ hello: 'world' }) },
+    resources: {
+      '/api': APIVERSIONS,
+      '/apis': APIGROUPLIST,
+      '/api/v1': json({ kind: 'Status', status: 'Success' }),
+      other: json({ kind: 'APIResourceList', groupVersion: 'apps/v1', resources: [] }),
+    },
+  };
+  let server;
+  let base;
+  const requests = [];
+  before(async () => {
+    server = http.createServer((req, res) => {
+      const url = new URL(req.url, 'http://x');
+      const [, name, ...rest] = url.pathname.split('/');
+      const path = `/${rest.join('/')}`;
+      requests.push({ name, path, watch: url.searchParams.get('watch') === 'true' });
+      if (url.searchParams.get('watch') === 'true') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const object = {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: `${name}-pod`, resourceVersion: '7' },
+        };
+        res.end(`${JSON.stringify({ type: 'ADDED', object })}\n`);
+        return;
+      }
+      const answer = cases[name]?.[path] ?? cases[name]?.other;
+      if (!answer) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': answer.type }).end(answer.text);
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${server.address().port}`;
+  });
+  after(() => new Promise((resolve) => server.close(resolve)));
+
+  test('a warning names the URL and what it answered; the built-in table stands in and the watch runs', async () => {
+    const runs = [
+      ['hello', 'pods'],
+      ['html', 'pods'],
+      ['list', 'po'],
+      ['groups', 'deploy'],
+      ['resources', 'pods'],
+    ];
+    const cacheDirs = {};
+    const results = await Promise.all(
+      runs.map(([name, arg]) => {
+        cacheDirs[name] = fs.mkdtempSync(path.join(tmp, 'cache-'));
+        const config = kubeconfig(`${base}/${name}`, [`token: ${TOKEN}`]);
+        return run([arg, '--kubeconfig', config, '-o', 'json'], { KUBE_WATCH_CACHE_DIR: cacheDirs[name] });
+      }),
+    );
+    const byName = Object.fromEntries(runs.map(([name], i) => [name, results[i]]));
+    const warning = (name, url, what) =>
+      `warn: API discovery: GET ${base}/${name}${url} answered 200 with ${what}; using the built-in table of well-known resources\n`;
+    const expected = {
+      hello: warning(
+        'hello',
+        '/api',
+        'a JSON object that is not an APIVersions document (kind: none, keys: hello)',
+      ),
+      html: warning('html', '/api', 'a text/html body that is not JSON'),
+      list: warning('list', '/api', 'a JSON array of 1 item that is not an APIVersions document'),
+      groups: warning(
+        'groups',
+        '/apis',
+        'a JSON object that is not an APIGroupList document (kind: APIVersions, keys: kind, versions)',
+      ),
+      resources: warning(
+        'resources',
+        '/api/v1',
+        'a JSON object that is not an APIResourceList document (kind: Status, keys: kind, status)',
+      ),
+    };
+    for (const [name, arg] of runs) {
+      const r = byName[name];
+      assert.equal(r.code, 0, `${name}: ${r.stderr}`);
+      assert.equal(r.stderr, expected[name], name);
+      assert.doesNotMatch(r.stderr, /doesn't have a resource type/);
+      assert.equal(JSON.parse(r.stdout).object.metadata.name, `${name}-pod`, `${name}: the watch ran`);
+      const watched = requests.filter((q) => q.name === name && q.watch).map((q) => q.path);
+      const want =
+        arg === 'deploy' ? '/apis/apps/v1/namespaces/default/deployments' : '/api/v1/namespaces/default/pods';
+      assert.deepEqual(watched, [want], `${name}: the table's path`);
+      assert.deepEqual(fs.readdirSync(cacheDirs[name]), [], `${name}: nothing cached`);
+    }
   });
 });

@@ -147,14 +147,39 @@ describe('caching and renewal', () => {
     assert.equal(runs().length, 2);
   });
 
-  test('an expiring credential is renewed shortly before expirationTimestamp', async () => {
+  test('an expiring credential is renewed once a fifth of its lifetime is left, before it expires', async () => {
     freshState();
-    const got = load('token-v1', { env: { TOKEN_TTL_MS: '1500' } });
-    assert.equal((await got.getCredential()).token, 'exec-token-0-SHOULD-NEVER-BE-PRINTED');
+    // The plugin dates its token by the wall clock; the cache's clock is held still here and
+    // moved by hand, so "cached, then renewed before expiry" is the order whatever the load.
+    let clock = Date.now();
+    const plugin = new ExecPlugin(
+      parseExecConfig(
+        {
+          apiVersion: 'client.authentication.k8s.io/v1',
+          command: './plugins/token.js',
+          interactiveMode: 'Never',
+        },
+        { what: 'user "u"', dir: FIXTURES, bool: () => false, makeError: (m) => new KubeconfigError(m) },
+      ),
+      {
+        contextName: 'renewal',
+        env: { PATH, EXEC_STATE_DIR: stateDir, TOKEN_TTL_MS: '10000' },
+        terminal: false,
+        makeError: (m) => new KubeconfigError(m),
+        now: () => clock,
+      },
+    );
+    const storedAt = clock;
+    assert.equal((await plugin.get()).token, 'exec-token-0-SHOULD-NEVER-BE-PRINTED');
+    const expiresAt = Date.parse(runs()[0].expirationTimestamp);
+    assert.ok(expiresAt - storedAt >= 10_000, 'the plugin gave a ten-second token');
+    const renewAt = expiresAt - (expiresAt - storedAt) / 5;
+    clock = Math.floor(renewAt) - 1;
+    assert.equal((await plugin.get()).token, 'exec-token-0-SHOULD-NEVER-BE-PRINTED', 'still cached');
     assert.equal(runs().length, 1);
-    // Renewal starts a fifth of the lifetime (300 ms) before expiry, i.e. before the server refuses it.
-    await new Promise((r) => setTimeout(r, 1300));
-    assert.equal((await got.getCredential()).token, 'exec-token-1-SHOULD-NEVER-BE-PRINTED');
+    clock = Math.ceil(renewAt);
+    assert.ok(clock < expiresAt);
+    assert.equal((await plugin.get()).token, 'exec-token-1-SHOULD-NEVER-BE-PRINTED', 'renewed before expiry');
     assert.equal(runs().length, 2);
   });
 
@@ -264,38 +289,44 @@ describe('interactiveMode', () => {
     assert.equal(runs().length, 0);
   });
 
-  test('Never keeps the plugin off the terminal even when there is one', () => {
+  // A real pseudo-terminal from script(1): loads `context` with the terminal found as usual
+  // (from stdin), checks this program's stdin was the terminal, and returns the plugin's run.
+  const hasScript = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
+  const noScript = !hasScript && 'script(1) not installed';
+  function runInTerminal(context) {
     freshState();
-    load('token-v1', { terminal: true });
-    assert.equal(runs()[0].info.spec.interactive, false);
+    const program = [
+      `const { loadKubeconfig } = require(${JSON.stringify(path.join(__dirname, '..', 'lib', 'kubeconfig'))});`,
+      `const got = loadKubeconfig({ path: ${JSON.stringify(CONFIG)}, context: ${JSON.stringify(context)},`,
+      `  env: { PATH: ${JSON.stringify(PATH)}, EXEC_STATE_DIR: ${JSON.stringify(stateDir)} } });`,
+      `process.stdout.write(got.credential.type + (process.stdin.isTTY ? ' tty' : ' no-tty'));`,
+    ].join('\n');
+    const programFile = path.join(stateDir, 'program.js');
+    fs.writeFileSync(programFile, program);
+    const r = spawnSync('script', ['-qec', `${process.execPath} ${programFile}`, '/dev/null'], {
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /bearer token tty/, `${context}: loaded with a terminal on stdin`);
+    const all = runs();
+    assert.equal(all.length, 1);
+    return all[0];
+  }
+
+  test('Never keeps the plugin off the terminal even when there is one', { skip: noScript }, () => {
+    const run = runInTerminal('token-v1');
+    assert.equal(run.stdinIsTTY, false, "the plugin's stdin is not the terminal");
+    assert.equal(run.stderrIsTTY, false, "the plugin's stderr is not the terminal");
+    assert.equal(run.info.spec.interactive, false);
   });
 
-  // A real pseudo-terminal from script(1): the plugin must see it as its stdin.
-  const hasScript = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
-  test(
-    'Always and IfAvailable pass a real terminal through',
-    { skip: !hasScript && 'script(1) not installed' },
-    () => {
-      for (const context of ['always', 'token-v1beta1']) {
-        freshState();
-        const program = [
-          `const { loadKubeconfig } = require(${JSON.stringify(path.join(__dirname, '..', 'lib', 'kubeconfig'))});`,
-          `const got = loadKubeconfig({ path: ${JSON.stringify(CONFIG)}, context: ${JSON.stringify(context)},`,
-          `  env: { PATH: ${JSON.stringify(PATH)}, EXEC_STATE_DIR: ${JSON.stringify(stateDir)} } });`,
-          `process.stdout.write(got.credential.type + (process.stdin.isTTY ? ' tty' : ' no-tty'));`,
-        ].join('\n');
-        const programFile = path.join(stateDir, 'program.js');
-        fs.writeFileSync(programFile, program);
-        const r = spawnSync('script', ['-qec', `${process.execPath} ${programFile}`, '/dev/null'], {
-          encoding: 'utf8',
-          timeout: 15_000,
-        });
-        assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
-        assert.match(r.stdout, /bearer token tty/);
-        const [run] = runs();
-        assert.equal(run.stdinIsTTY, true, `${context}: the plugin's stdin is the terminal`);
-        assert.equal(run.info.spec.interactive, true);
-      }
-    },
-  );
+  test('Always and IfAvailable pass a real terminal through', { skip: noScript }, () => {
+    for (const context of ['always', 'token-v1beta1']) {
+      const run = runInTerminal(context);
+      assert.equal(run.stdinIsTTY, true, `${context}: the plugin's stdin is the terminal`);
+      assert.equal(run.stderrIsTTY, true, `${context}: the plugin's stderr is the terminal`);
+      assert.equal(run.info.spec.interactive, true);
+    }
+  });
 });

@@ -1,7 +1,8 @@
 'use strict';
 // The seeded chaos run of issue 10: at least 2 000 writes while the simulator cuts and ends
 // watches, drops sockets, stalls, answers 5xx/429, compacts (410) and rotates the token; at the
-// end every consumer's replayed view and the cache equal the store. The seed is printed.
+// end every consumer's replayed view and the cache equal the store, and each kind of fault is
+// known to have happened (the driver goes through every kind first). The seed is printed.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -29,6 +30,8 @@ test('chaos: every consumer and list() end equal to the store', { timeout: 120_0
   );
   t.after(() => informer.close());
   const consumers = [consume(informer), consume(informer)];
+  // Synced first: a 410 during the initial list would be a restart of it, not a relist.
+  await informer.synced;
   const chaos = startChaos(s, { seed, writes: 2000, onRotate: (next) => (token = next) });
   // A third consumer joins half-way.
   await delay(300);
@@ -59,7 +62,21 @@ test('chaos: every consumer and list() end equal to the store', { timeout: 120_0
       `seed ${seed}: ${keyOf(o)} as stored`,
     );
   }
+  const stats = informer.stats();
+  const happened = chaos.happened();
   t.diagnostic(
-    `faults ${JSON.stringify(summary.faults)}; stats ${JSON.stringify({ ...informer.stats(), clusters: undefined })}`,
+    `faults ${JSON.stringify(summary.faults)}; happened ${JSON.stringify(happened)}; ` +
+      `stats ${JSON.stringify({ ...stats, clusters: undefined })}`,
+  );
+  // Every kind of fault did happen in this run, and the informer went through it.
+  const answered = (...codes) => codes.reduce((n, code) => n + (happened.answered[code] || 0), 0);
+  const errors = new Set(consumers[0].errors.map((e) => e.error.statusCode));
+  assert.ok(happened.watchesBroken > 0, `seed ${seed}: a cut broke an open watch`);
+  assert.ok(answered(500, 503) > 0 && (errors.has(500) || errors.has(503)), `seed ${seed}: a 5xx`);
+  assert.ok(answered(429) > 0 && errors.has(429), `seed ${seed}: a 429`);
+  assert.ok(stats.relists > 0 && consumers[0].relists > 0, `seed ${seed}: a 410 and a relist`);
+  assert.ok(
+    happened.rotations > 0 && answered(401) > 0 && stats.credentialRefreshes > 0,
+    `seed ${seed}: a rotated token refused (401) and the credential asked for again`,
   );
 });

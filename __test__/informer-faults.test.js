@@ -283,8 +283,9 @@ test('429 Retry-After (header, Status details, in-stream ERROR) is waited out be
       code: 429,
       details: { retryAfterSeconds: seconds },
     });
+  // Each case says Retry-After one way only: the reflector must honour each on its own.
   const faults = {
-    header: () => s.failNext(1, 429, 1),
+    header: () => s.failNext(1, 429, 1, { retryAfterIn: 'header' }),
     details: () => s.nextWatchFault({ status: 429, body: statusBody(1) }),
     event: () =>
       s.nextWatchFault({
@@ -299,6 +300,7 @@ test('429 Retry-After (header, Status details, in-stream ERROR) is waited out be
     s.create('configmaps', cm(`after-${how}`));
     await until(() => c.view.has(`default/after-${how}`), `the change after the 429 (${how})`, 5000);
     const [refused, next] = requestsOf(s, from);
+    assert.ok(isWatch(refused) && isWatch(next), `${how}: the refused watch and the one after it`);
     const waited = next.time - refused.time;
     assert.ok(waited >= 950, `${how}: the next request came ${waited} ms after the 429`);
   }

@@ -10,8 +10,12 @@ const { sim } = require('./informer-helpers');
 
 const ROOT = path.join(__dirname, '..');
 
-/** Runs `body` in a child with `URL` set; resolves to `{ code, timedOut, stderr }`. */
-function child(url, body, ms) {
+/**
+ * Runs `body` in a child with `URL` set. It is killed (SIGTERM) after `ms`, or once
+ * `killWhen()` resolves; resolves to `{ code, signal, killed, stderr }`, where `killed` says
+ * the child was still running when this killed it (a crash is not `killed`).
+ */
+function child(url, body, ms, killWhen) {
   const script = `const { NativeKubernetesWatcher } = require(${JSON.stringify(ROOT)});
     const watcher = new NativeKubernetesWatcher({ logger: { warn() {}, error() {} } });
     const params = { clusterDetails: { name: 's', url: ${JSON.stringify(url)} },
@@ -20,19 +24,54 @@ function child(url, body, ms) {
   return new Promise((resolve) => {
     const proc = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
+    let killed = false;
+    let exited = false;
+    const kill = () => {
+      if (exited) return;
+      killed = true;
+      proc.kill('SIGTERM');
+    };
     proc.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => proc.kill(), ms);
+    const timer = setTimeout(kill, ms);
+    killWhen?.then(kill);
     proc.on('exit', (code, signal) => {
+      exited = true;
       clearTimeout(timer);
-      resolve({ code, timedOut: signal !== null, stderr });
+      resolve({ code, signal, killed, stderr });
     });
+  });
+}
+
+/** Resolves once simulator `s` has seen a request for configmaps (the informer's list). */
+function firstRequest(s) {
+  const seen = () => s.requests.some((r) => r.path.endsWith('/configmaps'));
+  if (seen()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const onRequest = () => {
+      if (!seen()) return;
+      s.off('request', onRequest);
+      resolve();
+    };
+    s.on('request', onRequest);
   });
 }
 
 test('a running informer keeps the process alive even with no consumer', async (t) => {
   const s = await sim(t, { token: 'tok' });
-  const run = await child(s.url, `watcher.informer(params);`, 1500);
-  assert.equal(run.timedOut, true, 'still running after 1.5 s');
+  // Alive a second after its list was asked for (a process the informer does not hold would
+  // have ended before the request went out), until this test kills it; 20 s for a slow start.
+  const asked = firstRequest(s);
+  const run = await child(
+    s.url,
+    `watcher.informer(params);`,
+    20_000,
+    asked.then(() => new Promise((r) => setTimeout(r, 1000))),
+  );
+  assert.ok(
+    s.requests.some((r) => r.path.endsWith('/configmaps')),
+    'the informer asked for its list',
+  );
+  assert.deepEqual([run.killed, run.signal], [true, 'SIGTERM'], `still running when killed: ${run.stderr}`);
 });
 
 test('a closed or finished informer lets the process exit', async (t) => {
@@ -42,18 +81,23 @@ test('a closed or finished informer lets the process exit', async (t) => {
     `const i = watcher.informer(params); i.synced.then(() => i.close());`,
     10000,
   );
-  assert.deepEqual([closed.timedOut, closed.code], [false, 0], closed.stderr);
+  assert.deepEqual([closed.killed, closed.code], [false, 0], closed.stderr);
   const finished = await child(s.url, `watcher.informer(params, { labelSelector: 'a in (' });`, 10000);
-  assert.deepEqual([finished.timedOut, finished.code], [false, 0], finished.stderr);
+  assert.deepEqual([finished.killed, finished.code], [false, 0], finished.stderr);
 });
 
 test('a rejected synced that nobody awaits does not crash the process', async (t) => {
   const s = await sim(t, { token: 'tok' });
   const run = await child(
     s.url,
-    `const i = watcher.informer(params); i.close(); setTimeout(() => console.error('alive'), 200);`,
+    // Looked at only after the rejection would have crashed the process: a handler attached
+    // then does not stop an unhandled rejection, it only reports how synced settled.
+    `const i = watcher.informer(params); i.close();
+    setTimeout(() => i.synced.then(
+      () => console.error('alive; synced resolved'),
+      (err) => console.error('alive; synced rejected: ' + err.message)), 200);`,
     10000,
   );
   assert.equal(run.code, 0, run.stderr);
-  assert.match(run.stderr, /alive/);
+  assert.match(run.stderr, /^alive; synced rejected: .*closed before its initial list was cached/m);
 });

@@ -49,7 +49,35 @@ test('a paginated list (no streaming lists here) fills in kind/apiVersion and sy
     log.info.some((m) => /listing in pages/.test(m)),
     'the fallback is noted',
   );
-  assert.equal(informer.stats().connects >= 4, true, 'one refused streaming list, three pages, a watch');
+  // Exactly: one refused streaming list, three pages of pageSize 3 (3 + 3 + 1), a watch from
+  // the list's resourceVersion.
+  const configmaps = () => s.requests.filter((r) => r.path.endsWith('/configmaps'));
+  await until(
+    () => configmaps().some((r) => r.query.watch && !r.query.sendInitialEvents),
+    'the watch after the list',
+  );
+  assert.deepEqual(
+    configmaps().map(({ query: q }) =>
+      [
+        q.watch ? 'watch' : 'list',
+        q.sendInitialEvents ? 'initial events' : '',
+        q.limit ? `limit ${q.limit}` : '',
+        q.continue ? 'continue' : '',
+        q.watch && !q.sendInitialEvents ? `from ${q.resourceVersion}` : '',
+      ]
+        .filter(Boolean)
+        .join(' '),
+    ),
+    [
+      'watch initial events',
+      'list limit 3',
+      'list limit 3 continue',
+      'list limit 3 continue',
+      `watch from ${listRv}`,
+    ],
+  );
+  assert.equal(configmaps()[0].status, 422, 'the streaming list was refused');
+  assert.equal(informer.stats().connects, 5);
   // The cached object looks the same after a watch event brings it.
   s.patch('configmaps', 'default', 'c1', (o) => void (o.data.v = '2'));
   await until(() => c.view.get('default/c1')?.data.v === '2', 'the change');
@@ -144,7 +172,10 @@ test('5xx and 429 are retried with one ERROR per step, honouring Retry-After', a
   t.after(() => informer.close());
   const c = consume(informer);
   await informer.synced;
-  s.failNext(2, 429, 1);
+  // One says Retry-After in the header only, the other in the Status details only: each is a
+  // wait of its own (the backoff alone is 50–100 ms).
+  s.failNext(1, 429, 1, { retryAfterIn: 'header' });
+  s.failNext(1, 429, 1, { retryAfterIn: 'details' });
   const started = Date.now();
   s.endWatches();
   s.create('configmaps', cm('b'));
@@ -160,6 +191,28 @@ test('5xx and 429 are retried with one ERROR per step, honouring Retry-After', a
   await until(() => c.view.has('default/c'), 'c after the 503');
   assert.equal(informer.stats().errors.UNKNOWN_ERROR >= 2, true);
   assert.equal(informer.stats().relists, 0);
+});
+
+test('a 429 on the list with only a Retry-After header is waited out before the list is asked again', async (t) => {
+  const s = await sim(t, { token: 'tok' });
+  s.create('configmaps', cm('a'));
+  s.failNext(1, 429, 1, { retryAfterIn: 'header' });
+  const { watcher } = recordingWatcher();
+  const informer = watcher.informer(params(s), {
+    initialList: 'paginated',
+    backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
+  });
+  t.after(() => informer.close());
+  const c = consume(informer);
+  await informer.synced;
+  const lists = s.requests.filter((r) => r.path.endsWith('/configmaps') && r.query.watch === undefined);
+  assert.ok(lists.length >= 2, 'the refused list and the one after it');
+  const waited = lists[1].time - lists[0].time;
+  assert.ok(waited >= 950, `the list was asked again ${waited} ms after the 429`);
+  await until(() => c.errors.length === 1, 'one ERROR for the 429');
+  assert.equal(c.errors[0].error.statusCode, 429);
+  assert.equal(c.errors[0].retrying, true);
+  assert.equal(informer.size, 1);
 });
 
 for (const expiredAs of ['event', 'status']) {
@@ -262,6 +315,13 @@ test('getCredential: asked first, again after a 401, and its failure is transien
   s.endWatches();
   s.create('configmaps', cm('after-rotation'));
   await until(() => c.view.has('default/after-rotation'), 'the watch with the fresh token');
+  // The old token was refused with a 401 before the fresh one was sent, and asked for after it.
+  const sent = (token) => s.requests.filter((r) => r.headers.authorization === `Bearer ${token}`);
+  const refused = sent('one').filter((r) => r.status === 401);
+  assert.ok(refused.length >= 1, 'a 401 for the rotated token');
+  const fresh = sent('two');
+  assert.ok(fresh.length >= 1 && fresh.every((r) => r.time >= refused[0].time), 'the fresh token after it');
+  assert.ok(fresh.every((r) => r.status !== 401));
   assert.ok(asked >= 3, `asked ${asked} times`);
   assert.ok(informer.stats().credentialRefreshes >= 1);
   assert.ok(log.warn.some((m) => /getCredential failed: vault is down/.test(m)));

@@ -191,6 +191,26 @@ test('failNext(n, status, retryAfter) fails the next n lists and watches, then s
   assert.throws(() => s.failNext(0, 500), /count must be an integer/);
   assert.throws(() => s.failNext(1, 200), /HTTP error status/);
   assert.throws(() => s.failNext(1, 429, 1.5), /whole number/);
+  assert.throws(() => s.failNext(1, 429, 1, { retryAfterIn: 'body' }), /retryAfterIn must be/);
+  assert.throws(() => s.failNext(1, 429, 1, { retryAfterin: 'header' }), /unknown option "retryAfterin"/);
+  assert.throws(() => s.failNext(1, 429, undefined, { retryAfterIn: 'header' }), /needs a retryAfter/);
+});
+
+test('failNext(…, { retryAfterIn }) says Retry-After only in the header or only in the Status details', async (t) => {
+  const s = await sim(t, { token: 'tok' });
+  const auth = { headers: { authorization: 'Bearer tok' } };
+  s.failNext(1, 429, 3, { retryAfterIn: 'header' });
+  const header = await get(`${s.url}/api/v1/pods`, auth);
+  assert.equal(header.status, 429);
+  assert.equal(header.headers.get('retry-after'), '3');
+  assert.equal(header.body.kind, 'Status');
+  assert.equal(header.body.code, 429);
+  assert.equal(header.body.details, undefined, 'no details.retryAfterSeconds');
+  s.failNext(1, 429, 3, { retryAfterIn: 'details' });
+  const details = await get(`${s.url}/api/v1/pods`, auth);
+  assert.equal(details.status, 429);
+  assert.equal(details.headers.get('retry-after'), null);
+  assert.equal(details.body.details.retryAfterSeconds, 3);
 });
 
 test('cutWatches breaks every watch mid-stream, over HTTP/1.1 and HTTP/2', async (t) => {

@@ -13,3 +13,11 @@ test('a Backstage plugin compiled with --strict accepts NativeKubernetesWatcher 
   const run = spawnSync(process.execPath, [tsc, '-p', project], { encoding: 'utf8', timeout: 120_000 });
   assert.equal(run.status, 0, `tsc failed:\n${run.stdout}${run.stderr}`);
 });
+
+test('a Backstage backend compiled with --strict adds kube-watch-native/backstage and takes the watcher from its service', () => {
+  const tsc = require.resolve('typescript/bin/tsc');
+  // Resolved as Backstage's CLI resolves a backend's imports (ESNext modules, bundler resolution).
+  const project = path.join(__dirname, 'types', 'backstage', 'tsconfig.json');
+  const run = spawnSync(process.execPath, [tsc, '-p', project], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(run.status, 0, `tsc failed:\n${run.stdout}${run.stderr}`);
+});

@@ -22,6 +22,10 @@ const {
   kubeconfigHint,
   shouldColor,
 } = require('../lib/cli-format');
+const { MetricsReader, formatMetrics } = require('../lib/metrics');
+
+/** How often `--stats` prints the figures. */
+const STATS_INTERVAL_MS = 5000;
 
 const USAGE = `Usage: kube-watch RESOURCE [options]
        kube-watch --demo [RESOURCE] [options]
@@ -51,6 +55,8 @@ Options
       --informer              keep watching across faults (list, then watch, resume, relist
                               after 410): prints SYNCED lines and relists; reconnect
                               notices go to stderr
+      --stats                 with --informer: print the metrics figures (kube_watch.*, as
+                              OpenTelemetry reports them) on stderr every 5 s and at the end
       --timeout SECONDS       ask the server to end the watch after SECONDS
       --kubeconfig PATH       kubeconfig file (default: $KUBECONFIG, then ~/.kube/config,
                               then the in-cluster service account)
@@ -77,6 +83,7 @@ const OPTIONS = {
   'send-initial-events': { type: 'boolean' },
   timeout: { type: 'string' },
   informer: { type: 'boolean' },
+  stats: { type: 'boolean' },
   kubeconfig: { type: 'string' },
   context: { type: 'string' },
   demo: { type: 'boolean' },
@@ -124,6 +131,7 @@ function parseCommandLine(argv) {
     values['demo-seconds'] === undefined ? 30 : positiveNumber(values['demo-seconds'], '--demo-seconds');
   if (values['demo-seconds'] !== undefined && !values.demo)
     throw new UsageError('--demo-seconds only applies with --demo');
+  if (values.stats && !values.informer) throw new UsageError('--stats only applies with --informer');
 
   const resourceArg = positionals[0] ?? 'pods';
   try {
@@ -133,6 +141,25 @@ function parseCommandLine(argv) {
     throw err;
   }
   return { values, positionals, output, timeout, demoSeconds, resourceArg };
+}
+
+/**
+ * `--stats`: the watcher's metrics figures on stderr every few seconds, one line per series,
+ * and once more at `stop()`. The timer does not keep the process alive.
+ */
+function printStats(watcher, stderr) {
+  const reader = new MetricsReader(watcher);
+  const print = () => {
+    for (const line of formatMetrics(reader.read())) stderr.write(`kube-watch: stats ${line}\n`);
+  };
+  const timer = setInterval(print, STATS_INTERVAL_MS);
+  timer.unref();
+  return {
+    stop() {
+      clearInterval(timer);
+      print();
+    },
+  };
 }
 
 function positiveInteger(text, flag) {
@@ -328,6 +355,7 @@ async function main(argv) {
           signal: controller.signal,
         },
       );
+      const stats = values.stats ? printStats(notices, stderr) : null;
       for await (const ev of informer) {
         if (ev.type === 'ERROR') {
           stderr.write(
@@ -352,6 +380,7 @@ async function main(argv) {
         }
         write(json ? JSON.stringify(ev) : table.line(ev));
       }
+      stats?.stop();
       informer.close();
       if (interrupted) logger.debug('informer stopped');
       return failed ? 1 : 0;
@@ -438,7 +467,12 @@ async function resolveResourceArg(arg, target, getCredential, { logger, refreshC
     }
   } catch (err) {
     if (!(err instanceof DiscoveryError)) throw err;
-    logger.debug(`API discovery failed (${err.message}); using the built-in resource table`);
+    // A server that cannot be reached or refuses us fails the watch too, which reports it; one
+    // that answers discovery with something else (a proxy's page, another service) may well
+    // serve the watch, so the user is told here why their names are read from the table.
+    if (err.unexpectedDocument)
+      logger.warn(`API discovery: ${err.message}; using the built-in table of well-known resources`);
+    else logger.debug(`API discovery failed (${err.message}); using the built-in resource table`);
     return { resource: parseResourceArg(arg), discoveryError: err };
   }
   logger.debug(

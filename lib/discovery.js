@@ -28,13 +28,18 @@ const CACHE_TTL_MS = 10 * 60 * 1000;
 const REQUEST_TIMEOUT_MS = 10_000;
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
-/** A discovery request that failed; `statusCode` (HTTP) or `code` (Node's TLS/network code) says why. */
+/**
+ * A discovery request that failed; `statusCode` (HTTP) or `code` (Node's TLS/network code) says
+ * why. `unexpectedDocument`: the server answered 200, but not with the discovery document asked
+ * for (a proxy or another service at the cluster's URL), which the CLI tells the user about.
+ */
 class DiscoveryError extends Error {
-  constructor(message, { statusCode, code } = {}) {
+  constructor(message, { statusCode, code, unexpectedDocument = false } = {}) {
     super(message);
     this.name = 'DiscoveryError';
     this.statusCode = statusCode;
     this.code = code;
+    this.unexpectedDocument = unexpectedDocument;
   }
 }
 
@@ -58,8 +63,75 @@ function cacheFile(dir, url) {
   return path.join(dir, `${readable}-${hash}.json`);
 }
 
+/** The URL a discovery request went to, for messages: the cluster URL (without any user info) and `pathname`. */
+function urlOf(target, pathname) {
+  try {
+    const url = new URL(target.clusterDetails.url);
+    url.username = '';
+    url.password = '';
+    url.search = '';
+    url.hash = '';
+    return `${url.href.replace(/\/+$/, '')}${pathname}`;
+  } catch {
+    return pathname;
+  }
+}
+
+/** `text` for a message: at most 40 characters, quoted unless plainly a name. */
+function shown(text) {
+  const cut = text.length > 40 ? `${text.slice(0, 40)}…` : text;
+  return /^[\w./:@$-]+$/.test(cut) ? cut : JSON.stringify(cut);
+}
+
+/** What a parsed JSON body is, for messages: "a JSON object", "a JSON array of 3 items", … */
+function describeJson(body) {
+  if (Array.isArray(body)) return `a JSON array of ${body.length} item${body.length === 1 ? '' : 's'}`;
+  if (body === null) return 'JSON null';
+  return `a JSON ${typeof body}`;
+}
+
+const isObject = (body) => body !== null && typeof body === 'object' && !Array.isArray(body);
+
+/** The list each legacy discovery document carries. */
+const DOCUMENT_LISTS = { APIVersions: 'versions', APIGroupList: 'groups', APIResourceList: 'resources' };
+
 /**
- * One GET returning `{ headers, body }` (body parsed as JSON), through the native addon: the same
+ * `body` is a `kind` document: an object with that kind (servers always send it; a document
+ * without one is taken as meant) and its list.
+ */
+const isDocument = (body, kind) =>
+  isObject(body) &&
+  (body.kind === undefined || body.kind === kind) &&
+  Array.isArray(body[DOCUMENT_LISTS[kind]]);
+
+/** An aggregated discovery list (`apidiscovery.k8s.io/v2`), whatever the content type says. */
+const isAggregatedDocument = (body) =>
+  isObject(body) && body.kind === 'APIGroupDiscoveryList' && Array.isArray(body.items);
+
+/**
+ * `res` when its body is a `kind` document (or, with `aggregatedToo`, an aggregated list), else a
+ * DiscoveryError saying which URL answered what instead.
+ */
+function expectDocument(res, kind, { aggregatedToo = false } = {}) {
+  if (isDocument(res.body, kind) || (aggregatedToo && isAggregatedDocument(res.body))) return res;
+  let what = describeJson(res.body);
+  if (isObject(res.body)) {
+    const { kind: found } = res.body;
+    const keys = Object.keys(res.body);
+    const kindText =
+      found === undefined ? 'none' : typeof found === 'string' ? shown(found) : describeJson(found);
+    const keyText = keys.length
+      ? keys.slice(0, 8).map(shown).join(', ') + (keys.length > 8 ? `, … (${keys.length} in all)` : '')
+      : 'none';
+    what += ` that is not an ${kind} document (kind: ${kindText}, keys: ${keyText})`;
+  } else {
+    what += ` that is not an ${kind} document`;
+  }
+  throw new DiscoveryError(`GET ${res.url} answered 200 with ${what}`, { unexpectedDocument: true });
+}
+
+/**
+ * One GET returning `{ headers, body, url }` (body parsed as JSON), through the native addon: the same
  * pooled connections, TLS, proxy (`proxyUrl`, `HTTPS_PROXY`…) and `tlsServerName` as the watch.
  * @param {object} target `{ clusterDetails, credential }`
  * @param {string} pathname e.g. `/apis`
@@ -82,10 +154,16 @@ async function get(target, pathname, accept = 'application/json') {
   if (answer.status !== 200) {
     throw new DiscoveryError(`GET ${pathname}: HTTP ${answer.status}`, { statusCode: answer.status });
   }
+  const contentType = answer.contentType ?? '';
+  const url = urlOf(target, pathname);
   try {
-    return { headers: { 'content-type': answer.contentType ?? '' }, body: JSON.parse(answer.body) };
+    return { headers: { 'content-type': contentType }, body: JSON.parse(answer.body), url };
   } catch {
-    throw new DiscoveryError(`GET ${pathname}: the answer is not JSON`);
+    const type = contentType.split(';')[0].trim();
+    throw new DiscoveryError(
+      `GET ${url} answered 200 with ${type ? `a ${shown(type)} body` : 'a body without a content type'} that is not JSON`,
+      { unexpectedDocument: true },
+    );
   }
 }
 
@@ -155,11 +233,30 @@ const isAggregated = (res) =>
   res.body.kind === 'APIGroupDiscoveryList' &&
   /apidiscovery\.k8s\.io/.test(res.headers['content-type'] || '');
 
-/** Asks the server; returns `{ resources, aggregated }`. */
+/**
+ * The values of `promises`, or, once all have settled, the first one's rejection in list order
+ * (not in time): a message then names the same URL every time.
+ */
+async function allInOrder(promises) {
+  return (await Promise.allSettled(promises)).map((settled) => {
+    if (settled.status === 'rejected') throw settled.reason;
+    return settled.value;
+  });
+}
+
+/**
+ * Asks the server; returns `{ resources, aggregated }`. A document of the wrong kind (on `/api`,
+ * `/apis` or a group version) makes the whole answer untrustworthy: it throws, and the CLI falls
+ * back to its table. A group version that fails (a 503 from an aggregated API server) is left out.
+ */
 async function fetchResources(target) {
-  const [core, apis] = await Promise.all([
-    get(target, '/api', AGGREGATED_ACCEPT),
-    get(target, '/apis', AGGREGATED_ACCEPT),
+  const [core, apis] = await allInOrder([
+    get(target, '/api', AGGREGATED_ACCEPT).then((res) =>
+      expectDocument(res, 'APIVersions', { aggregatedToo: true }),
+    ),
+    get(target, '/apis', AGGREGATED_ACCEPT).then((res) =>
+      expectDocument(res, 'APIGroupList', { aggregatedToo: true }),
+    ),
   ]);
   if (isAggregated(core) && isAggregated(apis)) {
     return { resources: [...fromAggregated(core.body), ...fromAggregated(apis.body)], aggregated: true };
@@ -171,9 +268,15 @@ async function fetchResources(target) {
     const preferred = g.preferredVersion && g.preferredVersion.version;
     for (const v of g.versions || []) lists.push([g.name, v.version, v.version === preferred]);
   }
-  const docs = await Promise.all(
+  const docs = await allInOrder(
     lists.map(([group, version]) =>
-      get(target, group ? `/apis/${group}/${version}` : `/api/${version}`).catch(() => null),
+      get(target, group ? `/apis/${group}/${version}` : `/api/${version}`).then(
+        (res) => expectDocument(res, 'APIResourceList'),
+        (err) => {
+          if (err.unexpectedDocument) throw err;
+          return null;
+        },
+      ),
     ),
   );
   const resources = [];

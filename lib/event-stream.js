@@ -25,6 +25,8 @@
 // inherits from %AsyncGeneratorPrototype%, so it is tagged "AsyncGenerator", is its own async
 // iterator, and has Symbol.asyncDispose where Node.js defines it.
 
+const { onAbort } = require('./abort');
+
 /** How long a flood of ready batches may keep the event loop from turning. */
 const HOLD_LOOP_MS = 2;
 
@@ -46,7 +48,8 @@ class WatchEventStream extends AsyncGeneratorShape {
   /** Where native warnings go. */
   #warn;
   #watch = null;
-  #cancel = null;
+  /** Ends this watch's subscription to the signal's abort. */
+  #unsubscribe = null;
   /** The parsed events of the current batch and the next one to hand out. */
   #events = null;
   #index = 0;
@@ -118,8 +121,8 @@ class WatchEventStream extends AsyncGeneratorShape {
     }
     if (this.#watch === null) {
       this.#watch = this.#start();
-      this.#cancel = () => this.#watch.cancel();
-      this.#signal?.addEventListener('abort', this.#cancel, { once: true });
+      // One listener per signal, shared by every watch on it (lib/abort.js).
+      if (this.#signal) this.#unsubscribe = onAbort(this.#signal, () => this.#watch.cancel());
     }
     for (;;) {
       if (this.#events !== null && this.#index < this.#events.length) return this.#events[this.#index++];
@@ -182,7 +185,7 @@ class WatchEventStream extends AsyncGeneratorShape {
     this.#ended = true;
     this.#events = null;
     if (this.#watch !== null) {
-      this.#signal?.removeEventListener('abort', this.#cancel);
+      this.#unsubscribe?.();
       this.#watch.cancel();
     }
   }

@@ -6,6 +6,7 @@
 // `getCredential` requests, and route the native side's news to the logger.
 
 const native = require('./native');
+const { onAbort } = require('./abort');
 const { WatchEventStream } = require('./event-stream');
 
 const INITIAL_LISTS = new Set(['auto', 'paginated', 'streaming']);
@@ -236,8 +237,8 @@ class KubernetesInformer {
   #native;
   #watcher;
   #namespace;
-  #signal;
-  #onAbort = null;
+  /** Ends this informer's subscription to the signal's abort. */
+  #unsubscribe = null;
   #getCredential;
   #closed = false;
   #finished = false;
@@ -248,7 +249,6 @@ class KubernetesInformer {
   constructor(watcher, spec, { signal, getCredential, namespace }) {
     this.#watcher = watcher;
     this.#namespace = namespace;
-    this.#signal = signal;
     this.#getCredential = getCredential;
     this.#synced = new Promise((resolve, reject) => {
       this.#settleSynced = { resolve, reject };
@@ -263,10 +263,8 @@ class KubernetesInformer {
     }
     this.#native = watcher.hub.open(spec, (message) => this.#onNative(message));
     if (this.#native.isSynced()) this.#resolveSynced();
-    if (signal) {
-      this.#onAbort = () => this.close();
-      signal.addEventListener('abort', this.#onAbort, { once: true });
-    }
+    // One listener per signal, shared by every informer and watch on it (lib/abort.js).
+    if (signal) this.#unsubscribe = onAbort(signal, () => this.close());
   }
 
   /** Resolves once the initial list is cached; rejects if the informer ends before. */
@@ -390,8 +388,8 @@ class KubernetesInformer {
 
   #release() {
     if (this.#native) this.#watcher.hub.release(this.#native);
-    if (this.#onAbort) this.#signal.removeEventListener('abort', this.#onAbort);
-    this.#onAbort = null;
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
   }
 }
 

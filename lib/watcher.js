@@ -12,6 +12,7 @@
 const native = require('./native');
 const { WatchEventStream } = require('./event-stream');
 const { InformerHub, openInformer } = require('./informer');
+const { registerMetrics, SNAPSHOT } = require('./metrics');
 
 /** Bookmarks arrive about once a minute; three missed ones mean the connection is dead. */
 const DEFAULT_IDLE_TIMEOUT_WITH_BOOKMARKS_SECONDS = 180;
@@ -254,6 +255,21 @@ class NativeKubernetesWatcher {
    */
   stats() {
     return { clusters: native.poolStats() };
+  }
+
+  /**
+   * Reports this watcher's informers and the process's connections as OpenTelemetry metrics
+   * (lib/metrics.js): on `options.meter`, a meter of `options.meterProvider`, or of the global
+   * provider. Returns `{ close() }`.
+   */
+  metrics(options = {}) {
+    return registerMetrics(this, options ?? {});
+  }
+
+  /** Every informer's figures and the pool's, in one native call: one metrics collection. */
+  [SNAPSHOT]() {
+    if (this.#informers === null) return { series: [], clusters: native.poolStats() };
+    return JSON.parse(this.#informers.registry.metricsJson());
   }
 
   #info(message) {

@@ -16,6 +16,8 @@ const SHORT_NAMES = {
   '/services': ['svc'],
   '/endpoints': ['ep'],
   '/configmaps': ['cm'],
+  '/limitranges': ['limits'],
+  '/resourcequotas': ['quota'],
   '/serviceaccounts': ['sa'],
   '/events': ['ev'],
   '/namespaces': ['ns'],

@@ -27,7 +27,14 @@ const { compileFieldSelector } = require('./field-selector');
 const { SelectorError } = require('./selector');
 const { checkFault, sendFaultStatus, watchContext } = require('./faults');
 const { startWorkload } = require('./workload');
-const { checkFailure, sendFailure, refuseStreamingList, sendExpiredStatus } = require('./server-faults');
+const {
+  checkFailure,
+  sendFailure,
+  refuseStreamingList,
+  sendExpiredStatus,
+  checkHugePage,
+  sendHugePage,
+} = require('./server-faults');
 const { startChaos } = require('./chaos');
 const { partialKind } = require('./metadata');
 
@@ -79,6 +86,8 @@ const BUILTIN_RESOURCES = [
   'endpoints',
   'configmaps',
   'secrets',
+  'limitranges',
+  'resourcequotas',
   'serviceaccounts',
   'events',
   'namespaces',
@@ -97,6 +106,17 @@ const BUILTIN_RESOURCES = [
 ];
 
 // The HTTP/2 compat request's socket getter throws once the stream is gone.
+/** Whether the request is a list (a GET of a known collection, not a watch). */
+function isListRequest(req, r, params, store) {
+  return Boolean(
+    r &&
+    r.type === 'resource' &&
+    r.name === undefined &&
+    !isWatchRequest(req, r, params) &&
+    lookupResource(store, r),
+  );
+}
+
 function remotePort(req) {
   try {
     return req.socket && req.socket.remotePort;
@@ -161,6 +181,7 @@ class Simulator extends EventEmitter {
     this.fault = null;
     this.faultQueue = [];
     this.failures = [];
+    this.hugePages = [];
     this.closing = null;
     this.http2 = new Http2Sessions(this.options.maxConcurrentStreams);
   }
@@ -230,7 +251,12 @@ class Simulator extends EventEmitter {
       http2: req.httpVersionMajor === 2,
       socketId: tcp ? tcp.id : null,
       time: Date.now(),
+      // The status answered, once the response is over (null: closed before any headers).
+      status: undefined,
     };
+    res.once('close', () => {
+      record.status = res.headersSent ? res.statusCode : null;
+    });
     this.requests.push(record);
     this.emit('request', record);
     if (this.closing) return res.destroy();
@@ -256,6 +282,8 @@ class Simulator extends EventEmitter {
       // Scripted failures hit lists and watches alike, before authentication (see below).
       if (r && r.type === 'resource' && this.failures.length)
         done = sendFailure(res, r, this.failures.shift());
+      else if (this.hugePages.length && isListRequest(req, r, params, this.store))
+        done = sendHugePage(this, res, lookupResource(this.store, r), this.hugePages.shift());
       else if (isWatchRequest(req, r, params)) done = this.serveWatch(req, res, r, params, record);
       else if (!this.authorized(req, record)) done = sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
       else done = route(this, req, res, r, params);
@@ -486,10 +514,21 @@ class Simulator extends EventEmitter {
    * @param {number} count
    * @param {number} status
    * @param {number} [retryAfter] seconds
+   * @param {{retryAfterIn?: 'both'|'header'|'details'}} [options] say retryAfter only in the
+   *   header or only in the Status details (default both, as the API server does)
    */
-  failNext(count, status, retryAfter) {
-    const failure = checkFailure(count, status, retryAfter);
+  failNext(count, status, retryAfter, options) {
+    const failure = checkFailure(count, status, retryAfter, options);
     for (let i = 0; i < count; i++) this.failures.push(failure);
+  }
+
+  /**
+   * Answers the next list request (not a watch, before authentication, as failNext does) with
+   * a page far larger than an API server sends, fast or trickled; see server-faults.js.
+   * @param {import('./server-faults').HugePage} page
+   */
+  hugePageNext(page) {
+    this.hugePages.push(checkHugePage(page));
   }
 
   /**
@@ -502,9 +541,14 @@ class Simulator extends EventEmitter {
     this.options.token = token;
   }
 
-  /** Breaks every watch mid-stream (a broken connection, not a clean end). */
+  /**
+   * Breaks every watch mid-stream (a broken connection, not a clean end).
+   * @returns {number} how many watches were open (and so were broken)
+   */
   cutWatches() {
+    const open = this.watches.size;
     for (const w of this.watches) w.cut();
+    return open;
   }
 
   /** Ends every watch cleanly, as when their timeouts expire. */

@@ -18,14 +18,14 @@ use napi_derive::napi;
 use self::strings::copied_string;
 use crate::auth::{ClusterSpec, Connection, Credential, InClusterEnv, Plan, plan};
 use crate::batch::Batch;
+use crate::error::Error;
 use crate::error::Failure;
-use crate::error::{WatchError, describe_chain};
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
+use crate::http::ClientKey;
 use crate::http::{ConnectionPool, Get, Kind};
 use crate::proxy::ProxyEnv;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
-use crate::tls::ClientKey;
 use crate::watch::{Watch, WatchConfig};
 
 /// One process-wide pool, so every watch to a cluster shares its connections.
@@ -368,29 +368,16 @@ pub fn fetch_text(
             bearer: connection.bearer.clone(),
             accept: Some(accept),
         };
-        let describe = |err: WatchError| {
-            let text = match &err {
-                WatchError::Connect(source) | WatchError::Body(source) => {
-                    format!("{what}: {}", describe_chain(source.as_ref()))
-                }
-                other => format!("{what}: {other}"),
-            };
-            fail(redactor.apply(&text))
-        };
+        let describe = |err: Error| fail(redactor.apply(&format!("{what}: {}", err.describe())));
         let mut response = POOL
             .get(&client, &get, Kind::Short)
             .await
             .map_err(describe)?;
-        let mut body = Vec::new();
-        // Read into `body` before the head is used: `response` is still needed for the headers.
-        while let Some(chunk) = response.chunk().await.map_err(describe)? {
-            body.extend_from_slice(&chunk);
-            if body.len() > max_bytes as usize {
-                return Err(fail(format!(
-                    "{what}: answer larger than {max_bytes} bytes"
-                )));
-            }
-        }
+        // Read before the head is used: `response` is still needed for the headers.
+        let body = response
+            .read_to_end(max_bytes as usize, None)
+            .await
+            .map_err(describe)?;
         let content_type = response
             .headers()
             .get(http::header::CONTENT_TYPE)
@@ -405,8 +392,10 @@ pub fn fetch_text(
     .build(env)
 }
 
-/// One HTTP/2 connection of the pool, for `watcher.stats()`.
+/// One HTTP/2 connection of the pool, for `watcher.stats()` (and, as JSON, the metrics).
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionInfo {
     /// Streams booked or running on it.
     pub streams: u32,
@@ -416,8 +405,11 @@ pub struct ConnectionInfo {
     pub accepting: bool,
 }
 
-/// The pool's connections to one cluster origin (per TLS identity), for `watcher.stats()`.
+/// The pool's connections to one cluster origin (per TLS identity), for `watcher.stats()` (and,
+/// as JSON, the metrics).
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClusterConnections {
     /// `scheme://host:port` of the API server.
     pub origin: String,

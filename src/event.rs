@@ -11,7 +11,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use crate::error::Failure;
+use crate::error::{Failure, status_code};
 
 /// What one line of the body means.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,13 +156,8 @@ pub fn classify(line: &[u8]) -> Line {
     match serde_json::from_str::<WireEvent>(text) {
         // The API server ends a watch it cannot serve (410 Expired, mostly) with a Status.
         Ok(event) if event.kind == "ERROR" => {
-            let code = event
-                .object
-                .and_then(|object| object.0.code)
-                .filter(|code| (1..=999).contains(code))
-                .unwrap_or(500);
-            // The filter above keeps the code inside u16.
-            Line::Error(Failure::from_status(code as u16))
+            let code = event.object.and_then(|object| object.0.code);
+            Line::Error(Failure::from_status(status_code(code)))
         }
         Ok(event) => Line::Event {
             resource_version: event.object.and_then(|object| object.0.resource_version),

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use percent_encoding::percent_decode_str;
 
-use crate::error::WatchError;
+use crate::error::Error;
 
 /// How we talk to the proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,15 +65,14 @@ impl Proxy {
     /// Parses a proxy URL (`http://[user:pass@]host[:port]`, `socks5://…`; a bare `host:port`
     /// means `http://`, as Go reads the environment). The error never quotes the URL, which
     /// may hold a password.
-    pub fn parse(text: &str, source: &str) -> Result<Self, WatchError> {
+    pub fn parse(text: &str, source: &str) -> Result<Self, Error> {
         let text = text.trim();
         let with_scheme = if text.contains("://") {
             text.to_owned()
         } else {
             format!("http://{text}")
         };
-        let bad =
-            |why: &str| WatchError::Config(format!("{source} is not a usable proxy URL: {why}"));
+        let bad = |why: &str| Error::Config(format!("{source} is not a usable proxy URL: {why}"));
         let url = reqwest::Url::parse(&with_scheme).map_err(|err| bad(&err.to_string()))?;
         let (scheme, default_port) = match url.scheme() {
             "http" => (ProxyScheme::Http, 80),
@@ -114,7 +113,7 @@ impl Proxy {
     }
 
     /// The same proxy for `reqwest` (HTTP/1.1 requests).
-    pub fn to_reqwest(&self) -> Result<reqwest::Proxy, WatchError> {
+    pub fn to_reqwest(&self) -> Result<reqwest::Proxy, Error> {
         let scheme = match self.scheme {
             ProxyScheme::Http => "http",
             // `socks5h`: the proxy resolves the name, as our own tunnel lets it.
@@ -126,7 +125,7 @@ impl Proxy {
             self.host.clone()
         };
         let proxy = reqwest::Proxy::all(format!("{scheme}://{host}:{}", self.port))
-            .map_err(|_| WatchError::Config(format!("proxy {self} cannot be used")))?;
+            .map_err(|_| Error::Config(format!("proxy {self} cannot be used")))?;
         Ok(match &self.auth {
             Some((user, password)) => proxy.basic_auth(user, password),
             None => proxy,
@@ -168,12 +167,12 @@ pub fn choose(
     target: &str,
     cluster_proxy: Option<&str>,
     env: &ProxyEnv,
-) -> Result<Option<Proxy>, WatchError> {
+) -> Result<Option<Proxy>, Error> {
     if let Some(url) = cluster_proxy.filter(|u| !u.trim().is_empty()) {
         return Proxy::parse(url, "clusterDetails.proxyUrl").map(Some);
     }
     let url = reqwest::Url::parse(target)
-        .map_err(|err| WatchError::Config(format!("cluster URL '{target}' is invalid: {err}")))?;
+        .map_err(|err| Error::Config(format!("cluster URL '{target}' is invalid: {err}")))?;
     let (variable, name) = match url.scheme() {
         "https" => (&env.https, "HTTPS_PROXY"),
         _ => (&env.http, "HTTP_PROXY"),

@@ -16,20 +16,14 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::batch::Batch;
-use crate::error::{Failure, WatchError, describe_chain};
+use crate::error::{Error, Failure};
 use crate::event::{Line, classify};
-use crate::framing::LineFramer;
+use crate::http::ClientKey;
 use crate::http::{ConnectionPool, Get, Kind};
 use crate::outbox::Outbox;
 pub use crate::outbox::QUEUE_BUDGET_BYTES;
 use crate::projection::Projection;
 use crate::redact::Redactor;
-use crate::tls::ClientKey;
-
-/// How much of an error response's body goes into the warning.
-const ERROR_BODY_BYTES: usize = 4096;
-/// How long to wait for the rest of an error response's body.
-const ERROR_BODY_WAIT: Duration = Duration::from_secs(5);
 
 /// Everything the task needs, resolved before it starts.
 #[derive(Debug, Clone)]
@@ -139,25 +133,19 @@ struct Producer {
 impl Producer {
     async fn run(&self, config: &WatchConfig, pool: &ConnectionPool) {
         if let Err(err) = self.stream(config, pool).await {
-            let detail = match &err {
-                WatchError::Connect(source) | WatchError::Body(source) => {
-                    format!("{}: {}", err_prefix(&err), describe_chain(source.as_ref()))
-                }
-                other => other.to_string(),
-            };
-            self.warn(config, &detail);
+            self.warn(config, &err.describe());
             self.outbox.push_failure(&err.failure());
         }
     }
 
-    async fn stream(&self, config: &WatchConfig, pool: &ConnectionPool) -> Result<(), WatchError> {
+    async fn stream(&self, config: &WatchConfig, pool: &ConnectionPool) -> Result<(), Error> {
         let get = Get {
             url: config.url.clone(),
             bearer: config.bearer.clone(),
             // `metadataOnly`: PartialObjectMetadata (see `Projection`).
             accept: config.projection.as_ref().and_then(|p| p.accept(true)),
         };
-        let mut response = pool.get(&config.client, &get, Kind::Watch).await?;
+        let response = pool.get(&config.client, &get, Kind::Watch).await?;
         let status = response.status();
         if status == 406 && get.accept.is_some() {
             let detail = "the server answered 406 Not Acceptable to a metadata-only \
@@ -165,40 +153,16 @@ impl Producer {
             self.warn(config, detail);
         }
         if !(200..300).contains(&status) {
-            return Err(WatchError::Status {
+            return Err(Error::Status {
                 status,
-                body: read_error_body(response).await,
+                body: response.error_body().await,
             });
         }
-
-        let mut framer = LineFramer::new(config.max_line_bytes);
-        let limit = |_| WatchError::LineTooLong {
-            limit: config.max_line_bytes,
-        };
-        loop {
-            let next = response.chunk();
-            let chunk = match config.idle_timeout {
-                Some(idle) => {
-                    tokio::time::timeout(idle, next)
-                        .await
-                        .map_err(|_| WatchError::Idle {
-                            seconds: idle.as_secs_f64(),
-                        })?
-                }
-                None => next.await,
-            };
-            let Some(chunk) = chunk? else {
+        let mut lines = response.lines(config.max_line_bytes, config.idle_timeout);
+        while let Some(line) = lines.next().await? {
+            if self.deliver(config, line).await == Flow::Stop {
                 break;
-            };
-            framer.push(&chunk);
-            while let Some(line) = framer.next_line().map_err(limit)? {
-                if self.deliver(config, line).await == Flow::Stop {
-                    return Ok(());
-                }
             }
-        }
-        if let Some(line) = framer.finish().map_err(limit)? {
-            self.deliver(config, line).await;
         }
         Ok(())
     }
@@ -243,35 +207,6 @@ impl Producer {
             config.resource_path, config.cluster_name
         );
         self.outbox.push_warning(config.redactor.apply(&text));
-    }
-}
-
-fn err_prefix(err: &WatchError) -> &'static str {
-    match err {
-        WatchError::Body(_) => "watch stream broke",
-        _ => "request failed",
-    }
-}
-
-/// The start of an error response's body (waiting a few seconds at most for it), trimmed.
-pub(crate) async fn read_error_body(mut response: crate::http::Response) -> String {
-    let mut body = Vec::new();
-    let read = async {
-        while body.len() < ERROR_BODY_BYTES {
-            match response.chunk().await {
-                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-                _ => break,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(ERROR_BODY_WAIT, read).await;
-    body.truncate(ERROR_BODY_BYTES);
-    let text = String::from_utf8_lossy(&body);
-    let text = text.trim();
-    if text.is_empty() {
-        "(empty body)".to_owned()
-    } else {
-        text.to_owned()
     }
 }
 

@@ -1,6 +1,7 @@
 //! Property-based fuzzing of framing + classification together: arbitrary byte streams made
 //! of valid watch events, blank lines, garbage and overlong lines, cut into arbitrary chunks.
-//! Every valid event line must come out exactly once, whole and in order; nothing panics.
+//! Every valid event line before the first overlong line must come out exactly once, whole and
+//! in order; the overlong line is refused (nothing after it comes out); nothing panics.
 //!
 //! The number of cases defaults to proptest's 256 (the bounded run in `npm test`); set
 //! `PROPTEST_CASES` for a longer run, e.g. `PROPTEST_CASES=200000 cargo test --release --test
@@ -16,6 +17,8 @@ enum Piece {
     Event(String),
     /// Something the classifier must skip or warn about, never deliver.
     Noise(Vec<u8>),
+    /// A line over the framer's limit: refused, and the stream ends there.
+    Overlong(String),
 }
 
 fn event_line() -> impl Strategy<Value = Piece> {
@@ -29,6 +32,21 @@ fn event_line() -> impl Strategy<Value = Piece> {
                 serde_json::json!({"metadata": {"name": name, "resourceVersion": rv.to_string()}});
             Piece::Event(serde_json::json!({"type": kind, "object": object}).to_string())
         })
+}
+
+/// The framer's line limit in the first property: above every generated event and noise line
+/// (an event is at most ~230 bytes), so only an overlong line reaches it.
+const LIMIT: usize = 512;
+
+/// A line just over [`LIMIT`] (by 1 to 300 bytes, often by one: the framer allows a byte of
+/// slack for a `\r` while a line is incomplete) that would otherwise be a valid event, so
+/// letting it through would show as a delivered event.
+fn overlong_line() -> impl Strategy<Value = String> {
+    prop_oneof![Just(1usize), Just(2), 1usize..=300].prop_map(|over| {
+        let shell = r#"{"type":"ADDED","object":{"metadata":{"name":""}}}"#.len();
+        let name = "x".repeat(LIMIT + over - shell);
+        serde_json::json!({"type": "ADDED", "object": {"metadata": {"name": name}}}).to_string()
+    })
 }
 
 fn noise_line() -> impl Strategy<Value = Piece> {
@@ -52,11 +70,18 @@ fn noise_line() -> impl Strategy<Value = Piece> {
 proptest! {
     #[test]
     fn every_valid_event_comes_out_once_in_order(
-        pieces in prop::collection::vec(prop_oneof![3 => event_line(), 1 => noise_line()], 0..40),
+        mut pieces in prop::collection::vec(prop_oneof![3 => event_line(), 1 => noise_line()], 0..40),
+        overlong in prop::option::of((any::<prop::sample::Index>(), overlong_line())),
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
         crlf in any::<bool>(),
         trailing_newline in any::<bool>(),
     ) {
+        // Half the cases carry one overlong line, anywhere (last included).
+        let overlong_at = overlong.map(|(at, line)| {
+            let at = at.index(pieces.len() + 1);
+            pieces.insert(at, Piece::Overlong(line));
+            at
+        });
         let ending: &[u8] = if crlf { b"\r\n" } else { b"\n" };
         let mut body = Vec::new();
         let mut expected = Vec::new();
@@ -64,9 +89,15 @@ proptest! {
             match piece {
                 Piece::Event(text) => {
                     body.extend_from_slice(text.as_bytes());
-                    expected.push(text.clone());
+                    if overlong_at.is_none_or(|at| i < at) {
+                        expected.push(text.clone());
+                    }
                 }
                 Piece::Noise(bytes) => body.extend_from_slice(bytes),
+                Piece::Overlong(text) => {
+                    prop_assert!(text.len() > LIMIT);
+                    body.extend_from_slice(text.as_bytes());
+                }
             }
             if i + 1 < pieces.len() || trailing_newline {
                 body.extend_from_slice(ending);
@@ -75,24 +106,38 @@ proptest! {
         let mut points: Vec<usize> = cuts.iter().map(|i| i.index(body.len() + 1)).collect();
         points.sort_unstable();
 
-        let mut framer = LineFramer::new(4096);
+        let mut framer = LineFramer::new(LIMIT);
         let mut delivered = Vec::new();
         let mut keep = |line: &[u8]| {
             if matches!(classify(line), Line::Event { .. }) {
                 delivered.push(String::from_utf8(line.to_vec()).unwrap());
             }
         };
+        // As the watch does: the first refused line ends the stream.
+        let mut refused = None;
         let mut start = 0;
-        for point in points.into_iter().chain([body.len()]) {
+        'body: for point in points.into_iter().chain([body.len()]) {
             framer.push(&body[start..point]);
             start = point;
-            while let Some(line) = framer.next_line().unwrap() {
-                keep(&line);
+            loop {
+                match framer.next_line() {
+                    Ok(Some(line)) => keep(&line),
+                    Ok(None) => break,
+                    Err(err) => {
+                        refused = Some(err);
+                        break 'body;
+                    }
+                }
             }
         }
-        if let Some(line) = framer.finish().unwrap() {
-            keep(&line);
+        if refused.is_none() {
+            match framer.finish() {
+                Ok(Some(line)) => keep(&line),
+                Ok(None) => {}
+                Err(err) => refused = Some(err),
+            }
         }
+        prop_assert_eq!(refused.map(|err| err.limit), overlong_at.map(|_| LIMIT));
         prop_assert_eq!(delivered, expected);
     }
 

@@ -8,8 +8,13 @@ import type {
   KubernetesWatchOptions,
 } from '@backstage/plugin-kubernetes-common';
 import type { LoggerService } from '@backstage/backend-plugin-api';
+import * as otel from '@opentelemetry/api';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import {
+  METRICS,
   NativeKubernetesWatcher,
+  registerMetrics,
+  type MetricsRegistration,
   type KubernetesInformer,
   type KubernetesInformerEvent,
   type KubernetesWatchEvent as OwnEvent,
@@ -141,13 +146,24 @@ export async function informerUsage(
   const pod = informer.get('web');
   const pods = informer.list({ labelSelector: 'app=web' });
   const stats = informer.stats();
+  const lag: number = stats.slowestConsumerPending + stats.secondsSinceLastEvent + stats.delivered;
   informer.close();
   return (
     relists +
     pods.length +
     (pod ? 1 : 0) +
     stats.reconnects +
+    lag +
     informer.size +
     (informer.resourceVersion ?? '').length
   );
+}
+
+// Metrics on an OpenTelemetry SDK's meter provider, and on a meter of the API.
+export function metricsUsage(watcher: NativeKubernetesWatcher): string[] {
+  const viaProvider: MetricsRegistration = watcher.metrics({ meterProvider: new MeterProvider() });
+  const viaMeter = registerMetrics(watcher, { meter: otel.metrics.getMeter('app') });
+  viaProvider.close();
+  viaMeter.close();
+  return METRICS.map((m) => `${m.name} ${m.unit}`);
 }

@@ -10,9 +10,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
+use super::key::{CONNECT_TIMEOUT, ClientKey, TCP_KEEPALIVE};
 use super::tunnel;
-use crate::error::WatchError;
-use crate::tls::{CONNECT_TIMEOUT, ClientKey, TCP_KEEPALIVE};
+use crate::error::Error;
 
 /// What the TLS handshake settled.
 pub enum Dialled {
@@ -26,13 +26,13 @@ pub enum Dialled {
 pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
 /// Connects to the key's origin (`https://host:port`) with `tls` (whose ALPN must offer `h2`).
-pub async fn dial(key: &ClientKey, tls: Arc<ClientConfig>) -> Result<Dialled, WatchError> {
+pub async fn dial(key: &ClientKey, tls: Arc<ClientConfig>) -> Result<Dialled, Error> {
     let origin = key.origin.as_str();
     let url = reqwest::Url::parse(origin)
-        .map_err(|err| WatchError::Config(format!("cluster URL '{origin}' is invalid: {err}")))?;
+        .map_err(|err| Error::Config(format!("cluster URL '{origin}' is invalid: {err}")))?;
     let host = url
         .host_str()
-        .ok_or_else(|| WatchError::Config(format!("cluster URL '{origin}' has no host")))?;
+        .ok_or_else(|| Error::Config(format!("cluster URL '{origin}' has no host")))?;
     // `[::1]` in a URL is `::1` to the resolver and to certificate verification.
     let bare_host = host
         .trim_start_matches('[')
@@ -45,14 +45,14 @@ pub async fn dial(key: &ClientKey, tls: Arc<ClientConfig>) -> Result<Dialled, Wa
         .clone()
         .unwrap_or_else(|| bare_host.clone());
     let server_name = ServerName::try_from(name.clone())
-        .map_err(|err| WatchError::Config(format!("'{name}' is not a valid TLS name: {err}")))?;
+        .map_err(|err| Error::Config(format!("'{name}' is not a valid TLS name: {err}")))?;
 
     let connect = async {
         let tcp = match &key.proxy {
             Some(proxy) => tunnel::open(proxy, &bare_host, port).await?,
             None => TcpStream::connect((bare_host.as_str(), port))
                 .await
-                .map_err(|err| WatchError::Connect(Box::new(err)))?,
+                .map_err(|err| Error::Connect(Box::new(err)))?,
         };
         tcp.set_nodelay(true).ok();
         let keepalive = socket2::TcpKeepalive::new()
@@ -66,12 +66,12 @@ pub async fn dial(key: &ClientKey, tls: Arc<ClientConfig>) -> Result<Dialled, Wa
         TlsConnector::from(tls)
             .connect(server_name, tcp)
             .await
-            .map_err(|err| WatchError::Connect(Box::new(err)))
+            .map_err(|err| Error::Connect(Box::new(err)))
     };
     let stream = tokio::time::timeout(CONNECT_TIMEOUT, connect)
         .await
         .map_err(|_| {
-            WatchError::Connect(
+            Error::Connect(
                 format!("no TLS connection within {} s", CONNECT_TIMEOUT.as_secs()).into(),
             )
         })??;

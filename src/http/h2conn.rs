@@ -18,7 +18,7 @@ use h2::{Ping, PingPong, Reason};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
-use crate::error::WatchError;
+use crate::error::Error;
 
 /// HTTP/2 flow-control window of one stream. A consumer that stops reading holds at most this
 /// much unread data for its stream; so the data a connection buffers is at most this times
@@ -88,7 +88,7 @@ pub struct H2Connection {
 impl H2Connection {
     /// Runs the HTTP/2 handshake on `io`, spawns the task that drives the connection, and
     /// returns once the peer's SETTINGS (and so its stream limit) are known.
-    pub async fn handshake<T>(io: T, keep_alive: KeepAlive) -> Result<Self, WatchError>
+    pub async fn handshake<T>(io: T, keep_alive: KeepAlive) -> Result<Self, Error>
     where
         T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -99,7 +99,7 @@ impl H2Connection {
             .enable_push(false)
             .handshake::<_, Bytes>(io)
             .await
-            .map_err(|err| WatchError::Connect(Box::new(err)))?;
+            .map_err(|err| Error::Connect(Box::new(err)))?;
         let pings = connection
             .ping_pong()
             .expect("a new connection's ping handle is taken once, here");
@@ -114,8 +114,8 @@ impl H2Connection {
         ));
         match settled_rx.await {
             Ok(Ok(())) => Ok(Self { sender, closed }),
-            Ok(Err(err)) => Err(WatchError::Connect(Box::new(err))),
-            Err(_) => Err(WatchError::Connect(
+            Ok(Err(err)) => Err(Error::Connect(Box::new(err))),
+            Err(_) => Err(Error::Connect(
                 "the HTTP/2 connection closed during its handshake".into(),
             )),
         }
@@ -333,7 +333,8 @@ mod tests {
         let mut body = response.into_body();
         let outcome = tokio::time::timeout(Duration::from_secs(5), body.data()).await;
         let outcome = outcome.expect("the body fails instead of waiting forever");
-        assert!(matches!(outcome, Some(Err(_)) | None), "{outcome:?}");
+        // A failure, not a clean end: the server never ended the stream.
+        assert!(matches!(outcome, Some(Err(_))), "{outcome:?}");
         assert!(started.elapsed() >= Duration::from_millis(150));
         assert!(conn.is_closed());
     }
@@ -349,18 +350,74 @@ mod tests {
 
     #[tokio::test]
     async fn after_goaway_running_streams_go_on_and_new_ones_are_turned_away() {
-        let (conn, seen) = connect(10, Answer::Hold, true).await;
+        // A server allowing one stream: it answers the first, sends GOAWAY, and once told
+        // (after the client was turned away) sends data on the running stream and ends it.
+        let (client_io, server_io) = tokio::io::duplex(1 << 20);
+        let (send_tx, send_rx) = oneshot::channel::<()>();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = seen.clone();
+        let server = tokio::spawn(async move {
+            let mut server = h2::server::Builder::new()
+                .max_concurrent_streams(1)
+                .handshake::<_, Bytes>(server_io)
+                .await
+                .unwrap();
+            let (_request, mut respond) = server.accept().await.unwrap().unwrap();
+            counter.fetch_add(1, Ordering::SeqCst);
+            let mut body = respond
+                .send_response(http::Response::new(()), false)
+                .unwrap();
+            server.graceful_shutdown();
+            let drive = async {
+                while let Some(accepted) = server.accept().await {
+                    if accepted.is_ok() {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            };
+            let send = async {
+                send_rx.await.unwrap();
+                body.send_data(Bytes::from_static(b"after goaway"), true)
+                    .unwrap();
+            };
+            tokio::join!(drive, send);
+        });
+        let conn = H2Connection::handshake(client_io, KeepAlive::default())
+            .await
+            .unwrap();
         let Opened::Response(running) = conn.open(request()).await else {
             panic!("the first stream opens");
         };
         assert_eq!(running.status(), 200);
-        // Let the GOAWAY arrive.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(matches!(conn.open(request()).await, Opened::Retry(_)));
-        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        // The one stream the server allows is taken, so this request waits inside h2, unsent,
+        // until the GOAWAY turns it away: refused or closing, not given up as still queued.
+        let second = conn.open(request()).await;
+        assert!(
+            matches!(
+                second,
+                Opened::Retry(Unopened::Refused(_) | Unopened::Closing(_))
+            ),
+            "turned away by the GOAWAY"
+        );
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            1,
+            "it never reached the server"
+        );
         assert!(
             !conn.is_closed(),
             "the running stream keeps the connection open"
         );
+        // Data sent after the GOAWAY still arrives on the running stream, then its clean end.
+        send_tx.send(()).unwrap();
+        let mut body = running.into_body();
+        let data = tokio::time::timeout(Duration::from_secs(5), body.data())
+            .await
+            .expect("the running stream goes on")
+            .expect("data, not the end")
+            .expect("data, not an error");
+        assert_eq!(&data[..], b"after goaway");
+        assert!(body.data().await.is_none(), "then it ends cleanly");
+        server.await.unwrap();
     }
 }

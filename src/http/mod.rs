@@ -10,15 +10,17 @@
 
 mod dial;
 mod h2conn;
+mod key;
 mod pool;
 mod response;
 mod tunnel;
 
 pub use h2conn::{ASSUMED_STREAM_LIMIT, STREAM_START_WAIT, STREAM_WINDOW};
-pub use pool::{ConnectionPool, ConnectionStats, OriginStats, StreamSlot, capacity};
-pub use response::Response;
+pub use key::{CONNECT_TIMEOUT, ClientKey, TCP_KEEPALIVE};
+pub use pool::{ConnectionPool, ConnectionStats, OriginStats, capacity};
+pub use response::{Lines, Response};
 
-use crate::error::WatchError;
+use crate::error::Error;
 
 /// What a request is for, which decides how many of them a connection carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,14 +57,14 @@ impl Get {
         }
     }
 
-    fn h2_request(&self) -> Result<http::Request<()>, WatchError> {
+    fn h2_request(&self) -> Result<http::Request<()>, Error> {
         let mut request = http::Request::get(&self.url)
             .header(http::header::ACCEPT, self.accept())
             .header(http::header::ACCEPT_ENCODING, "gzip");
         if let Some(token) = &self.bearer {
             let mut value =
                 http::HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| {
-                    WatchError::Config(
+                    Error::Config(
                         "the bearer token holds characters an HTTP header cannot carry".to_owned(),
                     )
                 })?;
@@ -73,6 +75,6 @@ impl Get {
         }
         request
             .body(())
-            .map_err(|err| WatchError::Config(format!("cannot build the request: {err}")))
+            .map_err(|err| Error::Config(format!("cannot build the request: {err}")))
     }
 }

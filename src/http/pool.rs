@@ -23,11 +23,11 @@ use tokio::sync::watch;
 
 use super::dial::{ALPN, Dialled, dial};
 use super::h2conn::{ASSUMED_STREAM_LIMIT, H2Connection, KeepAlive, Opened, Unopened};
+use super::key::{CONNECT_TIMEOUT, ClientKey};
 use super::response::Response;
 use super::tunnel;
 use super::{Get, Kind};
-use crate::error::{WatchError, describe_chain};
-use crate::tls::ClientKey;
+use crate::error::Error;
 
 /// How many times a request is moved to another connection (refused, queued, GOAWAY) before
 /// it fails with an error saying why.
@@ -103,7 +103,15 @@ enum Settled {
     Ready(Arc<H2Connection>),
     /// The server chose HTTP/1.1: the origin's requests go through `reqwest` from now on.
     Http1,
+    /// The attempt failed, as [`Error::describe`] said it (every request booked on it gets
+    /// the same text).
     Failed(Arc<str>),
+}
+
+impl Settled {
+    fn failed(err: &Error) -> Self {
+        Self::Failed(err.describe().into())
+    }
 }
 
 /// A place on a connection (or an HTTP/1.1 request in flight), given back when dropped.
@@ -182,7 +190,7 @@ impl Origin {
     }
 
     /// Picks the connection for one request of `kind`, opening one when all are full.
-    fn place(self: &Arc<Self>, kind: Kind) -> Result<Placement, WatchError> {
+    fn place(self: &Arc<Self>, kind: Kind) -> Result<Placement, Error> {
         let mut state = self.lock();
         let Some(tls) = state.tls.clone() else {
             return self.place_http1(&mut state);
@@ -255,7 +263,7 @@ impl Origin {
         })
     }
 
-    fn place_http1(self: &Arc<Self>, state: &mut OriginState) -> Result<Placement, WatchError> {
+    fn place_http1(self: &Arc<Self>, state: &mut OriginState) -> Result<Placement, Error> {
         let client = match &state.http1 {
             Some(client) => client.clone(),
             None => {
@@ -284,11 +292,13 @@ impl Origin {
                 Dialled::Http1 => Ok(None),
             }
         };
-        let outcome = match tokio::time::timeout(crate::tls::CONNECT_TIMEOUT, opened).await {
+        let outcome = match tokio::time::timeout(CONNECT_TIMEOUT, opened).await {
             Ok(Ok(Some(conn))) => Settled::Ready(Arc::new(conn)),
             Ok(Ok(None)) => Settled::Http1,
-            Ok(Err(err)) => Settled::Failed(describe(&err).into()),
-            Err(_) => Settled::Failed("the HTTP/2 handshake did not finish in time".into()),
+            Ok(Err(err)) => Settled::failed(&err),
+            Err(_) => Settled::failed(&Error::Connect(
+                "the HTTP/2 handshake did not finish in time".into(),
+            )),
         };
         let mut state = self.lock();
         let index = state.connections.iter().position(|c| c.id == id);
@@ -302,7 +312,7 @@ impl Origin {
                     Ok(client) => client,
                     Err(err) => {
                         drop(state);
-                        settle.send_replace(Settled::Failed(describe(&err).into()));
+                        settle.send_replace(Settled::failed(&err));
                         return;
                     }
                 });
@@ -324,21 +334,12 @@ impl Origin {
     }
 }
 
-fn no_streams() -> WatchError {
-    WatchError::Connect(
-        "the server admits no streams now (SETTINGS_MAX_CONCURRENT_STREAMS = 0)".into(),
-    )
-}
-
-fn describe(err: &WatchError) -> String {
-    match err {
-        WatchError::Connect(source) => describe_chain(source.as_ref()),
-        other => other.to_string(),
-    }
+fn no_streams() -> Error {
+    Error::Connect("the server admits no streams now (SETTINGS_MAX_CONCURRENT_STREAMS = 0)".into())
 }
 
 impl ConnectionPool {
-    fn origin(&self, key: &ClientKey) -> Result<Arc<Origin>, WatchError> {
+    fn origin(&self, key: &ClientKey) -> Result<Arc<Origin>, Error> {
         let mut origins = self
             .origins
             .lock()
@@ -366,12 +367,7 @@ impl ConnectionPool {
 
     /// Sends `get` to the cluster of `key` and returns the response head, on a connection with a
     /// stream free for a request of `kind`.
-    pub async fn get(
-        &self,
-        key: &ClientKey,
-        get: &Get,
-        kind: Kind,
-    ) -> Result<Response, WatchError> {
+    pub async fn get(&self, key: &ClientKey, get: &Get, kind: Kind) -> Result<Response, Error> {
         let origin = self.origin(key)?;
         let mut retries = 0;
         let mut last: Option<Unopened> = None;
@@ -387,7 +383,7 @@ impl ConnectionPool {
                     if let Some(err) = tunnel::http1_refusal(proxy, response.status().as_u16()) {
                         return Err(err);
                     }
-                    return Ok(Response::http1(response, slot));
+                    return Ok(Response::http1(response, Box::new(slot)));
                 }
                 Placement::Ready(conn, slot) => (conn, slot),
                 Placement::Booked {
@@ -399,7 +395,11 @@ impl ConnectionPool {
                         .wait_for(|s| !matches!(s, Settled::Pending))
                         .await
                         .map(|s| s.clone())
-                        .unwrap_or(Settled::Failed("the connection attempt was dropped".into()));
+                        .unwrap_or_else(|_| {
+                            Settled::failed(&Error::Connect(
+                                "the connection attempt was dropped".into(),
+                            ))
+                        });
                     match outcome {
                         Settled::Ready(conn) if ticket < capacity(conn.stream_limit(), kind) => {
                             (conn, slot)
@@ -410,15 +410,13 @@ impl ConnectionPool {
                         // Booked beyond what the server allows, or it speaks HTTP/1.1: place
                         // again (the slot goes back first).
                         Settled::Ready(_) | Settled::Http1 | Settled::Pending => continue,
-                        Settled::Failed(reason) => {
-                            return Err(WatchError::Connect(reason.to_string().into()));
-                        }
+                        Settled::Failed(reason) => return Err(Error::Shared(reason)),
                     }
                 }
             };
             match conn.open(get.h2_request()?).await {
-                Opened::Response(response) => return Ok(Response::h2(response, slot)),
-                Opened::Failed(err) => return Err(WatchError::Connect(Box::new(err))),
+                Opened::Response(response) => return Ok(Response::h2(response, Box::new(slot))),
+                Opened::Failed(err) => return Err(Error::Connect(Box::new(err))),
                 Opened::Retry(why) => {
                     origin.stop_using(slot.connection);
                     retries += 1;
@@ -430,7 +428,7 @@ impl ConnectionPool {
             }
         }
         let why = last.map_or_else(|| "every connection was full".to_owned(), |w| w.to_string());
-        Err(WatchError::Connect(
+        Err(Error::Connect(
             format!("no HTTP/2 stream could be opened after {retries} tries; last: {why}").into(),
         ))
     }

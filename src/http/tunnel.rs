@@ -6,30 +6,30 @@ use base64::Engine as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::error::WatchError;
+use crate::error::Error;
 use crate::proxy::{Proxy, ProxyScheme};
 
 /// The most a proxy's answer to `CONNECT` may take up.
 const MAX_CONNECT_RESPONSE: usize = 16 * 1024;
 
-fn failed(proxy: &Proxy, why: String) -> WatchError {
-    WatchError::Connect(format!("proxy {proxy}: {why}").into())
+fn failed(proxy: &Proxy, why: String) -> Error {
+    Error::Connect(format!("proxy {proxy}: {why}").into())
 }
 
 /// A failed HTTP/1.1 request (`reqwest`, which opens its own tunnels through the same proxy):
 /// a connection failure names the proxy, as our own tunnels' failures do, so that a refused
 /// SOCKS5 login or an unreachable proxy is not mistaken for the API server's fault.
-pub fn http1_error(proxy: Option<&Proxy>, err: reqwest::Error) -> WatchError {
+pub fn http1_error(proxy: Option<&Proxy>, err: reqwest::Error) -> Error {
     match proxy {
         Some(proxy) if err.is_connect() => failed(proxy, crate::error::describe_chain(&err)),
-        _ => WatchError::Connect(Box::new(err)),
+        _ => Error::Connect(Box::new(err)),
     }
 }
 
 /// A `407` answer to a plain `http://` request sent through an HTTP proxy comes from the proxy,
 /// never from the API server: it is a connection failure naming the proxy (as a refused
 /// `CONNECT` is), not an HTTP status of the cluster.
-pub fn http1_refusal(proxy: Option<&Proxy>, status: u16) -> Option<WatchError> {
+pub fn http1_refusal(proxy: Option<&Proxy>, status: u16) -> Option<Error> {
     match proxy {
         Some(proxy) if proxy.scheme == ProxyScheme::Http && status == 407 => Some(failed(
             proxy,
@@ -41,7 +41,7 @@ pub fn http1_refusal(proxy: Option<&Proxy>, status: u16) -> Option<WatchError> {
 }
 
 /// A TCP stream to `host:port` through `proxy`.
-pub async fn open(proxy: &Proxy, host: &str, port: u16) -> Result<TcpStream, WatchError> {
+pub async fn open(proxy: &Proxy, host: &str, port: u16) -> Result<TcpStream, Error> {
     let mut tcp = TcpStream::connect((proxy.host.as_str(), proxy.port))
         .await
         .map_err(|err| failed(proxy, format!("cannot connect: {err}")))?;
@@ -58,7 +58,7 @@ async fn http_connect(
     proxy: &Proxy,
     host: &str,
     port: u16,
-) -> Result<(), WatchError> {
+) -> Result<(), Error> {
     let authority = if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
@@ -114,7 +114,7 @@ async fn socks5_connect(
     proxy: &Proxy,
     host: &str,
     port: u16,
-) -> Result<(), WatchError> {
+) -> Result<(), Error> {
     let io = |err: std::io::Error| failed(proxy, format!("SOCKS5 handshake failed: {err}"));
     let methods: &[u8] = if proxy.auth.is_some() {
         &[0x00, 0x02]

@@ -90,12 +90,14 @@ impl Cache {
             }
         });
         self.fanout.push(&pending);
-        self.fanout.synced(rv, relist);
+        // Progress first: a consumer that takes the SYNCED and then reads the informer's
+        // resourceVersion or `synced` finds them already at the list's.
         let mut progress = self.progress();
         progress.resource_version.clear();
         progress.resource_version.push_str(rv);
         progress.synced = true;
         drop(progress);
+        self.fanout.synced(rv, relist);
         drop(store);
         changes
     }
@@ -167,6 +169,16 @@ impl Cache {
     /// Consumers still open.
     pub fn consumers(&self) -> usize {
         self.fanout.consumers()
+    }
+
+    /// Events taken by consumers so far, summed over them.
+    pub fn delivered(&self) -> u64 {
+        self.fanout.delivered()
+    }
+
+    /// The most changes pending in one consumer.
+    pub fn slowest_pending(&self) -> usize {
+        self.fanout.slowest_pending()
     }
 }
 

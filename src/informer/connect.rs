@@ -7,9 +7,9 @@ use std::pin::Pin;
 
 use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
 use crate::error::Failure;
+use crate::http::ClientKey;
 use crate::proxy::ProxyEnv;
 use crate::redact::Redactor;
-use crate::tls::ClientKey;
 
 /// A credential on its way (from a JavaScript callback, say).
 pub type CredentialFuture = Pin<Box<dyn Future<Output = Result<Credential, String>> + Send>>;

@@ -27,6 +27,7 @@
 //! with the watch core's [`BatchBuilder`] and its byte cap, on the consumer's task.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use tokio::sync::Notify;
@@ -212,7 +213,8 @@ impl Queue {
         self.ending != Ending::Open || !self.order.is_empty()
     }
 
-    fn take(&mut self) -> Option<Batch> {
+    /// The next batch; the events in it are added to `delivered`.
+    fn take(&mut self, delivered: &AtomicU64) -> Option<Batch> {
         if self.ending == Ending::Closed {
             return Some(Batch::end());
         }
@@ -220,6 +222,7 @@ impl Queue {
             return (self.ending == Ending::Draining).then(Batch::end);
         }
         let mut builder = BatchBuilder::default();
+        let mut events = 0;
         while !builder.is_full() {
             let Some((seq, slot)) = self.order.pop_first() else {
                 break;
@@ -229,17 +232,20 @@ impl Queue {
                     let Some((_, pending)) = self.pending.remove(&key) else {
                         continue;
                     };
+                    events += 1;
                     match pending {
                         Pending::Added(v) => self.write(&mut builder, ChangeKind::Added, &v),
                         Pending::Modified(v) => self.write(&mut builder, ChangeKind::Modified, &v),
                         Pending::Deleted(v) => self.write(&mut builder, ChangeKind::Deleted, &v),
                         Pending::Replaced { deleted, added } => {
+                            events += 1;
                             self.write(&mut builder, ChangeKind::Deleted, &deleted);
                             self.write(&mut builder, ChangeKind::Added, &added);
                         }
                     }
                 }
                 Slot::Synced { rv, relist } => {
+                    events += 1;
                     if self.later_synced == Some(seq) {
                         self.later_synced = None;
                     }
@@ -249,11 +255,13 @@ impl Queue {
                     ));
                 }
                 Slot::Error(json) => {
+                    events += 1;
                     self.error = None;
                     builder.push_generated(&json);
                 }
             }
         }
+        delivered.fetch_add(events, Ordering::Relaxed);
         let (mut batch, _) = builder.finish();
         batch.done = self.ending == Ending::Draining && self.order.is_empty();
         if self.order.is_empty() {
@@ -275,6 +283,8 @@ struct Shared {
     changed: Notify,
     /// Set once by [`Cursor::set_waker`].
     waker: OnceLock<Waker>,
+    /// The fanout's count of events taken, shared by all its cursors.
+    delivered: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -282,16 +292,18 @@ impl std::fmt::Debug for Shared {
         f.debug_struct("Shared")
             .field("queue", &self.queue)
             .field("waker", &self.waker.get().is_some())
+            .field("delivered", &self.delivered)
             .finish_non_exhaustive()
     }
 }
 
 impl Shared {
-    fn new(queue: Queue) -> Self {
+    fn new(queue: Queue, delivered: Arc<AtomicU64>) -> Self {
         Self {
             queue: Mutex::new(queue),
             changed: Notify::new(),
             waker: OnceLock::new(),
+            delivered,
         }
     }
 
@@ -318,7 +330,7 @@ impl Shared {
             .filter(|_| queue.armed && queue.has_batch());
         let batch = waker.and_then(|_| {
             queue.armed = false;
-            queue.take()
+            queue.take(&self.delivered)
         });
         drop(queue);
         self.changed.notify_one();
@@ -337,6 +349,8 @@ pub struct Fanout {
     ended: Mutex<bool>,
     /// The ERROR that ended the informer, for consumers that subscribe after it.
     terminal: Mutex<Option<String>>,
+    /// Events taken by all consumers, closed ones included (a count per batch, not per event).
+    delivered: Arc<AtomicU64>,
 }
 
 impl Fanout {
@@ -347,6 +361,7 @@ impl Fanout {
             resource_path,
             ended: Mutex::new(false),
             terminal: Mutex::new(None),
+            delivered: Arc::default(),
         }
     }
 
@@ -395,7 +410,7 @@ impl Fanout {
                 queue.push_synced(rv, false);
             }
         }
-        let shared = Arc::new(Shared::new(queue));
+        let shared = Arc::new(Shared::new(queue, self.delivered.clone()));
         cursors.push(Arc::downgrade(&shared));
         Cursor { shared }
     }
@@ -455,6 +470,19 @@ impl Fanout {
         self.each(|_| count += 1);
         count
     }
+
+    /// Events (changes, SYNCED and ERROR) taken by consumers so far, summed over them.
+    pub fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// The most changes pending in one open consumer (at most one per object): how far the
+    /// slowest consumer is behind. 0 without consumers.
+    pub fn slowest_pending(&self) -> usize {
+        let mut most = 0;
+        self.each(|shared| most = most.max(shared.lock().pending.len()));
+        most
+    }
 }
 
 /// One consumer's end of the fanout. Dropping it closes it.
@@ -467,7 +495,7 @@ impl Cursor {
     /// The ready changes as one batch (up to the batch byte cap), the end (`done`), or
     /// `None` when nothing is ready yet.
     pub fn take(&self) -> Option<Batch> {
-        self.shared.lock().take()
+        self.shared.lock().take(&self.shared.delivered)
     }
 
     /// Waits for a batch or the end; the end at once after `cancel`.

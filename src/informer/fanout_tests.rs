@@ -1,6 +1,9 @@
 //! Unit tests of the fanout: the coalescing table row by row, markers, batches and endings.
 
-use std::time::Duration;
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 
 use super::*;
 use crate::batch::MAX_BATCH_BYTES;
@@ -339,32 +342,61 @@ fn a_slow_consumers_memory_is_bounded_by_the_objects_and_others_are_not_held_up(
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_waiting_consumer_wakes_for_a_push_and_for_cancel() {
-    let fanout = Arc::new(fanout());
-    let cursor = Arc::new(fanout.subscribe(empty(), None));
+/// A waker that records that it was woken, for polling a future by hand.
+#[derive(Default)]
+struct Woken(AtomicBool);
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Woken {
+    /// Polls `future` once with this waker, clearing the record first.
+    fn poll<F: Future>(self: &Arc<Self>, future: Pin<&mut F>) -> Poll<F::Output> {
+        self.0.store(false, Ordering::SeqCst);
+        let waker = Waker::from(self.clone());
+        future.poll(&mut Context::from_waker(&waker))
+    }
+
+    fn was_woken(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+// Polled by hand rather than raced against a sleep: the first poll finds nothing and parks
+// (Pending), so the batch can only come from the push's (or the cancel's) wake.
+#[test]
+fn a_waiting_consumer_wakes_for_a_push_and_for_cancel() {
+    let fanout = fanout();
+    let cursor = fanout.subscribe(empty(), None);
     let cancel = CancellationToken::new();
-    let waiter = {
-        let (cursor, cancel) = (cursor.clone(), cancel.clone());
-        tokio::spawn(async move { cursor.next(&cancel).await })
-    };
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    let waker = Arc::new(Woken::default());
+
+    let mut next = pin!(cursor.next(&cancel));
+    assert!(
+        waker.poll(next.as_mut()).is_pending(),
+        "nothing yet: it waits"
+    );
+    assert!(!waker.was_woken());
     fanout.push(&[change(Added, "a", "u", 1)]);
-    let batch = tokio::time::timeout(Duration::from_secs(1), waiter)
-        .await
-        .expect("woken")
-        .unwrap();
-    assert_eq!(describe(&batch), ["ADDED a@1#u"]);
-    let waiter = {
-        let (cursor, cancel) = (cursor.clone(), cancel.clone());
-        tokio::spawn(async move { cursor.next(&cancel).await })
+    assert!(waker.was_woken(), "the push wakes the waiting consumer");
+    let Poll::Ready(batch) = waker.poll(next.as_mut()) else {
+        panic!("a batch once woken");
     };
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(describe(&batch), ["ADDED a@1#u"]);
+
+    let mut next = pin!(cursor.next(&cancel));
+    assert!(
+        waker.poll(next.as_mut()).is_pending(),
+        "nothing yet: it waits"
+    );
     cancel.cancel();
-    let batch = tokio::time::timeout(Duration::from_secs(1), waiter)
-        .await
-        .expect("woken")
-        .unwrap();
+    assert!(waker.was_woken(), "cancel wakes the waiting consumer");
+    let Poll::Ready(batch) = waker.poll(next.as_mut()) else {
+        panic!("the end once woken");
+    };
     assert!(batch.done);
 }
 
@@ -421,10 +453,18 @@ fn an_armed_cursor_is_woken_once_with_the_batch_of_the_push_that_came() {
         "called once per arm, with what the first push brought"
     );
     assert_eq!(
+        fanout.delivered(),
+        2,
+        "what the waker took counts as delivered"
+    );
+    assert_eq!(fanout.slowest_pending(), 1, "a@3 waits for a take");
+    assert_eq!(
         drain(&cursor),
         ["MODIFIED a@3#u1"],
         "the next push waits for a take"
     );
+    assert_eq!(fanout.delivered(), 3);
+    assert_eq!(fanout.slowest_pending(), 0);
 }
 
 #[test]
@@ -445,4 +485,31 @@ fn an_armed_cursor_is_woken_with_the_end() {
     cursor.arm();
     cursor.close();
     assert_eq!(taken(&woken), [["END"]], "the consumer closed");
+}
+
+#[test]
+fn delivered_counts_every_event_taken_and_pending_is_the_slowest_consumers() {
+    let fanout = fanout();
+    let fast = fanout.subscribe(empty(), None);
+    let slow = fanout.subscribe(empty(), None);
+    assert_eq!(fanout.slowest_pending(), 0);
+    fanout.push(&[change(Added, "a", "1", 1), change(Added, "b", "2", 2)]);
+    fanout.push(&[change(Modified, "a", "1", 3)]);
+    fanout.synced("3", false);
+    assert_eq!(fanout.slowest_pending(), 2, "a (coalesced) and b");
+    assert_eq!(drain(&fast).len(), 3);
+    assert_eq!(fanout.delivered(), 3, "two changes and SYNCED");
+    assert_eq!(fanout.slowest_pending(), 2, "the slow one still holds both");
+    // A replacement is two events, an ERROR one more.
+    fanout.push(&[change(Deleted, "a", "1", 4), change(Added, "a", "9", 5)]);
+    fanout.error(&Failure::from_status(500), true);
+    assert_eq!(drain(&fast).len(), 3);
+    assert_eq!(fanout.delivered(), 6);
+    slow.close();
+    assert_eq!(
+        fanout.slowest_pending(),
+        0,
+        "a closed consumer is behind nobody"
+    );
+    assert_eq!(fanout.delivered(), 6, "closing delivers nothing");
 }

@@ -10,28 +10,38 @@
 //! complete at the initial-events-end bookmark, else `limit`/`continue` pages; either way the
 //! cache gets it in one [`Cache::replace`], so a relist after 410 yields only the difference.
 //! Every other reconnect watches from the last resourceVersion seen (bookmarks included), so
-//! nothing is missed or repeated. Requests go through the watch core's connection pool and
-//! line framer.
+//! nothing is missed or repeated.
+//!
+//! The requests are behind [`ListWatch`] (the watch core's connection pool in production, a
+//! script in the tests), time is tokio's clock (so the tests run on a paused one), and what
+//! each line of a watch body means is the pure `step` function (`reflector_step.rs`); the
+//! `Run` left here is the state machine and the calls between them.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bytes::Bytes;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER, parse_retry_after};
+use super::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER};
 use super::cache::Cache;
-use super::connect::{Cluster, CredentialProvider, Endpoint, Refusal};
+use super::connect::{Cluster, CredentialProvider, Endpoint};
 use super::stats::Stats;
-use super::store::{ChangeKind, Listed, Object};
-use super::wire::{ListPage, WatchLine};
-use crate::error::{Failure, WatchError, describe_chain};
-use crate::framing::LineFramer;
-use crate::http::{ConnectionPool, Get, Kind, Response};
+use super::store::{Listed, Object};
+use super::wire::ListPage;
+use crate::error::Error;
+use crate::http::{ConnectionPool, Get};
 use crate::projection::Projection;
 use crate::request::{WatchQuery, list_url, watch_url};
-use crate::watch::read_error_body;
+
+#[path = "reflector_list_watch.rs"]
+mod list_watch;
+#[path = "reflector_step.rs"]
+mod reflector_step;
+
+pub use list_watch::{Fault, ListWatch, PoolListWatch, Request, WatchLines};
+use reflector_step::{Initial, Progress, Step, StreamEnd, step};
 
 /// How the initial list (and a relist) is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +65,8 @@ pub struct ReflectorConfig {
     pub label_selector: Option<String>,
     /// `fieldSelector`.
     pub field_selector: Option<String>,
-    /// `limit` of each list page.
+    /// `limit` of each list page; a page is read into memory up to
+    /// [`max_page_bytes`]`(page_size)`.
     pub page_size: u32,
     /// How to list.
     pub initial_list: InitialList,
@@ -71,6 +82,24 @@ pub struct ReflectorConfig {
     pub max_line_bytes: usize,
     /// Each watch asks the server to end it after about this long (jittered up to twice).
     pub watch_timeout: Duration,
+}
+
+/// The most one object's JSON is taken to need in a list page: etcd refuses a request
+/// larger than 1.5 MiB (`--max-request-bytes`' default), so no stored object is larger, and
+/// the JSON the API server renders of an object it keeps as protobuf runs up to a third
+/// longer (base64 of binary data, field names).
+pub const MAX_OBJECT_BYTES: usize = 2 << 20;
+
+/// A page's own text around its items (kind, metadata, the continue token).
+const PAGE_ENVELOPE_BYTES: usize = 1 << 20;
+
+/// The most of a list page of `page_size` objects that is read into memory: a page past it is
+/// not one the API server sends (an endless or corrupted body, a hostile peer), and ends the
+/// list with an error, retried after a backoff. 1 GiB at the default 500, 3 MiB at 1.
+pub fn max_page_bytes(page_size: u32) -> usize {
+    (page_size as usize)
+        .saturating_mul(MAX_OBJECT_BYTES)
+        .saturating_add(PAGE_ENVELOPE_BYTES)
 }
 
 /// Where the reflector's news goes (the binding forwards it to JavaScript).
@@ -114,7 +143,7 @@ pub struct Reflector {
 }
 
 impl Reflector {
-    /// Starts the task on `runtime`.
+    /// Starts the task on `runtime`, its requests through `pool`.
     pub fn start(
         config: ReflectorConfig,
         provider: Arc<dyn CredentialProvider>,
@@ -123,27 +152,28 @@ impl Reflector {
         pool: Arc<ConnectionPool>,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
-        let cache = Arc::new(Cache::new(config.resource_path.clone()));
-        let stats = Arc::new(Stats::default());
+        let parts = Parts {
+            provider,
+            reporter,
+            memory,
+            jitter: Jitter::from_time(),
+        };
+        Self::start_with(config, parts, PoolListWatch(pool), runtime)
+    }
+
+    /// Starts the task on `runtime`, its requests through `api`.
+    fn start_with<A: ListWatch>(
+        config: ReflectorConfig,
+        parts: Parts,
+        api: A,
+        runtime: &tokio::runtime::Handle,
+    ) -> Self {
+        let mut run = Run::new(config, parts, api);
+        let cache = run.cache.clone();
+        let stats = run.stats.clone();
+        let reporter = run.reporter.clone();
         let cancel = CancellationToken::new();
         let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let mut run = Run {
-            backoff: Backoff::new(config.backoff),
-            config,
-            provider,
-            reporter: reporter.clone(),
-            memory,
-            pool,
-            cache: cache.clone(),
-            stats: stats.clone(),
-            endpoint: None,
-            stale: false,
-            rv: None,
-            jitter: Jitter::from_time(),
-            watched: false,
-            synced_once: false,
-            released_at_bytes: 0,
-        };
         let task_cancel = cancel.clone();
         let task_finished = finished.clone();
         runtime.spawn(async move {
@@ -224,81 +254,6 @@ impl Resume {
     }
 }
 
-/// Why a request or a stream failed.
-#[derive(Debug)]
-enum Fault {
-    /// The server answered (or said in-stream) `status`.
-    Status {
-        status: u16,
-        retry_after: Option<Duration>,
-        detail: String,
-    },
-    /// Below HTTP: connect, TLS, a broken or idle body, a line too long.
-    Transport(String),
-    /// The credential provider failed.
-    Credential(String),
-    /// The credential may not be used (refused provider, anonymous).
-    Refused(Refusal),
-}
-
-impl Fault {
-    fn failure(&self) -> Failure {
-        match self {
-            Self::Status { status, .. } => Failure::from_status(*status),
-            Self::Transport(_) | Self::Credential(_) => Failure::system(),
-            Self::Refused(refusal) => refusal.failure,
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            Self::Status { status, detail, .. } => format!("HTTP {status}: {detail}"),
-            Self::Transport(detail) => detail.clone(),
-            Self::Credential(detail) => format!("getCredential failed: {detail}"),
-            Self::Refused(refusal) => refusal.warning.clone(),
-        }
-    }
-
-    fn from_watch_error(err: WatchError) -> Self {
-        match err {
-            WatchError::Status { status, body } => Self::Status {
-                status,
-                retry_after: None,
-                detail: body,
-            },
-            WatchError::Connect(source) => Self::Transport(format!(
-                "request failed: {}",
-                describe_chain(source.as_ref())
-            )),
-            WatchError::Body(source) => Self::Transport(format!(
-                "watch stream broke: {}",
-                describe_chain(source.as_ref())
-            )),
-            other => Self::Transport(other.to_string()),
-        }
-    }
-}
-
-/// How a watch (or a streaming list's stream) ended.
-#[derive(Debug)]
-enum StreamEnd {
-    /// The server ended it (its `timeoutSeconds`).
-    Clean {
-        saw_events: bool,
-    },
-    /// 410: the resourceVersion is too old.
-    Expired,
-    /// A non-ADDED event before the initial-events-end bookmark: no streaming list here.
-    Unsupported,
-    Fault(Fault),
-}
-
-/// A streaming list still collecting its initial events.
-struct Initial {
-    objects: Listed,
-    relist: bool,
-}
-
 /// A 4xx answer to a streaming list that means "not served here" rather than a fault of the
 /// moment (auth, rate limits, a missing resource) that a paginated list would meet as well.
 fn means_unsupported(status: u16) -> bool {
@@ -309,13 +264,21 @@ fn means_unsupported(status: u16) -> bool {
 /// gives it back again.
 const RELEASE_AFTER_BYTES: u64 = 8 << 20;
 
+/// What a reflector is started with besides its configuration and its requests.
+struct Parts {
+    provider: Arc<dyn CredentialProvider>,
+    reporter: Arc<dyn Reporter>,
+    memory: Arc<ListMemory>,
+    jitter: Jitter,
+}
+
 /// The task's state.
-struct Run {
+struct Run<A> {
     config: ReflectorConfig,
     provider: Arc<dyn CredentialProvider>,
     reporter: Arc<dyn Reporter>,
     memory: Arc<ListMemory>,
-    pool: Arc<ConnectionPool>,
+    api: A,
     cache: Arc<Cache>,
     stats: Arc<Stats>,
     backoff: Backoff,
@@ -323,8 +286,8 @@ struct Run {
     endpoint: Option<(Endpoint, Instant)>,
     /// A 401 or 403 came back: ask for a fresh credential before the next request.
     stale: bool,
-    /// The last resourceVersion seen (list, events, bookmarks).
-    rv: Option<String>,
+    /// The last resourceVersion seen, and the stream's bookkeeping.
+    progress: Progress,
     jitter: Jitter,
     /// A watch was started before (so the next one is a reconnect).
     watched: bool,
@@ -334,7 +297,27 @@ struct Run {
     released_at_bytes: u64,
 }
 
-impl Run {
+impl<A: ListWatch> Run<A> {
+    fn new(config: ReflectorConfig, parts: Parts, api: A) -> Self {
+        Self {
+            backoff: Backoff::new(config.backoff),
+            cache: Arc::new(Cache::new(config.resource_path.clone())),
+            config,
+            provider: parts.provider,
+            reporter: parts.reporter,
+            memory: parts.memory,
+            api,
+            stats: Arc::new(Stats::default()),
+            endpoint: None,
+            stale: false,
+            progress: Progress::default(),
+            jitter: parts.jitter,
+            watched: false,
+            synced_once: false,
+            released_at_bytes: 0,
+        }
+    }
+
     async fn run(&mut self) {
         let mut state = State::Listing;
         loop {
@@ -343,7 +326,7 @@ impl Run {
                 State::Relisting => self.list(true).await,
                 State::Watching { rv } => self.watch(rv).await,
                 State::Backoff { until, resume } => {
-                    tokio::time::sleep_until(until.into()).await;
+                    tokio::time::sleep_until(until).await;
                     resume.state()
                 }
                 State::Closed => return,
@@ -405,52 +388,57 @@ impl Run {
         Ok(self.endpoint.as_ref().map(|(e, _)| e.clone()).expect("set"))
     }
 
-    /// Sends a GET for the URL `url_for` makes from the base URL; a non-2xx answer is a fault.
-    async fn send(
-        &mut self,
-        url_for: impl FnOnce(&str) -> String,
-        kind: Kind,
-    ) -> Result<Response, Fault> {
+    /// The page at `url_for(base URL)`, whole, up to [`max_page_bytes`].
+    async fn list_page(&mut self, url_for: impl FnOnce(&str) -> String) -> Result<Vec<u8>, Fault> {
         let endpoint = self.endpoint().await?;
-        let projection = self.config.projection.as_ref();
-        let get = Get {
-            url: url_for(&endpoint.base_url),
-            bearer: endpoint.bearer.clone(),
-            // `metadataOnly`: PartialObjectMetadata(List), until the server refuses it.
-            accept: projection.and_then(|p| p.accept(kind == Kind::Watch)),
-        };
-        self.stats.connect();
-        let response = self
-            .pool
-            .get(&endpoint.client, &get, kind)
+        let max = max_page_bytes(self.config.page_size);
+        let request = self.request(&endpoint, url_for(&endpoint.base_url), false);
+        self.api
+            .list(request, max)
             .await
-            .map_err(Fault::from_watch_error)?;
-        let status = response.status();
-        if (200..300).contains(&status) {
-            return Ok(response);
+            .map_err(|fault| match fault {
+                Fault::Transport(Error::TooLarge { limit }) => Fault::Protocol(format!(
+                    "a list page went past {limit} bytes ({} MiB), more than {} objects of at \
+                     most {} MiB can take; the list was dropped",
+                    limit >> 20,
+                    self.config.page_size,
+                    MAX_OBJECT_BYTES >> 20
+                )),
+                other => other,
+            })
+    }
+
+    /// A watch of the collection with `query`, bookmarks on and the server asked to end it
+    /// after a jittered while, as lines.
+    async fn watch_lines(&mut self, mut query: WatchQuery) -> Result<A::Lines, Fault> {
+        query.allow_watch_bookmarks = true;
+        query.timeout_seconds = Some(self.watch_timeout());
+        let endpoint = self.endpoint().await?;
+        let url = watch_url(&endpoint.base_url, &self.config.resource_path, &query);
+        let request = self.request(&endpoint, url, true);
+        self.api.watch(request, self.config.max_line_bytes).await
+    }
+
+    /// The one place a request is made up: the endpoint's client and bearer, the URL, the
+    /// `Accept` header (`metadataOnly`: PartialObjectMetadataList for a list page,
+    /// PartialObjectMetadata for a watch or a streaming list, until the server refuses it),
+    /// the idle limit.
+    fn request<'a>(&'a self, endpoint: &'a Endpoint, url: String, watch: bool) -> Request<'a> {
+        Request {
+            client: &endpoint.client,
+            get: Get {
+                url,
+                bearer: endpoint.bearer.clone(),
+                accept: self.accept(watch),
+            },
+            idle: self.config.idle_timeout,
+            stats: &self.stats,
         }
-        // A 406 to a metadata-only request: the retry asks for full objects, cut down here.
-        if status == 406
-            && let Some(warning) =
-                projection.and_then(|p| get.accept.as_ref().and_then(|_| p.refused()))
-        {
-            self.warn(&warning);
-        }
-        let header = response
-            .headers()
-            .get(http::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
-        let body = read_error_body(response).await;
-        let in_body = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["details"]["retryAfterSeconds"].as_u64())
-            .map(Duration::from_secs);
-        Err(Fault::Status {
-            status,
-            retry_after: header.max(in_body),
-            detail: body,
-        })
+    }
+
+    /// The `Accept` header of a list page or (`watch`) of a watch or streaming list.
+    fn accept(&self, watch: bool) -> Option<String> {
+        self.config.projection.as_ref()?.accept(watch)
     }
 
     fn query(&self) -> WatchQuery {
@@ -471,6 +459,18 @@ impl Run {
     fn failed(&mut self, fault: Fault, resume: Resume) -> State {
         let failure = fault.failure();
         self.stats.error(failure.error_type.as_str());
+        // A 406 to a metadata-only request: from now on the informer asks for plain JSON and
+        // cuts the objects down here (`refused` says so once; None without metadataOnly, or
+        // when the header was not sent).
+        if let Fault::Status { status: 406, .. } = fault
+            && let Some(warning) = self
+                .config
+                .projection
+                .as_ref()
+                .and_then(Projection::refused)
+        {
+            self.warn(&warning);
+        }
         let terminal = match &fault {
             Fault::Refused(_) => true,
             Fault::Status { status, .. } => matches!(status, 400 | 422),
@@ -491,9 +491,7 @@ impl Run {
             Fault::Status { retry_after, .. } => retry_after.map(|d| d.min(MAX_RETRY_AFTER)),
             _ => None,
         };
-        let wait = self
-            .backoff
-            .failed(Instant::now(), retry_after, self.jitter.draw());
+        let wait = self.backoff.failed(now(), retry_after, self.jitter.draw());
         // Every failure is one backoff step (one wait, one request after it), so one ERROR
         // here is one per step. Keying it on the step number instead would swallow the first
         // ERROR after a healthy minute, when the count starts over at a step already reported.
@@ -527,15 +525,15 @@ impl Run {
         let auto = self.config.initial_list == InitialList::Auto;
         let mut query = self.query();
         query.send_initial_events = true;
-        query.allow_watch_bookmarks = true;
         query.resource_version_match = Some("NotOlderThan".into());
-        query.timeout_seconds = Some(self.watch_timeout());
-        let path = self.config.resource_path.clone();
-        let response = match self
-            .send(|base| watch_url(base, &path, &query), Kind::Watch)
-            .await
-        {
-            Ok(response) => response,
+        let lines = match self.watch_lines(query).await {
+            Ok(lines) => lines,
+            // A 406 to the metadata-only Accept header says nothing of streaming lists (nor of
+            // the other informers on the cluster): `failed` turns the header off, and the
+            // streaming list is asked for again.
+            Err(fault @ Fault::Status { status: 406, .. }) if self.accept(true).is_some() => {
+                return self.failed(fault, Self::resume_list(relist));
+            }
             Err(Fault::Status { status, detail, .. }) if auto && means_unsupported(status) => {
                 self.memory.remember_paginated(&url);
                 self.info(&format!(
@@ -545,13 +543,13 @@ impl Run {
             }
             Err(fault) => return self.failed(fault, Self::resume_list(relist)),
         };
-        self.backoff.watching(Instant::now());
+        self.backoff.watching(now());
         self.watched = true;
         let initial = Initial {
             objects: Listed::new(),
             relist,
         };
-        let (end, synced) = self.stream(response, Some(initial)).await;
+        let (end, synced) = self.stream(lines, Some(initial)).await;
         match end {
             StreamEnd::Unsupported if auto => {
                 self.memory.remember_paginated(&url);
@@ -559,7 +557,7 @@ impl Run {
                 self.paged_list(relist).await
             }
             StreamEnd::Unsupported => self.failed(
-                Fault::Transport(
+                Fault::Protocol(
                     "the streaming list sent a change before its initial events ended".into(),
                 ),
                 Self::resume_list(relist),
@@ -574,7 +572,7 @@ impl Run {
                 Self::resume_list(relist),
             ),
             StreamEnd::Clean { .. } => self.failed(
-                Fault::Transport(
+                Fault::Protocol(
                     "the streaming list ended before its initial-events-end bookmark".into(),
                 ),
                 Self::resume_list(relist),
@@ -594,23 +592,18 @@ impl Run {
             let mut token: Option<String> = None;
             let rv = loop {
                 let continue_token = token.clone();
-                let sent = self
-                    .send(
-                        |base| list_url(base, &path, &query, limit, continue_token.as_deref()),
-                        Kind::Short,
-                    )
+                let page = self
+                    .list_page(|base| {
+                        list_url(base, &path, &query, limit, continue_token.as_deref())
+                    })
                     .await;
-                let response = match sent {
-                    Ok(response) => response,
+                let body = match page {
+                    Ok(body) => body,
                     Err(Fault::Status { status: 410, .. }) if token.is_some() && restarts < 3 => {
                         restarts += 1;
                         self.info("the list's continue token expired; listing again");
                         continue 'list;
                     }
-                    Err(fault) => return self.failed(fault, Self::resume_list(relist)),
-                };
-                let body = match self.read_body(response).await {
-                    Ok(body) => body,
                     Err(fault) => return self.failed(fault, Self::resume_list(relist)),
                 };
                 let parsed = ListPage::parse(&body).and_then(|page| {
@@ -621,7 +614,7 @@ impl Run {
                 let (items, page_rv, next) = match parsed {
                     Ok(parsed) => parsed,
                     Err(err) => {
-                        let fault = Fault::Transport(format!("unusable list page: {err}"));
+                        let fault = Fault::Protocol(format!("unusable list page: {err}"));
                         return self.failed(fault, Self::resume_list(relist));
                     }
                 };
@@ -675,7 +668,7 @@ impl Run {
 
     fn synced(&mut self, objects: Listed, rv: &str, relist: bool) {
         let changes = self.cache.replace(objects, rv, relist);
-        self.rv = Some(rv.to_owned());
+        self.progress.rv = Some(rv.to_owned());
         // What a large list left free goes back to the system (see `heap`); small lists
         // leave little, and the call walks every heap of the process.
         let received = self.stats.bytes_received();
@@ -694,29 +687,6 @@ impl Run {
         }
     }
 
-    async fn read_body(&mut self, mut response: Response) -> Result<Vec<u8>, Fault> {
-        let mut body = Vec::new();
-        loop {
-            let next = response.chunk();
-            let chunk = match self.config.idle_timeout {
-                Some(idle) => tokio::time::timeout(idle, next).await.map_err(|_| {
-                    Fault::Transport(format!(
-                        "no data for {} s (idle timeout) while listing",
-                        idle.as_secs_f64()
-                    ))
-                })?,
-                None => next.await,
-            };
-            match chunk.map_err(Fault::from_watch_error)? {
-                Some(chunk) => {
-                    self.stats.bytes(chunk.len());
-                    body.extend_from_slice(&chunk);
-                }
-                None => return Ok(body),
-            }
-        }
-    }
-
     /// Watches from `rv`.
     async fn watch(&mut self, rv: String) -> State {
         if self.watched {
@@ -725,19 +695,13 @@ impl Run {
         self.watched = true;
         let mut query = self.query();
         query.resource_version = Some(rv.clone());
-        query.allow_watch_bookmarks = true;
-        query.timeout_seconds = Some(self.watch_timeout());
-        let path = self.config.resource_path.clone();
-        let response = match self
-            .send(|base| watch_url(base, &path, &query), Kind::Watch)
-            .await
-        {
-            Ok(response) => response,
+        let lines = match self.watch_lines(query).await {
+            Ok(lines) => lines,
             Err(Fault::Status { status: 410, .. }) => return self.expired(),
             Err(fault) => return self.failed(fault, Resume::Watch(rv)),
         };
-        self.backoff.watching(Instant::now());
-        let (end, _) = self.stream(response, None).await;
+        self.backoff.watching(now());
+        let (end, _) = self.stream(lines, None).await;
         self.after_stream(end)
     }
 
@@ -748,16 +712,13 @@ impl Run {
     }
 
     fn current_rv(&self) -> String {
-        self.rv.clone().unwrap_or_default()
+        self.progress.rv.clone().unwrap_or_default()
     }
 
     fn after_stream(&mut self, end: StreamEnd) -> State {
         match end {
             StreamEnd::Clean { saw_events } => {
-                match self
-                    .backoff
-                    .ended(Instant::now(), saw_events, self.jitter.draw())
-                {
+                match self.backoff.ended(now(), saw_events, self.jitter.draw()) {
                     None => State::Watching {
                         rv: self.current_rv(),
                     },
@@ -779,156 +740,56 @@ impl Run {
 
     /// Reads a watch body into the cache until it ends; for a streaming list, collects the
     /// initial events first. Returns how it ended and whether the initial list completed.
-    async fn stream(
-        &mut self,
-        mut response: Response,
-        mut initial: Option<Initial>,
-    ) -> (StreamEnd, bool) {
-        let mut framer = LineFramer::new(self.config.max_line_bytes);
-        let mut saw_events = false;
-        let too_long = |limit: usize| {
-            StreamEnd::Fault(Fault::Transport(format!(
-                "a watch event line exceeded the limit of {limit} bytes"
-            )))
-        };
-        loop {
-            let next = response.chunk();
-            let chunk = match self.config.idle_timeout {
-                Some(idle) => match tokio::time::timeout(idle, next).await {
-                    Ok(chunk) => chunk,
-                    Err(_) => {
-                        let fault = Fault::Transport(format!(
-                            "no data for {} s (idle timeout); the connection is presumed dead",
-                            idle.as_secs_f64()
-                        ));
-                        return (StreamEnd::Fault(fault), initial.is_none());
+    async fn stream(&mut self, mut lines: A::Lines, initial: Option<Initial>) -> (StreamEnd, bool) {
+        let _open = self.stats.watch_open();
+        self.progress.initial = initial;
+        self.progress.saw_events = false;
+        let end = loop {
+            let line = match lines.next().await {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    break StreamEnd::Clean {
+                        saw_events: self.progress.saw_events,
+                    };
+                }
+                Err(err) => break StreamEnd::Fault(Fault::from_error(err)),
+            };
+            let step = step(&mut self.progress, &line, self.config.projection.as_ref());
+            self.take_notice();
+            if let Some(events) = step.events() {
+                self.stats.events(events);
+            }
+            match step {
+                Step::Skip | Step::Collected => {}
+                Step::Warn(text) => self.warn(&text),
+                Step::Change(kind, object) => {
+                    self.cache.apply(kind, object);
+                }
+                Step::Bookmark(rv) => {
+                    if let Some(rv) = rv {
+                        self.cache.bookmark(&rv);
                     }
-                },
-                None => next.await,
-            };
-            let chunk = match chunk {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break,
-                Err(err) => {
-                    return (
-                        StreamEnd::Fault(Fault::from_watch_error(err)),
-                        initial.is_none(),
-                    );
                 }
-            };
-            self.stats.bytes(chunk.len());
-            framer.push(&chunk);
-            loop {
-                let line = match framer.next_line() {
-                    Ok(Some(line)) => line,
-                    Ok(None) => break,
-                    Err(err) => return (too_long(err.limit), initial.is_none()),
-                };
-                if let Some(end) = self.line(&line, &mut initial, &mut saw_events) {
-                    return (end, initial.is_none());
+                Step::Synced(list) => {
+                    let rv = self.current_rv();
+                    self.synced(list.objects, &rv, list.relist);
                 }
+                Step::End(end) => break end,
             }
-        }
-        match framer.finish() {
-            Ok(Some(line)) => {
-                if let Some(end) = self.line(&line, &mut initial, &mut saw_events) {
-                    return (end, initial.is_none());
-                }
-            }
-            Ok(None) => {}
-            Err(err) => return (too_long(err.limit), initial.is_none()),
-        }
-        (StreamEnd::Clean { saw_events }, initial.is_none())
+        };
+        (end, self.progress.initial.take().is_none())
     }
+}
 
-    /// One line of a watch body; `Some` when it ends the stream.
-    fn line(
-        &mut self,
-        line: &Bytes,
-        initial: &mut Option<Initial>,
-        saw_events: &mut bool,
-    ) -> Option<StreamEnd> {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return None;
-        }
-        let parsed = match WatchLine::parse(line) {
-            Ok(parsed) => parsed,
-            Err(err) => {
-                self.warn(&format!("skipped a watch line: {err}"));
-                return None;
-            }
-        };
-        match parsed {
-            WatchLine::Change { kind, object } => {
-                let raw = object.get().as_bytes();
-                let projected = self
-                    .config
-                    .projection
-                    .as_ref()
-                    .and_then(|p| p.apply_object(raw));
-                self.take_notice();
-                let object = match Object::parse(projected.as_deref().unwrap_or(raw)) {
-                    Ok(object) => object,
-                    Err(err) => {
-                        self.warn(&format!("skipped a watch event: {err}"));
-                        return None;
-                    }
-                };
-                *saw_events = true;
-                self.stats.events(1);
-                if !object.rv().is_empty() {
-                    self.rv = Some(object.rv().to_owned());
-                }
-                match initial {
-                    Some(_) if kind != ChangeKind::Added => return Some(StreamEnd::Unsupported),
-                    Some(initial) => initial.objects.push(object),
-                    None => {
-                        self.cache.apply(kind, object);
-                    }
-                }
-            }
-            WatchLine::Bookmark {
-                resource_version,
-                initial_events_end,
-            } => {
-                *saw_events = true;
-                self.stats.events(0);
-                if let Some(rv) = &resource_version {
-                    self.rv = Some(rv.clone());
-                }
-                match initial.take() {
-                    Some(list) if initial_events_end => {
-                        let rv = self.current_rv();
-                        self.synced(list.objects, &rv, list.relist);
-                    }
-                    Some(list) => *initial = Some(list),
-                    None => {
-                        if let Some(rv) = resource_version {
-                            self.cache.bookmark(&rv);
-                        }
-                    }
-                }
-            }
-            WatchLine::Error {
-                code: 410,
-                retry_after_seconds: _,
-            } => return Some(StreamEnd::Expired),
-            WatchLine::Error {
-                code,
-                retry_after_seconds,
-            } => {
-                return Some(StreamEnd::Fault(Fault::Status {
-                    status: code,
-                    retry_after: retry_after_seconds.map(Duration::from_secs),
-                    detail: "an ERROR event in the watch stream".into(),
-                }));
-            }
-            WatchLine::Other(_) => {}
-        }
-        None
-    }
+/// Now, on tokio's clock, for the backoff (which keeps `std` instants).
+fn now() -> std::time::Instant {
+    Instant::now().into_std()
 }
 
 #[cfg(test)]
 #[path = "reflector_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "reflector_scripts.rs"]
+mod scripts;

@@ -80,17 +80,17 @@ async fn server(handler: Handler) -> (String, Arc<Mutex<Vec<String>>>) {
     (origin, log)
 }
 
-fn pod(name: &str, rv: &str) -> String {
+pub(super) fn pod(name: &str, rv: &str) -> String {
     format!(
         r#"{{"metadata":{{"name":"{name}","namespace":"ns","uid":"u-{name}","resourceVersion":"{rv}"}}}}"#
     )
 }
 
-fn event(kind: &str, name: &str, rv: &str) -> String {
+pub(super) fn event(kind: &str, name: &str, rv: &str) -> String {
     format!(r#"{{"type":"{kind}","object":{}}}"#, pod(name, rv))
 }
 
-fn list(items: &[String], rv: &str, token: Option<&str>) -> String {
+pub(super) fn list(items: &[String], rv: &str, token: Option<&str>) -> String {
     let token = token.map_or(String::new(), |t| format!(r#","continue":"{t}""#));
     format!(
         r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}"{token}}},"items":[{}]}}"#,
@@ -99,8 +99,8 @@ fn list(items: &[String], rv: &str, token: Option<&str>) -> String {
 }
 
 #[derive(Default)]
-struct Recorder {
-    messages: Mutex<Vec<String>>,
+pub(super) struct Recorder {
+    pub(super) messages: Mutex<Vec<String>>,
 }
 
 impl Reporter for Recorder {
@@ -124,7 +124,7 @@ impl Reporter for Recorder {
     }
 }
 
-fn config(origin: &str, initial_list: InitialList) -> ReflectorConfig {
+pub(super) fn config(origin: &str, initial_list: InitialList) -> ReflectorConfig {
     ReflectorConfig {
         cluster: Cluster {
             spec: ClusterSpec {
@@ -163,7 +163,7 @@ fn start(config: ReflectorConfig, recorder: Arc<Recorder>) -> (Reflector, Arc<Li
 
 /// Events of `cursor` as "TYPE name rv" (SYNCED: "SYNCED rv relist"; ERROR: "ERROR status
 /// retrying") until `until` has been seen.
-async fn events_until(cursor: &Cursor, until: &str) -> Vec<String> {
+pub(super) async fn events_until(cursor: &Cursor, until: &str) -> Vec<String> {
     let cancel = CancellationToken::new();
     let mut out = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -348,6 +348,13 @@ async fn a_streaming_list_then_an_in_stream_410_relists_with_only_the_difference
         ]
     );
     assert_eq!(reflector.stats().snapshot().relists, 1);
+    // `Cache::replace` hands SYNCED to the consumers before it records the resourceVersion,
+    // so a consumer can see SYNCED a moment before the cache says "10".
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while reflector.cache().resource_version().as_deref() != Some("10") && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert_eq!(reflector.cache().resource_version().as_deref(), Some("10"));
     reflector.stop();
 }
@@ -408,32 +415,22 @@ fn errors_ready(cursor: &Cursor) -> usize {
 
 #[tokio::test]
 async fn the_first_failure_after_a_healthy_minute_still_sends_an_error() {
-    let cache = Arc::new(Cache::new("/api/v1/pods".into()));
     let recorder = Arc::new(Recorder::default());
     let config = config("http://127.0.0.1:1", InitialList::Paginated);
-    let mut run = Run {
-        backoff: Backoff::new(config.backoff),
-        config,
+    let parts = Parts {
         provider: Arc::new(StaticCredential(Credential::Bearer("t".into()))),
         reporter: recorder.clone(),
         memory: Arc::default(),
-        pool: Arc::new(ConnectionPool::default()),
-        cache: cache.clone(),
-        stats: Arc::new(Stats::default()),
-        endpoint: None,
-        stale: false,
-        rv: None,
         jitter: Jitter::new(7),
-        watched: false,
-        synced_once: false,
-        released_at_bytes: 0,
     };
+    let mut run = Run::new(config, parts, PoolListWatch(Arc::default()));
+    let cache = run.cache.clone();
     let cursor = cache.subscribe();
     let healthy = crate::informer::backoff::HEALTHY_AFTER + Duration::from_secs(1);
     for round in 1..=3 {
         // A healthy minute of watching, then one failure: the step count starts over each time,
         // at the step the previous failure had.
-        let since = Instant::now()
+        let since = std::time::Instant::now()
             .checked_sub(healthy)
             .expect("the clock is past a minute");
         run.backoff.watching(since);

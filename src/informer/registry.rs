@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use super::reflector::{ListMemory, Reflector};
+use super::stats::{Labels, Totals};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Nothing panics while holding these locks; the data stays consistent.
@@ -67,16 +68,47 @@ impl<S> Sinks<S> {
 #[derive(Debug)]
 struct Shared<S> {
     key: String,
+    /// What its metric series are named by.
+    labels: Labels,
     reflector: Reflector,
     sinks: Arc<Sinks<S>>,
     handles: Mutex<usize>,
-    registry: Weak<Mutex<HashMap<String, Arc<Shared<S>>>>>,
+    registry: Weak<Mutex<Informers<S>>>,
+}
+
+/// The registry's informers by key, and the counts of closed ones by series: one lock, so that
+/// a reader sees a closing informer either live or in the totals, never both or neither.
+#[derive(Debug)]
+struct Informers<S> {
+    by_key: HashMap<String, Arc<Shared<S>>>,
+    retired: HashMap<Labels, Totals>,
+}
+
+impl<S> Informers<S> {
+    /// Keeps the counts of `shared`, which has left `by_key`, in its series (under the same
+    /// lock: see [`Informers`]).
+    fn retire(&mut self, shared: &Shared<S>) {
+        let reflector = &shared.reflector;
+        self.retired
+            .entry(shared.labels.clone())
+            .or_default()
+            .add(&reflector.stats().snapshot(), reflector.cache().delivered());
+    }
+}
+
+impl<S> Default for Informers<S> {
+    fn default() -> Self {
+        Self {
+            by_key: HashMap::new(),
+            retired: HashMap::new(),
+        }
+    }
 }
 
 /// The shared informers of one watcher.
 #[derive(Debug)]
 pub struct Registry<S> {
-    informers: Arc<Mutex<HashMap<String, Arc<Shared<S>>>>>,
+    informers: Arc<Mutex<Informers<S>>>,
     memory: Arc<ListMemory>,
     next_id: AtomicU64,
 }
@@ -94,17 +126,19 @@ impl<S> Default for Registry<S> {
 impl<S: Send + Sync + 'static> Registry<S> {
     /// A handle on the informer for `key`: the running one, or one `start` makes (given the
     /// sinks it reports to and the watcher's memory of clusters without streaming lists).
-    /// `sink` is this handle's; it is in the sinks before `start` runs.
+    /// `sink` is this handle's; it is in the sinks before `start` runs. `labels` name a new
+    /// informer's metric series (the key determines them, so a joined one has the same).
     pub fn open(
         &self,
         key: String,
+        labels: Labels,
         sink: S,
         start: impl FnOnce(Arc<Sinks<S>>, Arc<ListMemory>) -> Reflector,
     ) -> Handle<S> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let sink = Arc::new(sink);
         let mut informers = lock(&self.informers);
-        if let Some(shared) = informers.get(&key)
+        if let Some(shared) = informers.by_key.get(&key)
             && !shared.reflector.is_finished()
         {
             *lock(&shared.handles) += 1;
@@ -121,12 +155,16 @@ impl<S: Send + Sync + 'static> Registry<S> {
         let reflector = start(sinks.clone(), self.memory.clone());
         let shared = Arc::new(Shared {
             key: key.clone(),
+            labels,
             reflector,
             sinks,
             handles: Mutex::new(1),
             registry: Arc::downgrade(&self.informers),
         });
-        informers.insert(key, shared.clone());
+        if let Some(ended) = informers.by_key.insert(key, shared.clone()) {
+            // An ended informer with handles still open, replaced: its counts stay.
+            informers.retire(&ended);
+        }
         Handle {
             shared,
             id,
@@ -135,9 +173,31 @@ impl<S: Send + Sync + 'static> Registry<S> {
         }
     }
 
+    /// Calls `live` with each shared informer's labels, reflector and open handles (ended ones
+    /// included until their last handle closes), and `retired` with the counts of the closed
+    /// ones per series. The registry is not locked while they run.
+    pub fn each(
+        &self,
+        mut live: impl FnMut(&Labels, &Reflector, usize),
+        mut retired: impl FnMut(&Labels, &Totals),
+    ) {
+        let (informers, totals) = {
+            let informers = lock(&self.informers);
+            let live: Vec<Arc<Shared<S>>> = informers.by_key.values().cloned().collect();
+            (live, informers.retired.clone())
+        };
+        for (labels, totals) in &totals {
+            retired(labels, totals);
+        }
+        for shared in informers {
+            live(&shared.labels, &shared.reflector, *lock(&shared.handles));
+        }
+    }
+
     /// Shared informers running now.
     pub fn running(&self) -> usize {
         lock(&self.informers)
+            .by_key
             .values()
             .filter(|s| !s.reflector.is_finished())
             .count()
@@ -191,10 +251,12 @@ impl<S> Handle<S> {
         if let Some(registry) = self.shared.registry.upgrade() {
             let mut informers = lock(&registry);
             if informers
+                .by_key
                 .get(&self.shared.key)
                 .is_some_and(|s| Arc::ptr_eq(s, &self.shared))
             {
-                informers.remove(&self.shared.key);
+                informers.by_key.remove(&self.shared.key);
+                informers.retire(&self.shared);
             }
         }
     }

@@ -3,12 +3,14 @@
 //! body (`RawValue`) until the store copies each one's text once.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
 use super::store::{ChangeKind, ItemType, Object, StoreError};
+use crate::error::StatusBody;
 
 /// A body the informer cannot use.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -108,10 +110,11 @@ pub enum WatchLine<'a> {
     },
     /// An in-stream `ERROR` with a Status.
     Error {
-        /// The Status `code` (410 when the resourceVersion expired).
+        /// The Status `code` (410 when the resourceVersion expired), under the crate's one
+        /// rule ([`crate::error::status_code`]).
         code: u16,
         /// `details.retryAfterSeconds`, when the server asks for a pause.
-        retry_after_seconds: Option<u64>,
+        retry_after: Option<Duration>,
     },
     /// A type this informer does not know; skipped.
     Other(String),
@@ -141,11 +144,11 @@ impl PartialEq for WatchLine<'_> {
             (
                 Self::Error {
                     code: a,
-                    retry_after_seconds: b,
+                    retry_after: b,
                 },
                 Self::Error {
                     code: c,
-                    retry_after_seconds: d,
+                    retry_after: d,
                 },
             ) => a == c && b == d,
             (Self::Other(a), Self::Other(b)) => a == b,
@@ -174,20 +177,6 @@ struct BookmarkMeta {
     resource_version: Option<String>,
     #[serde(default)]
     annotations: Option<std::collections::HashMap<String, String>>,
-}
-
-#[derive(Deserialize, Default)]
-struct StatusObject {
-    #[serde(default)]
-    code: Option<u16>,
-    #[serde(default)]
-    details: Option<StatusDetails>,
-}
-
-#[derive(Deserialize, Default)]
-struct StatusDetails {
-    #[serde(rename = "retryAfterSeconds", default)]
-    retry_after_seconds: Option<u64>,
 }
 
 /// The annotation on the bookmark that ends a streaming list.
@@ -220,11 +209,10 @@ impl<'a> WatchLine<'a> {
                 }
             }
             "ERROR" => {
-                let status: StatusObject = serde_json::from_slice(object).unwrap_or_default();
+                let status = StatusBody::parse(object);
                 Self::Error {
-                    // A Status without a code is still a failure of the watch.
-                    code: status.code.unwrap_or(500),
-                    retry_after_seconds: status.details.and_then(|d| d.retry_after_seconds),
+                    code: status.code,
+                    retry_after: status.retry_after,
                 }
             }
             other => Self::Other(other.to_owned()),
@@ -311,7 +299,7 @@ mod tests {
             WatchLine::parse(expired).unwrap(),
             WatchLine::Error {
                 code: 410,
-                retry_after_seconds: None
+                retry_after: None
             }
         );
         let busy = br#"{"type":"ERROR","object":{"code":429,"details":{"retryAfterSeconds":3}}}"#;
@@ -319,7 +307,7 @@ mod tests {
             WatchLine::parse(busy).unwrap(),
             WatchLine::Error {
                 code: 429,
-                retry_after_seconds: Some(3)
+                retry_after: Some(Duration::from_secs(3))
             }
         );
         assert_eq!(

@@ -1,0 +1,87 @@
+'use strict';
+// kube-watch-native/backstage: a Backstage backend module for the Kubernetes plugin.
+//
+//   backend.add(import('@backstage/plugin-kubernetes-backend'));
+//   backend.add(import('kube-watch-native/backstage'));
+//
+// It registers, through `kubernetesFetcherExtensionPoint`, a fetcher that answers the Kubernetes
+// tab from shared native informers (./fetcher.js), and provides the process's one
+// NativeKubernetesWatcher to every plugin as a service (`nativeWatcherServiceRef`). The Backstage
+// packages it needs are optional peer dependencies of kube-watch-native: only this entry point
+// loads them.
+
+Object.defineProperty(exports, '__esModule', { value: true });
+
+const {
+  coreServices,
+  createBackendModule,
+  createServiceFactory,
+  createServiceRef,
+} = require('@backstage/backend-plugin-api');
+const { kubernetesFetcherExtensionPoint } = require('@backstage/plugin-kubernetes-node');
+const { NativeKubernetesWatcher } = require('../lib/watcher');
+const { NativeInformerFetcher } = require('./fetcher');
+const { readNativeInformersConfig } = require('./config');
+
+/**
+ * The process's NativeKubernetesWatcher, as a root service: every plugin that depends on it gets
+ * the same watcher, so their watches and informers share connections and caches.
+ */
+const nativeWatcherServiceRef = createServiceRef({
+  id: 'kube-watch-native.watcher',
+  scope: 'root',
+  defaultFactory: async () => nativeWatcherServiceFactory,
+});
+
+/** Builds the watcher on first use, logging through Backstage's root logger. */
+const nativeWatcherServiceFactory = createServiceFactory({
+  service: nativeWatcherServiceRef,
+  initialization: 'lazy',
+  deps: { rootLogger: coreServices.rootLogger },
+  factory({ rootLogger }) {
+    return new NativeKubernetesWatcher({ logger: rootLogger.child({ service: 'kube-watch-native' }) });
+  },
+});
+
+/** The Kubernetes plugin's fetcher, answered from shared informers of the process's watcher. */
+const kubernetesModuleNativeInformers = createBackendModule({
+  pluginId: 'kubernetes',
+  moduleId: 'native-informers',
+  register(env) {
+    env.registerInit({
+      deps: {
+        fetchers: kubernetesFetcherExtensionPoint,
+        config: coreServices.rootConfig,
+        logger: coreServices.logger,
+        lifecycle: coreServices.lifecycle,
+        watcher: nativeWatcherServiceRef,
+      },
+      async init({ fetchers, config, logger, lifecycle, watcher }) {
+        const options = readNativeInformersConfig(config);
+        if (!options.enabled) {
+          logger.info(
+            'kube-watch-native: kubernetes.nativeInformers.enabled is false; the default fetcher answers',
+          );
+          return;
+        }
+        let fetcher;
+        fetchers.addFetcher(async ({ getDefault }) => {
+          fetcher = new NativeInformerFetcher({
+            watcher,
+            defaultFetcher: await getDefault(),
+            logger,
+            ...options,
+          });
+          return fetcher;
+        });
+        lifecycle.addShutdownHook(() => fetcher?.close());
+      },
+    });
+  },
+});
+
+exports.default = kubernetesModuleNativeInformers;
+exports.kubernetesModuleNativeInformers = kubernetesModuleNativeInformers;
+exports.nativeWatcherServiceRef = nativeWatcherServiceRef;
+exports.nativeWatcherServiceFactory = nativeWatcherServiceFactory;
+exports.NativeInformerFetcher = NativeInformerFetcher;

@@ -1,0 +1,69 @@
+'use strict';
+// The Backstage benchmark's backend: a real Backstage backend (startTestBackend with the real
+// @backstage/plugin-kubernetes-backend and a catalog of `entities` entities) in its own process,
+// forked by bench/backstage.js, with kube-watch-native/backstage (`native`) or without
+// (`default`). It tells its parent its HTTP port; the parent measures it from outside
+// (/proc for CPU and memory, the clusters for requests, its own clock for latency).
+//
+// argv: <variant> <entities> <clusters JSON from backstage-clusters.js's info>
+
+const { startTestBackend, mockServices } = require('@backstage/backend-test-utils');
+const { catalogServiceMock } = require('@backstage/plugin-catalog-node/testUtils');
+
+const [variant, entityCount, infoJson] = process.argv.slice(2);
+const info = JSON.parse(infoJson);
+
+const entities = Array.from({ length: Number(entityCount) }, (_, i) => ({
+  apiVersion: 'backstage.io/v1alpha1',
+  kind: 'Component',
+  metadata: {
+    name: `svc-${i}`,
+    namespace: 'default',
+    annotations: { 'backstage.io/kubernetes-id': `svc-${i}` },
+  },
+  spec: { type: 'service', owner: 'team', lifecycle: 'production' },
+}));
+
+async function main() {
+  const config = {
+    kubernetes: {
+      serviceLocatorMethod: { type: 'multiTenant' },
+      clusterLocatorMethods: [
+        {
+          type: 'config',
+          clusters: info.clusters.map(({ name, url }) => ({
+            name,
+            url,
+            authProvider: 'serviceAccount',
+            serviceAccountToken: info.token,
+            caData: info.caData,
+            skipMetricsLookup: true,
+          })),
+        },
+      ],
+      customResources: [{ group: 'example.com', apiVersion: 'v1', plural: 'widgets' }],
+    },
+  };
+  const features = [
+    import('@backstage/plugin-kubernetes-backend'),
+    catalogServiceMock.factory({ entities }),
+    mockServices.rootConfig.factory({ data: config }),
+    // The plugin logs a line per load at info: both variants alike, at warn.
+    mockServices.rootLogger.factory({ level: 'warn' }),
+  ];
+  if (variant === 'native') features.push(import('kube-watch-native/backstage'));
+  const backend = await startTestBackend({ features });
+  process.send({ type: 'ready', port: backend.server.address().port });
+  process.on('message', async (msg) => {
+    if (msg.cmd === 'stop') {
+      await backend.stop();
+      process.exit(0);
+    }
+  });
+}
+
+process.on('disconnect', () => process.exit(0));
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

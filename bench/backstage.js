@@ -1,0 +1,232 @@
+#!/usr/bin/env node
+'use strict';
+// `npm run bench:backstage` → node bench/backstage.js [--seconds=N] [--runs=N] [--json=file]
+//
+// Backstage's Kubernetes tab, with and without kube-watch-native/backstage, side by side in one
+// run. Six simulated clusters (bench/backstage-clusters.js, their own process: 20 ms added to
+// every answer, HTTPS with h2 offered) hold 20 000 objects of the 13 default types and one custom
+// resource, 3 000 of them labelled for 300 entities. For each variant a fresh backend process
+// (bench/backstage-backend.js: startTestBackend with the real @backstage/plugin-kubernetes-backend)
+// is warmed up with one load of every entity, then 20 viewers each reload a tab every 10 s, as
+// the frontend does, for `seconds` (default 120), each load a different entity. Measured from
+// outside the backend: API requests per tab load (counted by the clusters), tab-load latency
+// p50/p99, the backend's main-thread CPU per tab load (/proc/<pid>/task/<pid>/stat) and its
+// whole-process CPU, its RSS at the end (/proc/<pid>/status), and the time from a change in a
+// cluster until a tab load shows it (5 changes, after the viewers stop). Runs alternate the
+// variants' order; the report gives medians over runs and the ratios of each run.
+// Loopback only; every child dies with this process. Progress on stderr, the report on stdout.
+
+const { fork } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const argv = process.argv.slice(2);
+const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+for (const a of argv) {
+  if (!/^--(seconds=\d+|runs=\d+|json=.+)$/.test(a)) {
+    console.error(`unknown option ${a}; see the header of bench/backstage.js`);
+    process.exit(2);
+  }
+}
+const SECONDS = Number(opt('seconds') ?? 120);
+const RUNS = Number(opt('runs') ?? 1);
+const OBJECTS = 20_000;
+const LABELLED = 3_000;
+const ENTITIES = 300;
+const VIEWERS = 20;
+const PERIOD_MS = 10_000;
+const CHANGES = 5;
+const log = (...a) => console.error(...a);
+
+const children = new Set();
+const track = (c) => (children.add(c), c.on('exit', () => children.delete(c)), c);
+const killAll = () => children.forEach((c) => c.kill('SIGKILL'));
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => (killAll(), process.exit(130)));
+
+/** A forked child with request/answer IPC by id. */
+function child(file, args) {
+  const proc = track(
+    fork(path.join(__dirname, file), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
+  const pending = new Map();
+  let nextId = 0;
+  const ready = new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${file} did not start`)), 180_000);
+    proc.on('message', (msg) => {
+      if (msg.type === 'ready') (clearTimeout(t), resolve(msg));
+      else pending.get(msg.id)?.(msg);
+    });
+    proc.on('exit', (code) => reject(new Error(`${file} exited (${code})`)));
+  });
+  const request = (msg) =>
+    new Promise((resolve) => {
+      const id = ++nextId;
+      pending.set(id, (m) => (pending.delete(id), resolve(m)));
+      proc.send({ ...msg, id });
+    });
+  return { proc, ready, request };
+}
+
+const TICK = 100; // USER_HZ
+/** CPU seconds of one thread (or, with tid = pid, of the main thread). */
+function threadCpu(pid, tid = pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICK;
+}
+function processCpu(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICK;
+}
+function rssBytes(pid) {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1];
+  return Number(kb) * 1024;
+}
+
+async function load(port, i) {
+  const name = `svc-${i % ENTITIES}`;
+  const entity = {
+    apiVersion: 'backstage.io/v1alpha1',
+    kind: 'Component',
+    metadata: { name, namespace: 'default', annotations: { 'backstage.io/kubernetes-id': name } },
+    spec: { type: 'service', owner: 'team', lifecycle: 'production' },
+  };
+  const started = performance.now();
+  const res = await fetch(`http://127.0.0.1:${port}/api/kubernetes/services/${name}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer mock-user-token' },
+    body: JSON.stringify({ entity }),
+  });
+  const body = await res.json();
+  if (res.status !== 200) throw new Error(`tab load of ${name}: HTTP ${res.status} ${JSON.stringify(body)}`);
+  return { ms: performance.now() - started, body };
+}
+
+const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+async function measure(clusters, info, variant) {
+  const backend = child('backstage-backend.js', [variant, String(ENTITIES), JSON.stringify(info)]);
+  const { port } = await backend.ready;
+  const pid = backend.proc.pid;
+  // Warm-up: every entity once, 20 at a time (the native variant's informers sync here).
+  for (let i = 0; i < ENTITIES; i += VIEWERS) {
+    await Promise.all(Array.from({ length: VIEWERS }, (_, v) => load(port, i + v)));
+  }
+  await clusters.request({ cmd: 'requests' });
+  const cpu0 = { main: threadCpu(pid), all: processCpu(pid) };
+  const latencies = [];
+  const deadline = Date.now() + SECONDS * 1000;
+  let next = 0;
+  const viewer = async (v) => {
+    await new Promise((r) => setTimeout(r, (v * PERIOD_MS) / VIEWERS));
+    while (Date.now() < deadline) {
+      const tick = Date.now();
+      latencies.push((await load(port, next++ * 7 + v)).ms);
+      await new Promise((r) => setTimeout(r, Math.max(0, PERIOD_MS - (Date.now() - tick))));
+    }
+  };
+  await Promise.all(Array.from({ length: VIEWERS }, (_, v) => viewer(v)));
+  const cpu1 = { main: threadCpu(pid), all: processCpu(pid) };
+  const { requests } = await clusters.request({ cmd: 'requests' });
+  const rss = rssBytes(pid);
+  // How long until a change shows: poll the entity's tab every 10 ms.
+  const visible = [];
+  for (let c = 0; c < CHANGES; c++) {
+    const change = await clusters.request({ cmd: 'change' });
+    const started = performance.now();
+    for (;;) {
+      const { body } = await load(port, Number(change.entity.slice(4)));
+      const pods = body.items
+        .find((i) => i.cluster.name === change.cluster)
+        ?.resources.find((r) => r.type === 'pods');
+      const pod = pods?.resources.find((p) => p.metadata.name === change.name);
+      if (pod?.metadata.annotations?.['bench/changed'] === change.value) break;
+      if (performance.now() - started > 30_000) throw new Error('a change never showed');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    visible.push(performance.now() - started);
+  }
+  backend.proc.send({ cmd: 'stop' });
+  await new Promise((r) => backend.proc.once('exit', r));
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const loads = latencies.length;
+  return {
+    variant,
+    loads,
+    requestsPerLoad: requests / loads,
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
+    mainCpuMsPerLoad: ((cpu1.main - cpu0.main) * 1000) / loads,
+    cpuMsPerLoad: ((cpu1.all - cpu0.all) * 1000) / loads,
+    rssMiB: rss / 2 ** 20,
+    visibleMs: median(visible),
+  };
+}
+
+async function main() {
+  log(`clusters: 6 × 20 ms, ${OBJECTS} objects, ${LABELLED} labelled for ${ENTITIES} entities…`);
+  const clusters = child('backstage-clusters.js', [String(OBJECTS), String(LABELLED), String(ENTITIES)]);
+  await clusters.ready;
+  const info = await clusters.request({ cmd: 'info' });
+  const runs = [];
+  for (let run = 0; run < RUNS; run++) {
+    const order = run % 2 === 0 ? ['default', 'native'] : ['native', 'default'];
+    const results = {};
+    for (const variant of order) {
+      log(`run ${run + 1}/${RUNS}: ${variant}, ${VIEWERS} viewers for ${SECONDS} s…`);
+      results[variant] = await measure(clusters, info, variant);
+      log(`  ${JSON.stringify(results[variant])}`);
+    }
+    runs.push(results);
+  }
+  clusters.proc.send({ cmd: 'stop' });
+  const cachedMiB = info.cachedJsonBytes / 2 ** 20;
+  const med = (variant, key) => median(runs.map((r) => r[variant][key]));
+  const ratio = (key) => median(runs.map((r) => r.native[key] / r.default[key]));
+  const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
+  const rows = [
+    ['API requests per tab load', 'requestsPerLoad', 1, 'goal 0 once warm'],
+    ['tab load p50 (ms)', 'p50', 1, ''],
+    ['tab load p99 (ms)', 'p99', 1, 'goal ≤ 0.1×'],
+    ['main-thread CPU per load (ms)', 'mainCpuMsPerLoad', 2, 'goal ≤ 0.3×'],
+    ['process CPU per load (ms)', 'cpuMsPerLoad', 2, ''],
+    ['RSS at the end (MiB)', 'rssMiB', 0, ''],
+    ['change visible after (ms)', 'visibleMs', 0, 'median of 5'],
+  ];
+  const lines = [
+    `## Backstage Kubernetes tab: default fetcher vs kube-watch-native/backstage`,
+    '',
+    `6 clusters (+20 ms each), ${OBJECTS} objects (${LABELLED} labelled, ${fmt(cachedMiB)} MiB of JSON), ` +
+      `${ENTITIES} entities, ${VIEWERS} viewers every 10 s for ${SECONDS} s; ${RUNS} run(s), medians; ` +
+      `${runs[0].default.loads} / ${runs[0].native.loads} loads per run.`,
+    '',
+    '| | default | native | native ÷ default | |',
+    '|---|---:|---:|---:|---|',
+    ...rows.map(
+      ([label, key, d, note]) =>
+        `| ${label} | ${fmt(med('default', key), d)} | ${fmt(med('native', key), d)} | ${fmt(ratio(key), 3)} | ${note} |`,
+    ),
+    '',
+    `RSS goal: native ≤ default + 1.3 × ${fmt(cachedMiB)} MiB = ${fmt(med('default', 'rssMiB') + 1.3 * cachedMiB, 0)} MiB.`,
+  ];
+  console.log(lines.join('\n'));
+  const json = opt('json');
+  if (json)
+    fs.writeFileSync(
+      json,
+      JSON.stringify({ seconds: SECONDS, runs, cachedJsonBytes: info.cachedJsonBytes }, null, 2),
+    );
+}
+
+main().catch((err) => {
+  console.error(err);
+  killAll();
+  process.exit(1);
+});

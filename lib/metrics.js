@@ -1,0 +1,297 @@
+'use strict';
+// OpenTelemetry metrics of a NativeKubernetesWatcher: its informers and the process's HTTP/2
+// connections, as observable instruments read by one batch callback. The figures are counted
+// on the Rust side (relaxed atomics as events arrive); a collection makes one native call that
+// returns the informers' figures added up per series and the connection pool's, and nothing here
+// runs per event.
+// Without an OpenTelemetry SDK the API's meter is a no-op that drops the callback, so nothing
+// is read at all.
+//
+// Series are named by `cluster`, `group`, `version`, `resource` (and `error.type`), never by
+// namespace: informers of one resource in many namespaces of a cluster add up into one series.
+
+const { version: packageVersion } = require('../package.json');
+
+/** The watcher's native snapshot method (lib/watcher.js implements it). */
+const SNAPSHOT = Symbol('kube-watch-native.metricsSnapshot');
+
+const PREFIX = 'kube_watch.';
+
+/**
+ * Every informer metric: `kind` is the observable instrument, `value` its figure in a series
+ * of the native snapshot (or null: none). The native side adds a series' informers up;
+ * counters include its closed informers' counts, so they never go down.
+ */
+const INFORMER_METRICS = [
+  {
+    name: 'watch.active',
+    kind: 'upDownCounter',
+    unit: '{watch}',
+    description: 'Watch streams being read now (one per informer while it watches)',
+    value: (i) => i.watchesOpen,
+  },
+  {
+    name: 'events.received',
+    kind: 'counter',
+    unit: '{event}',
+    description: 'Changes received from the API server (watch events and list items; bookmarks not counted)',
+    value: (i) => i.eventsReceived,
+  },
+  {
+    name: 'events.delivered',
+    kind: 'counter',
+    unit: '{event}',
+    description: 'Events taken by consumers (changes, SYNCED, ERROR), summed over consumers',
+    value: (i) => i.eventsDelivered,
+  },
+  {
+    name: 'network.io',
+    kind: 'counter',
+    unit: 'By',
+    description: 'Response body bytes read from the API server',
+    value: (i) => i.bytesReceived,
+    attributes: { 'network.io.direction': 'receive' },
+  },
+  {
+    name: 'reconnects',
+    kind: 'counter',
+    unit: '{reconnect}',
+    description: 'Watches started again after one ended or failed',
+    value: (i) => i.reconnects,
+  },
+  {
+    name: 'relists',
+    kind: 'counter',
+    unit: '{relist}',
+    description: 'Lists made again after a 410 (the initial list is not counted)',
+    value: (i) => i.relists,
+  },
+  {
+    name: 'credential.refreshes',
+    kind: 'counter',
+    unit: '{refresh}',
+    description:
+      'Credentials asked for after the first (after a 401/403, or when older than credentialTtlSeconds)',
+    value: (i) => i.credentialRefreshes,
+  },
+  {
+    name: 'informer.count',
+    kind: 'upDownCounter',
+    unit: '{informer}',
+    description: 'Shared informers open',
+    value: (s) => s.informers,
+  },
+  {
+    name: 'informer.object.count',
+    kind: 'upDownCounter',
+    unit: '{object}',
+    description: 'Objects cached',
+    value: (i) => i.objects,
+  },
+  {
+    name: 'informer.cache.size',
+    kind: 'upDownCounter',
+    unit: 'By',
+    description: 'Bytes of JSON text cached',
+    value: (i) => i.cachedBytes,
+  },
+  {
+    name: 'informer.synced',
+    kind: 'gauge',
+    unit: '1',
+    description: '1 when every informer of the series has its initial list cached, else 0',
+    value: (s) => (s.synced === null ? null : s.synced ? 1 : 0),
+  },
+  {
+    name: 'informer.last_event.age',
+    kind: 'gauge',
+    unit: 's',
+    description:
+      'Seconds since the last event or bookmark (since the start before the first); the most of the series',
+    value: (i) => i.secondsSinceLastEvent,
+  },
+  {
+    name: 'informer.consumer.pending',
+    kind: 'gauge',
+    unit: '{change}',
+    description: 'Changes pending in the slowest consumer (at most one per object)',
+    value: (i) => i.slowestConsumerPending,
+  },
+];
+
+const ERRORS = {
+  name: 'errors',
+  kind: 'counter',
+  unit: '{error}',
+  description: 'Failures by error.type (the KubernetesErrorTypes of the ERROR events)',
+};
+
+const CONNECTION_METRICS = [
+  {
+    name: 'http2.connection.count',
+    kind: 'upDownCounter',
+    unit: '{connection}',
+    description: 'HTTP/2 connections open or opening to the cluster origin',
+    value: (c) => c.connections.length,
+  },
+  {
+    name: 'http2.stream.count',
+    kind: 'upDownCounter',
+    unit: '{stream}',
+    description: 'HTTP/2 streams booked or running (watches and short requests)',
+    value: (c) => c.connections.reduce((n, conn) => n + conn.streams, 0),
+  },
+  {
+    name: 'http1.request.count',
+    kind: 'upDownCounter',
+    unit: '{request}',
+    description: 'HTTP/1.1 requests in flight (plain http, or a server without HTTP/2)',
+    value: (c) => c.http1Requests,
+  },
+];
+
+/** Every metric, for the README's table and for tests: `{ name, kind, unit, description }`. */
+const ofCache = (m) => m.name.startsWith('informer.');
+const METRICS = [
+  ...INFORMER_METRICS.filter((m) => !ofCache(m)),
+  ERRORS,
+  ...INFORMER_METRICS.filter(ofCache),
+  ...CONNECTION_METRICS,
+].map(({ name, kind, unit, description }) => ({ name: PREFIX + name, kind, unit, description }));
+
+/**
+ * Reads a watcher's figures: one native call per `read()`, which returns them added up per
+ * series; here they only become points.
+ */
+class MetricsReader {
+  #watcher;
+
+  constructor(watcher) {
+    if (!watcher || typeof watcher[SNAPSHOT] !== 'function') {
+      throw new TypeError('kube-watch-native: registerMetrics needs a NativeKubernetesWatcher');
+    }
+    this.#watcher = watcher;
+  }
+
+  /**
+   * The figures now: `[{ name, value, attributes }]` with full metric names. Informer series
+   * first, then per cluster origin the connection figures.
+   */
+  read() {
+    const snapshot = this.#watcher[SNAPSHOT]();
+    const points = [];
+    for (const s of snapshot.series) {
+      const attributes = { cluster: s.cluster, group: s.group, version: s.version, resource: s.resource };
+      for (const m of INFORMER_METRICS) {
+        const value = m.value(s);
+        // A series whose informers all closed keeps its counters and sums; its synced, age and
+        // pending are of nothing.
+        if (value !== null) points.push(point(m, value, attributes));
+      }
+      for (const [errorType, n] of Object.entries(s.errors)) {
+        points.push({
+          name: PREFIX + ERRORS.name,
+          value: n,
+          attributes: { ...attributes, 'error.type': errorType },
+        });
+      }
+    }
+    const origins = new Map();
+    for (const entry of snapshot.clusters) {
+      const o = origins.get(entry.origin) ?? { connections: [], http1Requests: 0 };
+      o.connections.push(...entry.connections);
+      o.http1Requests += entry.http1Requests;
+      origins.set(entry.origin, o);
+    }
+    for (const [origin, o] of origins) {
+      for (const m of CONNECTION_METRICS) points.push(point(m, m.value(o), { cluster: origin }));
+    }
+    return points;
+  }
+}
+
+function point(m, value, attributes) {
+  return { name: PREFIX + m.name, value, attributes: { ...attributes, ...m.attributes } };
+}
+
+const CREATE = {
+  counter: 'createObservableCounter',
+  upDownCounter: 'createObservableUpDownCounter',
+  gauge: 'createObservableGauge',
+};
+
+function defaultMeterProvider() {
+  let api;
+  try {
+    api = require('@opentelemetry/api');
+  } catch (err) {
+    if (err?.code !== 'MODULE_NOT_FOUND') throw err;
+    throw new Error(
+      'kube-watch-native: metrics need the @opentelemetry/api package (npm install @opentelemetry/api), or options.meter',
+    );
+  }
+  return api.metrics.getMeterProvider();
+}
+
+/**
+ * Registers the watcher's metrics on `options.meter`, else on a meter of
+ * `options.meterProvider`, else of the global OpenTelemetry meter provider (which needs the
+ * optional peer dependency `@opentelemetry/api`). Returns `{ close() }`, which stops the
+ * collection callback. Register a watcher once per meter: each registration reports the
+ * process-wide connection figures too.
+ */
+function registerMetrics(watcher, options = {}) {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError('kube-watch-native: metrics options must be an object');
+  }
+  const reader = new MetricsReader(watcher);
+  let meter = options.meter;
+  if (meter === undefined) {
+    const provider = options.meterProvider ?? defaultMeterProvider();
+    if (!provider || typeof provider.getMeter !== 'function') {
+      throw new TypeError('kube-watch-native: options.meterProvider must be a MeterProvider (with getMeter)');
+    }
+    meter = provider.getMeter('kube-watch-native', packageVersion);
+  }
+  if (!meter || typeof meter.addBatchObservableCallback !== 'function') {
+    throw new TypeError('kube-watch-native: options.meter must be an OpenTelemetry Meter');
+  }
+  const instruments = new Map();
+  for (const m of METRICS) {
+    instruments.set(m.name, meter[CREATE[m.kind]](m.name, { unit: m.unit, description: m.description }));
+  }
+  const observables = [...instruments.values()];
+  const callback = (result) => {
+    for (const p of reader.read()) result.observe(instruments.get(p.name), p.value, p.attributes);
+  };
+  meter.addBatchObservableCallback(callback, observables);
+  let closed = false;
+  return {
+    close() {
+      if (closed) return;
+      closed = true;
+      meter.removeBatchObservableCallback(callback, observables);
+    },
+  };
+}
+
+/**
+ * The figures as text lines, for `kube-watch --stats`: one line per series, with the metric
+ * names less the `kube_watch.` prefix.
+ */
+function formatMetrics(points) {
+  const lines = new Map();
+  for (const p of points) {
+    const { 'error.type': errorType, 'network.io.direction': _direction, ...series } = p.attributes;
+    const where = series.resource
+      ? `${series.resource}${series.group ? `.${series.group}` : ''}/${series.version} on ${series.cluster}`
+      : `connections to ${series.cluster}`;
+    const name = p.name.slice(PREFIX.length) + (errorType ? `{${errorType}}` : '');
+    const value = Number.isInteger(p.value) ? String(p.value) : p.value.toFixed(1);
+    if (!lines.has(where)) lines.set(where, []);
+    lines.get(where).push(`${name}=${value}`);
+  }
+  return [...lines].map(([where, figures]) => `${where}: ${figures.join(' ')}`);
+}
+
+module.exports = { registerMetrics, MetricsReader, formatMetrics, METRICS, SNAPSHOT };

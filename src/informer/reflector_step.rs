@@ -1,0 +1,259 @@
+//! One line of a watch body, as the reflector's bookkeeping sees it: where the stream is (the
+//! last resourceVersion, a streaming list still collecting) and what the line asks for. Pure —
+//! no I/O, no clock, no cache — so every case is a plain test; `Run::stream` does what the
+//! returned [`Step`] says.
+
+use super::list_watch::Fault;
+use crate::informer::store::{ChangeKind, Listed, Object};
+use crate::informer::wire::WatchLine;
+use crate::projection::Projection;
+
+/// A streaming list still collecting its initial events.
+#[derive(Debug)]
+pub struct Initial {
+    /// The ADDEDs so far.
+    pub objects: Listed,
+    /// It is a relist (after a 410), to diff against the cache.
+    pub relist: bool,
+}
+
+/// Where a watch body is.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// The last resourceVersion seen (list, events, bookmarks): where a resumed watch starts.
+    pub rv: Option<String>,
+    /// The streaming list being collected; `None` once it synced, and for a plain watch.
+    pub initial: Option<Initial>,
+    /// The stream carried an event or a bookmark (a clean end after traffic resets the
+    /// backoff).
+    pub saw_events: bool,
+}
+
+/// How a watch (or a streaming list's stream) ended.
+#[derive(Debug)]
+pub enum StreamEnd {
+    /// The server ended it (its `timeoutSeconds`).
+    Clean {
+        /// It carried traffic.
+        saw_events: bool,
+    },
+    /// 410: the resourceVersion is too old.
+    Expired,
+    /// A non-ADDED event before the initial-events-end bookmark: no streaming list here.
+    Unsupported,
+    /// It failed.
+    Fault(Fault),
+}
+
+/// What one line asks of the reflector.
+#[derive(Debug)]
+pub enum Step {
+    /// Nothing: a blank line, a type this informer does not know.
+    Skip,
+    /// A line or an object that cannot be used (said in the warning); the stream goes on.
+    Warn(String),
+    /// An ADDED of the streaming list's initial events, collected.
+    Collected,
+    /// A change for the cache.
+    Change(ChangeKind, Object),
+    /// A bookmark; the resourceVersion for the cache when the initial list is done.
+    Bookmark(Option<String>),
+    /// The streaming list's initial events are complete, at `Progress::rv`.
+    Synced(Initial),
+    /// The stream ends so.
+    End(StreamEnd),
+}
+
+impl Step {
+    /// How many events it counts in the informer's stats (bookmarks as 0, for the time of
+    /// the last event), if it counts at all.
+    pub fn events(&self) -> Option<usize> {
+        match self {
+            Self::Collected | Self::Change(..) => Some(1),
+            // The change that showed a streaming list is not served was received all the same.
+            Self::End(StreamEnd::Unsupported) => Some(1),
+            Self::Bookmark(_) | Self::Synced(_) => Some(0),
+            Self::Skip | Self::Warn(_) | Self::End(_) => None,
+        }
+    }
+}
+
+/// One line of a watch body (without its terminator).
+pub fn step(progress: &mut Progress, line: &[u8], projection: Option<&Projection>) -> Step {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Step::Skip;
+    }
+    let parsed = match WatchLine::parse(line) {
+        Ok(parsed) => parsed,
+        Err(err) => return Step::Warn(format!("skipped a watch line: {err}")),
+    };
+    match parsed {
+        WatchLine::Change { kind, object } => {
+            let raw = object.get().as_bytes();
+            let projected = projection.and_then(|p| p.apply_object(raw));
+            let object = match Object::parse(projected.as_deref().unwrap_or(raw)) {
+                Ok(object) => object,
+                Err(err) => return Step::Warn(format!("skipped a watch event: {err}")),
+            };
+            progress.saw_events = true;
+            if !object.rv().is_empty() {
+                progress.rv = Some(object.rv().to_owned());
+            }
+            match &mut progress.initial {
+                Some(_) if kind != ChangeKind::Added => Step::End(StreamEnd::Unsupported),
+                Some(initial) => {
+                    initial.objects.push(object);
+                    Step::Collected
+                }
+                None => Step::Change(kind, object),
+            }
+        }
+        WatchLine::Bookmark {
+            resource_version,
+            initial_events_end,
+        } => {
+            progress.saw_events = true;
+            if let Some(rv) = &resource_version {
+                progress.rv = Some(rv.clone());
+            }
+            match progress.initial.take() {
+                Some(list) if initial_events_end => Step::Synced(list),
+                Some(list) => {
+                    progress.initial = Some(list);
+                    Step::Bookmark(None)
+                }
+                None => Step::Bookmark(resource_version),
+            }
+        }
+        WatchLine::Error { code: 410, .. } => Step::End(StreamEnd::Expired),
+        WatchLine::Error { code, retry_after } => Step::End(StreamEnd::Fault(Fault::Status {
+            status: code,
+            retry_after,
+            detail: "an ERROR event in the watch stream".into(),
+        })),
+        WatchLine::Other(_) => Step::Skip,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn change(kind: &str, name: &str, rv: &str) -> String {
+        format!(
+            r#"{{"type":"{kind}","object":{{"metadata":{{"name":"{name}","namespace":"n","uid":"u-{name}","resourceVersion":"{rv}"}}}}}}"#
+        )
+    }
+
+    fn bookmark(rv: &str, end: bool) -> String {
+        let annotations = if end {
+            r#","annotations":{"k8s.io/initial-events-end":"true"}"#
+        } else {
+            ""
+        };
+        format!(
+            r#"{{"type":"BOOKMARK","object":{{"metadata":{{"resourceVersion":"{rv}"{annotations}}}}}}}"#
+        )
+    }
+
+    fn streaming() -> Progress {
+        Progress {
+            initial: Some(Initial {
+                objects: Listed::new(),
+                relist: true,
+            }),
+            ..Progress::default()
+        }
+    }
+
+    #[test]
+    fn a_watch_applies_changes_and_bookmarks_and_follows_their_resource_versions() {
+        let mut progress = Progress::default();
+        let step1 = step(&mut progress, change("MODIFIED", "a", "7").as_bytes(), None);
+        assert!(matches!(step1, Step::Change(ChangeKind::Modified, ref o) if o.name() == "a"));
+        assert_eq!(progress.rv.as_deref(), Some("7"));
+        assert!(progress.saw_events);
+        let step2 = step(&mut progress, bookmark("9", false).as_bytes(), None);
+        assert!(matches!(step2, Step::Bookmark(Some(ref rv)) if rv == "9"));
+        assert_eq!(progress.rv.as_deref(), Some("9"));
+    }
+
+    #[test]
+    fn a_streaming_list_collects_until_its_end_bookmark() {
+        let mut progress = streaming();
+        assert!(matches!(
+            step(&mut progress, change("ADDED", "a", "1").as_bytes(), None),
+            Step::Collected
+        ));
+        assert!(matches!(
+            step(&mut progress, bookmark("2", false).as_bytes(), None),
+            Step::Bookmark(None)
+        ));
+        let Step::Synced(list) = step(&mut progress, bookmark("3", true).as_bytes(), None) else {
+            panic!("synced at the end bookmark")
+        };
+        assert_eq!(list.objects.len(), 1);
+        assert!(list.relist);
+        assert!(progress.initial.is_none());
+        assert_eq!(progress.rv.as_deref(), Some("3"));
+        // After it, a plain watch.
+        assert!(matches!(
+            step(&mut progress, change("DELETED", "a", "4").as_bytes(), None),
+            Step::Change(ChangeKind::Deleted, _)
+        ));
+    }
+
+    #[test]
+    fn a_change_before_the_end_bookmark_means_no_streaming_list() {
+        let mut progress = streaming();
+        let end = step(&mut progress, change("MODIFIED", "a", "1").as_bytes(), None);
+        assert!(matches!(end, Step::End(StreamEnd::Unsupported)));
+        assert_eq!(end.events(), Some(1));
+    }
+
+    #[test]
+    fn in_stream_errors_end_the_stream_410_as_expired() {
+        let mut progress = Progress::default();
+        let expired = br#"{"type":"ERROR","object":{"kind":"Status","code":410}}"#;
+        assert!(matches!(
+            step(&mut progress, expired, None),
+            Step::End(StreamEnd::Expired)
+        ));
+        let busy = br#"{"type":"ERROR","object":{"code":429,"details":{"retryAfterSeconds":4}}}"#;
+        let Step::End(StreamEnd::Fault(Fault::Status {
+            status,
+            retry_after,
+            ..
+        })) = step(&mut progress, busy, None)
+        else {
+            panic!("a fault")
+        };
+        assert_eq!((status, retry_after), (429, Some(Duration::from_secs(4))));
+        // A Status code out of range is a 500, by the crate's one rule.
+        let zero = br#"{"type":"ERROR","object":{"code":0}}"#;
+        assert!(matches!(
+            step(&mut progress, zero, None),
+            Step::End(StreamEnd::Fault(Fault::Status { status: 500, .. }))
+        ));
+        assert!(!progress.saw_events, "errors are not traffic");
+    }
+
+    #[test]
+    fn blank_unknown_and_broken_lines_change_nothing() {
+        let mut progress = Progress::default();
+        assert!(matches!(step(&mut progress, b"  \t", None), Step::Skip));
+        assert!(matches!(
+            step(&mut progress, br#"{"type":"NEW","object":{}}"#, None),
+            Step::Skip
+        ));
+        let Step::Warn(text) = step(&mut progress, b"{oops", None) else {
+            panic!("a warning")
+        };
+        assert!(text.starts_with("skipped a watch line"), "{text}");
+        let nameless = br#"{"type":"ADDED","object":{"metadata":{}}}"#;
+        assert!(matches!(step(&mut progress, nameless, None), Step::Warn(_)));
+        assert!(progress.rv.is_none() && !progress.saw_events);
+    }
+}
