@@ -94,7 +94,24 @@ export interface KubernetesWatchOptions {
    * event's `object`, plus `metadata.resourceVersion`. The cut happens on a Rust thread, so the
    * JavaScript thread parses only what the consumer reads. Paths traverse objects, not arrays.
    */
-  fields?: string[];
+  fields?: string[]; /**
+   * Opt-in: remove these paths from each event's `object`, keep the rest; the complement of
+   * `fields` (give one or the other). Dotted keys, with `['…']` for a key holding dots or
+   * slashes: `['metadata.managedFields',
+   * "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']"]`. A path that
+   * is not there removes nothing; `metadata` and its `name`, `namespace`, `uid` and
+   * `resourceVersion` cannot be stripped. A bad path is a TypeError naming it.
+   */
+  strip?: string[]; /**
+   * Opt-in: watch `PartialObjectMetadata` (`Accept:
+   * application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`), as client-go's metadata
+   * informers do: each event's `object` is `{ kind: 'PartialObjectMetadata', apiVersion:
+   * 'meta.k8s.io/v1', metadata }`. A server that sends full objects anyway is met by cutting
+   * them down on a Rust thread, with one warning; one that answers 406 ends the watch with an
+   * ERROR (`statusCode` 406) and a warning. Goes with `strip` (of paths under `metadata`),
+   * not with `fields`.
+   */
+  metadataOnly?: boolean;
 }
 
 /** Backstage's KubernetesErrorTypes. */
@@ -212,6 +229,22 @@ export interface KubernetesInformerOptions {
    * `metadata.resourceVersion` and `metadata.uid`.
    */
   fields?: string[];
+  /**
+   * Remove these paths from every object before it is cached or delivered (the complement of
+   * `fields`; not with it), e.g. `['metadata.managedFields',
+   * "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']"]`: about half
+   * of an applied object's JSON. Path syntax as for `watchResource`'s `strip`.
+   */
+  strip?: string[];
+  /**
+   * List (`as=PartialObjectMetadataList`) and watch (`as=PartialObjectMetadata`) metadata
+   * only, as client-go's metadata informers do: cached objects and events are `{ kind:
+   * 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata }`. A server that answers
+   * 406 is asked for full objects instead and one that ignores the request sends them; either
+   * way they are cut down to their metadata on a Rust thread, with one warning. Goes with
+   * `strip`, not with `fields`.
+   */
+  metadataOnly?: boolean;
   /** A longer watch line is a fault (resumed). Default 16 MiB. */
   maxLineBytes?: number;
   /** Aborting closes this handle, as `close()` does. */

@@ -14,11 +14,102 @@ const INITIAL_LISTS = new Set(['auto', 'paginated', 'streaming']);
 /** Bookmarks arrive about once a minute; three missed ones mean the connection is dead. */
 const DEFAULT_IDLE_TIMEOUT_SECONDS = 180;
 
+/** The longest delay setInterval takes (about 24.8 days): a timer that never fires. */
+const NEVER_MS = 2 ** 31 - 1;
+
 /**
- * Informers still running: held here so that an informer nobody references keeps running (and
- * keeps the process alive, as its native callback does) until it is closed or ends.
+ * One per watcher: its native registry, and the two ways back from it, both shared by every
+ * informer and consumer of the watcher. The native side says everything through one
+ * thread-safe function per registry (the news of every handle and the wake-ups of every
+ * waiting consumer, in the order sent), not one per handle and one per pending `nextBatch()`:
+ * libuv looks at every one of them on each wake-up of the loop, which made the main thread's
+ * cost of a change grow with the number of informers (src/binding/informer.rs). That function
+ * is weak; while an informer runs or a consumer waits, a timer that never fires keeps the
+ * process alive, as the per-handle functions did, and when nothing is open or waiting the
+ * registry lets the function go (it holds this hub, and through it the informers, strongly).
  */
-const RUNNING = new Set();
+class InformerHub {
+  registry;
+  /** Open informers by native handle id, for their news. */
+  #informers = new Map();
+  /** Waiting consumers' `resolve` by consumer id. */
+  #waiters = new Map();
+  #keepAlive = null;
+  #connected = false;
+
+  constructor() {
+    this.registry = new native.NativeInformerRegistry();
+  }
+
+  /** Opens `spec`; `onNews(message)` then receives the handle's news, `{ kind, message, id }`. */
+  open(spec, onNews) {
+    if (!this.#connected) this.registry.connect(this.#back);
+    this.#connected = true;
+    let handle;
+    try {
+      handle = this.registry.open(spec);
+    } catch (err) {
+      this.#hold();
+      throw err;
+    }
+    this.#informers.set(handle.id(), onNews);
+    this.#hold();
+    return handle;
+  }
+
+  /** The informer of `handle` says nothing more and no longer keeps the process alive. */
+  release(handle) {
+    this.#informers.delete(handle.id());
+    this.#hold();
+  }
+
+  /** Resolves with `consumer`'s next batch (events, or the end): `nextBatch()` of a watch. */
+  nextBatch(consumer) {
+    return new Promise((resolve) => {
+      this.#waiters.set(consumer.id(), resolve);
+      this.#hold();
+      consumer.wait();
+    });
+  }
+
+  /** A handle's news (JSON text) or a waiting consumer's batch (`{ consumer, batch }`), in the order sent. */
+  #back = (message) => {
+    if (typeof message === 'string') this.#news(message);
+    else this.#wake(message);
+  };
+
+  #wake({ consumer, batch }) {
+    const resolve = this.#waiters.get(consumer);
+    // Only a consumer that waits is woken, once per wait.
+    if (resolve === undefined) return;
+    this.#waiters.delete(consumer);
+    this.#hold();
+    resolve(batch);
+  }
+
+  #news(text) {
+    let message;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return;
+    }
+    this.#informers.get(message.handle)?.(message);
+  }
+
+  /** Keeps the process alive and the registry connected while anything is open or waiting. */
+  #hold() {
+    const busy = this.#informers.size > 0 || this.#waiters.size > 0;
+    if (busy) {
+      this.#keepAlive ??= setInterval(() => {}, NEVER_MS);
+      return;
+    }
+    if (this.#keepAlive !== null) clearInterval(this.#keepAlive);
+    this.#keepAlive = null;
+    if (this.#connected) this.registry.disconnect();
+    this.#connected = false;
+  }
+}
 
 function fail(field, expected, value) {
   const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
@@ -75,7 +166,7 @@ function informerOptions(options) {
 
 /**
  * Builds the native spec and the sharing key, and opens the informer.
- * @param {object} watcher `{ registry, toSpec, credentialFields, functionId, serviceAccountDir, warn, info }`
+ * @param {object} watcher `{ hub, toSpec, credentialFields, functionId, serviceAccountDir, warn, info }`
  */
 function openInformer(watcher, params, options = {}) {
   if (params === null || typeof params !== 'object') throw fail('params', 'an object', params);
@@ -103,6 +194,8 @@ function openInformer(watcher, params, options = {}) {
     labelSelector: options.labelSelector,
     fieldSelector: options.fieldSelector,
     fields: options.fields,
+    strip: options.strip,
+    metadataOnly: options.metadataOnly,
     maxLineBytes: options.maxLineBytes,
     idleTimeoutSeconds: options.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
   };
@@ -124,6 +217,8 @@ function openInformer(watcher, params, options = {}) {
     base.labelSelector ?? '',
     base.fieldSelector ?? '',
     base.fields ?? null,
+    base.strip ?? null,
+    base.metadataOnly ?? false,
   ]);
   // The watch-only fields go.
   // eslint-disable-next-line no-unused-vars
@@ -166,8 +261,7 @@ class KubernetesInformer {
       this.#rejectSynced('the informer was aborted before its initial list was cached');
       return;
     }
-    this.#native = watcher.registry.open(spec, (message) => this.#onNative(message));
-    RUNNING.add(this);
+    this.#native = watcher.hub.open(spec, (message) => this.#onNative(message));
     if (this.#native.isSynced()) this.#resolveSynced();
     // One listener per signal, shared by every informer and watch on it (lib/abort.js).
     if (signal) this.#unsubscribe = onAbort(signal, () => this.close());
@@ -232,6 +326,7 @@ class KubernetesInformer {
     if (this.#closed || !this.#native) return (async function* () {})();
     const start = () => {
       const consumer = this.#native.subscribe();
+      consumer.nextBatch = () => this.#watcher.hub.nextBatch(consumer);
       if (this.#closed) consumer.cancel();
       else this.#consumers.add(consumer);
       const cancel = consumer.cancel.bind(consumer);
@@ -244,13 +339,8 @@ class KubernetesInformer {
     return new WatchEventStream(start, undefined, (message) => this.#watcher.warn(message));
   }
 
-  #onNative(text) {
-    let message;
-    try {
-      message = JSON.parse(text);
-    } catch {
-      return;
-    }
+  /** The native handle's news, `{ kind, message, id }` (InformerHub). */
+  #onNative(message) {
     switch (message.kind) {
       case 'warn':
         this.#watcher.warn(message.message);
@@ -297,10 +387,10 @@ class KubernetesInformer {
   }
 
   #release() {
-    RUNNING.delete(this);
+    if (this.#native) this.#watcher.hub.release(this.#native);
     this.#unsubscribe?.();
     this.#unsubscribe = null;
   }
 }
 
-module.exports = { KubernetesInformer, openInformer };
+module.exports = { KubernetesInformer, InformerHub, openInformer };

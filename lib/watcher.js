@@ -11,7 +11,7 @@
 
 const native = require('./native');
 const { WatchEventStream } = require('./event-stream');
-const { openInformer } = require('./informer');
+const { InformerHub, openInformer } = require('./informer');
 const { registerMetrics, SNAPSHOT } = require('./metrics');
 
 /** Bookmarks arrive about once a minute; three missed ones mean the connection is dead. */
@@ -139,7 +139,20 @@ function toSpec(params, options, serviceAccountDir) {
     maxLineBytes: optionalNumber(options.maxLineBytes, 'options.maxLineBytes', { integer: true, min: 1 }),
     idleTimeoutSeconds: idleTimeoutSeconds > 0 ? idleTimeoutSeconds : undefined,
     fields: optionalFields(options.fields),
+    strip: optionalStrip(options.strip, options.fields),
+    metadataOnly: optionalMetadataOnly(options.metadataOnly, options.fields),
   };
+}
+
+/** `options.metadataOnly`: objects as PartialObjectMetadata; `fields` would cut those again. */
+function optionalMetadataOnly(value, fields) {
+  const on = optionalBoolean(value, 'options.metadataOnly');
+  if (on && fields !== undefined && fields !== null) {
+    throw new TypeError(
+      'kube-watch-native: options.metadataOnly and options.fields exclude each other (strip may go with metadataOnly)',
+    );
+  }
+  return on;
 }
 
 function optionalFields(value) {
@@ -147,6 +160,23 @@ function optionalFields(value) {
     if (!Array.isArray(v) || !v.every((f) => typeof f === 'string' && f.length > 0)) {
       throw fail('options.fields', 'an array of dotted field paths', v);
     }
+    return v;
+  });
+}
+
+/** `options.strip`: paths checked by the native parser, so a bad one is named at call time. */
+function optionalStrip(value, fields) {
+  return optional(value, 'options.strip', (v) => {
+    if (!Array.isArray(v) || !v.every((p) => typeof p === 'string')) {
+      throw fail('options.strip', 'an array of field paths', v);
+    }
+    if (fields !== undefined && fields !== null) {
+      throw new TypeError(
+        'kube-watch-native: options.strip and options.fields exclude each other (fields keeps only what it lists)',
+      );
+    }
+    const problem = native.stripError(v);
+    if (problem !== null) throw new TypeError(problem);
     return v;
   });
 }
@@ -202,9 +232,9 @@ class NativeKubernetesWatcher {
    * Malformed arguments throw a TypeError at call time.
    */
   informer(params, options = {}) {
-    this.#informers ??= new native.NativeInformerRegistry();
+    this.#informers ??= new InformerHub();
     const context = {
-      registry: this.#informers,
+      hub: this.#informers,
       toSpec,
       credentialFields,
       serviceAccountDir: this.#serviceAccountDir,
@@ -239,7 +269,7 @@ class NativeKubernetesWatcher {
   /** Every informer's figures and the pool's, in one native call: one metrics collection. */
   [SNAPSHOT]() {
     if (this.#informers === null) return { series: [], clusters: native.poolStats() };
-    return JSON.parse(this.#informers.metricsJson());
+    return JSON.parse(this.#informers.registry.metricsJson());
   }
 
   #info(message) {

@@ -36,6 +36,7 @@ const {
   sendHugePage,
 } = require('./server-faults');
 const { startChaos } = require('./chaos');
+const { partialKind } = require('./metadata');
 
 function peerCommonName(req) {
   const sock = req.socket;
@@ -67,6 +68,7 @@ const OPTION_KEYS = new Set([
   'sendInitialEvents',
   'expiredAs',
   'serverCertificate',
+  'metadataAs',
 ]);
 
 // The certificates the simulator can serve (`serverCertificate`): the default one is for
@@ -149,6 +151,10 @@ class Simulator extends EventEmitter {
         );
       if (!options.tls) throw new TypeError('serverCertificate needs tls: true');
     }
+    if (options.metadataAs !== undefined && !['serve', 'refuse', 'ignore'].includes(options.metadataAs))
+      throw new TypeError(
+        `metadataAs must be 'serve', 'refuse' or 'ignore', not ${JSON.stringify(options.metadataAs)}`,
+      );
     if (options.expiredAs !== undefined && options.expiredAs !== 'event' && options.expiredAs !== 'status')
       throw new TypeError(`expiredAs must be 'event' or 'status', not ${JSON.stringify(options.expiredAs)}`);
     const prefix = (options.pathPrefix || '').replace(/\/+$/, '');
@@ -299,6 +305,25 @@ class Simulator extends EventEmitter {
     return parts.length >= 2 && parts[0].toLowerCase() === 'bearer' && parts[1] === token;
   }
 
+  /**
+   * Whether a list or watch asking for `kind` (`PartialObjectMetadata(List)`) in its Accept
+   * header gets it (sim/metadata.js); null once a 406 was sent (option `metadataAs`).
+   */
+  partialAnswer(req, res, kind) {
+    if (partialKind(req.headers.accept) !== kind) return false;
+    if (this.options.metadataAs === 'ignore') return false;
+    if (this.options.metadataAs === 'refuse') {
+      sendStatus(
+        res,
+        406,
+        `the server does not support the requested media type: ${req.headers.accept}`,
+        'NotAcceptable',
+      );
+      return null;
+    }
+    return true;
+  }
+
   takeFault() {
     return this.faultQueue.length ? this.faultQueue.shift() : this.fault;
   }
@@ -346,6 +371,8 @@ class Simulator extends EventEmitter {
       throw err;
     }
     if (sendExpiredStatus(this, res, parsed.options)) return undefined;
+    const partial = this.partialAnswer(req, res, 'PartialObjectMetadata');
+    if (partial === null) return undefined;
     const gzip = Boolean(fault.gzip ?? this.options.gzip) && acceptsGzip(req.headers['accept-encoding']);
     const watch = new Watch({
       store: this.store,
@@ -357,6 +384,7 @@ class Simulator extends EventEmitter {
       res,
       rawSocket,
       gzip,
+      metadataOnly: partial,
       bookmarkIntervalMs: this.options.bookmarkIntervalMs,
       defaultTimeoutSeconds: this.options.defaultTimeoutSeconds ?? 1800 + Math.random() * 1800,
     });
@@ -580,6 +608,9 @@ class Simulator extends EventEmitter {
  * @param {number} [options.port=0]
  * @param {'aggregated'|'legacy'} [options.discovery='aggregated'] whether `/api` and `/apis` answer
  *   aggregated discovery (apidiscovery.k8s.io/v2) to clients that ask for it
+ * @param {'serve'|'refuse'|'ignore'} [options.metadataAs='serve'] lists and watches asking for
+ *   PartialObjectMetadata(List) in their Accept header: served as a real API server does, refused
+ *   with 406, or answered with full objects as if not asked (sim/metadata.js)
  * @param {boolean} [options.sendInitialEvents=true] false: refuse streaming lists with 422, like an old server
  * @param {'event'|'status'} [options.expiredAs='event'] how a watch from a compacted resourceVersion
  *   is answered: 200 + an in-stream 410 ERROR event, or an HTTP 410 Status

@@ -10,6 +10,7 @@ const zlib = require('node:zlib');
 const { sendJson, sendStatus, commonHeaders } = require('./status');
 const { compileSelector, SelectorError } = require('./selector');
 const { compileFieldSelector } = require('./field-selector');
+const { asPartial, API_VERSION: PARTIAL_API_VERSION } = require('./metadata');
 
 // Snapshots of lists still being paged; the oldest are forgotten (their tokens then expire).
 const MAX_SNAPSHOTS = 64;
@@ -70,7 +71,8 @@ function parseLimit(raw) {
  * @param {URLSearchParams} params
  * @param {boolean} gzip whether to gzip the body
  */
-function sendList(sim, res, def, route, params, gzip) {
+/** `partial`: as a PartialObjectMetadataList (sim/metadata.js). */
+function sendList(sim, res, def, route, params, gzip, partial = false) {
   const limit = parseLimit(params.get('limit'));
   if (limit === undefined) {
     return sendStatus(
@@ -108,7 +110,7 @@ function sendList(sim, res, def, route, params, gzip) {
       .snapshot(def.key, { namespace: route.namespace })
       .filter((obj) => matches(obj.metadata.labels) && fieldMatches(obj))
       // List items carry no kind/apiVersion on the real server; the list itself does.
-      .map(({ kind, apiVersion, ...rest }) => JSON.stringify(rest));
+      .map(({ kind, apiVersion, ...rest }) => JSON.stringify(partial ? asPartial(rest) : rest));
     snapshot = { rv: Number(store.resourceVersion), items };
   }
   const end = limit > 0 ? Math.min(offset + limit, snapshot.items.length) : snapshot.items.length;
@@ -120,8 +122,11 @@ function sendList(sim, res, def, route, params, gzip) {
     meta.remainingItemCount = snapshot.items.length - end;
   }
   sim.emit('list', { resource: def.key, limit, continued: Boolean(token), items: page.length });
+  const [listKind, apiVersion] = partial
+    ? ['PartialObjectMetadataList', PARTIAL_API_VERSION]
+    : [def.listKind, def.apiVersion];
   const body =
-    `{"kind":"${def.listKind}","apiVersion":"${def.apiVersion}",` +
+    `{"kind":"${listKind}","apiVersion":"${apiVersion}",` +
     `"metadata":${JSON.stringify(meta)},"items":[${page.join(',')}]}`;
   if (gzip) {
     const gz = zlib.gzipSync(body);

@@ -169,6 +169,8 @@ function route(sim, req, res, r, params) {
   const def = lookupResource(sim.store, r);
   if (!def) return sendResourceNotFound(sim.store, res, r);
   if (r.name === undefined) {
+    const partial = sim.partialAnswer(req, res, 'PartialObjectMetadataList');
+    if (partial === null) return undefined;
     return sendList(
       sim,
       res,
@@ -176,6 +178,7 @@ function route(sim, req, res, r, params) {
       r,
       params,
       Boolean(sim.options.gzip) && acceptsGzip(req.headers['accept-encoding']),
+      partial,
     );
   }
   const obj = sim.store.get(def.key, r.namespace, r.name);

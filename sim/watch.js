@@ -8,6 +8,7 @@ const http2 = require('node:http2');
 const { compileSelector, SelectorError } = require('./selector');
 const { status, commonHeaders } = require('./status');
 const { Sink } = require('./wire');
+const { partialLine } = require('./metadata');
 
 // Synthetic ADDED lines for the initial state, cached per stored (immutable) object so many
 // watchers of one store serialise each object once.
@@ -168,6 +169,7 @@ class Watch {
    * @param {boolean} env.gzip whether to gzip the body
    * @param {number} env.bookmarkIntervalMs
    * @param {number} env.defaultTimeoutSeconds
+   * @param {boolean} [env.metadataOnly] objects as PartialObjectMetadata (sim/metadata.js)
    */
   constructor(env) {
     Object.assign(this, env);
@@ -182,6 +184,7 @@ class Watch {
       (!name || obj.metadata.name === name) &&
       options.selector(obj.metadata.labels) &&
       (!options.fieldSelector || options.fieldSelector(obj));
+    this.shape = this.metadataOnly ? partialLine : (buf) => buf;
   }
 
   /** Writes headers and the initial part of the stream, then follows the store. */
@@ -191,7 +194,7 @@ class Watch {
     let expired = null;
     if (o.sendInitialEvents === true || (o.sendInitialEvents === undefined && !o.rv)) {
       for (const obj of store.snapshot(def.key, { namespace: this.namespace })) {
-        if (this.passes(obj)) initial.push(addedLine(obj));
+        if (this.passes(obj)) initial.push(this.shape(addedLine(obj)));
       }
       if (o.sendInitialEvents === true) initial.push(bookmarkLine(def, store.resourceVersion, true));
     } else if (o.rv) {
@@ -203,7 +206,7 @@ class Watch {
         for (const entry of entries) {
           if (entry.def.key !== def.key) continue;
           const buf = eventLine(entry, this.passes);
-          if (buf) initial.push(buf);
+          if (buf) initial.push(this.shape(buf));
         }
       }
     }
@@ -277,7 +280,7 @@ class Watch {
     // A watch from a future version (a client ahead of this server) skips what it has seen.
     if (this.options.rv && entry.rv <= this.options.rv) return;
     const buf = eventLine(entry, this.passes);
-    if (buf) this.send(buf);
+    if (buf) this.send(this.shape(buf));
   }
 
   /** Ends the response cleanly, as a server-side timeout does. */

@@ -3,6 +3,7 @@
 
 mod informer;
 mod strings;
+mod strip;
 
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
@@ -22,7 +23,6 @@ use crate::error::Failure;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::http::ClientKey;
 use crate::http::{ConnectionPool, Get, Kind};
-use crate::projection::Projection;
 use crate::proxy::ProxyEnv;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
@@ -120,6 +120,10 @@ pub struct WatchSpec {
     pub idle_timeout_seconds: Option<f64>,
     /// Dotted paths to keep in each object (the `fields` opt-in).
     pub fields: Option<Vec<String>>,
+    /// Paths to remove from each object (the `strip` opt-in; not with `fields`).
+    pub strip: Option<Vec<String>>,
+    /// Watch `PartialObjectMetadata` (not with `fields`).
+    pub metadata_only: Option<bool>,
 }
 
 /// The batch's JSON text on its way into a JavaScript string, copied (see [`strings`]).
@@ -266,9 +270,10 @@ fn connection_for(
     }
 }
 
-/// Starts a watch; refusals and configuration errors come back as the watch's first batch.
+/// Starts a watch; refusals and configuration errors come back as the watch's first batch
+/// (only a `strip` path JavaScript should have refused already throws).
 #[napi]
-pub fn start_watch(spec: WatchSpec) -> NativeWatch {
+pub fn start_watch(spec: WatchSpec) -> Result<NativeWatch> {
     let resource_path = ResourceRef {
         group: spec.group.clone(),
         version: spec.api_version.clone(),
@@ -280,7 +285,9 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
     let what = format!("watch of {resource_path}");
     let (connection, client) = match connection_for(&spec, &what, &redactor) {
         Ok(found) => found,
-        Err((failure, warning)) => return wrap(Watch::refused(resource_path, failure, warning)),
+        Err((failure, warning)) => {
+            return Ok(wrap(Watch::refused(resource_path, failure, warning)));
+        }
     };
     let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
     let query = WatchQuery {
@@ -307,12 +314,17 @@ pub fn start_watch(spec: WatchSpec) -> NativeWatch {
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(Duration::from_secs_f64),
         redactor,
-        projection: spec.fields.as_deref().map(Projection::new),
+        projection: strip::projection_of(
+            spec.fields.as_deref(),
+            &[],
+            spec.strip.as_deref(),
+            spec.metadata_only.unwrap_or(false),
+        )?,
     };
     let watch = within_runtime_if_available(|| {
         Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())
     });
-    wrap(watch)
+    Ok(wrap(watch))
 }
 
 fn wrap(watch: Watch) -> NativeWatch {

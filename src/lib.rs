@@ -12,6 +12,7 @@ pub mod auth;
 pub mod batch;
 pub mod error;
 pub mod event;
+pub mod field_path;
 pub mod framing;
 pub mod heap;
 pub mod http;

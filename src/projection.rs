@@ -1,12 +1,20 @@
-//! The `fields` opt-in: events whose object is cut down, on a Rust thread, to the fields the
-//! consumer reads, so the JavaScript thread parses (and the heap holds) only those.
+//! The `fields` and `strip` opt-ins: events whose object is cut down, on a Rust thread, to the
+//! fields the consumer reads (`fields`), or rid of the ones nobody reads (`strip`:
+//! `metadata.managedFields`, the last-applied annotation), so the JavaScript thread parses
+//! (and the heap and the informer's cache hold) only the rest.
 //!
-//! One pass per level and no value tree: each object on a kept path is split into its keys and
-//! the raw text of their values; kept values are copied as text, skipped ones only scanned.
-//! Key order is the server's.
+//! `metadataOnly` is shaped here too: the request asks for `PartialObjectMetadata` (see
+//! [`Projection::accept`]), and every object is made one (`kind`, `apiVersion`, `metadata`),
+//! so a server that refuses (406) or ignores the request is met with full objects cut down here.
+//!
+//! One pass per level and no value tree: each object on a listed path is split into its keys
+//! and the raw text of their values; values kept whole are copied as text, others only
+//! scanned. Objects off every listed path are never split. Key order is the server's.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Deserializer;
 use serde::de::{MapAccess, Visitor};
@@ -57,10 +65,50 @@ impl Level {
     }
 }
 
-/// A set of dotted field paths (`metadata.name`, `status.phase`) to keep in each object.
+/// The `Accept` of a metadata-only list, as client-go's metadata client sends it.
+pub const PARTIAL_LIST_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+/// The `Accept` of a metadata-only watch.
+pub const PARTIAL_WATCH_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
+/// What a metadata-only projection has learnt of its server.
+#[derive(Debug, Default)]
+struct Negotiation {
+    /// The server answered 406: ask for plain JSON from now on.
+    refused: AtomicBool,
+    /// A full object came (the server ignores `as=`) and nobody was told yet.
+    notice: AtomicBool,
+    /// Told already (or the refusal said it): no notice any more.
+    told: AtomicBool,
+}
+
+/// What a projection does with the paths it lists.
+#[derive(Debug, Clone)]
+enum Mode {
+    /// Keep them, and nothing else (`fields`).
+    Keep,
+    /// Remove them, and keep everything else (`strip`).
+    Strip,
+    /// Make each object a `PartialObjectMetadata`, its metadata without the paths under
+    /// `metadata` (`metadataOnly`, with `strip` or not).
+    Metadata(Arc<Negotiation>),
+}
+
+impl PartialEq for Mode {
+    fn eq(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}
+
+impl Eq for Mode {}
+
+/// A set of field paths to keep in each object (`metadata.name`, `status.phase`), or to remove
+/// from it (`metadata.managedFields`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Projection {
     root: Level,
+    mode: Mode,
 }
 
 impl Projection {
@@ -76,7 +124,95 @@ impl Projection {
             let path: Vec<&str> = field.split('.').filter(|s| !s.is_empty()).collect();
             root.insert(&path);
         }
-        Self { root }
+        Self {
+            root,
+            mode: Mode::Keep,
+        }
+    }
+
+    /// A projection removing `paths` (each the keys from the object down, see
+    /// [`crate::field_path`]) and keeping everything else; a path that is not there removes
+    /// nothing, a parent removes its children. Paths traverse objects, not arrays.
+    pub fn strip<S: AsRef<str>>(paths: &[Vec<S>]) -> Self {
+        let mut root = Level::default();
+        for path in paths {
+            let keys: Vec<&str> = path.iter().map(AsRef::as_ref).collect();
+            if !keys.is_empty() {
+                root.insert(&keys);
+            }
+        }
+        Self {
+            root,
+            mode: Mode::Strip,
+        }
+    }
+
+    /// A projection making every object a `PartialObjectMetadata` whose metadata lacks
+    /// `strip`'s paths under `metadata` (others are not there to strip).
+    pub fn metadata_only<S: AsRef<str>>(strip: &[Vec<S>]) -> Self {
+        Self {
+            root: Self::strip(strip).root,
+            mode: Mode::Metadata(Arc::default()),
+        }
+    }
+
+    /// The objects keep their other fields, so a list item still gets the `kind` and
+    /// `apiVersion` of its list, as it would unprojected (a `fields` projection keeps exactly
+    /// the fields listed).
+    pub fn keeps_the_rest(&self) -> bool {
+        !matches!(self.mode, Mode::Keep)
+    }
+
+    /// The `Accept` header a list (`watch: false`) or a watch sends: `PartialObjectMetadata`
+    /// for a metadata-only projection until the server refused it, else `None` (plain JSON).
+    pub fn accept(&self, watch: bool) -> Option<String> {
+        match &self.mode {
+            Mode::Metadata(n) if !n.refused.load(Ordering::Relaxed) => Some(
+                if watch {
+                    PARTIAL_WATCH_ACCEPT
+                } else {
+                    PARTIAL_LIST_ACCEPT
+                }
+                .to_owned(),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The server answered 406 to [`Projection::accept`]'s header: the next requests ask for
+    /// plain JSON, whose objects are cut down here. The warning to give, the first time.
+    pub fn refused(&self) -> Option<String> {
+        let Mode::Metadata(n) = &self.mode else {
+            return None;
+        };
+        n.told.store(true, Ordering::Relaxed);
+        (!n.refused.swap(true, Ordering::Relaxed)).then(|| {
+            "the server answered 406 Not Acceptable to a metadata-only (PartialObjectMetadata) \
+             request; asking for full objects instead and keeping only their metadata here"
+                .to_owned()
+        })
+    }
+
+    /// The warning to give, once, when a metadata-only request got full objects back.
+    pub fn take_notice(&self) -> Option<String> {
+        let Mode::Metadata(n) = &self.mode else {
+            return None;
+        };
+        (n.notice.swap(false, Ordering::Relaxed) && !n.told.swap(true, Ordering::Relaxed)).then(
+            || {
+                "the server sent full objects to a metadata-only (PartialObjectMetadata) request \
+                 (it ignores the Accept header's as=); keeping only their metadata here"
+                    .to_owned()
+            },
+        )
+    }
+
+    fn object(&self, object: &RawValue, out: &mut String) -> Option<()> {
+        match &self.mode {
+            Mode::Keep => project(object, &self.root, out),
+            Mode::Strip => strip(object, &self.root, out),
+            Mode::Metadata(n) => partial(object, &self.root, n, out),
+        }
     }
 
     /// The event line with its object projected; `None` if the line is not a JSON object
@@ -92,7 +228,7 @@ impl Projection {
             }
             push_key(&mut out, key);
             if key == "object" && is_object(value) {
-                project(value, &self.root, &mut out)?;
+                self.object(value, &mut out)?;
             } else {
                 out.push_str(value.get());
             }
@@ -109,9 +245,169 @@ impl Projection {
         if !is_object(raw) {
             return None;
         }
-        let mut out = String::with_capacity(256);
-        project(raw, &self.root, &mut out)?;
+        let mut out = String::with_capacity(match self.mode {
+            Mode::Strip => text.len(),
+            Mode::Keep | Mode::Metadata(_) => 256,
+        });
+        self.object(raw, &mut out)?;
         Some(out.into_bytes())
+    }
+}
+
+/// `object` as a `PartialObjectMetadata`: its metadata (without the paths under `metadata` in
+/// `level`), and nothing else; an object that had more tells `negotiation`.
+fn partial(
+    object: &RawValue,
+    level: &Level,
+    negotiation: &Negotiation,
+    out: &mut String,
+) -> Option<()> {
+    out.push_str(r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#);
+    let mut metadata = None;
+    for (key, value) in entries(object.get())? {
+        match key.as_ref() {
+            "metadata" => metadata = Some(value),
+            "kind" | "apiVersion" => {}
+            _ => negotiation.notice.store(true, Ordering::Relaxed),
+        }
+    }
+    match (metadata, level.get("metadata")) {
+        (Some(m), Some(Keep::Within(nested))) if is_object(m) => strip(m, nested, out)?,
+        (Some(m), _) => out.push_str(m.get()),
+        (None, _) => out.push_str("{}"),
+    }
+    out.push('}');
+    Some(())
+}
+
+/// `object` without the paths of `level`, in one pass over its text: an entry on no path is
+/// copied as its bytes, one that a path ends at is left out, and one a path goes through is
+/// stripped in turn (when it is an object; otherwise the path is not there and it is copied).
+/// The text was parsed as JSON already (a list item, a watch event's object); anything
+/// unexpected gives `None`, and then the object passes through as it was.
+fn strip(object: &RawValue, level: &Level, out: &mut String) -> Option<()> {
+    let mut bytes = Vec::with_capacity(object.get().len());
+    let text = object.get().as_bytes();
+    let start = skip_ws(text, 0);
+    let end = strip_at(text, start, level, &mut bytes)?;
+    if skip_ws(text, end) != text.len() {
+        return None;
+    }
+    // Only whole entries of valid UTF-8 text were copied.
+    out.push_str(std::str::from_utf8(&bytes).ok()?);
+    Some(())
+}
+
+/// Strips the object starting at `text[at]` (a `{`) into `out`; returns where it ends.
+fn strip_at(text: &[u8], at: usize, level: &Level, out: &mut Vec<u8>) -> Option<usize> {
+    if text.get(at) != Some(&b'{') {
+        return None;
+    }
+    out.push(b'{');
+    let mut first = true;
+    let mut i = skip_ws(text, at + 1);
+    if text.get(i) == Some(&b'}') {
+        out.push(b'}');
+        return Some(i + 1);
+    }
+    loop {
+        let key_start = i;
+        let key_end = skip_string(text, key_start)?;
+        let colon = skip_ws(text, key_end);
+        if text.get(colon) != Some(&b':') {
+            return None;
+        }
+        let value_start = skip_ws(text, colon + 1);
+        let value_end = skip_value(text, value_start)?;
+        let raw_key = &text[key_start + 1..key_end - 1];
+        let key: Cow<'_, str> = if raw_key.contains(&b'\\') {
+            Cow::Owned(serde_json::from_slice(&text[key_start..key_end]).ok()?)
+        } else {
+            Cow::Borrowed(std::str::from_utf8(raw_key).ok()?)
+        };
+        match level.get(&key) {
+            Some(Keep::Whole) => {}
+            found => {
+                if !std::mem::replace(&mut first, false) {
+                    out.push(b',');
+                }
+                match found {
+                    Some(Keep::Within(nested)) if text[value_start] == b'{' => {
+                        out.extend_from_slice(&text[key_start..key_end]);
+                        out.push(b':');
+                        strip_at(text, value_start, nested, out)?;
+                    }
+                    _ => out.extend_from_slice(&text[key_start..value_end]),
+                }
+            }
+        }
+        i = skip_ws(text, value_end);
+        match text.get(i) {
+            Some(b',') => i = skip_ws(text, i + 1),
+            Some(b'}') => {
+                out.push(b'}');
+                return Some(i + 1);
+            }
+            _ => return None,
+        }
+    }
+}
+
+fn skip_ws(text: &[u8], mut i: usize) -> usize {
+    while matches!(text.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// Where the string starting at `text[at]` (a `"`) ends, after its closing quote.
+fn skip_string(text: &[u8], at: usize) -> Option<usize> {
+    if text.get(at) != Some(&b'"') {
+        return None;
+    }
+    let mut i = at + 1;
+    loop {
+        i += memchr::memchr2(b'"', b'\\', text.get(i..)?)?;
+        if text[i] == b'"' {
+            return Some(i + 1);
+        }
+        // A backslash and the character it escapes.
+        i += 2;
+    }
+}
+
+/// Where the value starting at `text[at]` ends.
+fn skip_value(text: &[u8], at: usize) -> Option<usize> {
+    match text.get(at)? {
+        b'"' => skip_string(text, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            loop {
+                match text.get(i)? {
+                    b'"' => {
+                        i = skip_string(text, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let len = text[at..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(text.len() - at);
+            (len > 0).then_some(at + len)
+        }
     }
 }
 
@@ -245,6 +541,138 @@ mod tests {
             let event = format!(r#"{{"type":"ADDED","object":{object}}}"#);
             assert_eq!(project_text(&["metadata.name"], &event), event);
         }
+    }
+
+    fn strip_text(paths: &[&str], object: &str) -> String {
+        let paths: Vec<Vec<String>> = paths
+            .iter()
+            .map(|p| crate::field_path::parse(p).unwrap())
+            .collect();
+        let stripped = Projection::strip(&paths)
+            .apply_object(object.as_bytes())
+            .unwrap();
+        String::from_utf8(stripped).unwrap()
+    }
+
+    const APPLIED: &str = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c",
+        "namespace":"ns","resourceVersion":"7","annotations":{"a.b/c":"keep",
+        "kubectl.kubernetes.io/last-applied-configuration":"{\"x\":1}\n"},
+        "managedFields":[{"manager":"kubectl","fieldsV1":{"f:data":{}}}]},"data":{"k":"v"}}"#;
+
+    #[test]
+    fn strip_removes_managed_fields_and_an_annotation_with_dots_and_slashes() {
+        let stripped = strip_text(
+            &[
+                "metadata.managedFields",
+                "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
+            ],
+            &APPLIED.replace('\n', "").replace("        ", ""),
+        );
+        assert_eq!(
+            stripped,
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns","resourceVersion":"7","annotations":{"a.b/c":"keep"}},"data":{"k":"v"}}"#
+        );
+    }
+
+    #[test]
+    fn strip_of_missing_paths_keeps_the_object_as_it_was() {
+        let object =
+            r#"{"metadata":{"name":"c","labels":{"a":"b"}},"spec":[{"x":{"y":1}}],"n":null}"#;
+        assert_eq!(
+            strip_text(
+                &[
+                    "metadata.managedFields",
+                    "metadata.annotations['x']",
+                    "spec.x",
+                    "n.y",
+                    "status.phase"
+                ],
+                object
+            ),
+            object
+        );
+    }
+
+    #[test]
+    fn strip_goes_deep_keeps_emptied_parents_and_lets_parents_win() {
+        let object = r#"{"a":{"b":{"c":1,"d":2},"e":3},"f":{"g":4}}"#;
+        assert_eq!(
+            strip_text(&["a.b.c", "a.b.d", "f", "f.g"], object),
+            r#"{"a":{"b":{},"e":3}}"#
+        );
+        assert_eq!(strip_text(&["a"], object), r#"{"f":{"g":4}}"#);
+    }
+
+    #[test]
+    fn strip_matches_escaped_keys_and_passes_through_non_objects() {
+        let object = r#"{"metadata":{"annotations":{"it's":"x","y":"z"}}}"#;
+        assert_eq!(
+            strip_text(&[r"metadata.annotations['it\'s']"], object),
+            r#"{"metadata":{"annotations":{"y":"z"}}}"#
+        );
+        let paths = vec![vec!["a".to_owned()]];
+        let strip = Projection::strip(&paths);
+        assert!(strip.apply_object(b"[1]").is_none());
+        let event = r#"{"type":"ADDED","object":{"a":1,"b":2}}"#;
+        assert_eq!(
+            String::from_utf8(strip.apply(event.as_bytes()).unwrap()).unwrap(),
+            r#"{"type":"ADDED","object":{"b":2}}"#
+        );
+        assert!(strip.keeps_the_rest() && !Projection::new(&["a"]).keeps_the_rest());
+    }
+
+    #[test]
+    fn strip_reads_white_space_literals_and_strings_with_braces_and_escapes() {
+        let object =
+            " { \"a\" : { \"x\" : \"}\\\"{[\" , \"y\":[1, {\"z\":\"]\"}], \"n\" : -1.5e3 } ,
+            \"b\":true,\"c\" :null , \"d\": { } } ";
+        assert_eq!(
+            strip_text(&["a.y", "c", "d.e"], object),
+            r#"{"a":{"x" : "}\"{[","n" : -1.5e3},"b":true,"d":{}}"#
+        );
+        assert_eq!(strip_text(&["a.x"], r#"{"a":{"x":1}}"#), r#"{"a":{}}"#);
+    }
+
+    #[test]
+    fn metadata_only_makes_partial_objects_and_notices_full_ones_once() {
+        let paths = vec![vec!["metadata".to_owned(), "managedFields".to_owned()]];
+        let p = Projection::metadata_only(&paths);
+        assert_eq!(
+            p.accept(false).as_deref(),
+            Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+        );
+        assert_eq!(
+            p.accept(true).as_deref(),
+            Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+        );
+        let served = r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","managedFields":[]}}"#;
+        let expected = r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a"}}"#;
+        let apply = |o: &str| String::from_utf8(p.apply_object(o.as_bytes()).unwrap()).unwrap();
+        assert_eq!(apply(served), expected);
+        assert_eq!(p.take_notice(), None, "a partial object is what was asked");
+        let full = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","managedFields":[]},"data":{"k":"v"}}"#;
+        assert_eq!(apply(full), expected);
+        assert!(p.take_notice().unwrap().contains("sent full objects"));
+        assert_eq!(apply(full), expected);
+        assert_eq!(p.take_notice(), None, "told once");
+        assert!(!Projection::new(&["a"]).keeps_the_rest() && p.keeps_the_rest());
+        assert_eq!(Projection::new(&["a"]).accept(true), None);
+    }
+
+    #[test]
+    fn metadata_only_after_a_refusal_asks_for_plain_json_and_says_so_once() {
+        let p = Projection::metadata_only::<String>(&[]);
+        assert!(p.refused().unwrap().contains("406 Not Acceptable"));
+        assert_eq!(p.refused(), None);
+        assert_eq!(p.accept(false), None);
+        assert_eq!(p.accept(true), None);
+        let event = r#"{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p"},"spec":{}}}"#;
+        assert_eq!(
+            String::from_utf8(p.apply(event.as_bytes()).unwrap()).unwrap(),
+            r#"{"type":"ADDED","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"p"}}}"#
+        );
+        assert_eq!(p.take_notice(), None, "the refusal said it already");
+        assert_eq!(Projection::strip::<String>(&[]).refused(), None);
     }
 
     #[test]

@@ -142,10 +142,16 @@ impl Producer {
         let get = Get {
             url: config.url.clone(),
             bearer: config.bearer.clone(),
-            accept: None,
+            // `metadataOnly`: PartialObjectMetadata (see `Projection`).
+            accept: config.projection.as_ref().and_then(|p| p.accept(true)),
         };
         let response = pool.get(&config.client, &get, Kind::Watch).await?;
         let status = response.status();
+        if status == 406 && get.accept.is_some() {
+            let detail = "the server answered 406 Not Acceptable to a metadata-only \
+                (PartialObjectMetadata) watch: it cannot serve metadataOnly; watch without it";
+            self.warn(config, detail);
+        }
         if !(200..300).contains(&status) {
             return Err(Error::Status {
                 status,
@@ -168,7 +174,13 @@ impl Producer {
             // The common case: the text goes to JavaScript untouched, once the budget has room.
             Line::Event { resource_version } => {
                 let line = match &config.projection {
-                    Some(projection) => projection.apply(&line).map_or(line, Bytes::from),
+                    Some(projection) => {
+                        let projected = projection.apply(&line).map_or(line, Bytes::from);
+                        if let Some(notice) = projection.take_notice() {
+                            self.warn(config, &notice);
+                        }
+                        projected
+                    }
                     None => line,
                 };
                 self.outbox

@@ -71,6 +71,17 @@ export async function consume(): Promise<string[]> {
 // Extra limits are optional fields of the options type.
 const native = new NativeKubernetesWatcher();
 void native.watchResource(ownParams, { ...ownOptions, idleTimeoutSeconds: 5, maxLineBytes: 1024 });
+void native.watchResource(ownParams, {
+  strip: [
+    'metadata.managedFields',
+    "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
+  ],
+});
+void native.watchResource(ownParams, { metadataOnly: true });
+// @ts-expect-error metadataOnly is a boolean
+void native.watchResource(ownParams, { metadataOnly: 'yes' });
+// @ts-expect-error strip is a list of paths, not one path
+void native.watchResource(ownParams, { strip: 'metadata.managedFields' });
 
 // The kubeconfig loader's result feeds watchResource directly.
 import { loadKubeconfig, KubeconfigError } from '../..';
@@ -113,6 +124,17 @@ export async function informerUsage(
     },
     { namespace: 'default', initialList: 'auto', backoff: { maxSeconds: 10 }, fields: ['status.phase'] },
   );
+  const stripped: KubernetesInformer = watcher.informer(
+    {
+      clusterDetails: { name: 'c', url: 'https://k8s.example', authMetadata: {} },
+      credential: { type: 'anonymous' },
+      group: '',
+      apiVersion: 'v1',
+      plural: 'configmaps',
+    },
+    { strip: ['metadata.managedFields'], metadataOnly: true },
+  );
+  stripped.close();
   await informer.synced;
   let relists = 0;
   for await (const event of informer) {

@@ -1,17 +1,26 @@
 //! The informer's N-API shell: converts the JavaScript informer spec, opens a shared informer
 //! in the watcher's registry, hands consumers' batches and the cache's reads to JavaScript,
-//! and carries the reflector's news (warnings, notices, sync, end, credential requests) back
-//! through one thread-safe function per handle. That function is referenced, so a running
-//! informer keeps the process alive; it is let go when the handle closes or the informer ends.
+//! and carries the reflector's news (warnings, notices, sync, end, credential requests) and
+//! the consumers' wake-ups back.
+//!
+//! Both go through one thread-safe function per registry (per watcher), never one per handle
+//! or per waiting consumer: each thread-safe function is a libuv async handle, and libuv looks
+//! at every async handle of the loop on every wake-up, so with one per informer and one per
+//! pending `nextBatch()` promise the main thread's cost of a change grew with the number of
+//! informers (`bench/fleet.js`: 2.3× the CPU per change with 1 000 informers as with 100).
+//! One function also keeps news and wake-ups in the order they were sent (a consumer's
+//! ADDED batch before the `synced` that follows it). The news names its handle and a wake-up
+//! (a number) its consumer; JavaScript dispatches them (`lib/informer.js`). The function is
+//! weak: what keeps the process alive while informers run or consumers wait is JavaScript's.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
-use napi::bindgen_prelude::{AsyncBlock, AsyncBlockBuilder, within_runtime_if_available};
+use napi::bindgen_prelude::{Either, within_runtime_if_available};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Env, Error, Result, Status};
+use napi::{Error, Result, Status};
 use napi_derive::napi;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -28,7 +37,6 @@ use crate::informer::reflector::{InitialList, Reflector, ReflectorConfig, Report
 use crate::informer::registry::{Handle, Registry, Sinks};
 use crate::informer::selector::Selector;
 use crate::informer::stats::{Labels, StatsSnapshot, cluster_label};
-use crate::projection::Projection;
 use crate::proxy::ProxyEnv;
 use crate::request::ResourceRef;
 
@@ -69,24 +77,46 @@ pub struct InformerSpec {
     pub watch_timeout_seconds: Option<f64>,
     pub max_line_bytes: Option<i64>,
     pub fields: Option<Vec<String>>,
+    /// Paths removed from every object before it is cached (not with `fields`).
+    pub strip: Option<Vec<String>>,
+    /// List and watch `PartialObjectMetadata` (not with `fields`).
+    pub metadata_only: Option<bool>,
 }
 
-type Callback = ThreadsafeFunction<String, (), String, Status, false>;
+/// A waiting consumer's next batch, taken on the thread that brought it.
+#[napi(object, object_from_js = false)]
+pub struct Wakeup {
+    /// The consumer's `id()`.
+    pub consumer: u32,
+    pub batch: NativeBatch,
+}
 
-/// One handle's way back to JavaScript.
+/// A consumer's wake-up or a handle's news (JSON text).
+type Message = Either<Wakeup, String>;
+/// The registry's way back: `(message: Wakeup | string) => void`, weak.
+type Back = ThreadsafeFunction<Message, (), Message, Status, false, true>;
+
+/// One handle's way back to JavaScript: the registry's function, and its own id.
 pub struct JsSink {
-    callback: Callback,
+    handle: u32,
+    back: Arc<Back>,
 }
 
 impl JsSink {
     fn send(&self, kind: &str, message: Option<&str>, id: Option<u64>) -> bool {
-        let value = serde_json::json!({ "kind": kind, "message": message, "id": id });
-        let status = self
-            .callback
-            .call(value.to_string(), ThreadsafeFunctionCallMode::NonBlocking);
+        let value = serde_json::json!({
+            "handle": self.handle, "kind": kind, "message": message, "id": id
+        });
+        let status = self.back.call(
+            Either::B(value.to_string()),
+            ThreadsafeFunctionCallMode::NonBlocking,
+        );
         status == Status::Ok
     }
 }
+
+/// Consumer ids, process-wide (a wake-up names its consumer by it).
+static NEXT_CONSUMER: AtomicU32 = AtomicU32::new(1);
 
 struct JsReporter {
     sinks: Arc<Sinks<JsSink>>,
@@ -126,10 +156,13 @@ type Answer = oneshot::Sender<std::result::Result<Credential, String>>;
 static PENDING_CREDENTIALS: LazyLock<Mutex<HashMap<u64, Answer>>> = LazyLock::new(Mutex::default);
 static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Nothing panics while holding these locks; the data stays consistent.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn pending() -> std::sync::MutexGuard<'static, HashMap<u64, Answer>> {
-    PENDING_CREDENTIALS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+    lock(&PENDING_CREDENTIALS)
 }
 
 /// Asks JavaScript's `getCredential` through the oldest open handle.
@@ -187,6 +220,11 @@ pub fn answer_credential(id: f64, credential: Option<CredentialSpec>, error: Opt
 #[derive(Default)]
 pub struct NativeInformerRegistry {
     registry: Registry<JsSink>,
+    /// Set by `connect` while JavaScript has informers open or consumers waiting: a thread-safe
+    /// function holds its JavaScript function strongly, so holding it for good would keep
+    /// the watcher's side of JavaScript from ever being collected.
+    back: Mutex<Option<Arc<Back>>>,
+    next_handle: AtomicU32,
 }
 
 fn invalid(message: String) -> Error {
@@ -237,14 +275,12 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
         initial_list,
         backoff,
         idle_timeout: seconds(spec.idle_timeout_seconds),
-        projection: spec.fields.as_ref().map(|fields| {
-            let all: Vec<&str> = fields
-                .iter()
-                .map(String::as_str)
-                .chain(KEPT_METADATA)
-                .collect();
-            Projection::new(&all)
-        }),
+        projection: super::strip::projection_of(
+            spec.fields.as_deref(),
+            &KEPT_METADATA,
+            spec.strip.as_deref(),
+            spec.metadata_only.unwrap_or(false),
+        )?,
         credential_ttl: seconds(spec.credential_ttl_seconds).unwrap_or(Duration::from_secs(300)),
         max_line_bytes: spec
             .max_line_bytes
@@ -258,13 +294,31 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
 impl NativeInformerRegistry {
     #[napi(constructor)]
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            next_handle: AtomicU32::new(1),
+            ..Self::default()
+        }
     }
 
-    /// A handle on the shared informer for `spec.key`, started if none runs. `callback`
-    /// receives the informer's news as JSON text: `{ kind, message, id }`.
-    #[napi(ts_args_type = "spec: InformerSpec, callback: (message: string) => void")]
-    pub fn open(&self, spec: InformerSpec, callback: Callback) -> Result<NativeInformer> {
+    /// Where the handles opened from now on report: `back` receives every handle's news as
+    /// JSON text, `{ handle, kind, message, id }`, and a waiting consumer's next batch as a
+    /// `Wakeup` (after its `wait()`), all in the order they were sent.
+    #[napi(ts_args_type = "back: (message: Wakeup | string) => void")]
+    pub fn connect(&self, back: Back) {
+        *lock(&self.back) = Some(Arc::new(back));
+    }
+
+    /// Lets the function of `connect` go, once nothing is open or waiting (what still holds
+    /// it, a closing handle or a finishing consumer, lets it go when it ends).
+    #[napi]
+    pub fn disconnect(&self) {
+        lock(&self.back).take();
+    }
+
+    /// A handle on the shared informer for `spec.key`, started if none runs; its news comes
+    /// to the function of `connect` with the handle's `id()`.
+    #[napi]
+    pub fn open(&self, spec: InformerSpec) -> Result<NativeInformer> {
         let config = config_of(&spec)?;
         let provider_static = (!spec.dynamic_credential).then(|| {
             spec.credential
@@ -272,34 +326,45 @@ impl NativeInformerRegistry {
                 .map(CredentialSpec::credential)
                 .unwrap_or(Credential::Anonymous)
         });
+        let back = match &*lock(&self.back) {
+            Some(back) => back.clone(),
+            None => {
+                return Err(Error::from_reason(
+                    "kube-watch-native: the informer registry is not connected",
+                ));
+            }
+        };
+        let id = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        let sink = JsSink {
+            handle: id,
+            back: back.clone(),
+        };
         let labels = Labels {
             cluster: cluster_label(&spec.cluster.cluster_url),
             group: spec.group.clone(),
             version: spec.api_version.clone(),
             resource: spec.plural.clone(),
         };
-        let handle = self
-            .registry
-            .open(spec.key, labels, JsSink { callback }, |sinks, memory| {
-                let provider: Arc<dyn CredentialProvider> = match provider_static {
-                    Some(credential) => Arc::new(StaticCredential(credential)),
-                    None => Arc::new(JsCredentials {
-                        sinks: sinks.clone(),
-                    }),
-                };
-                let reporter = Arc::new(JsReporter { sinks });
-                within_runtime_if_available(|| {
-                    Reflector::start(
-                        config,
-                        provider,
-                        reporter,
-                        memory,
-                        POOL.clone(),
-                        &tokio::runtime::Handle::current(),
-                    )
-                })
-            });
-        Ok(NativeInformer { handle })
+        let handle = self.registry.open(spec.key, labels, sink, |sinks, memory| {
+            let provider: Arc<dyn CredentialProvider> = match provider_static {
+                Some(credential) => Arc::new(StaticCredential(credential)),
+                None => Arc::new(JsCredentials {
+                    sinks: sinks.clone(),
+                }),
+            };
+            let reporter = Arc::new(JsReporter { sinks });
+            within_runtime_if_available(|| {
+                Reflector::start(
+                    config,
+                    provider,
+                    reporter,
+                    memory,
+                    POOL.clone(),
+                    &tokio::runtime::Handle::current(),
+                )
+            })
+        });
+        Ok(NativeInformer { handle, id, back })
     }
 
     /// Shared informers running now.
@@ -507,16 +572,36 @@ impl SeriesMetrics {
 #[napi]
 pub struct NativeInformer {
     handle: Handle<JsSink>,
+    id: u32,
+    back: Arc<Back>,
 }
 
 #[napi]
 impl NativeInformer {
+    /// The id its news carries (`handle`).
+    #[napi]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
     /// A new consumer: the cached objects as ADDED, SYNCED once synced, then changes.
     #[napi]
     pub fn subscribe(&self) -> NativeInformerConsumer {
+        let cursor = self.handle.reflector().cache().subscribe();
+        let id = NEXT_CONSUMER.fetch_add(1, Ordering::Relaxed);
+        let back = self.back.clone();
+        cursor.set_waker(Box::new(move |batch| {
+            let wakeup = Wakeup {
+                consumer: id,
+                batch: batch.into(),
+            };
+            // Fails only while the environment shuts down, when nobody is waiting any more.
+            let _ = back.call(Either::A(wakeup), ThreadsafeFunctionCallMode::NonBlocking);
+        }));
         NativeInformerConsumer {
-            cursor: Arc::new(self.handle.reflector().cache().subscribe()),
+            cursor,
             cancel: CancellationToken::new(),
+            id,
         }
     }
 
@@ -613,8 +698,9 @@ impl NativeInformer {
 /// One consumer (`for await` over an informer), taken from like a watch.
 #[napi]
 pub struct NativeInformerConsumer {
-    cursor: Arc<Cursor>,
+    cursor: Cursor,
     cancel: CancellationToken,
+    id: u32,
 }
 
 #[napi]
@@ -628,12 +714,18 @@ impl NativeInformerConsumer {
         self.cursor.take().map(Into::into)
     }
 
-    /// Resolves with the next batch (events, or the end).
-    #[napi(ts_return_type = "Promise<NativeBatch>")]
-    pub fn next_batch(&self, env: &Env) -> Result<AsyncBlock<NativeBatch>> {
-        let cursor = self.cursor.clone();
-        let cancel = self.cancel.clone();
-        AsyncBlockBuilder::new(async move { Ok(cursor.next(&cancel).await.into()) }).build(env)
+    /// The id its wake-ups carry.
+    #[napi]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Sends the next batch (events, or the end), once there is one, to the function of the
+    /// registry's `connect` as a `Wakeup`: taken on the thread that brings it, with no task
+    /// or thread hop per wait. One wait at a time.
+    #[napi]
+    pub fn wait(&self) {
+        self.cursor.arm();
     }
 
     /// Ends this consumer now; idempotent.

@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -121,6 +121,8 @@ struct Queue {
     /// An ERROR still pending, which the next one replaces.
     error: Option<u64>,
     ending: Ending,
+    /// The cursor's waker is to be called at the next push or ending (see [`Cursor::arm`]).
+    armed: bool,
     /// Reused to build each event line.
     scratch: Vec<u8>,
 }
@@ -135,6 +137,7 @@ impl Queue {
             later_synced: None,
             error: None,
             ending: Ending::Open,
+            armed: false,
             scratch: Vec::new(),
         }
     }
@@ -205,6 +208,11 @@ impl Queue {
         builder.push_line(line, Some(version.rv()), 0);
     }
 
+    /// `take` would give something: events, markers, or the end.
+    fn has_batch(&self) -> bool {
+        self.ending != Ending::Open || !self.order.is_empty()
+    }
+
     /// The next batch; the events in it are added to `delivered`.
     fn take(&mut self, delivered: &AtomicU64) -> Option<Batch> {
         if self.ending == Ending::Closed {
@@ -265,17 +273,40 @@ impl Queue {
     }
 }
 
+/// Called, on whichever thread pushed, with what an armed cursor had to take.
+pub type Waker = Box<dyn Fn(Batch) + Send + Sync>;
+
 /// What the fanout and a cursor share.
-#[derive(Debug)]
 struct Shared {
     queue: Mutex<Queue>,
     /// Signalled on every push, for a consumer waiting for one.
     changed: Notify,
+    /// Set once by [`Cursor::set_waker`].
+    waker: OnceLock<Waker>,
     /// The fanout's count of events taken, shared by all its cursors.
     delivered: Arc<AtomicU64>,
 }
 
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("queue", &self.queue)
+            .field("waker", &self.waker.get().is_some())
+            .field("delivered", &self.delivered)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Shared {
+    fn new(queue: Queue, delivered: Arc<AtomicU64>) -> Self {
+        Self {
+            queue: Mutex::new(queue),
+            changed: Notify::new(),
+            waker: OnceLock::new(),
+            delivered,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Queue> {
         // Nothing panics while holding the lock; a poisoned queue is still consistent.
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
@@ -287,8 +318,25 @@ impl Shared {
             return;
         }
         change(&mut queue);
+        self.signal(queue);
+    }
+
+    /// Wakes whoever waits, after a change to `queue` (whose lock this lets go first). An
+    /// armed cursor's batch is taken here, at once, as a waiting task would take it.
+    fn signal(&self, mut queue: MutexGuard<'_, Queue>) {
+        let waker = self
+            .waker
+            .get()
+            .filter(|_| queue.armed && queue.has_batch());
+        let batch = waker.and_then(|_| {
+            queue.armed = false;
+            queue.take(&self.delivered)
+        });
         drop(queue);
         self.changed.notify_one();
+        if let (Some(wake), Some(batch)) = (waker, batch) {
+            wake(batch);
+        }
     }
 }
 
@@ -362,11 +410,7 @@ impl Fanout {
                 queue.push_synced(rv, false);
             }
         }
-        let shared = Arc::new(Shared {
-            queue: Mutex::new(queue),
-            changed: Notify::new(),
-            delivered: self.delivered.clone(),
-        });
+        let shared = Arc::new(Shared::new(queue, self.delivered.clone()));
         cursors.push(Arc::downgrade(&shared));
         Cursor { shared }
     }
@@ -416,8 +460,7 @@ impl Fanout {
             if queue.ending == Ending::Open {
                 queue.ending = Ending::Draining;
             }
-            drop(queue);
-            shared.changed.notify_one();
+            shared.signal(queue);
         });
     }
 
@@ -460,14 +503,29 @@ impl Cursor {
         crate::batch::wait_for_batch(&self.shared.changed, cancel, || self.take()).await
     }
 
+    /// What [`Cursor::arm`] calls; set once, later calls are ignored.
+    pub fn set_waker(&self, waker: Waker) {
+        let _ = self.shared.waker.set(waker);
+    }
+
+    /// Calls the waker with the next batch (events, markers, or the end) once there is one:
+    /// at once if there is now, else on the thread of the push or ending that brings it. No
+    /// task waits: a consumer that waits costs nothing until its waker is called.
+    pub fn arm(&self) {
+        let mut queue = self.shared.lock();
+        queue.armed = true;
+        if queue.has_batch() {
+            self.shared.signal(queue);
+        }
+    }
+
     /// Ends this consumer now: nothing pending is delivered, and taking says `done`.
     pub fn close(&self) {
         let mut queue = self.shared.lock();
         queue.ending = Ending::Closed;
         queue.order.clear();
         queue.pending = HashMap::new();
-        drop(queue);
-        self.shared.changed.notify_one();
+        self.shared.signal(queue);
     }
 
     /// Objects and markers pending.

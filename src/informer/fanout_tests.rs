@@ -400,6 +400,93 @@ fn a_waiting_consumer_wakes_for_a_push_and_for_cancel() {
     assert!(batch.done);
 }
 
+/// A cursor whose waker records the batches it is called with.
+fn woken_cursor(fanout: &Fanout) -> (Cursor, Arc<Mutex<Vec<Batch>>>) {
+    let cursor = fanout.subscribe(empty(), None);
+    let woken = Arc::new(Mutex::new(Vec::new()));
+    let sink = woken.clone();
+    cursor.set_waker(Box::new(move |batch| sink.lock().unwrap().push(batch)));
+    (cursor, woken)
+}
+
+fn taken(woken: &Mutex<Vec<Batch>>) -> Vec<Vec<String>> {
+    let batches = std::mem::take(&mut *woken.lock().unwrap());
+    batches
+        .iter()
+        .map(|b| {
+            let mut d = if b.events.is_empty() {
+                Vec::new()
+            } else {
+                describe(b)
+            };
+            if b.done {
+                d.push("END".into());
+            }
+            d
+        })
+        .collect()
+}
+
+#[test]
+fn an_armed_cursor_is_woken_once_with_the_batch_of_the_push_that_came() {
+    let fanout = fanout();
+    let (cursor, woken) = woken_cursor(&fanout);
+    fanout.push(&[change(Added, "a", "u1", 1)]);
+    assert!(taken(&woken).is_empty(), "not armed: nothing is called");
+    cursor.arm();
+    assert_eq!(
+        taken(&woken),
+        [["ADDED a@1#u1"]],
+        "armed with a change pending: called at once with it"
+    );
+    assert!(cursor.take().is_none(), "the waker's batch was taken");
+    cursor.arm();
+    assert!(
+        taken(&woken).is_empty(),
+        "armed with nothing pending: waits"
+    );
+    fanout.push(&[change(Modified, "a", "u1", 2)]);
+    fanout.push(&[change(Modified, "a", "u1", 3)]);
+    assert_eq!(
+        taken(&woken),
+        [["MODIFIED a@2#u1"]],
+        "called once per arm, with what the first push brought"
+    );
+    assert_eq!(
+        fanout.delivered(),
+        2,
+        "what the waker took counts as delivered"
+    );
+    assert_eq!(fanout.slowest_pending(), 1, "a@3 waits for a take");
+    assert_eq!(
+        drain(&cursor),
+        ["MODIFIED a@3#u1"],
+        "the next push waits for a take"
+    );
+    assert_eq!(fanout.delivered(), 3);
+    assert_eq!(fanout.slowest_pending(), 0);
+}
+
+#[test]
+fn an_armed_cursor_is_woken_with_the_end() {
+    let fanout = fanout();
+    let (cursor, woken) = woken_cursor(&fanout);
+    cursor.arm();
+    fanout.end();
+    assert_eq!(taken(&woken), [["END"]], "the informer stopped");
+    let (closed, woken) = woken_cursor(&fanout);
+    drop(closed);
+    assert!(
+        taken(&woken).is_empty(),
+        "a cursor never armed is not called"
+    );
+    let fanout = self::fanout();
+    let (cursor, woken) = woken_cursor(&fanout);
+    cursor.arm();
+    cursor.close();
+    assert_eq!(taken(&woken), [["END"]], "the consumer closed");
+}
+
 #[test]
 fn delivered_counts_every_event_taken_and_pending_is_the_slowest_consumers() {
     let fanout = fanout();

@@ -392,7 +392,7 @@ impl<A: ListWatch> Run<A> {
     async fn list_page(&mut self, url_for: impl FnOnce(&str) -> String) -> Result<Vec<u8>, Fault> {
         let endpoint = self.endpoint().await?;
         let max = max_page_bytes(self.config.page_size);
-        let request = self.request(&endpoint, url_for(&endpoint.base_url));
+        let request = self.request(&endpoint, url_for(&endpoint.base_url), false);
         self.api
             .list(request, max)
             .await
@@ -415,23 +415,30 @@ impl<A: ListWatch> Run<A> {
         query.timeout_seconds = Some(self.watch_timeout());
         let endpoint = self.endpoint().await?;
         let url = watch_url(&endpoint.base_url, &self.config.resource_path, &query);
-        let request = self.request(&endpoint, url);
+        let request = self.request(&endpoint, url, true);
         self.api.watch(request, self.config.max_line_bytes).await
     }
 
     /// The one place a request is made up: the endpoint's client and bearer, the URL, the
-    /// idle limit.
-    fn request<'a>(&'a self, endpoint: &'a Endpoint, url: String) -> Request<'a> {
+    /// `Accept` header (`metadataOnly`: PartialObjectMetadataList for a list page,
+    /// PartialObjectMetadata for a watch or a streaming list, until the server refuses it),
+    /// the idle limit.
+    fn request<'a>(&'a self, endpoint: &'a Endpoint, url: String, watch: bool) -> Request<'a> {
         Request {
             client: &endpoint.client,
             get: Get {
                 url,
                 bearer: endpoint.bearer.clone(),
-                accept: None,
+                accept: self.accept(watch),
             },
             idle: self.config.idle_timeout,
             stats: &self.stats,
         }
+    }
+
+    /// The `Accept` header of a list page or (`watch`) of a watch or streaming list.
+    fn accept(&self, watch: bool) -> Option<String> {
+        self.config.projection.as_ref()?.accept(watch)
     }
 
     fn query(&self) -> WatchQuery {
@@ -452,6 +459,18 @@ impl<A: ListWatch> Run<A> {
     fn failed(&mut self, fault: Fault, resume: Resume) -> State {
         let failure = fault.failure();
         self.stats.error(failure.error_type.as_str());
+        // A 406 to a metadata-only request: from now on the informer asks for plain JSON and
+        // cuts the objects down here (`refused` says so once; None without metadataOnly, or
+        // when the header was not sent).
+        if let Fault::Status { status: 406, .. } = fault
+            && let Some(warning) = self
+                .config
+                .projection
+                .as_ref()
+                .and_then(Projection::refused)
+        {
+            self.warn(&warning);
+        }
         let terminal = match &fault {
             Fault::Refused(_) => true,
             Fault::Status { status, .. } => matches!(status, 400 | 422),
@@ -509,6 +528,12 @@ impl<A: ListWatch> Run<A> {
         query.resource_version_match = Some("NotOlderThan".into());
         let lines = match self.watch_lines(query).await {
             Ok(lines) => lines,
+            // A 406 to the metadata-only Accept header says nothing of streaming lists (nor of
+            // the other informers on the cluster): `failed` turns the header off, and the
+            // streaming list is asked for again.
+            Err(fault @ Fault::Status { status: 406, .. }) if self.accept(true).is_some() => {
+                return self.failed(fault, Self::resume_list(relist));
+            }
             Err(Fault::Status { status, detail, .. }) if auto && means_unsupported(status) => {
                 self.memory.remember_paginated(&url);
                 self.info(&format!(
@@ -583,6 +608,7 @@ impl<A: ListWatch> Run<A> {
                 };
                 let parsed = ListPage::parse(&body).and_then(|page| {
                     let items = self.list_objects(&page)?;
+                    self.take_notice();
                     Ok((items, page.resource_version, page.continue_token))
                 });
                 let (items, page_rv, next) = match parsed {
@@ -604,8 +630,21 @@ impl<A: ListWatch> Run<A> {
         }
     }
 
+    /// Warns once that a metadata-only request got full objects (see `Projection`).
+    fn take_notice(&self) {
+        if let Some(notice) = self
+            .config
+            .projection
+            .as_ref()
+            .and_then(|p| p.take_notice())
+        {
+            self.warn(&notice);
+        }
+    }
+
     /// A page's items for the cache: projected when `fields` is set (then exactly the kept
-    /// paths, no `kind`/`apiVersion` added), else with the list's `kind`/`apiVersion`.
+    /// paths, no `kind`/`apiVersion` added), else (`strip` too) with the list's
+    /// `kind`/`apiVersion`.
     fn list_objects(&self, page: &ListPage<'_>) -> Result<Vec<Object>, super::wire::WireError> {
         match &self.config.projection {
             None => page.objects(),
@@ -615,7 +654,13 @@ impl<A: ListWatch> Run<A> {
                 .map(|item| {
                     let raw = item.get().as_bytes();
                     let projected = projection.apply_object(raw);
-                    Object::parse(projected.as_deref().unwrap_or(raw)).map_err(Into::into)
+                    let text = projected.as_deref().unwrap_or(raw);
+                    // `strip` keeps the rest, so the item gets its list's kind and apiVersion.
+                    if projection.keeps_the_rest() {
+                        Object::from_list_item(text, &page.item_type).map_err(Into::into)
+                    } else {
+                        Object::parse(text).map_err(Into::into)
+                    }
                 })
                 .collect(),
         }
@@ -710,6 +755,7 @@ impl<A: ListWatch> Run<A> {
                 Err(err) => break StreamEnd::Fault(Fault::from_error(err)),
             };
             let step = step(&mut self.progress, &line, self.config.projection.as_ref());
+            self.take_notice();
             if let Some(events) = step.events() {
                 self.stats.events(events);
             }

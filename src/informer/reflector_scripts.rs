@@ -49,6 +49,7 @@ struct Sent {
     at: Duration,
     url: String,
     bearer: Option<String>,
+    accept: Option<String>,
 }
 
 struct Script {
@@ -79,6 +80,7 @@ impl Fake {
             at: self.0.start.elapsed(),
             url: request.get.url.clone(),
             bearer: request.get.bearer.clone(),
+            accept: request.get.accept.clone(),
         });
         let reply = self.0.replies.lock().unwrap().pop_front();
         match reply {
@@ -169,6 +171,15 @@ fn run_script(
     initial_list: InitialList,
     provider: Arc<dyn CredentialProvider>,
 ) -> (Reflector, Arc<Recorder>, Arc<ListMemory>) {
+    run_config(fake, config("http://cluster.test", initial_list), provider)
+}
+
+/// As [`run_script`], with a configuration of the test's own.
+fn run_config(
+    fake: &Fake,
+    config: ReflectorConfig,
+    provider: Arc<dyn CredentialProvider>,
+) -> (Reflector, Arc<Recorder>, Arc<ListMemory>) {
     let recorder = Arc::new(Recorder::default());
     let memory = Arc::new(ListMemory::default());
     let parts = Parts {
@@ -178,7 +189,7 @@ fn run_script(
         jitter: Jitter::new(7),
     };
     let reflector = Reflector::start_with(
-        config("http://cluster.test", initial_list),
+        config,
         parts,
         fake.clone(),
         &tokio::runtime::Handle::current(),
@@ -465,6 +476,51 @@ async fn a_streaming_list_refused_falls_back_to_pages_and_is_remembered() {
         messages(&recorder)
             .iter()
             .any(|m| m.contains("streaming lists are not served (HTTP 422"))
+    );
+    reflector.stop();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_406_to_a_metadata_only_streaming_list_asks_for_plain_json_and_still_streams() {
+    let fake = Fake::new(vec![
+        Reply::Status(406, None),
+        Reply::Watch(
+            vec![line(event("ADDED", "a", "1")), end_bookmark("4")],
+            End::Open,
+        ),
+        Reply::Watch(Vec::new(), End::Open),
+    ]);
+    let mut config = config("http://cluster.test", InitialList::Auto);
+    config.projection = Some(Projection::metadata_only::<&str>(&[]));
+    let (reflector, recorder, memory) = run_config(&fake, config, bearer("t"));
+    let cursor = reflector.cache().subscribe();
+    assert_eq!(
+        events_until(&cursor, r#"SYNCED "4" false"#).await,
+        ["ERROR 406 true", "ADDED a 1", r#"SYNCED "4" false"#]
+    );
+    let sent = fake.sent();
+    let accept = sent[0].accept.as_deref().unwrap_or_default();
+    assert!(accept.contains("as=PartialObjectMetadata;"), "{accept}");
+    assert!(
+        sent[1].url.contains("sendInitialEvents=true"),
+        "streamed again"
+    );
+    assert_eq!(sent[1].accept, None, "plain JSON from then on");
+    assert!(
+        !memory.is_paginated("http://cluster.test"),
+        "a refused Accept header says nothing of streaming lists"
+    );
+    let refused: Vec<String> = messages(&recorder)
+        .into_iter()
+        .filter(|m| m.contains("406 Not Acceptable"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(
+        reflector.cache().get("ns", "a").map(
+            |o| String::from_utf8_lossy(o.text()).contains(r#""kind":"PartialObjectMetadata""#)
+        ),
+        Some(true),
+        "cut down here"
     );
     reflector.stop();
 }
