@@ -191,257 +191,370 @@ async function main(argv) {
     stderr.write(`kube-watch: ${err.message}\nRun kube-watch --help for usage.\n`);
     return 2;
   }
-  const { values } = cmd;
-  if (values.help) {
+  if (cmd.values.help) {
     stdout.write(USAGE);
     return 0;
   }
-  if (values.version) {
-    // The package version, then where the binary loaded came from (or why none loaded).
-    stdout.write(`kube-watch-native ${require('../package.json').version}\n`);
-    try {
-      const { version } = require('..');
-      stdout.write(
-        `target ${version.target} (${version.platform})\ncommit ${version.commit}\nbinary ${version.binary}\n`,
-      );
-    } catch (err) {
-      stderr.write(`kube-watch: ${err.message}\n`);
-      return 1;
-    }
-    return 0;
+  if (cmd.values.version) return printVersion(stdout, stderr);
+
+  const session = startSession(cmd.values, stdout, stderr);
+  try {
+    return await watchCommand(cmd, session);
+  } finally {
+    await session.close();
   }
+}
 
-  const logger = createLogger({ verbose: Boolean(values.verbose), stream: stderr });
-  const controller = new AbortController();
-  const cleanups = [];
+/** `--version`: the package version, then where the binary loaded came from (or why none loaded). */
+function printVersion(stdout, stderr) {
+  stdout.write(`kube-watch-native ${require('../package.json').version}\n`);
+  try {
+    const { version } = require('..');
+    stdout.write(
+      `target ${version.target} (${version.platform})\ncommit ${version.commit}\nbinary ${version.binary}\n`,
+    );
+  } catch (err) {
+    stderr.write(`kube-watch: ${err.message}\n`);
+    return 1;
+  }
+  return 0;
+}
 
-  // Ctrl-C / SIGTERM end the watch through its AbortSignal; a second one gives up waiting.
-  let interrupted = false;
+/**
+ * What lives as long as one run of the command: the logger, the controller whose abort ends the
+ * watch (Ctrl-C, SIGTERM, a closed stdout, the demo's timer), and what to undo at the end.
+ */
+function startSession(values, stdout, stderr) {
+  const session = {
+    stdout,
+    stderr,
+    logger: createLogger({ verbose: Boolean(values.verbose), stream: stderr }),
+    controller: new AbortController(),
+    cleanups: [],
+    interrupted: false,
+    stdoutOpen: true,
+    /** One line of output, unless stdout has been closed under us. */
+    write: (line) => {
+      if (session.stdoutOpen) stdout.write(`${line}\n`);
+    },
+    close: async () => {
+      for (const cleanup of session.cleanups.reverse()) {
+        try {
+          await cleanup();
+        } catch (err) {
+          session.logger.debug(`cleanup failed: ${err.message}`);
+        }
+      }
+    },
+  };
+  stopOnSignals(session);
+  stopOnClosedStdout(session);
+  return session;
+}
+
+/** Ctrl-C / SIGTERM end the watch through its AbortSignal; a second one gives up waiting. */
+function stopOnSignals(session) {
   const onSignal = (signal) => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    logger.debug(`${signal}: stopping the watch`);
-    controller.abort();
+    if (session.interrupted) process.exit(130);
+    session.interrupted = true;
+    session.logger.debug(`${signal}: stopping the watch`);
+    session.controller.abort();
     // The aborted watch must let the process go; if it does not, do not hang the terminal.
     setTimeout(() => process.exit(0), 3000).unref();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  cleanups.push(() => {
+  session.cleanups.push(() => {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   });
+}
 
-  // A closed pipe (`kube-watch pods | head`) ends the watch quietly.
-  let stdoutOpen = true;
+/** A closed pipe (`kube-watch pods | head`) ends the watch quietly. */
+function stopOnClosedStdout(session) {
   const onStdoutError = (err) => {
-    stdoutOpen = false;
-    if (err.code !== 'EPIPE') stderr.write(`kube-watch: cannot write output: ${err.message}\n`);
-    controller.abort();
+    session.stdoutOpen = false;
+    if (err.code !== 'EPIPE') session.stderr.write(`kube-watch: cannot write output: ${err.message}\n`);
+    session.controller.abort();
   };
-  stdout.on('error', onStdoutError);
-  cleanups.push(() => stdout.off('error', onStdoutError));
+  session.stdout.on('error', onStdoutError);
+  session.cleanups.push(() => session.stdout.off('error', onStdoutError));
+}
 
+/**
+ * The command's steps once the session is up: the cluster, the resource, the namespace, the
+ * addon, the options; then the watch or the informer prints until it ends. Resolves to the
+ * exit code; every step that fails has said why on stderr.
+ */
+async function watchCommand(cmd, session) {
+  const target = await loadTarget(cmd, session);
+  if (!target) return 2;
+  const credentials = credentialsOf(target, session.logger);
+  const found = await findResource(cmd, target, credentials, session);
+  if (!found) return 2;
+  const { resource, discoveryError } = found;
+  const namespace = namespaceOf(resource, cmd.values, target, session.logger);
+  const addon = loadAddon(session.stderr);
+  if (!addon) return 1;
+  const options = watchOptions(cmd, namespace, session.controller.signal);
+  session.logger.debug(
+    `watching ${resource.display} (${resource.group || 'core'}/${resource.apiVersion}) ` +
+      `${namespace ? `in namespace ${namespace}` : 'in all namespaces'} on ${target.clusterDetails.url} ` +
+      `(context ${target.contextName})`,
+  );
+  const watch = {
+    cmd,
+    session,
+    target,
+    resource,
+    namespace,
+    credentials,
+    options,
+    Watcher: addon.NativeKubernetesWatcher,
+    warnings: watchLoggerOf(session.logger, discoveryError),
+    out: eventPrinter(cmd, resource, session),
+  };
+  return cmd.values.informer ? runInformer(watch) : runWatch(watch);
+}
+
+/** The demo's simulated cluster or the kubeconfig's; undefined after a kubeconfig error (said on stderr). */
+async function loadTarget(cmd, session) {
+  const { values } = cmd;
+  if (values.demo) return startDemo(cmd, session);
   try {
-    let target;
-    if (values.demo) {
-      target = await startDemo(cmd, controller, logger, cleanups, stderr);
-    } else {
-      try {
-        target = loadKubeconfig({ path: values.kubeconfig, context: values.context });
-      } catch (err) {
-        if (!(err instanceof KubeconfigError)) throw err;
-        const hint = kubeconfigHint(err);
-        stderr.write(`kube-watch: ${err.message}\n${hint ? `  ${hint}\n` : ''}`);
-        return 2;
-      }
-    }
-    let credential = target.credential;
-    const refreshCredential = async () => {
-      try {
-        const fresh = await target.getCredential({ forceRefresh: true });
-        const changed = JSON.stringify(fresh) !== JSON.stringify(credential);
-        credential = fresh;
-        return changed;
-      } catch (err) {
-        if (!(err instanceof KubeconfigError)) throw err;
-        logger.warn(`could not renew the credential: ${err.message}`);
-        return false;
-      }
-    };
-
-    let resource;
-    let discoveryError;
-    try {
-      ({ resource, discoveryError } = await resolveResourceArg(cmd.resourceArg, target, () => credential, {
-        logger,
-        refreshCredential,
-      }));
-    } catch (err) {
-      if (!(err instanceof ResourceArgError)) throw err;
-      stderr.write(`kube-watch: ${err.message}\n`);
-      return 2;
-    }
-
-    let namespace;
-    if (!resource.namespaced) {
-      if (values.namespace) logger.debug(`${resource.display} is cluster-scoped: ignoring --namespace`);
-    } else if (!values['all-namespaces']) {
-      namespace = values.namespace ?? target.namespace;
-    }
-
-    let NativeKubernetesWatcher;
-    try {
-      ({ NativeKubernetesWatcher } = require('..'));
-    } catch (err) {
-      stderr.write(`kube-watch: the native addon could not be loaded: ${err.message}\n`);
-      return 1;
-    }
-
-    const params = () => ({
-      clusterDetails: target.clusterDetails,
-      credential,
-      group: resource.group,
-      apiVersion: resource.apiVersion,
-      plural: resource.plural,
-    });
-    const options = { signal: controller.signal };
-    if (namespace) options.namespace = namespace;
-    if (values.selector) options.labelSelector = values.selector;
-    if (values['field-selector']) options.fieldSelector = values['field-selector'];
-    if (values['resource-version']) options.resourceVersion = values['resource-version'];
-    if (cmd.timeout) options.timeoutSeconds = cmd.timeout;
-    if (values.bookmarks || values['send-initial-events']) options.allowWatchBookmarks = true;
-    if (values['send-initial-events']) {
-      options.sendInitialEvents = true;
-      options.resourceVersionMatch = 'NotOlderThan';
-    }
-    logger.debug(
-      `watching ${resource.display} (${resource.group || 'core'}/${resource.apiVersion}) ` +
-        `${namespace ? `in namespace ${namespace}` : 'in all namespaces'} on ${target.clusterDetails.url} ` +
-        `(context ${target.contextName})`,
-    );
-
-    // Warnings go to stderr as before; one about the server certificate also shapes the hint.
-    let certificateProblem = Boolean(
-      discoveryError && isCertificateProblem(discoveryError.code || discoveryError.message),
-    );
-    const watchLogger = {
-      ...logger,
-      warn: (message, extra) => {
-        if (isCertificateProblem(message)) certificateProblem = true;
-        logger.warn(message, extra);
-      },
-    };
-    const watcher = new NativeKubernetesWatcher({ logger: watchLogger });
-    const json = cmd.output === 'json';
-    const table = createTableFormatter({ plural: resource.plural, color: shouldColor(stdout) });
-    const write = (line) => {
-      if (stdoutOpen) stdout.write(`${line}\n`);
-    };
-    // Like kubectl, the header comes with the first row: a watch that fails prints none.
-    let headerDone = json;
-    let failed = false;
-    if (values.informer) {
-      const notices = new NativeKubernetesWatcher({
-        logger: { ...watchLogger, info: (message) => stderr.write(`kube-watch: ${message}\n`) },
-      });
-      const informer = notices.informer(
-        { ...params(), credential: undefined, getCredential: () => credential },
-        {
-          namespace: options.namespace,
-          labelSelector: options.labelSelector,
-          fieldSelector: options.fieldSelector,
-          signal: controller.signal,
-        },
-      );
-      const stats = values.stats ? printStats(notices, stderr) : null;
-      for await (const ev of informer) {
-        if (ev.type === 'ERROR') {
-          stderr.write(
-            `kube-watch: ${ev.retrying ? 'retrying after' : 'giving up after'} ${ev.error.errorType} ` +
-              `(HTTP ${ev.error.statusCode}) on ${ev.error.resourcePath}\n`,
-          );
-          if (json) write(JSON.stringify(ev));
-          if (!ev.retrying) failed = true;
-          continue;
-        }
-        if (ev.type === 'SYNCED') {
-          write(
-            json
-              ? JSON.stringify(ev)
-              : `SYNCED at resourceVersion ${ev.resourceVersion}${ev.relist ? ' (relist)' : ''}`,
-          );
-          continue;
-        }
-        if (!headerDone) {
-          write(table.header());
-          headerDone = true;
-        }
-        write(json ? JSON.stringify(ev) : table.line(ev));
-      }
-      stats?.stop();
-      informer.close();
-      if (interrupted) logger.debug('informer stopped');
-      return failed ? 1 : 0;
-    }
-    // A 401 before any event: the credential may have expired or been revoked. Ask for a
-    // fresh one (an exec plugin runs again) and, when it differs, watch once more.
-    let retried = false;
-    let sawEvent = false;
-    for (;;) {
-      let retry = false;
-      for await (const ev of watcher.watchResource(params(), options)) {
-        if (ev.type === 'ERROR') {
-          if (
-            ev.error &&
-            ev.error.statusCode === 401 &&
-            !retried &&
-            !sawEvent &&
-            !controller.signal.aborted
-          ) {
-            retried = true;
-            if (await refreshCredential()) {
-              logger.debug('401: running the watch again with a renewed credential');
-              retry = true;
-              break;
-            }
-          }
-          if (json) write(JSON.stringify(ev));
-          stderr.write(
-            `${formatWatchError(ev, {
-              display: resource.display,
-              clusterUrl: target.clusterDetails.url,
-              clusterName: target.clusterDetails.name,
-              contextName: target.contextName,
-              namespace,
-              credentialKind: describeCredential(credential),
-              certificateProblem,
-            })}\n`,
-          );
-          failed = true;
-          break; // the watcher ends the stream after an ERROR anyway
-        }
-        sawEvent = true;
-        if (!headerDone) {
-          write(table.header());
-          headerDone = true;
-        }
-        write(json ? JSON.stringify(ev) : table.line(ev));
-      }
-      if (!retry) break;
-    }
-    if (interrupted) logger.debug('watch stopped');
-    return failed ? 1 : 0;
-  } finally {
-    for (const cleanup of cleanups.reverse()) {
-      try {
-        await cleanup();
-      } catch (err) {
-        logger.debug(`cleanup failed: ${err.message}`);
-      }
-    }
+    return loadKubeconfig({ path: values.kubeconfig, context: values.context });
+  } catch (err) {
+    if (!(err instanceof KubeconfigError)) throw err;
+    const hint = kubeconfigHint(err);
+    session.stderr.write(`kube-watch: ${err.message}\n${hint ? `  ${hint}\n` : ''}`);
+    return undefined;
   }
+}
+
+/**
+ * The credential to send, and `refresh()`, which asks for a fresh one (an exec plugin runs
+ * again) and resolves whether it changed; a plugin that fails then is a warning, not the end.
+ */
+function credentialsOf(target, logger) {
+  let credential = target.credential;
+  const refresh = async () => {
+    try {
+      const fresh = await target.getCredential({ forceRefresh: true });
+      const changed = JSON.stringify(fresh) !== JSON.stringify(credential);
+      credential = fresh;
+      return changed;
+    } catch (err) {
+      if (!(err instanceof KubeconfigError)) throw err;
+      logger.warn(`could not renew the credential: ${err.message}`);
+      return false;
+    }
+  };
+  return { current: () => credential, refresh };
+}
+
+/** The resource argument resolved (see resolveResourceArg); undefined for an unknown name (said on stderr). */
+async function findResource(cmd, target, credentials, session) {
+  try {
+    return await resolveResourceArg(cmd.resourceArg, target, credentials.current, {
+      logger: session.logger,
+      refreshCredential: credentials.refresh,
+    });
+  } catch (err) {
+    if (!(err instanceof ResourceArgError)) throw err;
+    session.stderr.write(`kube-watch: ${err.message}\n`);
+    return undefined;
+  }
+}
+
+/** The namespace to watch; undefined (every namespace) for -A and for a cluster-scoped resource. */
+function namespaceOf(resource, values, target, logger) {
+  if (!resource.namespaced) {
+    if (values.namespace) logger.debug(`${resource.display} is cluster-scoped: ignoring --namespace`);
+    return undefined;
+  }
+  return values['all-namespaces'] ? undefined : (values.namespace ?? target.namespace);
+}
+
+/** The package's exports, native addon loaded; undefined when it cannot be (said on stderr). */
+function loadAddon(stderr) {
+  try {
+    return require('..');
+  } catch (err) {
+    stderr.write(`kube-watch: the native addon could not be loaded: ${err.message}\n`);
+    return undefined;
+  }
+}
+
+/** watchResource's options from the flags; the informer takes its namespace and selectors. */
+function watchOptions(cmd, namespace, signal) {
+  const { values } = cmd;
+  const options = { signal };
+  if (namespace) options.namespace = namespace;
+  if (values.selector) options.labelSelector = values.selector;
+  if (values['field-selector']) options.fieldSelector = values['field-selector'];
+  if (values['resource-version']) options.resourceVersion = values['resource-version'];
+  if (cmd.timeout) options.timeoutSeconds = cmd.timeout;
+  if (values.bookmarks || values['send-initial-events']) options.allowWatchBookmarks = true;
+  if (values['send-initial-events']) {
+    options.sendInitialEvents = true;
+    options.resourceVersionMatch = 'NotOlderThan';
+  }
+  return options;
+}
+
+/** watchResource's params, with the credential of the moment. */
+function watchParams({ target, resource, credentials }) {
+  return {
+    clusterDetails: target.clusterDetails,
+    credential: credentials.current(),
+    group: resource.group,
+    apiVersion: resource.apiVersion,
+    plural: resource.plural,
+  };
+}
+
+/**
+ * The watcher's logger: warnings go to stderr as before; one about the server certificate (or
+ * discovery failing for that reason) also sets `certificateProblem`, which shapes the hint.
+ */
+function watchLoggerOf(logger, discoveryError) {
+  const warnings = {
+    certificateProblem: Boolean(
+      discoveryError && isCertificateProblem(discoveryError.code || discoveryError.message),
+    ),
+  };
+  warnings.logger = {
+    ...logger,
+    warn: (message, extra) => {
+      if (isCertificateProblem(message)) warnings.certificateProblem = true;
+      logger.warn(message, extra);
+    },
+  };
+  return warnings;
+}
+
+/**
+ * Objects as table rows or JSON lines (`-o json`). Like kubectl, the header comes with the
+ * first row: a watch that fails prints none.
+ */
+function eventPrinter(cmd, resource, session) {
+  const json = cmd.output === 'json';
+  const table = createTableFormatter({ plural: resource.plural, color: shouldColor(session.stdout) });
+  let headerDone = json;
+  return {
+    json,
+    event(ev) {
+      if (!headerDone) {
+        session.write(table.header());
+        headerDone = true;
+      }
+      session.write(json ? JSON.stringify(ev) : table.line(ev));
+    },
+  };
+}
+
+/**
+ * `--informer`: list, then watch, across faults, printing SYNCED lines; reconnect notices and
+ * retried faults go to stderr. Exit code 1 when it gave up after a fault.
+ */
+async function runInformer(watch) {
+  const { cmd, session, out, options } = watch;
+  const { stderr } = session;
+  const notices = new watch.Watcher({
+    logger: { ...watch.warnings.logger, info: (message) => stderr.write(`kube-watch: ${message}\n`) },
+  });
+  const informer = notices.informer(
+    { ...watchParams(watch), credential: undefined, getCredential: watch.credentials.current },
+    {
+      namespace: options.namespace,
+      labelSelector: options.labelSelector,
+      fieldSelector: options.fieldSelector,
+      signal: session.controller.signal,
+    },
+  );
+  const stats = cmd.values.stats ? printStats(notices, stderr) : null;
+  let failed = false;
+  for await (const ev of informer) {
+    if (ev.type === 'ERROR') {
+      stderr.write(
+        `kube-watch: ${ev.retrying ? 'retrying after' : 'giving up after'} ${ev.error.errorType} ` +
+          `(HTTP ${ev.error.statusCode}) on ${ev.error.resourcePath}\n`,
+      );
+      if (out.json) session.write(JSON.stringify(ev));
+      if (!ev.retrying) failed = true;
+      continue;
+    }
+    if (ev.type === 'SYNCED') {
+      session.write(
+        out.json
+          ? JSON.stringify(ev)
+          : `SYNCED at resourceVersion ${ev.resourceVersion}${ev.relist ? ' (relist)' : ''}`,
+      );
+      continue;
+    }
+    out.event(ev);
+  }
+  stats?.stop();
+  informer.close();
+  if (session.interrupted) session.logger.debug('informer stopped');
+  return failed ? 1 : 0;
+}
+
+/**
+ * The watch, until it ends; exit code 1 when it ended with an ERROR. A 401 before any event:
+ * the credential may have expired or been revoked. Ask for a fresh one (an exec plugin runs
+ * again) and, when it differs, watch once more.
+ */
+async function runWatch(watch) {
+  const { session, out } = watch;
+  const watcher = new watch.Watcher({ logger: watch.warnings.logger });
+  let retried = false;
+  let sawEvent = false;
+  let failed = false;
+  for (;;) {
+    let retry = false;
+    for await (const ev of watcher.watchResource(watchParams(watch), watch.options)) {
+      if (ev.type !== 'ERROR') {
+        sawEvent = true;
+        out.event(ev);
+        continue;
+      }
+      if (
+        ev.error &&
+        ev.error.statusCode === 401 &&
+        !retried &&
+        !sawEvent &&
+        !session.controller.signal.aborted
+      ) {
+        retried = true;
+        if (await watch.credentials.refresh()) {
+          session.logger.debug('401: running the watch again with a renewed credential');
+          retry = true;
+          break;
+        }
+      }
+      if (out.json) session.write(JSON.stringify(ev));
+      session.stderr.write(`${describeWatchError(watch, ev)}\n`);
+      failed = true;
+      break; // the watcher ends the stream after an ERROR anyway
+    }
+    if (!retry) break;
+  }
+  if (session.interrupted) session.logger.debug('watch stopped');
+  return failed ? 1 : 0;
+}
+
+/** The ERROR event as the user reads it: what failed, where, and a hint. */
+function describeWatchError({ target, resource, namespace, credentials, warnings }, ev) {
+  return formatWatchError(ev, {
+    display: resource.display,
+    clusterUrl: target.clusterDetails.url,
+    clusterName: target.clusterDetails.name,
+    contextName: target.contextName,
+    namespace,
+    credentialKind: describeCredential(credentials.current()),
+    certificateProblem: warnings.certificateProblem,
+  });
 }
 
 /**
@@ -499,7 +612,7 @@ function describeCredential(credential) {
 }
 
 /** Starts the simulated cluster and its workload; returns the watch target. */
-async function startDemo(cmd, controller, logger, cleanups, stderr) {
+async function startDemo(cmd, { controller, logger, cleanups, stderr }) {
   const { createSimulator, startWorkload } = require('../sim');
   const sim = await createSimulator();
   cleanups.push(() => sim.close());
