@@ -6,26 +6,8 @@
 
 const { parseArgs } = require('node:util');
 
-const { loadKubeconfig, KubeconfigError } = require('../lib/kubeconfig');
-const {
-  parseResourceArg,
-  splitResourceArg,
-  resolveResource,
-  ResourceArgError,
-} = require('../lib/resource-arg');
-const { discover, cacheDir, DiscoveryError } = require('../lib/discovery');
-const {
-  createLogger,
-  createTableFormatter,
-  formatWatchError,
-  isCertificateProblem,
-  kubeconfigHint,
-  shouldColor,
-} = require('../lib/cli-format');
-const { MetricsReader, formatMetrics } = require('../lib/metrics');
-
-/** How often `--stats` prints the figures. */
-const STATS_INTERVAL_MS = 5000;
+const { splitResourceArg, ResourceArgError } = require('../lib/resource-arg');
+const { startSession, watchCommand } = require('../lib/cli-watch');
 
 const USAGE = `Usage: kube-watch RESOURCE [options]
        kube-watch --demo [RESOURCE] [options]
@@ -143,25 +125,6 @@ function parseCommandLine(argv) {
   return { values, positionals, output, timeout, demoSeconds, resourceArg };
 }
 
-/**
- * `--stats`: the watcher's metrics figures on stderr every few seconds, one line per series,
- * and once more at `stop()`. The timer does not keep the process alive.
- */
-function printStats(watcher, stderr) {
-  const reader = new MetricsReader(watcher);
-  const print = () => {
-    for (const line of formatMetrics(reader.read())) stderr.write(`kube-watch: stats ${line}\n`);
-  };
-  const timer = setInterval(print, STATS_INTERVAL_MS);
-  timer.unref();
-  return {
-    stop() {
-      clearInterval(timer);
-      print();
-    },
-  };
-}
-
 function positiveInteger(text, flag) {
   if (!/^\d+$/.test(text) || Number(text) < 1)
     throw new UsageError(`${flag} must be a whole number of seconds (1 or more), not "${text}"`);
@@ -191,339 +154,33 @@ async function main(argv) {
     stderr.write(`kube-watch: ${err.message}\nRun kube-watch --help for usage.\n`);
     return 2;
   }
-  const { values } = cmd;
-  if (values.help) {
+  if (cmd.values.help) {
     stdout.write(USAGE);
     return 0;
   }
-  if (values.version) {
-    // The package version, then where the binary loaded came from (or why none loaded).
-    stdout.write(`kube-watch-native ${require('../package.json').version}\n`);
-    try {
-      const { version } = require('..');
-      stdout.write(
-        `target ${version.target} (${version.platform})\ncommit ${version.commit}\nbinary ${version.binary}\n`,
-      );
-    } catch (err) {
-      stderr.write(`kube-watch: ${err.message}\n`);
-      return 1;
-    }
-    return 0;
-  }
+  if (cmd.values.version) return printVersion(stdout, stderr);
 
-  const logger = createLogger({ verbose: Boolean(values.verbose), stream: stderr });
-  const controller = new AbortController();
-  const cleanups = [];
-
-  // Ctrl-C / SIGTERM end the watch through its AbortSignal; a second one gives up waiting.
-  let interrupted = false;
-  const onSignal = (signal) => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    logger.debug(`${signal}: stopping the watch`);
-    controller.abort();
-    // The aborted watch must let the process go; if it does not, do not hang the terminal.
-    setTimeout(() => process.exit(0), 3000).unref();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  cleanups.push(() => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  });
-
-  // A closed pipe (`kube-watch pods | head`) ends the watch quietly.
-  let stdoutOpen = true;
-  const onStdoutError = (err) => {
-    stdoutOpen = false;
-    if (err.code !== 'EPIPE') stderr.write(`kube-watch: cannot write output: ${err.message}\n`);
-    controller.abort();
-  };
-  stdout.on('error', onStdoutError);
-  cleanups.push(() => stdout.off('error', onStdoutError));
-
+  const session = startSession(cmd.values, stdout, stderr);
   try {
-    let target;
-    if (values.demo) {
-      target = await startDemo(cmd, controller, logger, cleanups, stderr);
-    } else {
-      try {
-        target = loadKubeconfig({ path: values.kubeconfig, context: values.context });
-      } catch (err) {
-        if (!(err instanceof KubeconfigError)) throw err;
-        const hint = kubeconfigHint(err);
-        stderr.write(`kube-watch: ${err.message}\n${hint ? `  ${hint}\n` : ''}`);
-        return 2;
-      }
-    }
-    let credential = target.credential;
-    const refreshCredential = async () => {
-      try {
-        const fresh = await target.getCredential({ forceRefresh: true });
-        const changed = JSON.stringify(fresh) !== JSON.stringify(credential);
-        credential = fresh;
-        return changed;
-      } catch (err) {
-        if (!(err instanceof KubeconfigError)) throw err;
-        logger.warn(`could not renew the credential: ${err.message}`);
-        return false;
-      }
-    };
-
-    let resource;
-    let discoveryError;
-    try {
-      ({ resource, discoveryError } = await resolveResourceArg(cmd.resourceArg, target, () => credential, {
-        logger,
-        refreshCredential,
-      }));
-    } catch (err) {
-      if (!(err instanceof ResourceArgError)) throw err;
-      stderr.write(`kube-watch: ${err.message}\n`);
-      return 2;
-    }
-
-    let namespace;
-    if (!resource.namespaced) {
-      if (values.namespace) logger.debug(`${resource.display} is cluster-scoped: ignoring --namespace`);
-    } else if (!values['all-namespaces']) {
-      namespace = values.namespace ?? target.namespace;
-    }
-
-    let NativeKubernetesWatcher;
-    try {
-      ({ NativeKubernetesWatcher } = require('..'));
-    } catch (err) {
-      stderr.write(`kube-watch: the native addon could not be loaded: ${err.message}\n`);
-      return 1;
-    }
-
-    const params = () => ({
-      clusterDetails: target.clusterDetails,
-      credential,
-      group: resource.group,
-      apiVersion: resource.apiVersion,
-      plural: resource.plural,
-    });
-    const options = { signal: controller.signal };
-    if (namespace) options.namespace = namespace;
-    if (values.selector) options.labelSelector = values.selector;
-    if (values['field-selector']) options.fieldSelector = values['field-selector'];
-    if (values['resource-version']) options.resourceVersion = values['resource-version'];
-    if (cmd.timeout) options.timeoutSeconds = cmd.timeout;
-    if (values.bookmarks || values['send-initial-events']) options.allowWatchBookmarks = true;
-    if (values['send-initial-events']) {
-      options.sendInitialEvents = true;
-      options.resourceVersionMatch = 'NotOlderThan';
-    }
-    logger.debug(
-      `watching ${resource.display} (${resource.group || 'core'}/${resource.apiVersion}) ` +
-        `${namespace ? `in namespace ${namespace}` : 'in all namespaces'} on ${target.clusterDetails.url} ` +
-        `(context ${target.contextName})`,
-    );
-
-    // Warnings go to stderr as before; one about the server certificate also shapes the hint.
-    let certificateProblem = Boolean(
-      discoveryError && isCertificateProblem(discoveryError.code || discoveryError.message),
-    );
-    const watchLogger = {
-      ...logger,
-      warn: (message, extra) => {
-        if (isCertificateProblem(message)) certificateProblem = true;
-        logger.warn(message, extra);
-      },
-    };
-    const watcher = new NativeKubernetesWatcher({ logger: watchLogger });
-    const json = cmd.output === 'json';
-    const table = createTableFormatter({ plural: resource.plural, color: shouldColor(stdout) });
-    const write = (line) => {
-      if (stdoutOpen) stdout.write(`${line}\n`);
-    };
-    // Like kubectl, the header comes with the first row: a watch that fails prints none.
-    let headerDone = json;
-    let failed = false;
-    if (values.informer) {
-      const notices = new NativeKubernetesWatcher({
-        logger: { ...watchLogger, info: (message) => stderr.write(`kube-watch: ${message}\n`) },
-      });
-      const informer = notices.informer(
-        { ...params(), credential: undefined, getCredential: () => credential },
-        {
-          namespace: options.namespace,
-          labelSelector: options.labelSelector,
-          fieldSelector: options.fieldSelector,
-          signal: controller.signal,
-        },
-      );
-      const stats = values.stats ? printStats(notices, stderr) : null;
-      for await (const ev of informer) {
-        if (ev.type === 'ERROR') {
-          stderr.write(
-            `kube-watch: ${ev.retrying ? 'retrying after' : 'giving up after'} ${ev.error.errorType} ` +
-              `(HTTP ${ev.error.statusCode}) on ${ev.error.resourcePath}\n`,
-          );
-          if (json) write(JSON.stringify(ev));
-          if (!ev.retrying) failed = true;
-          continue;
-        }
-        if (ev.type === 'SYNCED') {
-          write(
-            json
-              ? JSON.stringify(ev)
-              : `SYNCED at resourceVersion ${ev.resourceVersion}${ev.relist ? ' (relist)' : ''}`,
-          );
-          continue;
-        }
-        if (!headerDone) {
-          write(table.header());
-          headerDone = true;
-        }
-        write(json ? JSON.stringify(ev) : table.line(ev));
-      }
-      stats?.stop();
-      informer.close();
-      if (interrupted) logger.debug('informer stopped');
-      return failed ? 1 : 0;
-    }
-    // A 401 before any event: the credential may have expired or been revoked. Ask for a
-    // fresh one (an exec plugin runs again) and, when it differs, watch once more.
-    let retried = false;
-    let sawEvent = false;
-    for (;;) {
-      let retry = false;
-      for await (const ev of watcher.watchResource(params(), options)) {
-        if (ev.type === 'ERROR') {
-          if (
-            ev.error &&
-            ev.error.statusCode === 401 &&
-            !retried &&
-            !sawEvent &&
-            !controller.signal.aborted
-          ) {
-            retried = true;
-            if (await refreshCredential()) {
-              logger.debug('401: running the watch again with a renewed credential');
-              retry = true;
-              break;
-            }
-          }
-          if (json) write(JSON.stringify(ev));
-          stderr.write(
-            `${formatWatchError(ev, {
-              display: resource.display,
-              clusterUrl: target.clusterDetails.url,
-              clusterName: target.clusterDetails.name,
-              contextName: target.contextName,
-              namespace,
-              credentialKind: describeCredential(credential),
-              certificateProblem,
-            })}\n`,
-          );
-          failed = true;
-          break; // the watcher ends the stream after an ERROR anyway
-        }
-        sawEvent = true;
-        if (!headerDone) {
-          write(table.header());
-          headerDone = true;
-        }
-        write(json ? JSON.stringify(ev) : table.line(ev));
-      }
-      if (!retry) break;
-    }
-    if (interrupted) logger.debug('watch stopped');
-    return failed ? 1 : 0;
+    return await watchCommand(cmd, session);
   } finally {
-    for (const cleanup of cleanups.reverse()) {
-      try {
-        await cleanup();
-      } catch (err) {
-        logger.debug(`cleanup failed: ${err.message}`);
-      }
-    }
+    await session.close();
   }
 }
 
-/**
- * Resolves the resource argument with the server's discovery documents; when discovery
- * cannot be had (unreachable, refused, a proxy in the way), with the built-in table, and the
- * watch then reports what went wrong.
- */
-async function resolveResourceArg(arg, target, getCredential, { logger, refreshCredential }) {
-  const ask = (refresh) =>
-    discover(
-      { clusterDetails: target.clusterDetails, credential: getCredential() },
-      // The demo's simulated cluster lives on a new port each time: nothing worth caching.
-      { dir: target.contextName === 'demo' ? null : cacheDir(), refresh },
+/** `--version`: the package version, then where the binary loaded came from (or why none loaded). */
+function printVersion(stdout, stderr) {
+  stdout.write(`kube-watch-native ${require('../package.json').version}\n`);
+  try {
+    const { version } = require('..');
+    stdout.write(
+      `target ${version.target} (${version.platform})\ncommit ${version.commit}\nbinary ${version.binary}\n`,
     );
-  let found;
-  try {
-    try {
-      found = await ask(false);
-    } catch (err) {
-      if (!(err instanceof DiscoveryError) || err.statusCode !== 401 || !(await refreshCredential()))
-        throw err;
-      found = await ask(true);
-    }
   } catch (err) {
-    if (!(err instanceof DiscoveryError)) throw err;
-    // A server that cannot be reached or refuses us fails the watch too, which reports it; one
-    // that answers discovery with something else (a proxy's page, another service) may well
-    // serve the watch, so the user is told here why their names are read from the table.
-    if (err.unexpectedDocument)
-      logger.warn(`API discovery: ${err.message}; using the built-in table of well-known resources`);
-    else logger.debug(`API discovery failed (${err.message}); using the built-in resource table`);
-    return { resource: parseResourceArg(arg), discoveryError: err };
+    stderr.write(`kube-watch: ${err.message}\n`);
+    return 1;
   }
-  logger.debug(
-    `API discovery: ${found.resources.length} resources (${found.aggregated ? 'aggregated' : 'legacy'}` +
-      `${found.fromCache ? ', cached' : ''})`,
-  );
-  try {
-    return { resource: resolveResource(arg, found.resources) };
-  } catch (err) {
-    // A resource created since the cache was written (a new CRD): ask the server again.
-    if (!(err instanceof ResourceArgError) || !found.fromCache) throw err;
-    found = await ask(true).catch(() => null);
-    if (!found) throw err;
-    return { resource: resolveResource(arg, found.resources) };
-  }
-}
-
-/** What kind of credential was sent, for the 401 hint (never the credential itself). */
-function describeCredential(credential) {
-  if (!credential) return '';
-  if (credential.type === 'bearer token') return 'a bearer token';
-  if (credential.type === 'x509 client certificate') return 'a client certificate';
-  return 'no credential';
-}
-
-/** Starts the simulated cluster and its workload; returns the watch target. */
-async function startDemo(cmd, controller, logger, cleanups, stderr) {
-  const { createSimulator, startWorkload } = require('../sim');
-  const sim = await createSimulator();
-  cleanups.push(() => sim.close());
-  const workload = startWorkload(sim, { intervalMs: 250 });
-  cleanups.push(() => workload.stop());
-  const timer = setTimeout(() => controller.abort(), cmd.demoSeconds * 1000);
-  cleanups.push(() => clearTimeout(timer));
-  stderr.write(
-    `kube-watch: demo — a simulated cluster (not a real one) at ${sim.url} with a generated workload; ` +
-      `stopping after ${cmd.demoSeconds}s or Ctrl-C\n`,
-  );
-  logger.debug('demo: anonymous credential, kubectl-proxy style');
-  return {
-    clusterDetails: {
-      name: 'kube-watch-demo',
-      url: sim.url,
-      authMetadata: { 'kubernetes.io/auth-provider': 'localKubectlProxy' },
-    },
-    credential: { type: 'anonymous' },
-    getCredential: async () => ({ type: 'anonymous' }),
-    // The demo watches every namespace unless -n is given.
-    namespace: cmd.values.namespace ? cmd.values.namespace : undefined,
-    contextName: 'demo',
-  };
+  return 0;
 }
 
 if (require.main === module) {
