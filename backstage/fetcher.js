@@ -360,7 +360,12 @@ class NativeInformerFetcher {
     if (entry) this.#drop(entry);
     const informer = this.#watcher.informer(
       { clusterDetails, getCredential: cluster.getCredential, group, apiVersion, plural },
-      { labelSelector: informerSelector, namespace: informerNamespace },
+      {
+        labelSelector: informerSelector,
+        namespace: informerNamespace,
+        // Dropped natively before the object is cached: the cache never holds them.
+        ...(this.#stripManagedFields ? { strip: ['metadata.managedFields'] } : {}),
+      },
     );
     entry = new Entry(key, informer, {
       cluster: clusterDetails.name,
@@ -410,7 +415,8 @@ class NativeInformerFetcher {
   /**
    * The cached objects as the default fetcher returns a LIST's: in the API server's order,
    * without the `kind` and `apiVersion` list items lack (custom resources get `kind`, as the
-   * default gives them), secrets' values redacted; `managedFields` dropped when configured.
+   * default gives them), secrets' values redacted (`managedFields` never reached the cache when
+   * `stripManagedFields` is on: the informer strips them).
    * Undefined when a custom resource has no kind (the default's answer is then its error).
    */
   #transform(resource, items) {
@@ -424,10 +430,6 @@ class NativeInformerFetcher {
     for (const [, item] of keyed) {
       const { kind, apiVersion: _apiVersion, ...rest } = item;
       if (custom && kind === undefined) return undefined;
-      if (this.#stripManagedFields && rest.metadata?.managedFields !== undefined) {
-        const { managedFields: _managedFields, ...metadata } = rest.metadata;
-        rest.metadata = metadata;
-      }
       if (secrets || kind === 'Secret') {
         if (rest.data && typeof rest.data === 'object') rest.data = redact(rest.data);
         if (rest.stringData && typeof rest.stringData === 'object') rest.stringData = redact(rest.stringData);
