@@ -8,11 +8,17 @@
 const native = require('./native');
 const { onAbort } = require('./abort');
 const { WatchEventStream } = require('./event-stream');
+const {
+  DEFAULT_IDLE_TIMEOUT_SECONDS,
+  fail,
+  optionalNumber,
+  optionalString,
+  signalOf,
+  credentialFields,
+  toSpec,
+} = require('./spec');
 
 const INITIAL_LISTS = new Set(['auto', 'paginated', 'streaming']);
-
-/** Bookmarks arrive about once a minute; three missed ones mean the connection is dead. */
-const DEFAULT_IDLE_TIMEOUT_SECONDS = 180;
 
 /** The longest delay setInterval takes (about 24.8 days): a timer that never fires. */
 const NEVER_MS = 2 ** 31 - 1;
@@ -111,26 +117,6 @@ class InformerHub {
   }
 }
 
-function fail(field, expected, value) {
-  const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
-  return new TypeError(`kube-watch-native: ${field} must be ${expected} (got ${got})`);
-}
-
-function optionalNumber(value, field, { integer = false, min = 0, above = false } = {}) {
-  if (value === undefined || value === null) return undefined;
-  const ok = typeof value === 'number' && Number.isFinite(value) && (above ? value > min : value >= min);
-  if (!ok || (integer && !Number.isInteger(value))) {
-    throw fail(field, `a ${integer ? 'whole ' : ''}number ${above ? '>' : '>='} ${min}`, value);
-  }
-  return value;
-}
-
-function optionalString(value, field) {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw fail(field, 'a string', value);
-  return value;
-}
-
 /** The informer options on top of what the watch spec already checked. */
 function informerOptions(options) {
   const initialList = options.initialList ?? 'auto';
@@ -166,7 +152,7 @@ function informerOptions(options) {
 
 /**
  * Builds the native spec and the sharing key, and opens the informer.
- * @param {object} watcher `{ hub, toSpec, credentialFields, functionId, serviceAccountDir, warn, info }`
+ * @param {object} watcher `{ hub, functionId, serviceAccountDir, warn, info }`: the watcher's own state
  */
 function openInformer(watcher, params, options = {}) {
   if (params === null || typeof params !== 'object') throw fail('params', 'an object', params);
@@ -182,13 +168,7 @@ function openInformer(watcher, params, options = {}) {
   if (!getCredential && params.credential === undefined) {
     throw new TypeError('kube-watch-native: params.credential or params.getCredential is required');
   }
-  const signal = options.signal ?? undefined;
-  if (
-    signal !== undefined &&
-    (typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function')
-  ) {
-    throw fail('options.signal', 'an AbortSignal', signal);
-  }
+  const signal = signalOf(options);
   const watchOptions = {
     namespace: options.namespace,
     labelSelector: options.labelSelector,
@@ -199,7 +179,7 @@ function openInformer(watcher, params, options = {}) {
     maxLineBytes: options.maxLineBytes,
     idleTimeoutSeconds: options.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
   };
-  const base = watcher.toSpec(
+  const base = toSpec(
     { ...params, credential: getCredential ? { type: 'anonymous' } : params.credential },
     watchOptions,
     watcher.serviceAccountDir,
@@ -367,7 +347,7 @@ class KubernetesInformer {
   #answerCredential(id) {
     Promise.resolve()
       .then(() => this.#getCredential())
-      .then((credential) => this.#watcher.credentialFields(credential))
+      .then(credentialFields)
       .then(
         (spec) => native.answerCredential(id, spec, null),
         (err) => native.answerCredential(id, null, String(err?.message ?? err)),
