@@ -383,6 +383,35 @@ test('close(): consumers end normally, later consumers end at once, synced rejec
   await assert.rejects(viaSignal.synced, /closed before/);
 });
 
+test("iterating an informer leaves the native consumer's own methods alone", async (t) => {
+  const { NativeInformer } = require('../lib/native');
+  const { subscribe } = NativeInformer.prototype;
+  const subscribed = [];
+  NativeInformer.prototype.subscribe = function (...args) {
+    const consumer = subscribe.apply(this, args);
+    subscribed.push(consumer);
+    return consumer;
+  };
+  t.after(() => Object.assign(NativeInformer.prototype, { subscribe }));
+  const s = await sim(t, { token: 'tok' });
+  s.create('configmaps', cm('a'));
+  const { watcher } = recordingWatcher();
+  const informer = watcher.informer(params(s));
+  await informer.synced;
+  for await (const event of informer) {
+    assert.equal(event.type, 'ADDED');
+    break;
+  }
+  const c = consume(informer);
+  await until(() => c.synced === 1, 'SYNCED');
+  informer.close();
+  await c.done;
+  assert.equal(subscribed.length, 2, 'one native consumer per iteration');
+  for (const consumer of subscribed) {
+    assert.deepEqual(Object.getOwnPropertyNames(consumer), [], 'no method set on the native object');
+  }
+});
+
 test('fields: cached objects hold exactly the listed paths plus name, namespace, uid, resourceVersion', async (t) => {
   for (const sendInitialEvents of [true, false]) {
     const s = await sim(t, { token: 'tok', sendInitialEvents });

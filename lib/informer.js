@@ -213,6 +213,36 @@ function openInformer(watcher, params, options = {}) {
   return new KubernetesInformer(watcher, spec, { signal, getCredential, namespace: base.namespace });
 }
 
+/**
+ * What WatchEventStream reads one informer consumer through: the native consumer's batches, its
+ * wake-ups through the hub, and a cancel that also forgets it in its informer's set. A wrapper,
+ * so the native object's own methods stay as the addon made them.
+ */
+class InformerConsumer {
+  #native;
+  #hub;
+  #consumers;
+
+  constructor(consumer, hub, consumers) {
+    this.#native = consumer;
+    this.#hub = hub;
+    this.#consumers = consumers;
+  }
+
+  takeBatch() {
+    return this.#native.takeBatch();
+  }
+
+  nextBatch() {
+    return this.#hub.nextBatch(this.#native);
+  }
+
+  cancel() {
+    this.#consumers.delete(this);
+    this.#native.cancel();
+  }
+}
+
 class KubernetesInformer {
   #native;
   #watcher;
@@ -305,15 +335,9 @@ class KubernetesInformer {
   [Symbol.asyncIterator]() {
     if (this.#closed || !this.#native) return (async function* () {})();
     const start = () => {
-      const consumer = this.#native.subscribe();
-      consumer.nextBatch = () => this.#watcher.hub.nextBatch(consumer);
+      const consumer = new InformerConsumer(this.#native.subscribe(), this.#watcher.hub, this.#consumers);
       if (this.#closed) consumer.cancel();
       else this.#consumers.add(consumer);
-      const cancel = consumer.cancel.bind(consumer);
-      consumer.cancel = () => {
-        this.#consumers.delete(consumer);
-        cancel();
-      };
       return consumer;
     };
     return new WatchEventStream(start, undefined, (message) => this.#watcher.warn(message));
