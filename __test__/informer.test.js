@@ -472,3 +472,38 @@ test('a slow consumer sees coalesced latest states and never holds up the cache 
   informer.close();
   assert.deepEqual(await slowIterator.next(), { value: undefined, done: true });
 });
+
+test('malformed informer options throw at call time with the message of lib/informer.js', () => {
+  const { watcher } = recordingWatcher();
+  const target = {
+    clusterDetails: { name: 'x', url: 'https://127.0.0.1:1' },
+    credential: { type: 'anonymous' },
+    apiVersion: 'v1',
+    plural: 'configmaps',
+  };
+  const cases = [
+    [{ initialList: 'lazy' }, `options.initialList must be 'auto', 'paginated' or 'streaming' (got "lazy")`],
+    [{ pageSize: 0 }, 'options.pageSize must be a whole number >= 1 (got number)'],
+    [{ backoff: { initialSeconds: 0 } }, 'options.backoff.initialSeconds must be a number > 0 (got number)'],
+    [
+      { backoff: { initialSeconds: 40 } },
+      'options.backoff.initialSeconds (40) must not exceed options.backoff.maxSeconds (30)',
+    ],
+    [{ credentialTtlSeconds: -1 }, 'options.credentialTtlSeconds must be a number > 0 (got number)'],
+    [{ watchTimeoutSeconds: 'soon' }, 'options.watchTimeoutSeconds must be a number > 0 (got string)'],
+    [{ signal: {} }, 'options.signal must be an AbortSignal (got object)'],
+  ];
+  for (const [options, message] of cases) {
+    assert.throws(
+      () => watcher.informer(target, options),
+      (err) => err instanceof TypeError && err.message === `kube-watch-native: ${message}`,
+      JSON.stringify(options),
+    );
+  }
+  // Finite and positive but too long for a Duration: refused by name, never a panic (it aborted
+  // the process before).
+  assert.throws(
+    () => watcher.informer(target, { watchTimeoutSeconds: 1e300 }),
+    /options\.watchTimeoutSeconds \(1e300 s\)/,
+  );
+});

@@ -144,9 +144,8 @@ function informerOptions(options) {
     backoffMaxSeconds: maxSeconds,
     credentialTtlSeconds:
       optionalNumber(options.credentialTtlSeconds, 'options.credentialTtlSeconds', { above: true }) ?? 300,
-    watchTimeoutSeconds: optionalNumber(options.watchTimeoutSeconds, 'options.watchTimeoutSeconds', {
-      above: true,
-    }),
+    watchTimeoutSeconds:
+      optionalNumber(options.watchTimeoutSeconds, 'options.watchTimeoutSeconds', { above: true }) ?? 300,
   };
 }
 
