@@ -186,18 +186,19 @@ function openInformer(watcher, params, options = {}) {
   const extra = informerOptions(options);
   const staticCredential = getCredential ? null : base.credential;
   const identity = getCredential ? `getCredential#${watcher.functionId(getCredential)}` : staticCredential;
+  const { resource } = base;
   const key = JSON.stringify([
     base.cluster.clusterUrl,
     identity,
-    base.group,
-    base.apiVersion,
-    base.plural,
-    base.namespace ?? '',
-    base.labelSelector ?? '',
-    base.fieldSelector ?? '',
-    base.fields ?? null,
-    base.strip ?? null,
-    base.metadataOnly ?? false,
+    resource.group,
+    resource.apiVersion,
+    resource.plural,
+    resource.namespace ?? '',
+    resource.labelSelector ?? '',
+    resource.fieldSelector ?? '',
+    resource.fields ?? null,
+    resource.strip ?? null,
+    resource.metadataOnly ?? false,
   ]);
   // The watch-only fields go.
   // eslint-disable-next-line no-unused-vars
@@ -209,7 +210,7 @@ function openInformer(watcher, params, options = {}) {
     credential: staticCredential ?? undefined,
     dynamicCredential: Boolean(getCredential),
   };
-  return new KubernetesInformer(watcher, spec, { signal, getCredential, namespace: base.namespace });
+  return new KubernetesInformer(watcher, spec, { signal, getCredential, namespace: resource.namespace });
 }
 
 /**

@@ -87,7 +87,8 @@ function signalOf(options) {
 }
 
 /**
- * Type-checks the arguments into the native WatchSpec: `{ cluster, credential, …options }`.
+ * Type-checks the arguments into the native WatchSpec: `{ cluster, credential, resource, …options }`,
+ * where `resource` (the collection, its selectors and projection) is the informer's too.
  * Throws TypeError.
  */
 function toSpec(params, options, serviceAccountDir) {
@@ -118,12 +119,17 @@ function toSpec(params, options, serviceAccountDir) {
       serviceAccountDir,
     },
     credential: credentialFields(params.credential),
-    group: requireString(params.group ?? '', 'params.group'),
-    apiVersion: requireString(params.apiVersion, 'params.apiVersion', { nonEmpty: true }),
-    plural: requireString(params.plural, 'params.plural', { nonEmpty: true }),
-    namespace: optionalString(options.namespace, 'options.namespace'),
-    labelSelector: optionalString(options.labelSelector, 'options.labelSelector'),
-    fieldSelector: optionalString(options.fieldSelector, 'options.fieldSelector'),
+    resource: {
+      group: requireString(params.group ?? '', 'params.group'),
+      apiVersion: requireString(params.apiVersion, 'params.apiVersion', { nonEmpty: true }),
+      plural: requireString(params.plural, 'params.plural', { nonEmpty: true }),
+      namespace: optionalString(options.namespace, 'options.namespace'),
+      labelSelector: optionalString(options.labelSelector, 'options.labelSelector'),
+      fieldSelector: optionalString(options.fieldSelector, 'options.fieldSelector'),
+      fields: optionalFields(options.fields),
+      strip: optionalStrip(options.strip, options.fields),
+      metadataOnly: optionalMetadataOnly(options.metadataOnly, options.fields),
+    },
     resourceVersion: optionalString(options.resourceVersion, 'options.resourceVersion'),
     timeoutSeconds: optionalNumber(options.timeoutSeconds, 'options.timeoutSeconds', { integer: true }),
     allowWatchBookmarks,
@@ -131,9 +137,6 @@ function toSpec(params, options, serviceAccountDir) {
     resourceVersionMatch: optionalString(options.resourceVersionMatch, 'options.resourceVersionMatch'),
     maxLineBytes: optionalNumber(options.maxLineBytes, 'options.maxLineBytes', { integer: true, min: 1 }),
     idleTimeoutSeconds: idleTimeoutSeconds > 0 ? idleTimeoutSeconds : undefined,
-    fields: optionalFields(options.fields),
-    strip: optionalStrip(options.strip, options.fields),
-    metadataOnly: optionalMetadataOnly(options.metadataOnly, options.fields),
   };
 }
 

@@ -27,7 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use serde::Serialize;
 
-use super::{ClusterConnections, ClusterTarget, CredentialSpec, NativeBatch, POOL, pool_stats};
+use super::{
+    ClusterConnections, ClusterTarget, CredentialSpec, NativeBatch, POOL, ResourceSpec, pool_stats,
+};
 use crate::auth::Credential;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::backoff::BackoffPolicy;
@@ -38,7 +40,6 @@ use crate::informer::registry::{Handle, Registry, Sinks};
 use crate::informer::selector::Selector;
 use crate::informer::stats::{Labels, StatsSnapshot, cluster_label};
 use crate::proxy::ProxyEnv;
-use crate::request::ResourceRef;
 
 /// How long a `getCredential` call may take before it counts as failed.
 const CREDENTIAL_WAIT: Duration = Duration::from_secs(60);
@@ -61,12 +62,7 @@ pub struct InformerSpec {
     pub credential: Option<CredentialSpec>,
     /// Ask JavaScript (`getCredential`) for each credential.
     pub dynamic_credential: bool,
-    pub group: String,
-    pub api_version: String,
-    pub plural: String,
-    pub namespace: Option<String>,
-    pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
+    pub resource: ResourceSpec,
     /// This and the four fields below are required: their defaults and checks are
     /// `lib/informer.js`'s alone (one side, one message), so this side has none of its own.
     pub page_size: u32,
@@ -79,11 +75,6 @@ pub struct InformerSpec {
     /// No idle limit when absent.
     pub idle_timeout_seconds: Option<f64>,
     pub max_line_bytes: Option<i64>,
-    pub fields: Option<Vec<String>>,
-    /// Paths removed from every object before it is cached (not with `fields`).
-    pub strip: Option<Vec<String>>,
-    /// List and watch `PartialObjectMetadata` (not with `fields`).
-    pub metadata_only: Option<bool>,
 }
 
 /// `options.initialList` as it crosses: napi's conversion of the three strings, checked (and
@@ -255,13 +246,7 @@ fn invalid(message: String) -> Error {
 }
 
 fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
-    let resource_path = ResourceRef {
-        group: spec.group.clone(),
-        version: spec.api_version.clone(),
-        plural: spec.plural.clone(),
-        namespace: spec.namespace.clone(),
-    }
-    .path();
+    let resource_path = spec.resource.path();
     let cluster = Cluster {
         spec: spec.cluster.spec(),
         in_cluster: spec.cluster.in_cluster(),
@@ -287,18 +272,13 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
     Ok(ReflectorConfig {
         cluster,
         resource_path,
-        label_selector: spec.label_selector.clone(),
-        field_selector: spec.field_selector.clone(),
+        label_selector: spec.resource.label_selector.clone(),
+        field_selector: spec.resource.field_selector.clone(),
         page_size: spec.page_size,
         initial_list: spec.initial_list.into(),
         backoff,
         idle_timeout,
-        projection: super::strip::projection_of(
-            spec.fields.as_deref(),
-            &KEPT_METADATA,
-            spec.strip.as_deref(),
-            spec.metadata_only.unwrap_or(false),
-        )?,
+        projection: spec.resource.projection(&KEPT_METADATA)?,
         credential_ttl: duration("credentialTtlSeconds", spec.credential_ttl_seconds)?,
         max_line_bytes: spec
             .max_line_bytes
@@ -359,9 +339,9 @@ impl NativeInformerRegistry {
         };
         let labels = Labels {
             cluster: cluster_label(&spec.cluster.cluster_url),
-            group: spec.group.clone(),
-            version: spec.api_version.clone(),
-            resource: spec.plural.clone(),
+            group: spec.resource.group.clone(),
+            version: spec.resource.api_version.clone(),
+            resource: spec.resource.plural.clone(),
         };
         let handle = self.registry.open(spec.key, labels, sink, |sinks, memory| {
             let provider: Arc<dyn CredentialProvider> = match provider_static {
