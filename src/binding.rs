@@ -333,10 +333,12 @@ pub fn start_watch(spec: WatchSpec) -> Result<NativeWatch> {
             .max_line_bytes
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(DEFAULT_MAX_LINE_BYTES),
+        // One too long for a Duration (JavaScript lets any finite number through) is no limit
+        // at all, as it would be in effect; `from_secs_f64` panicked on it and aborted the process.
         idle_timeout: spec
             .idle_timeout_seconds
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(Duration::from_secs_f64),
+            .filter(|s| *s > 0.0)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok()),
         redactor,
         projection: spec.resource.projection(&[])?,
     };
