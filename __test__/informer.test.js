@@ -506,4 +506,6 @@ test('malformed informer options throw at call time with the message of lib/info
     () => watcher.informer(target, { watchTimeoutSeconds: 1e300 }),
     /options\.watchTimeoutSeconds \(1e300 s\)/,
   );
+  // An idle limit that long is none, as for a watch: the informer opens.
+  watcher.informer(target, { idleTimeoutSeconds: 1e300 }).close();
 });

@@ -265,10 +265,11 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
             ))
         })
     };
-    let idle_timeout = match spec.idle_timeout_seconds {
-        Some(s) if s > 0.0 => Some(duration("idleTimeoutSeconds", s)?),
-        _ => None,
-    };
+    // As for a watch (`start_watch`): an idle limit too long for a Duration is none.
+    let idle_timeout = spec
+        .idle_timeout_seconds
+        .filter(|s| *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok());
     Ok(ReflectorConfig {
         cluster,
         resource_path,
