@@ -118,7 +118,7 @@ test('fieldSelector, proxyUrl and tlsServerName are type-checked strings passed 
     },
     { fieldSelector: 'metadata.name=x' },
   );
-  assert.equal(spec.fieldSelector, 'metadata.name=x');
+  assert.equal(spec.resource.fieldSelector, 'metadata.name=x');
   assert.equal(spec.cluster.proxyUrl, 'http://127.0.0.1:3128');
   assert.equal(spec.cluster.tlsServerName, 'api.internal');
   assert.throws(

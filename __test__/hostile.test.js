@@ -158,6 +158,17 @@ test('an endless line is refused at the limit while memory stays bounded', async
   }
 });
 
+test('an idle limit too long for a Duration (1e300 s) is no limit: the watch runs, no panic', async () => {
+  const sim = await createSimulator({ token: TOKEN });
+  sim.create('pods', pod('a'));
+  const { watcher } = watcherWithLogger();
+  const gen = watcher.watchResource(paramsFor(sim), { namespace: 'default', idleTimeoutSeconds: 1e300 });
+  const first = await gen.next();
+  assert.equal(first.value.object.metadata.name, 'a');
+  await gen.return();
+  await sim.close();
+});
+
 test('the idle limit defaults on with bookmarks (180 s), off without, and 0 turns it off', () => {
   const params = paramsFor({ url: 'http://127.0.0.1:1' });
   assert.equal(toSpec(params, { allowWatchBookmarks: true }).idleTimeoutSeconds, 180);

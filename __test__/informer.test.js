@@ -383,6 +383,35 @@ test('close(): consumers end normally, later consumers end at once, synced rejec
   await assert.rejects(viaSignal.synced, /closed before/);
 });
 
+test("iterating an informer leaves the native consumer's own methods alone", async (t) => {
+  const { NativeInformer } = require('../lib/native');
+  const { subscribe } = NativeInformer.prototype;
+  const subscribed = [];
+  NativeInformer.prototype.subscribe = function (...args) {
+    const consumer = subscribe.apply(this, args);
+    subscribed.push(consumer);
+    return consumer;
+  };
+  t.after(() => Object.assign(NativeInformer.prototype, { subscribe }));
+  const s = await sim(t, { token: 'tok' });
+  s.create('configmaps', cm('a'));
+  const { watcher } = recordingWatcher();
+  const informer = watcher.informer(params(s));
+  await informer.synced;
+  for await (const event of informer) {
+    assert.equal(event.type, 'ADDED');
+    break;
+  }
+  const c = consume(informer);
+  await until(() => c.synced === 1, 'SYNCED');
+  informer.close();
+  await c.done;
+  assert.equal(subscribed.length, 2, 'one native consumer per iteration');
+  for (const consumer of subscribed) {
+    assert.deepEqual(Object.getOwnPropertyNames(consumer), [], 'no method set on the native object');
+  }
+});
+
 test('fields: cached objects hold exactly the listed paths plus name, namespace, uid, resourceVersion', async (t) => {
   for (const sendInitialEvents of [true, false]) {
     const s = await sim(t, { token: 'tok', sendInitialEvents });
@@ -442,4 +471,41 @@ test('a slow consumer sees coalesced latest states and never holds up the cache 
   // The last next() is still pending: closing ends it normally.
   informer.close();
   assert.deepEqual(await slowIterator.next(), { value: undefined, done: true });
+});
+
+test('malformed informer options throw at call time with the message of lib/informer.js', () => {
+  const { watcher } = recordingWatcher();
+  const target = {
+    clusterDetails: { name: 'x', url: 'https://127.0.0.1:1' },
+    credential: { type: 'anonymous' },
+    apiVersion: 'v1',
+    plural: 'configmaps',
+  };
+  const cases = [
+    [{ initialList: 'lazy' }, `options.initialList must be 'auto', 'paginated' or 'streaming' (got "lazy")`],
+    [{ pageSize: 0 }, 'options.pageSize must be a whole number >= 1 (got number)'],
+    [{ backoff: { initialSeconds: 0 } }, 'options.backoff.initialSeconds must be a number > 0 (got number)'],
+    [
+      { backoff: { initialSeconds: 40 } },
+      'options.backoff.initialSeconds (40) must not exceed options.backoff.maxSeconds (30)',
+    ],
+    [{ credentialTtlSeconds: -1 }, 'options.credentialTtlSeconds must be a number > 0 (got number)'],
+    [{ watchTimeoutSeconds: 'soon' }, 'options.watchTimeoutSeconds must be a number > 0 (got string)'],
+    [{ signal: {} }, 'options.signal must be an AbortSignal (got object)'],
+  ];
+  for (const [options, message] of cases) {
+    assert.throws(
+      () => watcher.informer(target, options),
+      (err) => err instanceof TypeError && err.message === `kube-watch-native: ${message}`,
+      JSON.stringify(options),
+    );
+  }
+  // Finite and positive but too long for a Duration: refused by name, never a panic (it aborted
+  // the process before).
+  assert.throws(
+    () => watcher.informer(target, { watchTimeoutSeconds: 1e300 }),
+    /options\.watchTimeoutSeconds \(1e300 s\)/,
+  );
+  // An idle limit that long is none, as for a watch: the informer opens.
+  watcher.informer(target, { idleTimeoutSeconds: 1e300 }).close();
 });

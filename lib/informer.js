@@ -8,11 +8,17 @@
 const native = require('./native');
 const { onAbort } = require('./abort');
 const { WatchEventStream } = require('./event-stream');
+const {
+  DEFAULT_IDLE_TIMEOUT_SECONDS,
+  fail,
+  optionalNumber,
+  optionalString,
+  signalOf,
+  credentialFields,
+  toSpec,
+} = require('./spec');
 
 const INITIAL_LISTS = new Set(['auto', 'paginated', 'streaming']);
-
-/** Bookmarks arrive about once a minute; three missed ones mean the connection is dead. */
-const DEFAULT_IDLE_TIMEOUT_SECONDS = 180;
 
 /** The longest delay setInterval takes (about 24.8 days): a timer that never fires. */
 const NEVER_MS = 2 ** 31 - 1;
@@ -111,26 +117,6 @@ class InformerHub {
   }
 }
 
-function fail(field, expected, value) {
-  const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
-  return new TypeError(`kube-watch-native: ${field} must be ${expected} (got ${got})`);
-}
-
-function optionalNumber(value, field, { integer = false, min = 0, above = false } = {}) {
-  if (value === undefined || value === null) return undefined;
-  const ok = typeof value === 'number' && Number.isFinite(value) && (above ? value > min : value >= min);
-  if (!ok || (integer && !Number.isInteger(value))) {
-    throw fail(field, `a ${integer ? 'whole ' : ''}number ${above ? '>' : '>='} ${min}`, value);
-  }
-  return value;
-}
-
-function optionalString(value, field) {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw fail(field, 'a string', value);
-  return value;
-}
-
 /** The informer options on top of what the watch spec already checked. */
 function informerOptions(options) {
   const initialList = options.initialList ?? 'auto';
@@ -158,15 +144,14 @@ function informerOptions(options) {
     backoffMaxSeconds: maxSeconds,
     credentialTtlSeconds:
       optionalNumber(options.credentialTtlSeconds, 'options.credentialTtlSeconds', { above: true }) ?? 300,
-    watchTimeoutSeconds: optionalNumber(options.watchTimeoutSeconds, 'options.watchTimeoutSeconds', {
-      above: true,
-    }),
+    watchTimeoutSeconds:
+      optionalNumber(options.watchTimeoutSeconds, 'options.watchTimeoutSeconds', { above: true }) ?? 300,
   };
 }
 
 /**
  * Builds the native spec and the sharing key, and opens the informer.
- * @param {object} watcher `{ hub, toSpec, credentialFields, functionId, serviceAccountDir, warn, info }`
+ * @param {object} watcher `{ hub, functionId, serviceAccountDir, warn, info }`: the watcher's own state
  */
 function openInformer(watcher, params, options = {}) {
   if (params === null || typeof params !== 'object') throw fail('params', 'an object', params);
@@ -182,13 +167,7 @@ function openInformer(watcher, params, options = {}) {
   if (!getCredential && params.credential === undefined) {
     throw new TypeError('kube-watch-native: params.credential or params.getCredential is required');
   }
-  const signal = options.signal ?? undefined;
-  if (
-    signal !== undefined &&
-    (typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function')
-  ) {
-    throw fail('options.signal', 'an AbortSignal', signal);
-  }
+  const signal = signalOf(options);
   const watchOptions = {
     namespace: options.namespace,
     labelSelector: options.labelSelector,
@@ -199,7 +178,7 @@ function openInformer(watcher, params, options = {}) {
     maxLineBytes: options.maxLineBytes,
     idleTimeoutSeconds: options.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
   };
-  const base = watcher.toSpec(
+  const base = toSpec(
     { ...params, credential: getCredential ? { type: 'anonymous' } : params.credential },
     watchOptions,
     watcher.serviceAccountDir,
@@ -207,18 +186,19 @@ function openInformer(watcher, params, options = {}) {
   const extra = informerOptions(options);
   const staticCredential = getCredential ? null : base.credential;
   const identity = getCredential ? `getCredential#${watcher.functionId(getCredential)}` : staticCredential;
+  const { resource } = base;
   const key = JSON.stringify([
     base.cluster.clusterUrl,
     identity,
-    base.group,
-    base.apiVersion,
-    base.plural,
-    base.namespace ?? '',
-    base.labelSelector ?? '',
-    base.fieldSelector ?? '',
-    base.fields ?? null,
-    base.strip ?? null,
-    base.metadataOnly ?? false,
+    resource.group,
+    resource.apiVersion,
+    resource.plural,
+    resource.namespace ?? '',
+    resource.labelSelector ?? '',
+    resource.fieldSelector ?? '',
+    resource.fields ?? null,
+    resource.strip ?? null,
+    resource.metadataOnly ?? false,
   ]);
   // The watch-only fields go.
   // eslint-disable-next-line no-unused-vars
@@ -230,7 +210,37 @@ function openInformer(watcher, params, options = {}) {
     credential: staticCredential ?? undefined,
     dynamicCredential: Boolean(getCredential),
   };
-  return new KubernetesInformer(watcher, spec, { signal, getCredential, namespace: base.namespace });
+  return new KubernetesInformer(watcher, spec, { signal, getCredential, namespace: resource.namespace });
+}
+
+/**
+ * What WatchEventStream reads one informer consumer through: the native consumer's batches, its
+ * wake-ups through the hub, and a cancel that also forgets it in its informer's set. A wrapper,
+ * so the native object's own methods stay as the addon made them.
+ */
+class InformerConsumer {
+  #native;
+  #hub;
+  #consumers;
+
+  constructor(consumer, hub, consumers) {
+    this.#native = consumer;
+    this.#hub = hub;
+    this.#consumers = consumers;
+  }
+
+  takeBatch() {
+    return this.#native.takeBatch();
+  }
+
+  nextBatch() {
+    return this.#hub.nextBatch(this.#native);
+  }
+
+  cancel() {
+    this.#consumers.delete(this);
+    this.#native.cancel();
+  }
 }
 
 class KubernetesInformer {
@@ -325,15 +335,9 @@ class KubernetesInformer {
   [Symbol.asyncIterator]() {
     if (this.#closed || !this.#native) return (async function* () {})();
     const start = () => {
-      const consumer = this.#native.subscribe();
-      consumer.nextBatch = () => this.#watcher.hub.nextBatch(consumer);
+      const consumer = new InformerConsumer(this.#native.subscribe(), this.#watcher.hub, this.#consumers);
       if (this.#closed) consumer.cancel();
       else this.#consumers.add(consumer);
-      const cancel = consumer.cancel.bind(consumer);
-      consumer.cancel = () => {
-        this.#consumers.delete(consumer);
-        cancel();
-      };
       return consumer;
     };
     return new WatchEventStream(start, undefined, (message) => this.#watcher.warn(message));
@@ -367,7 +371,7 @@ class KubernetesInformer {
   #answerCredential(id) {
     Promise.resolve()
       .then(() => this.#getCredential())
-      .then((credential) => this.#watcher.credentialFields(credential))
+      .then(credentialFields)
       .then(
         (spec) => native.answerCredential(id, spec, null),
         (err) => native.answerCredential(id, null, String(err?.message ?? err)),

@@ -105,12 +105,7 @@ impl CredentialSpec {
 pub struct WatchSpec {
     pub cluster: ClusterTarget,
     pub credential: CredentialSpec,
-    pub group: String,
-    pub api_version: String,
-    pub plural: String,
-    pub namespace: Option<String>,
-    pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
+    pub resource: ResourceSpec,
     pub resource_version: Option<String>,
     pub timeout_seconds: Option<i64>,
     pub allow_watch_bookmarks: Option<bool>,
@@ -118,12 +113,47 @@ pub struct WatchSpec {
     pub resource_version_match: Option<String>,
     pub max_line_bytes: Option<i64>,
     pub idle_timeout_seconds: Option<f64>,
+}
+
+/// The resource collection a watch or an informer reads and how its objects are cut: the
+/// fields `WatchSpec` and `InformerSpec` share (`resource` in both).
+#[napi(object)]
+pub struct ResourceSpec {
+    pub group: String,
+    pub api_version: String,
+    pub plural: String,
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
     /// Dotted paths to keep in each object (the `fields` opt-in).
     pub fields: Option<Vec<String>>,
     /// Paths to remove from each object (the `strip` opt-in; not with `fields`).
     pub strip: Option<Vec<String>>,
-    /// Watch `PartialObjectMetadata` (not with `fields`).
+    /// `PartialObjectMetadata` instead of whole objects (not with `fields`).
     pub metadata_only: Option<bool>,
+}
+
+impl ResourceSpec {
+    /// The collection's API path, `/api/v1/namespaces/{ns}/pods` and the like.
+    fn path(&self) -> String {
+        ResourceRef {
+            group: self.group.clone(),
+            version: self.api_version.clone(),
+            plural: self.plural.clone(),
+            namespace: self.namespace.clone(),
+        }
+        .path()
+    }
+
+    /// The projection of `fields`, `strip` and `metadata_only`; `kept` paths stay with `fields`.
+    fn projection(&self, kept: &[&str]) -> Result<Option<crate::projection::Projection>> {
+        strip::projection_of(
+            self.fields.as_deref(),
+            kept,
+            self.strip.as_deref(),
+            self.metadata_only.unwrap_or(false),
+        )
+    }
 }
 
 /// The batch's JSON text on its way into a JavaScript string, copied (see [`strings`]).
@@ -274,13 +304,7 @@ fn connection_for(
 /// (only a `strip` path JavaScript should have refused already throws).
 #[napi]
 pub fn start_watch(spec: WatchSpec) -> Result<NativeWatch> {
-    let resource_path = ResourceRef {
-        group: spec.group.clone(),
-        version: spec.api_version.clone(),
-        plural: spec.plural.clone(),
-        namespace: spec.namespace.clone(),
-    }
-    .path();
+    let resource_path = spec.resource.path();
     let redactor = spec.credential.redactor();
     let what = format!("watch of {resource_path}");
     let (connection, client) = match connection_for(&spec, &what, &redactor) {
@@ -291,8 +315,8 @@ pub fn start_watch(spec: WatchSpec) -> Result<NativeWatch> {
     };
     let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
     let query = WatchQuery {
-        label_selector: spec.label_selector,
-        field_selector: spec.field_selector,
+        label_selector: spec.resource.label_selector.clone(),
+        field_selector: spec.resource.field_selector.clone(),
         resource_version: spec.resource_version,
         timeout_seconds: spec.timeout_seconds.and_then(|s| u64::try_from(s).ok()),
         allow_watch_bookmarks: spec.allow_watch_bookmarks.unwrap_or(false),
@@ -309,17 +333,14 @@ pub fn start_watch(spec: WatchSpec) -> Result<NativeWatch> {
             .max_line_bytes
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(DEFAULT_MAX_LINE_BYTES),
+        // One too long for a Duration (JavaScript lets any finite number through) is no limit
+        // at all, as it would be in effect; `from_secs_f64` panicked on it and aborted the process.
         idle_timeout: spec
             .idle_timeout_seconds
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(Duration::from_secs_f64),
+            .filter(|s| *s > 0.0)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok()),
         redactor,
-        projection: strip::projection_of(
-            spec.fields.as_deref(),
-            &[],
-            spec.strip.as_deref(),
-            spec.metadata_only.unwrap_or(false),
-        )?,
+        projection: spec.resource.projection(&[])?,
     };
     let watch = within_runtime_if_available(|| {
         Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())

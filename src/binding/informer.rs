@@ -27,7 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use serde::Serialize;
 
-use super::{ClusterConnections, ClusterTarget, CredentialSpec, NativeBatch, POOL, pool_stats};
+use super::{
+    ClusterConnections, ClusterTarget, CredentialSpec, NativeBatch, POOL, ResourceSpec, pool_stats,
+};
 use crate::auth::Credential;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::backoff::BackoffPolicy;
@@ -38,7 +40,6 @@ use crate::informer::registry::{Handle, Registry, Sinks};
 use crate::informer::selector::Selector;
 use crate::informer::stats::{Labels, StatsSnapshot, cluster_label};
 use crate::proxy::ProxyEnv;
-use crate::request::ResourceRef;
 
 /// How long a `getCredential` call may take before it counts as failed.
 const CREDENTIAL_WAIT: Duration = Duration::from_secs(60);
@@ -61,26 +62,39 @@ pub struct InformerSpec {
     pub credential: Option<CredentialSpec>,
     /// Ask JavaScript (`getCredential`) for each credential.
     pub dynamic_credential: bool,
-    pub group: String,
-    pub api_version: String,
-    pub plural: String,
-    pub namespace: Option<String>,
-    pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
-    pub page_size: Option<u32>,
-    /// `auto`, `paginated` or `streaming`.
-    pub initial_list: Option<String>,
-    pub backoff_initial_seconds: Option<f64>,
-    pub backoff_max_seconds: Option<f64>,
+    pub resource: ResourceSpec,
+    /// This and the four fields below are required: their defaults and checks are
+    /// `lib/informer.js`'s alone (one side, one message), so this side has none of its own.
+    pub page_size: u32,
+    pub initial_list: InitialListMode,
+    pub backoff_initial_seconds: f64,
+    pub backoff_max_seconds: f64,
+    pub credential_ttl_seconds: f64,
+    /// Required too (`lib/informer.js` defaults it to 300 s).
+    pub watch_timeout_seconds: f64,
+    /// No idle limit when absent.
     pub idle_timeout_seconds: Option<f64>,
-    pub credential_ttl_seconds: Option<f64>,
-    pub watch_timeout_seconds: Option<f64>,
     pub max_line_bytes: Option<i64>,
-    pub fields: Option<Vec<String>>,
-    /// Paths removed from every object before it is cached (not with `fields`).
-    pub strip: Option<Vec<String>>,
-    /// List and watch `PartialObjectMetadata` (not with `fields`).
-    pub metadata_only: Option<bool>,
+}
+
+/// `options.initialList` as it crosses: napi's conversion of the three strings, checked (and
+/// defaulted) in `lib/informer.js` first.
+#[napi(string_enum = "lowercase")]
+#[derive(Clone, Copy)]
+pub enum InitialListMode {
+    Auto,
+    Paginated,
+    Streaming,
+}
+
+impl From<InitialListMode> for InitialList {
+    fn from(mode: InitialListMode) -> Self {
+        match mode {
+            InitialListMode::Auto => InitialList::Auto,
+            InitialListMode::Paginated => InitialList::Paginated,
+            InitialListMode::Streaming => InitialList::Streaming,
+        }
+    }
 }
 
 /// A waiting consumer's next batch, taken on the thread that brought it.
@@ -232,13 +246,7 @@ fn invalid(message: String) -> Error {
 }
 
 fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
-    let resource_path = ResourceRef {
-        group: spec.group.clone(),
-        version: spec.api_version.clone(),
-        plural: spec.plural.clone(),
-        namespace: spec.namespace.clone(),
-    }
-    .path();
+    let resource_path = spec.resource.path();
     let cluster = Cluster {
         spec: spec.cluster.spec(),
         in_cluster: spec.cluster.in_cluster(),
@@ -246,47 +254,38 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
         tls_server_name: spec.cluster.tls_server_name.clone(),
         proxy_env: ProxyEnv::from_process(),
     };
-    let backoff = BackoffPolicy::new(
-        spec.backoff_initial_seconds.unwrap_or(0.8),
-        spec.backoff_max_seconds.unwrap_or(30.0),
-    )
-    .map_err(|err| invalid(format!("kube-watch-native: options.{err}")))?;
-    let initial_list = match spec.initial_list.as_deref().unwrap_or("auto") {
-        "auto" => InitialList::Auto,
-        "paginated" => InitialList::Paginated,
-        "streaming" => InitialList::Streaming,
-        other => {
-            return Err(invalid(format!(
-                "kube-watch-native: options.initialList must be 'auto', 'paginated' or 'streaming' (got '{other}')"
-            )));
-        }
+    let backoff = BackoffPolicy::new(spec.backoff_initial_seconds, spec.backoff_max_seconds)
+        .map_err(|err| invalid(format!("kube-watch-native: options.{err}")))?;
+    // JavaScript checked these are finite and positive; a Duration still refuses the ones too
+    // long for it rather than panicking.
+    let duration = |field: &str, value: f64| {
+        Duration::try_from_secs_f64(value).map_err(|err| {
+            invalid(format!(
+                "kube-watch-native: options.{field} ({value:e} s): {err}"
+            ))
+        })
     };
-    let seconds = |value: Option<f64>| {
-        value
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(Duration::from_secs_f64)
-    };
+    // As for a watch (`start_watch`): an idle limit too long for a Duration is none.
+    let idle_timeout = spec
+        .idle_timeout_seconds
+        .filter(|s| *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok());
     Ok(ReflectorConfig {
         cluster,
         resource_path,
-        label_selector: spec.label_selector.clone(),
-        field_selector: spec.field_selector.clone(),
-        page_size: spec.page_size.unwrap_or(500),
-        initial_list,
+        label_selector: spec.resource.label_selector.clone(),
+        field_selector: spec.resource.field_selector.clone(),
+        page_size: spec.page_size,
+        initial_list: spec.initial_list.into(),
         backoff,
-        idle_timeout: seconds(spec.idle_timeout_seconds),
-        projection: super::strip::projection_of(
-            spec.fields.as_deref(),
-            &KEPT_METADATA,
-            spec.strip.as_deref(),
-            spec.metadata_only.unwrap_or(false),
-        )?,
-        credential_ttl: seconds(spec.credential_ttl_seconds).unwrap_or(Duration::from_secs(300)),
+        idle_timeout,
+        projection: spec.resource.projection(&KEPT_METADATA)?,
+        credential_ttl: duration("credentialTtlSeconds", spec.credential_ttl_seconds)?,
         max_line_bytes: spec
             .max_line_bytes
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(DEFAULT_MAX_LINE_BYTES),
-        watch_timeout: seconds(spec.watch_timeout_seconds).unwrap_or(Duration::from_secs(300)),
+        watch_timeout: duration("watchTimeoutSeconds", spec.watch_timeout_seconds)?,
     })
 }
 
@@ -341,9 +340,9 @@ impl NativeInformerRegistry {
         };
         let labels = Labels {
             cluster: cluster_label(&spec.cluster.cluster_url),
-            group: spec.group.clone(),
-            version: spec.api_version.clone(),
-            resource: spec.plural.clone(),
+            group: spec.resource.group.clone(),
+            version: spec.resource.api_version.clone(),
+            resource: spec.resource.plural.clone(),
         };
         let handle = self.registry.open(spec.key, labels, sink, |sinks, memory| {
             let provider: Arc<dyn CredentialProvider> = match provider_static {
