@@ -38,11 +38,7 @@ const PERIOD_MS = 10_000;
 const CHANGES = 5;
 const log = (...a) => console.error(...a);
 
-const children = new Set();
-const track = (c) => (children.add(c), c.on('exit', () => children.delete(c)), c);
-const killAll = () => children.forEach((c) => c.kill('SIGKILL'));
-process.on('exit', killAll);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => (killAll(), process.exit(130)));
+const { track, killAll } = require('./children');
 
 /** A forked child with request/answer IPC by id. */
 function child(file, args) {

@@ -61,11 +61,7 @@ const PACKAGES = [['this', path.join(__dirname, '..')]];
 if (opt('against')) PACKAGES.push(['against', path.resolve(opt('against'))]);
 const log = (...a) => console.error(...a);
 
-const children = new Set();
-const track = (c) => (children.add(c), c.on('exit', () => children.delete(c)), c);
-const killAll = () => children.forEach((c) => c.kill('SIGKILL'));
-process.on('exit', killAll);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => (killAll(), process.exit(130)));
+const { track, killAll } = require('./children');
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);

@@ -35,11 +35,7 @@ const SCENARIOS = (opt('only') ?? 'sync,iterate,memory,fields,relist,get').split
 const CLIENTS = (opt('clients') ?? 'native,clientnode').split(',');
 const log = (...a) => console.error(...a);
 
-const children = new Set();
-const track = (c) => (children.add(c), c.on('exit', () => children.delete(c)), c);
-const killAll = () => children.forEach((c) => c.kill('SIGKILL'));
-process.on('exit', killAll);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => (killAll(), process.exit(130)));
+const { track, killAll } = require('./children');
 
 /** Seconds of CPU the whole machine has been busy since boot (/proc/stat, all but idle/iowait). */
 function machineBusySeconds() {
