@@ -9,16 +9,20 @@
 //! pending `nextBatch()` promise the main thread's cost of a change grew with the number of
 //! informers (`bench/fleet.js`: 2.3× the CPU per change with 1 000 informers as with 100).
 //! One function also keeps news and wake-ups in the order they were sent (a consumer's
-//! ADDED batch before the `synced` that follows it). The news names its handle and a wake-up
-//! (a number) its consumer; JavaScript dispatches them (`lib/informer.js`). The function is
-//! weak: what keeps the process alive while informers run or consumers wait is JavaScript's.
+//! ADDED batch before the `synced` that follows it). It is called with two arguments, never an
+//! object: `(consumer, batch)` for a wake-up, the common batch as its events text alone, and
+//! `(0, text)` for a handle's news (JSON naming its handle). Building an object per wake-up
+//! (`{ consumer, batch: { events, warnings, done } }`) was a tenth of the main thread's time
+//! per change (`perf` on `bench/fleet-main-thread.js`). JavaScript dispatches them
+//! (`lib/informer.js`). The function is weak: what keeps the process alive while informers run
+//! or consumers wait is JavaScript's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
-use napi::bindgen_prelude::{Either, within_runtime_if_available};
+use napi::bindgen_prelude::{Either, Either3, FnArgs, within_runtime_if_available};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
@@ -28,9 +32,11 @@ use tokio_util::sync::CancellationToken;
 use serde::Serialize;
 
 use super::{
-    ClusterConnections, ClusterTarget, CredentialSpec, NativeBatch, POOL, ResourceSpec, pool_stats,
+    BatchText, ClusterConnections, ClusterTarget, CredentialSpec, NativeBatch, POOL, ResourceSpec,
+    pool_stats,
 };
 use crate::auth::Credential;
+use crate::batch::Batch;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::backoff::BackoffPolicy;
 use crate::informer::connect::{Cluster, CredentialFuture, CredentialProvider, StaticCredential};
@@ -97,17 +103,26 @@ impl From<InitialListMode> for InitialList {
     }
 }
 
-/// A waiting consumer's next batch, taken on the thread that brought it.
-#[napi(object, object_from_js = false)]
-pub struct Wakeup {
-    /// The consumer's `id()`.
-    pub consumer: u32,
-    pub batch: NativeBatch,
+/// A batch as it crosses to JavaScript: the common one (events, no warnings, not the last) as
+/// its events text alone, sparing an object per batch; any other as a [`NativeBatch`].
+type Crossing = Either<BatchText, NativeBatch>;
+
+fn crossing(batch: Batch) -> Crossing {
+    if batch.warnings.is_empty() && !batch.done && !batch.events.is_empty() {
+        Either::A(BatchText {
+            bytes: batch.events,
+            ascii: batch.ascii,
+        })
+    } else {
+        Either::B(NativeBatch::from(batch))
+    }
 }
 
-/// A consumer's wake-up or a handle's news (JSON text).
-type Message = Either<Wakeup, String>;
-/// The registry's way back: `(message: Wakeup | string) => void`, weak.
+/// What the registry's function is called with: `(consumer, batch)`, a waiting consumer's
+/// next batch (taken on the thread that brought it), or `(0, news)`, a handle's news as JSON
+/// text. Consumer ids start at 1.
+type Message = FnArgs<(u32, Either3<BatchText, NativeBatch, String>)>;
+/// The registry's way back: `(from: number, message: string | NativeBatch) => void`, weak.
 type Back = ThreadsafeFunction<Message, (), Message, Status, false, true>;
 
 /// One handle's way back to JavaScript: the registry's function, and its own id.
@@ -122,7 +137,7 @@ impl JsSink {
             "handle": self.handle, "kind": kind, "message": message, "id": id
         });
         let status = self.back.call(
-            Either::B(value.to_string()),
+            (0, Either3::C(value.to_string())).into(),
             ThreadsafeFunctionCallMode::NonBlocking,
         );
         status == Status::Ok
@@ -299,10 +314,11 @@ impl NativeInformerRegistry {
         }
     }
 
-    /// Where the handles opened from now on report: `back` receives every handle's news as
-    /// JSON text, `{ handle, kind, message, id }`, and a waiting consumer's next batch as a
-    /// `Wakeup` (after its `wait()`), all in the order they were sent.
-    #[napi(ts_args_type = "back: (message: Wakeup | string) => void")]
+    /// Where the handles opened from now on report: `back(0, news)` receives every handle's
+    /// news as JSON text, `{ handle, kind, message, id }`, and `back(consumer, batch)` a waiting
+    /// consumer's next batch (after a `poll()` that found none), the common batch as its events
+    /// text, all in the order they were sent.
+    #[napi(ts_args_type = "back: (from: number, message: string | NativeBatch) => void")]
     pub fn connect(&self, back: Back) {
         *lock(&self.back) = Some(Arc::new(back));
     }
@@ -590,12 +606,12 @@ impl NativeInformer {
         let id = NEXT_CONSUMER.fetch_add(1, Ordering::Relaxed);
         let back = self.back.clone();
         cursor.set_waker(Box::new(move |batch| {
-            let wakeup = Wakeup {
-                consumer: id,
-                batch: batch.into(),
+            let batch = match crossing(batch) {
+                Either::A(text) => Either3::A(text),
+                Either::B(batch) => Either3::B(batch),
             };
             // Fails only while the environment shuts down, when nobody is waiting any more.
-            let _ = back.call(Either::A(wakeup), ThreadsafeFunctionCallMode::NonBlocking);
+            let _ = back.call((id, batch).into(), ThreadsafeFunctionCallMode::NonBlocking);
         }));
         NativeInformerConsumer {
             cursor,
@@ -704,27 +720,31 @@ pub struct NativeInformerConsumer {
 
 #[napi]
 impl NativeInformerConsumer {
-    /// The batch ready now, or `null`: then call `nextBatch()`.
-    #[napi]
-    pub fn take_batch(&self) -> Option<NativeBatch> {
+    /// The batch ready now (the common one as its events text, as a watch's `takeBatch()`), or
+    /// `null`, and then the next batch (events, or the end) goes to the function of the
+    /// registry's `connect` as `(id, batch)` once there is one: taken on the thread that brings
+    /// it, with no task or thread hop per wait. One native call per wait, where taking and then
+    /// arming were two. One wait at a time.
+    #[napi(ts_return_type = "string | NativeBatch | null")]
+    pub fn poll(&self) -> Option<Crossing> {
         if self.cancel.is_cancelled() {
-            return Some(crate::batch::Batch::end().into());
+            return Some(crossing(Batch::end()));
         }
-        self.cursor.take().map(Into::into)
+        match self.cursor.take() {
+            Some(batch) => Some(crossing(batch)),
+            None => {
+                // Arming looks again under the queue's lock: a batch that came in between is
+                // sent at once rather than missed.
+                self.cursor.arm();
+                None
+            }
+        }
     }
 
     /// The id its wake-ups carry.
     #[napi]
     pub fn id(&self) -> u32 {
         self.id
-    }
-
-    /// Sends the next batch (events, or the end), once there is one, to the function of the
-    /// registry's `connect` as a `Wakeup`: taken on the thread that brings it, with no task
-    /// or thread hop per wait. One wait at a time.
-    #[napi]
-    pub fn wait(&self) {
-        self.cursor.arm();
     }
 
     /// Ends this consumer now; idempotent.
