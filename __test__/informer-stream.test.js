@@ -154,3 +154,59 @@ test('a change to a waiting consumer costs one native call, one wake-up and a Pr
     assert.ok(per.promises <= 4, `${name}: ${per.promises} Promises per change`);
   }
 });
+
+test('wake-ups that come close together cross in one call, each consumer woken once with its change', async (t) => {
+  const informers = 20;
+  const s = await sim(t);
+  for (let i = 0; i < informers; i++) s.create('configmaps', cm('x', {}, `ns-${i}`));
+  const calls = [];
+  let counting = false;
+  const { connect } = native.NativeInformerRegistry.prototype;
+  native.NativeInformerRegistry.prototype.connect = function (back) {
+    return connect.call(this, (from, messages) => {
+      if (counting) calls.push(from.length);
+      return back(from, messages);
+    });
+  };
+  t.after(() => Object.assign(native.NativeInformerRegistry.prototype, { connect }));
+  const { watcher } = recordingWatcher();
+  const seen = new Map();
+  const opened = [];
+  for (let i = 0; i < informers; i++) {
+    const informer = watcher.informer(params(s), { namespace: `ns-${i}` });
+    t.after(() => informer.close());
+    opened.push(informer);
+    (async () => {
+      for await (const e of informer) {
+        if (e.type === 'MODIFIED') seen.set(i, [...(seen.get(i) ?? []), e.object.data.v]);
+      }
+    })();
+  }
+  await Promise.all(opened.map((i) => i.synced));
+  await delay(100);
+  counting = true;
+  for (let i = 0; i < informers; i++) {
+    s.patch('configmaps', `ns-${i}`, 'x', (o) => {
+      o.data.v = `changed-${i}`;
+    });
+  }
+  await within(
+    (async () => {
+      while (seen.size < informers) await delay(5);
+    })(),
+    5000,
+    'every consumer seeing its change',
+  );
+  await delay(100);
+  counting = false;
+  for (let i = 0; i < informers; i++) assert.deepEqual(seen.get(i), [`changed-${i}`], `consumer ${i}`);
+  assert.equal(
+    calls.reduce((a, b) => a + b, 0),
+    informers,
+    'one wake-up per consumer',
+  );
+  // Without gathering, one call per wake-up: 20. The first crosses at once, the rest within
+  // the interval after it; a slow machine may spread them over a few.
+  t.diagnostic(`calls: ${calls}`);
+  assert.ok(calls.length <= informers / 4, `${calls.length} calls for ${informers} wake-ups: ${calls}`);
+});

@@ -13,6 +13,8 @@
 //                     calls of the informer hub's thread-safe function (the wake-ups);
 //   --perf=<file>     record the main thread with `perf record -e cpu-clock -g` (JIT frames named
 //                     through --perf-basic-prof) during the window: native and kernel time too.
+// It also measures, before the window, what an empty wake-up of the main thread costs (a timer
+// that does nothing), the floor under a change that costs one.
 // Counting slows the main thread down: its CPU figure is only for comparing counts, never a
 // measure. Bounded: the worker gives up after 120 s, every child dies with this process.
 
@@ -121,7 +123,8 @@ async function main() {
   servers.send({ cmd: 'stop' });
   console.log(
     `${informers} informers, ${clusters} clusters, ${changes} changes at ${rate}/s, ${path.relative(process.cwd(), pkg) || '.'}: ` +
-      `${result.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change, ${result.sleepsPerChange.toFixed(2)} wake-ups of it per change${config.count ? ' (counting: not a measure)' : ''}`,
+      `${result.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change, ${result.sleepsPerChange.toFixed(2)} wake-ups of it per change; ` +
+      `an empty wake-up costs it ${result.floorUs.toFixed(1)} µs${config.count ? ' (counting: not a measure)' : ''}`,
   );
   if (result.counts) {
     console.log('per change:');
@@ -146,6 +149,24 @@ function mainThreadNs() {
 function mainThreadSleeps() {
   const text = fs.readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8');
   return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(text)[1]);
+}
+
+/**
+ * The main thread's CPU for one wake-up that does nothing (a 10 ms interval timer, 100 times,
+ * informers open and quiet): the floor under any figure per change that costs a wake-up,
+ * which on a loaded machine is far from nothing (cold caches, the scheduler).
+ */
+async function emptyWakeUpUs(ticks = 100) {
+  const cpu0 = mainThreadNs();
+  await new Promise((resolve) => {
+    let n = 0;
+    const timer = setInterval(() => {
+      if (++n < ticks) return;
+      clearInterval(timer);
+      resolve();
+    }, 10);
+  });
+  return (mainThreadNs() - cpu0) / 1000 / ticks;
 }
 
 /** Counters of what the main thread does, switched on for the window only. */
@@ -284,6 +305,7 @@ async function worker({ pkg, urls, namespaces, informers, profile, count }) {
   }
   await Promise.all(opened.map((i) => i.synced));
   await new Promise((r) => setTimeout(r, 500));
+  const floorUs = await emptyWakeUpUs();
   const done = new Promise((resolve) => {
     reached = resolve;
   });
@@ -302,7 +324,7 @@ async function worker({ pkg, urls, namespaces, informers, profile, count }) {
   const counts = counting?.stop();
   const top = await profiling?.stop();
   for (const informer of opened) informer.close();
-  return { cpuPerChangeUs: cpuNs / 1000 / changes, sleepsPerChange: sleeps / changes, counts, top };
+  return { cpuPerChangeUs: cpuNs / 1000 / changes, sleepsPerChange: sleeps / changes, floorUs, counts, top };
 }
 
 main().catch((err) => {

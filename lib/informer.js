@@ -30,8 +30,10 @@ const NEVER_MS = 2 ** 31 - 1;
  * waiting consumer, in the order sent), not one per handle and one per pending `nextBatch()`:
  * libuv looks at every one of them on each wake-up of the loop, which made the main thread's
  * cost of a change grow with the number of informers (src/binding/informer.rs). It is called
- * with two arguments, `(0, news)` or `(consumer, batch)`, so no object is built per wake-up,
- * and a wake-up goes straight to the waiting stream's callback (lib/informer-stream.js). That function
+ * with two arrays, who each message is from (a consumer, or 0 for news) and the messages, so no
+ * object is built per wake-up; wake-ups that come close together share a call (and a wake-up
+ * of the loop), and each goes straight to the waiting stream's callback
+ * (lib/informer-stream.js). That function
  * is weak; while an informer runs or a consumer waits, a timer that never fires keeps the
  * process alive, as the per-handle functions did, and when nothing is open or waiting the
  * registry lets the function go (it holds this hub, and through it the informers, strongly).
@@ -80,10 +82,12 @@ class InformerHub {
     this.#hold();
   }
 
-  /** A handle's news (`from` 0, JSON text) or a waiting consumer's batch, in the order sent. */
-  #back = (from, message) => {
-    if (from === 0) this.#news(message);
-    else this.#wake(from, message);
+  /** Handles' news (from 0, JSON text) and waiting consumers' batches, in the order sent. */
+  #back = (from, messages) => {
+    for (let i = 0; i < from.length; i++) {
+      if (from[i] === 0) this.#news(messages[i]);
+      else this.#wake(from[i], messages[i]);
+    }
   };
 
   #wake(consumer, batch) {
