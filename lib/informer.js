@@ -1,13 +1,13 @@
 'use strict';
 // KubernetesInformer: a list-watch that never gives up, with the cluster's state cached natively
 // (src/informer/). JavaScript's part: check the arguments, open the shared informer in the
-// watcher's native registry, hand each consumer's batches over the way watches do (one
-// JSON.parse per batch, lib/event-stream.js), parse `get`/`list` results on demand, answer
+// watcher's native registry, hand each consumer's batches over (one JSON.parse per batch,
+// lib/informer-stream.js), parse `get`/`list` results on demand, answer
 // `getCredential` requests, and route the native side's news to the logger.
 
 const native = require('./native');
 const { onAbort } = require('./abort');
-const { WatchEventStream } = require('./event-stream');
+const { InformerEventStream } = require('./informer-stream');
 const {
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   fail,
@@ -29,7 +29,11 @@ const NEVER_MS = 2 ** 31 - 1;
  * thread-safe function per registry (the news of every handle and the wake-ups of every
  * waiting consumer, in the order sent), not one per handle and one per pending `nextBatch()`:
  * libuv looks at every one of them on each wake-up of the loop, which made the main thread's
- * cost of a change grow with the number of informers (src/binding/informer.rs). That function
+ * cost of a change grow with the number of informers (src/binding/informer.rs). It is called
+ * with two arrays, who each message is from (a consumer, or 0 for news) and the messages, so no
+ * object is built per wake-up; wake-ups that come close together share a call (and a wake-up
+ * of the loop), and each goes straight to the waiting stream's callback
+ * (lib/informer-stream.js). That function
  * is weak; while an informer runs or a consumer waits, a timer that never fires keeps the
  * process alive, as the per-handle functions did, and when nothing is open or waiting the
  * registry lets the function go (it holds this hub, and through it the informers, strongly).
@@ -38,7 +42,7 @@ class InformerHub {
   registry;
   /** Open informers by native handle id, for their news. */
   #informers = new Map();
-  /** Waiting consumers' `resolve` by consumer id. */
+  /** Waiting consumers' `onBatch` by consumer id. */
   #waiters = new Map();
   #keepAlive = null;
   #connected = false;
@@ -69,28 +73,30 @@ class InformerHub {
     this.#hold();
   }
 
-  /** Resolves with `consumer`'s next batch (events, or the end): `nextBatch()` of a watch. */
-  nextBatch(consumer) {
-    return new Promise((resolve) => {
-      this.#waiters.set(consumer.id(), resolve);
-      this.#hold();
-      consumer.wait();
-    });
+  /**
+   * `onBatch(batch)` receives consumer `id`'s next batch (events, or the end), once: after a
+   * `poll()` of that consumer that found none and armed its wake-up.
+   */
+  wait(id, onBatch) {
+    this.#waiters.set(id, onBatch);
+    this.#hold();
   }
 
-  /** A handle's news (JSON text) or a waiting consumer's batch (`{ consumer, batch }`), in the order sent. */
-  #back = (message) => {
-    if (typeof message === 'string') this.#news(message);
-    else this.#wake(message);
+  /** Handles' news (from 0, JSON text) and waiting consumers' batches, in the order sent. */
+  #back = (from, messages) => {
+    for (let i = 0; i < from.length; i++) {
+      if (from[i] === 0) this.#news(messages[i]);
+      else this.#wake(from[i], messages[i]);
+    }
   };
 
-  #wake({ consumer, batch }) {
-    const resolve = this.#waiters.get(consumer);
+  #wake(consumer, batch) {
+    const onBatch = this.#waiters.get(consumer);
     // Only a consumer that waits is woken, once per wait.
-    if (resolve === undefined) return;
+    if (onBatch === undefined) return;
     this.#waiters.delete(consumer);
     this.#hold();
-    resolve(batch);
+    onBatch(batch);
   }
 
   #news(text) {
@@ -214,27 +220,25 @@ function openInformer(watcher, params, options = {}) {
 }
 
 /**
- * What WatchEventStream reads one informer consumer through: the native consumer's batches, its
- * wake-ups through the hub, and a cancel that also forgets it in its informer's set. A wrapper,
- * so the native object's own methods stay as the addon made them.
+ * What InformerEventStream reads one informer consumer through: the native consumer's batches
+ * (`poll()`, whose wake-ups come through the hub under `id`), and a cancel that also forgets it
+ * in its informer's set. A wrapper, so the native object's own methods stay as the addon made
+ * them.
  */
 class InformerConsumer {
   #native;
-  #hub;
   #consumers;
+  /** The id its wake-ups carry. */
+  id;
 
-  constructor(consumer, hub, consumers) {
+  constructor(consumer, consumers) {
     this.#native = consumer;
-    this.#hub = hub;
     this.#consumers = consumers;
+    this.id = consumer.id();
   }
 
-  takeBatch() {
-    return this.#native.takeBatch();
-  }
-
-  nextBatch() {
-    return this.#hub.nextBatch(this.#native);
+  poll() {
+    return this.#native.poll();
   }
 
   cancel() {
@@ -335,12 +339,12 @@ class KubernetesInformer {
   [Symbol.asyncIterator]() {
     if (this.#closed || !this.#native) return (async function* () {})();
     const start = () => {
-      const consumer = new InformerConsumer(this.#native.subscribe(), this.#watcher.hub, this.#consumers);
+      const consumer = new InformerConsumer(this.#native.subscribe(), this.#consumers);
       if (this.#closed) consumer.cancel();
       else this.#consumers.add(consumer);
       return consumer;
     };
-    return new WatchEventStream(start, undefined, (message) => this.#watcher.warn(message));
+    return new InformerEventStream(start, this.#watcher.hub, (message) => this.#watcher.warn(message));
   }
 
   /** The native handle's news, `{ kind, message, id }` (InformerHub). */

@@ -9,16 +9,29 @@
 //! pending `nextBatch()` promise the main thread's cost of a change grew with the number of
 //! informers (`bench/fleet.js`: 2.3× the CPU per change with 1 000 informers as with 100).
 //! One function also keeps news and wake-ups in the order they were sent (a consumer's
-//! ADDED batch before the `synced` that follows it). The news names its handle and a wake-up
-//! (a number) its consumer; JavaScript dispatches them (`lib/informer.js`). The function is
-//! weak: what keeps the process alive while informers run or consumers wait is JavaScript's.
+//! ADDED batch before the `synced` that follows it). It is called with two arrays, never an
+//! object per message: who each message is from (a consumer's id, or 0 for a handle's news) and
+//! the messages (a wake-up's batch, the common one as its events text alone, or the news as
+//! JSON naming its handle). Building an object per wake-up (`{ consumer, batch: { events,
+//! warnings, done } }`) was a tenth of the main thread's time per change (`perf` on
+//! `bench/fleet-main-thread.js`).
+//!
+//! Wake-ups are gathered ([`Outbox`]): the first after a quiet spell crosses at once, and while
+//! they keep coming, those within [`WAKE_UP_INTERVAL`] of the last call cross together in the
+//! next. A wake-up of the JavaScript thread costs it about as much as the work of a change
+//! itself, even when it does nothing (100 to 150 µs on a loaded 2-core machine, measured by
+//! `bench/fleet-main-thread.js`), so a fleet whose changes trickle in at 100 a second paid one
+//! per change. News is never gathered: it crosses in a call of its own, after the wake-ups sent
+//! before it, so a consumer has taken its ADDED batch before the `synced` that follows it.
+//! JavaScript dispatches them (`lib/informer.js`). The function is weak: what keeps the process
+//! alive while informers run or consumers wait is JavaScript's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
-use napi::bindgen_prelude::{Either, within_runtime_if_available};
+use napi::bindgen_prelude::{Either, Either3, FnArgs, within_runtime_if_available};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
@@ -28,9 +41,11 @@ use tokio_util::sync::CancellationToken;
 use serde::Serialize;
 
 use super::{
-    ClusterConnections, ClusterTarget, CredentialSpec, NativeBatch, POOL, ResourceSpec, pool_stats,
+    BatchText, ClusterConnections, ClusterTarget, CredentialSpec, NativeBatch, POOL, ResourceSpec,
+    pool_stats,
 };
 use crate::auth::Credential;
+use crate::batch::Batch;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::backoff::BackoffPolicy;
 use crate::informer::connect::{Cluster, CredentialFuture, CredentialProvider, StaticCredential};
@@ -40,6 +55,10 @@ use crate::informer::registry::{Handle, Registry, Sinks};
 use crate::informer::selector::Selector;
 use crate::informer::stats::{Labels, StatsSnapshot, cluster_label};
 use crate::proxy::ProxyEnv;
+
+/// While wake-ups keep coming, at most one call of the registry's function per this long: a
+/// change waits at most this long when the last call was less than this long ago.
+const WAKE_UP_INTERVAL: Duration = Duration::from_millis(20);
 
 /// How long a `getCredential` call may take before it counts as failed.
 const CREDENTIAL_WAIT: Duration = Duration::from_secs(60);
@@ -97,23 +116,108 @@ impl From<InitialListMode> for InitialList {
     }
 }
 
-/// A waiting consumer's next batch, taken on the thread that brought it.
-#[napi(object, object_from_js = false)]
-pub struct Wakeup {
-    /// The consumer's `id()`.
-    pub consumer: u32,
-    pub batch: NativeBatch,
+/// A batch as it crosses to JavaScript: the common one (events, no warnings, not the last) as
+/// its events text alone, sparing an object per batch; any other as a [`NativeBatch`].
+type Crossing = Either<BatchText, NativeBatch>;
+
+fn crossing(batch: Batch) -> Crossing {
+    if batch.warnings.is_empty() && !batch.done && !batch.events.is_empty() {
+        Either::A(BatchText {
+            bytes: batch.events,
+            ascii: batch.ascii,
+        })
+    } else {
+        Either::B(NativeBatch::from(batch))
+    }
 }
 
-/// A consumer's wake-up or a handle's news (JSON text).
-type Message = Either<Wakeup, String>;
-/// The registry's way back: `(message: Wakeup | string) => void`, weak.
+/// One message: a waiting consumer's next batch (taken on the thread that brought it), or a
+/// handle's news as JSON text.
+type Item = Either3<BatchText, NativeBatch, String>;
+/// What the registry's function is called with: who each message is from (a consumer's id,
+/// from 1, or 0 for news) and the messages, in the order sent.
+type Message = FnArgs<(Vec<u32>, Vec<Item>)>;
+/// The registry's way back: `(from: number[], messages: (string | NativeBatch)[]) => void`, weak.
 type Back = ThreadsafeFunction<Message, (), Message, Status, false, true>;
+
+/// The registry's function and the wake-ups gathered for its next call.
+pub struct Outbox {
+    back: Back,
+    /// Where a gathered call is sent from when it is due.
+    runtime: tokio::runtime::Handle,
+    gathered: Mutex<Gathered>,
+}
+
+#[derive(Default)]
+struct Gathered {
+    from: Vec<u32>,
+    items: Vec<Item>,
+    /// When the function was last called.
+    last_call: Option<Instant>,
+    /// A task sends what is gathered when it is due.
+    due: bool,
+}
+
+impl Outbox {
+    /// Sends consumer `from`'s wake-up: now, or with the next call when the last one was
+    /// less than [`WAKE_UP_INTERVAL`] ago.
+    fn wake(self: &Arc<Self>, from: u32, batch: Item) {
+        let mut gathered = lock(&self.gathered);
+        gathered.from.push(from);
+        gathered.items.push(batch);
+        if gathered.due {
+            return;
+        }
+        if let Some(last) = gathered.last_call {
+            let at = last + WAKE_UP_INTERVAL;
+            if Instant::now() < at {
+                gathered.due = true;
+                let outbox = Arc::clone(self);
+                self.runtime.spawn(async move {
+                    tokio::time::sleep_until(at.into()).await;
+                    outbox.call(lock(&outbox.gathered), None);
+                });
+                return;
+            }
+        }
+        self.call(gathered, None);
+    }
+
+    /// Sends a handle's news in a call of its own, after whatever was gathered before it;
+    /// false when the function can no longer be called (the environment shuts down).
+    fn news(&self, text: String) -> bool {
+        let gathered = lock(&self.gathered);
+        self.call(gathered, Some(text))
+    }
+
+    /// Calls the function with what is gathered, then with `news` if any. Under the lock, so
+    /// calls from different threads keep the order their messages were sent in.
+    fn call(&self, mut gathered: MutexGuard<'_, Gathered>, news: Option<String>) -> bool {
+        gathered.due = false;
+        let mut ok = true;
+        if !gathered.items.is_empty() {
+            gathered.last_call = Some(Instant::now());
+            let from = std::mem::take(&mut gathered.from);
+            let items = std::mem::take(&mut gathered.items);
+            ok = self.back.call(
+                (from, items).into(),
+                ThreadsafeFunctionCallMode::NonBlocking,
+            ) == Status::Ok;
+        }
+        if let Some(text) = news {
+            ok = self.back.call(
+                (vec![0], vec![Either3::C(text)]).into(),
+                ThreadsafeFunctionCallMode::NonBlocking,
+            ) == Status::Ok;
+        }
+        ok
+    }
+}
 
 /// One handle's way back to JavaScript: the registry's function, and its own id.
 pub struct JsSink {
     handle: u32,
-    back: Arc<Back>,
+    outbox: Arc<Outbox>,
 }
 
 impl JsSink {
@@ -121,11 +225,7 @@ impl JsSink {
         let value = serde_json::json!({
             "handle": self.handle, "kind": kind, "message": message, "id": id
         });
-        let status = self.back.call(
-            Either::B(value.to_string()),
-            ThreadsafeFunctionCallMode::NonBlocking,
-        );
-        status == Status::Ok
+        self.outbox.news(value.to_string())
     }
 }
 
@@ -237,7 +337,7 @@ pub struct NativeInformerRegistry {
     /// Set by `connect` while JavaScript has informers open or consumers waiting: a thread-safe
     /// function holds its JavaScript function strongly, so holding it for good would keep
     /// the watcher's side of JavaScript from ever being collected.
-    back: Mutex<Option<Arc<Back>>>,
+    back: Mutex<Option<Arc<Outbox>>>,
     next_handle: AtomicU32,
 }
 
@@ -299,12 +399,18 @@ impl NativeInformerRegistry {
         }
     }
 
-    /// Where the handles opened from now on report: `back` receives every handle's news as
-    /// JSON text, `{ handle, kind, message, id }`, and a waiting consumer's next batch as a
-    /// `Wakeup` (after its `wait()`), all in the order they were sent.
-    #[napi(ts_args_type = "back: (message: Wakeup | string) => void")]
+    /// Where the handles opened from now on report: `back(0, news)` receives every handle's
+    /// news as JSON text, `{ handle, kind, message, id }`, and `back(consumer, batch)` a waiting
+    /// consumer's next batch (after a `poll()` that found none), the common batch as its events
+    /// text, all in the order they were sent.
+    #[napi(ts_args_type = "back: (from: number[], messages: (string | NativeBatch)[]) => void")]
     pub fn connect(&self, back: Back) {
-        *lock(&self.back) = Some(Arc::new(back));
+        let runtime = within_runtime_if_available(tokio::runtime::Handle::current);
+        *lock(&self.back) = Some(Arc::new(Outbox {
+            back,
+            runtime,
+            gathered: Mutex::default(),
+        }));
     }
 
     /// Lets the function of `connect` go, once nothing is open or waiting (what still holds
@@ -336,7 +442,7 @@ impl NativeInformerRegistry {
         let id = self.next_handle.fetch_add(1, Ordering::Relaxed);
         let sink = JsSink {
             handle: id,
-            back: back.clone(),
+            outbox: back.clone(),
         };
         let labels = Labels {
             cluster: cluster_label(&spec.cluster.cluster_url),
@@ -572,7 +678,7 @@ impl SeriesMetrics {
 pub struct NativeInformer {
     handle: Handle<JsSink>,
     id: u32,
-    back: Arc<Back>,
+    back: Arc<Outbox>,
 }
 
 #[napi]
@@ -590,12 +696,12 @@ impl NativeInformer {
         let id = NEXT_CONSUMER.fetch_add(1, Ordering::Relaxed);
         let back = self.back.clone();
         cursor.set_waker(Box::new(move |batch| {
-            let wakeup = Wakeup {
-                consumer: id,
-                batch: batch.into(),
+            let batch = match crossing(batch) {
+                Either::A(text) => Either3::A(text),
+                Either::B(batch) => Either3::B(batch),
             };
             // Fails only while the environment shuts down, when nobody is waiting any more.
-            let _ = back.call(Either::A(wakeup), ThreadsafeFunctionCallMode::NonBlocking);
+            back.wake(id, batch);
         }));
         NativeInformerConsumer {
             cursor,
@@ -704,27 +810,31 @@ pub struct NativeInformerConsumer {
 
 #[napi]
 impl NativeInformerConsumer {
-    /// The batch ready now, or `null`: then call `nextBatch()`.
-    #[napi]
-    pub fn take_batch(&self) -> Option<NativeBatch> {
+    /// The batch ready now (the common one as its events text, as a watch's `takeBatch()`), or
+    /// `null`, and then the next batch (events, or the end) goes to the function of the
+    /// registry's `connect` as `(id, batch)` once there is one: taken on the thread that brings
+    /// it, with no task or thread hop per wait. One native call per wait, where taking and then
+    /// arming were two. One wait at a time.
+    #[napi(ts_return_type = "string | NativeBatch | null")]
+    pub fn poll(&self) -> Option<Crossing> {
         if self.cancel.is_cancelled() {
-            return Some(crate::batch::Batch::end().into());
+            return Some(crossing(Batch::end()));
         }
-        self.cursor.take().map(Into::into)
+        match self.cursor.take() {
+            Some(batch) => Some(crossing(batch)),
+            None => {
+                // Arming looks again under the queue's lock: a batch that came in between is
+                // sent at once rather than missed.
+                self.cursor.arm();
+                None
+            }
+        }
     }
 
     /// The id its wake-ups carry.
     #[napi]
     pub fn id(&self) -> u32 {
         self.id
-    }
-
-    /// Sends the next batch (events, or the end), once there is one, to the function of the
-    /// registry's `connect` as a `Wakeup`: taken on the thread that brings it, with no task
-    /// or thread hop per wait. One wait at a time.
-    #[napi]
-    pub fn wait(&self) {
-        self.cursor.arm();
     }
 
     /// Ends this consumer now; idempotent.

@@ -1,0 +1,333 @@
+#!/usr/bin/env node
+'use strict';
+// node bench/fleet-main-thread.js [--informers=1000] [--clusters=50] [--objects=50] [--changes=1000]
+//                                 [--rate=100] [--pkg=<package directory>] [--profile=<file>] [--count]
+//
+// Where the main thread's time goes per change in the fleet benchmark's steady state (issue 18):
+// the same fleet as bench/fleet.js (its servers, bench/fleet-server.js), one worker process,
+// one measurement. During the window of changes, and only then, it can:
+//   --profile=<file>  record a V8 CPU profile of the main thread (node:inspector, 50 µs samples)
+//                     and print the functions with the most self time;
+//   --count           count, per change, the calls into the addon (by method), JSON.parse calls,
+//                     Promises created (node:async_hooks), timers and setImmediate calls, and
+//                     calls of the informer hub's thread-safe function (the wake-ups);
+//   --perf=<file>     record the main thread with `perf record -e cpu-clock -g` (JIT frames named
+//                     through --perf-basic-prof) during the window: native and kernel time too.
+// It also measures, before the window, what an empty wake-up of the main thread costs (a timer
+// that does nothing), the floor under a change that costs one.
+// Counting slows the main thread down: its CPU figure is only for comparing counts, never a
+// measure. Bounded: the worker gives up after 120 s, every child dies with this process.
+
+const { fork, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const argv = process.argv.slice(2);
+const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+
+if (argv[0] === '--worker') {
+  worker(JSON.parse(argv[1])).then(
+    (result) => {
+      process.send(result);
+      process.exit(0);
+    },
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+  return;
+}
+
+for (const a of argv) {
+  if (!/^--(informers|clusters|objects|changes|rate)=\d+$|^--(pkg|profile|perf)=.+$|^--count$/.test(a)) {
+    console.error(`unknown option ${a}; see the header of bench/fleet-main-thread.js`);
+    process.exit(2);
+  }
+}
+
+const { track } = require('./children');
+
+async function main() {
+  const informers = Number(opt('informers') ?? 1000);
+  const clusters = Number(opt('clusters') ?? 50);
+  const objects = Number(opt('objects') ?? 50);
+  const changes = Number(opt('changes') ?? 1000);
+  const rate = Number(opt('rate') ?? 100);
+  const pkg = path.resolve(opt('pkg') ?? path.join(__dirname, '..'));
+  const namespaces = Math.ceil(informers / clusters);
+  const servers = track(
+    fork(path.join(__dirname, 'fleet-server.js'), [clusters, namespaces, objects].map(String), {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
+  const replies = new Map();
+  let nextId = 0;
+  const ask = (cmd) =>
+    new Promise((resolve) => {
+      const id = nextId++;
+      replies.set(id, resolve);
+      servers.send({ ...cmd, id });
+    });
+  await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('fleet servers did not start within 120 s')), 120000);
+    servers.on('message', (msg) => {
+      if (msg.ready) {
+        clearTimeout(t);
+        resolve();
+      } else replies.get(msg.id)?.(msg);
+    });
+  });
+  const { urls } = await ask({ cmd: 'info' });
+  const config = {
+    pkg,
+    urls,
+    namespaces,
+    informers,
+    profile: opt('profile') ? path.resolve(opt('profile')) : null,
+    count: argv.includes('--count'),
+  };
+  const result = await new Promise((resolve, reject) => {
+    const perf = opt('perf');
+    const child = track(
+      fork(__filename, ['--worker', JSON.stringify(config)], {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        execArgv: perf ? ['--perf-basic-prof'] : [],
+      }),
+    );
+    let out = null;
+    child.on('message', (msg) => {
+      if (msg.cmd === 'ready') {
+        if (perf) {
+          const seconds = String(Math.max(1, Math.floor(changes / rate) - 1));
+          const args = [
+            'record',
+            '-e',
+            'cpu-clock',
+            '-F',
+            '10000',
+            '-g',
+            '-t',
+            String(child.pid),
+            '-o',
+            perf,
+          ];
+          track(spawn('perf', [...args, '--', 'sleep', seconds], { stdio: 'ignore' }));
+        }
+        child.send({ cmd: 'go', changes });
+        ask({ cmd: 'changes', count: changes, perSecond: rate });
+      } else out = msg;
+    });
+    child.on('exit', (code) => (out ? resolve(out) : reject(new Error(`worker exited (${code})`))));
+  });
+  servers.send({ cmd: 'stop' });
+  console.log(
+    `${informers} informers, ${clusters} clusters, ${changes} changes at ${rate}/s, ${path.relative(process.cwd(), pkg) || '.'}: ` +
+      `${result.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change, ${result.sleepsPerChange.toFixed(2)} wake-ups of it per change; ` +
+      `an empty wake-up costs it ${result.floorUs.toFixed(1)} µs${config.count ? ' (counting: not a measure)' : ''}`,
+  );
+  if (result.counts) {
+    console.log('per change:');
+    for (const [name, n] of Object.entries(result.counts).sort((a, b) => b[1] - a[1])) {
+      console.log(`  ${(n / changes).toFixed(2).padStart(8)}  ${name}`);
+    }
+  }
+  if (result.top) {
+    console.log(`main thread, self time per change (profile in ${config.profile}):`);
+    for (const { name, us } of result.top)
+      console.log(`  ${(us / changes).toFixed(2).padStart(8)} µs  ${name}`);
+  }
+}
+
+/** Nanoseconds this (the main) thread has run, from the scheduler's own accounting. */
+function mainThreadNs() {
+  const text = fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8');
+  return Number(text.split(' ')[0]);
+}
+
+/** Times this (the main) thread went to sleep and was woken again (voluntary context switches). */
+function mainThreadSleeps() {
+  const text = fs.readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8');
+  return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(text)[1]);
+}
+
+/**
+ * The main thread's CPU for one wake-up that does nothing (a 10 ms interval timer, 100 times,
+ * informers open and quiet): the floor under any figure per change that costs a wake-up,
+ * which on a loaded machine is far from nothing (cold caches, the scheduler).
+ */
+async function emptyWakeUpUs(ticks = 100) {
+  const cpu0 = mainThreadNs();
+  await new Promise((resolve) => {
+    let n = 0;
+    const timer = setInterval(() => {
+      if (++n < ticks) return;
+      clearInterval(timer);
+      resolve();
+    }, 10);
+  });
+  return (mainThreadNs() - cpu0) / 1000 / ticks;
+}
+
+/** Counters of what the main thread does, switched on for the window only. */
+function counters(pkg) {
+  const counts = {};
+  let on = false;
+  const bump = (name) => {
+    if (on) counts[name] = (counts[name] ?? 0) + 1;
+  };
+  const native = require(path.join(pkg, 'lib', 'native'));
+  for (const [className, value] of Object.entries(native)) {
+    if (typeof value !== 'function' || !value.prototype) continue;
+    for (const method of Object.getOwnPropertyNames(value.prototype)) {
+      const d = Object.getOwnPropertyDescriptor(value.prototype, method);
+      if (method === 'constructor' || typeof d.value !== 'function') continue;
+      const original = d.value;
+      value.prototype[method] = function (...args) {
+        bump(`native ${className}.${method}()`);
+        if (method === 'connect') {
+          const [back] = args;
+          return original.call(this, (...message) => {
+            bump('thread-safe function calls (wake-ups and news)');
+            return back(...message);
+          });
+        }
+        return original.apply(this, args);
+      };
+    }
+  }
+  const parse = JSON.parse;
+  JSON.parse = function (...args) {
+    bump('JSON.parse');
+    return parse.apply(this, args);
+  };
+  for (const name of ['setTimeout', 'setImmediate', 'setInterval', 'queueMicrotask']) {
+    const original = globalThis[name];
+    globalThis[name] = function (...args) {
+      bump(name);
+      return original.apply(this, args);
+    };
+  }
+  const hook = require('node:async_hooks').createHook({
+    init(id, type) {
+      bump(type === 'PROMISE' ? 'Promises created' : `async resource ${type}`);
+    },
+  });
+  return {
+    start() {
+      hook.enable();
+      on = true;
+    },
+    stop() {
+      on = false;
+      hook.disable();
+      return counts;
+    },
+  };
+}
+
+/** A CPU profile of this thread between start() and stop(), summed by function (self time). */
+function profiler(file) {
+  const { Session } = require('node:inspector');
+  const session = new Session();
+  session.connect();
+  const post = (method, params) =>
+    new Promise((resolve, reject) =>
+      session.post(method, params, (err, r) => (err ? reject(err) : resolve(r))),
+    );
+  return {
+    async start() {
+      await post('Profiler.enable');
+      await post('Profiler.setSamplingInterval', { interval: 50 });
+      await post('Profiler.start');
+    },
+    async stop() {
+      const { profile } = await post('Profiler.stop');
+      fs.writeFileSync(file, JSON.stringify(profile));
+      const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+      const self = new Map();
+      for (let i = 0; i < profile.samples.length; i++) {
+        const node = byId.get(profile.samples[i]);
+        const { functionName, url, lineNumber } = node.callFrame;
+        const name = `${functionName || '(anonymous)'} ${url ? `${path.basename(url)}:${lineNumber + 1}` : ''}`;
+        self.set(name, (self.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0));
+      }
+      return [...self]
+        .filter(([name]) => !name.startsWith('(idle)'))
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 30)
+        .map(([name, us]) => ({ name, us }));
+    },
+  };
+}
+
+async function worker({ pkg, urls, namespaces, informers, profile, count }) {
+  const counting = count ? counters(pkg) : null;
+  const profiling = profile ? profiler(profile) : null;
+  const { NativeKubernetesWatcher } = require(pkg);
+  const certs = require('../sim/certs');
+  const giveUp = setTimeout(() => {
+    console.error('fleet main-thread worker: gave up after 120 s');
+    process.exit(1);
+  }, 120000);
+  giveUp.unref();
+  const say = (m) => console.error(m);
+  const watcher = new NativeKubernetesWatcher({ logger: { warn: say, error: say } });
+  const opened = [];
+  let received = 0;
+  let wanted = Infinity;
+  let reached = null;
+  for (let i = 0; i < informers; i++) {
+    const url = urls[i % urls.length];
+    const informer = watcher.informer(
+      {
+        clusterDetails: {
+          name: `c${i % urls.length}`,
+          url,
+          caData: Buffer.from(certs.ca).toString('base64'),
+        },
+        credential: { type: 'bearer token', token: 'fleet-token' },
+        group: '',
+        apiVersion: 'v1',
+        plural: 'configmaps',
+      },
+      { namespace: `ns-${Math.floor(i / urls.length) % namespaces}` },
+    );
+    opened.push(informer);
+    (async () => {
+      for await (const event of informer) {
+        if (event.type === 'MODIFIED' && event.object.data.round !== undefined) {
+          received++;
+          if (received >= wanted) reached?.();
+        }
+      }
+    })();
+  }
+  await Promise.all(opened.map((i) => i.synced));
+  await new Promise((r) => setTimeout(r, 500));
+  const floorUs = await emptyWakeUpUs();
+  const done = new Promise((resolve) => {
+    reached = resolve;
+  });
+  const go = new Promise((resolve) => process.once('message', resolve));
+  process.send({ cmd: 'ready' });
+  const { changes } = await go;
+  received = 0;
+  wanted = changes;
+  await profiling?.start();
+  counting?.start();
+  const cpu0 = mainThreadNs();
+  const sleeps0 = mainThreadSleeps();
+  await done;
+  const cpuNs = mainThreadNs() - cpu0;
+  const sleeps = mainThreadSleeps() - sleeps0;
+  const counts = counting?.stop();
+  const top = await profiling?.stop();
+  for (const informer of opened) informer.close();
+  return { cpuPerChangeUs: cpuNs / 1000 / changes, sleepsPerChange: sleeps / changes, floorUs, counts, top };
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
