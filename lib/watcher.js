@@ -11,6 +11,7 @@
 
 const native = require('./native');
 const { WatchEventStream } = require('./event-stream');
+const { startWatch } = require('./watch-hub');
 const { InformerHub, openInformer } = require('./informer');
 const { registerMetrics, SNAPSHOT } = require('./metrics');
 const { fail, requireObject, optionalString, signalOf, toSpec } = require('./spec');
@@ -53,7 +54,7 @@ class NativeKubernetesWatcher {
   watchResource(params, options = {}) {
     const spec = toSpec(params, options ?? {}, this.#serviceAccountDir);
     return new WatchEventStream(
-      () => native.startWatch(spec),
+      () => startWatch(spec),
       signalOf(options ?? {}),
       (message) => this.#warn(message),
     );

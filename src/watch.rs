@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! task: request ─► body chunks ─► LineFramer ─► classify ─► Outbox (batches, byte budget) ─┐
-//! JS:   take_batch() now, or next_batch() when nothing is ready ◄─ one JSON array text ◄───┘
+//! JS:   take_batch() now, or arm() and be woken when nothing is ready ◄─ one JSON array text ◄─┘
 //! ```
 //! The queue holds at most [`QUEUE_BUDGET_BYTES`] of event text: when it is full the task
 //! stops polling the body, the socket's receive window fills, and the server's writes block.
@@ -21,7 +21,7 @@ use crate::event::{Line, classify};
 use crate::http::ClientKey;
 use crate::http::{ConnectionPool, Get, Kind};
 use crate::outbox::Outbox;
-pub use crate::outbox::QUEUE_BUDGET_BYTES;
+pub use crate::outbox::{QUEUE_BUDGET_BYTES, Wake};
 use crate::projection::Projection;
 use crate::redact::Redactor;
 
@@ -106,9 +106,22 @@ impl Watch {
         self.outbox.next(&self.cancel).await
     }
 
-    /// Stops the task and closes its connection; idempotent.
+    /// What [`Watch::arm`] calls when it owes a wake; set once, later calls are ignored.
+    pub fn set_wake(&self, wake: Wake) {
+        self.outbox.set_wake(wake);
+    }
+
+    /// `true` when [`Watch::take_batch`] has a batch (or the end) now; else the wake is called,
+    /// once, on the thread that makes one ready, or by [`Watch::cancel`].
+    pub fn arm(&self) -> bool {
+        self.cancel.is_cancelled() || self.outbox.arm()
+    }
+
+    /// Stops the task and closes its connection; idempotent. An armed watch is woken: its end
+    /// is ready.
     pub fn cancel(&self) {
         self.cancel.cancel();
+        self.outbox.interrupt();
     }
 }
 
