@@ -41,14 +41,17 @@ function wake(id) {
   waiter.resolve(batch ?? waiter.watch.takeBatch());
 }
 
-/** Starts a native watch of `spec`, woken through the hub. */
-function startWatch(spec) {
+/**
+ * Starts a native watch of `spec`, woken through the hub and counted in `metrics` (its
+ * watcher's NativeWatchMetrics).
+ */
+function startWatch(spec, metrics = new native.NativeWatchMetrics()) {
   if (hub === null) {
     hub = new native.NativeWatchHub(wake);
     keepAlive = setInterval(() => {}, NEVER_MS);
     keepAlive.unref();
   }
-  return new PlainWatch(hub.start(spec));
+  return new PlainWatch(hub.start(spec, metrics));
 }
 
 /**

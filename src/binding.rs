@@ -12,6 +12,7 @@
 mod informer;
 mod strings;
 mod strip;
+mod watch_metrics;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -26,6 +27,7 @@ use napi::{Env, Result, Status, sys};
 use napi_derive::napi;
 
 use self::strings::copied_string;
+use self::watch_metrics::NativeWatchMetrics;
 use crate::auth::{ClusterSpec, Connection, Credential, InClusterEnv, Plan, plan};
 use crate::batch::Batch;
 use crate::error::Error;
@@ -33,10 +35,11 @@ use crate::error::Failure;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::http::ClientKey;
 use crate::http::{ConnectionPool, Get, Kind};
+use crate::informer::stats::{Labels, cluster_label};
 use crate::proxy::ProxyEnv;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
-use crate::watch::{Watch, WatchConfig};
+use crate::watch::{Watch, WatchConfig, WatchCounters};
 
 /// One process-wide pool, so every watch to a cluster shares its connections.
 static POOL: LazyLock<Arc<ConnectionPool>> = LazyLock::new(Arc::default);
@@ -236,11 +239,20 @@ impl NativeWatchHub {
         }
     }
 
-    /// Starts a watch; refusals and configuration errors come back as the watch's first batch
-    /// (only a `strip` path JavaScript should have refused already throws).
+    /// Starts a watch, counted in `metrics` (its watcher's); refusals and configuration errors
+    /// come back as the watch's first batch (only a `strip` path JavaScript should have refused
+    /// already throws).
     #[napi]
-    pub fn start(&self, spec: WatchSpec) -> Result<NativeWatch> {
-        let watch = start_watch(spec)?;
+    pub fn start(&self, spec: WatchSpec, metrics: &NativeWatchMetrics) -> Result<NativeWatch> {
+        let labels = Labels {
+            cluster: cluster_label(&spec.cluster.cluster_url),
+            group: spec.resource.group.clone(),
+            version: spec.resource.api_version.clone(),
+            resource: spec.resource.plural.clone(),
+        };
+        let counters = Arc::new(WatchCounters::default());
+        let watch = start_watch(spec, counters.clone())?;
+        metrics.track(labels, counters);
         let id = NEXT_WATCH.fetch_add(1, Ordering::Relaxed);
         let wakes = self.wakes.clone();
         watch.set_wake(Box::new(move || {
@@ -357,14 +369,14 @@ fn connection_for(
 
 /// Starts the core watch of `spec`; refusals and configuration errors come back as its first
 /// batch (only a `strip` path JavaScript should have refused already throws).
-fn start_watch(spec: WatchSpec) -> Result<Watch> {
+fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
     let resource_path = spec.resource.path();
     let redactor = spec.credential.redactor();
     let what = format!("watch of {resource_path}");
     let (connection, client) = match connection_for(&spec, &what, &redactor) {
         Ok(found) => found,
         Err((failure, warning)) => {
-            return Ok(Watch::refused(resource_path, failure, warning));
+            return Ok(Watch::refused(resource_path, failure, warning, counters));
         }
     };
     let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
@@ -395,6 +407,7 @@ fn start_watch(spec: WatchSpec) -> Result<Watch> {
             .and_then(|s| Duration::try_from_secs_f64(s).ok()),
         redactor,
         projection: spec.resource.projection(&[])?,
+        counters,
     };
     Ok(within_runtime_if_available(|| {
         Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())
