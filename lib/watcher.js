@@ -93,9 +93,9 @@ class NativeKubernetesWatcher {
   }
 
   /**
-   * Reports this watcher's informers and the process's connections as OpenTelemetry metrics
-   * (lib/metrics.js): on `options.meter`, a meter of `options.meterProvider`, or of the global
-   * provider. Returns `{ close() }`.
+   * Reports this watcher's informers, its plain watches and the process's connections as
+   * OpenTelemetry metrics (lib/metrics.js): on `options.meter`, a meter of
+   * `options.meterProvider`, or of the global provider. Returns `{ close() }`.
    */
   metrics(options = {}) {
     return registerMetrics(this, options ?? {});
