@@ -334,7 +334,7 @@ export declare class NativeKubernetesWatcher implements KubernetesWatcher {
   ): AsyncGenerator<KubernetesWatchEvent, void, undefined>;
   /** A shared, self-healing list-watch with a native cache. */
   informer(params: KubernetesInformerParams, options?: KubernetesInformerOptions): KubernetesInformer;
-  /** Reports this watcher's informers and the process's connections as OpenTelemetry metrics. */
+  /** Reports this watcher's informers, its plain watches and the process's connections as OpenTelemetry metrics. */
   metrics(options?: MetricsOptions): MetricsRegistration;
 }
 
@@ -379,8 +379,8 @@ export interface MetricDescription {
 }
 
 /**
- * Reports the watcher's informers (by `cluster`, `group`, `version`, `resource`; errors also by
- * `error.type`) and the process's HTTP/2 connections (by `cluster`, the origin) as observable
+ * Reports the watcher's informers and plain watches (by `cluster`, `group`, `version`,
+ * `resource`; errors also by `error.type`) and the process's HTTP/2 connections (by `cluster`, the origin) as observable
  * instruments, read by one batch callback: one native snapshot per collection, nothing per
  * event, nothing at all without an SDK reader. Same as `watcher.metrics(options)`.
  */

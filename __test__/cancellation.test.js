@@ -12,6 +12,7 @@ const vm = require('node:vm');
 const { createSimulator, certs } = require('../sim');
 const native = require('../lib/native');
 const { toSpec } = require('../lib/watcher');
+const { startWatch, waiting } = require('../lib/watch-hub');
 const {
   TOKEN,
   paramsFor,
@@ -119,18 +120,19 @@ test(
     sim.setFault({ writeMode: 'coalesce' });
     const controller = new AbortController();
     const gen = watcher.watchResource(paramsFor(sim), { namespace: 'mid', signal: controller.signal });
-    const original = native.NativeWatch.prototype.nextBatch;
+    const original = native.NativeWatch.prototype.takeBatch;
     const batchSizes = [];
-    native.NativeWatch.prototype.nextBatch = async function nextBatch() {
-      const batch = await original.call(this);
-      batchSizes.push(batch.events ? JSON.parse(batch.events).length : 0);
+    native.NativeWatch.prototype.takeBatch = function takeBatch() {
+      const batch = original.call(this);
+      const events = typeof batch === 'string' ? batch : batch?.events;
+      if (events) batchSizes.push(JSON.parse(events).length);
       return batch;
     };
     let first;
     try {
       first = await within(gen.next(), 2000, 'the first event');
     } finally {
-      native.NativeWatch.prototype.nextBatch = original;
+      native.NativeWatch.prototype.takeBatch = original;
     }
     assert.equal(first.value.type, 'ADDED');
     assert.ok(batchSizes[0] > 1, `the first batch held more than one event (${batchSizes})`);
@@ -354,7 +356,7 @@ test(
   { timeout: TEST_TIMEOUT_MS },
   async () => {
     sim.setFault({ stallHeaders: true });
-    const watch = native.startWatch(toSpec(paramsFor(sim), {}));
+    const watch = startWatch(toSpec(paramsFor(sim), {}));
     await until(() => sim.requests.length === 1, 2000, 'the watch request');
     watch.cancel();
     watch.cancel();
@@ -365,6 +367,26 @@ test(
       assert.deepEqual(batch.warnings, []);
     }
     await assertSocketsClose('NativeWatch.cancel()');
+  },
+);
+
+test(
+  'cancel() while waiting wakes the wait with the end, and the hub forgets the watch',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    sim.setFault({ stallHeaders: true });
+    const watch = startWatch(toSpec(paramsFor(sim), {}));
+    await until(() => sim.requests.length === 1, 2000, 'the watch request');
+    assert.equal(watch.takeBatch(), null, 'nothing ready while the headers stall');
+    const before = waiting();
+    const pending = watch.nextBatch();
+    assert.equal(waiting(), before + 1, "the wait is the hub's");
+    watch.cancel();
+    const batch = await within(pending, CLOSE_MS, 'the wait after cancel()');
+    assert.equal(batch.done, true);
+    assert.equal(batch.events, '');
+    assert.equal(waiting(), before, 'woken once, then forgotten');
+    await assertSocketsClose('cancel() while waiting');
   },
 );
 

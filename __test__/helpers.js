@@ -153,24 +153,27 @@ function seedPods(sim, ns, count) {
 
 /**
  * Counts how batches cross into JavaScript until `restore()`: `taken` at once by takeBatch(),
- * `empty` takeBatch() calls that found none, `awaited` nextBatch() calls; `batches()` is
- * taken + awaited.
+ * `empty` takeBatch() calls that found none, `awaited` batches taken after a wait() that found
+ * none ready (the watch then waits to be woken); `batches()` is taken + awaited.
  */
 function countBatches() {
-  const { takeBatch, nextBatch } = NativeWatch.prototype;
+  const { takeBatch, wait } = NativeWatch.prototype;
   const counts = { taken: 0, empty: 0, awaited: 0 };
+  const waited = new WeakSet();
   NativeWatch.prototype.takeBatch = function (...args) {
     const batch = takeBatch.apply(this, args);
     if (batch === null) counts.empty++;
+    else if (waited.delete(this)) counts.awaited++;
     else counts.taken++;
     return batch;
   };
-  NativeWatch.prototype.nextBatch = function (...args) {
-    counts.awaited++;
-    return nextBatch.apply(this, args);
+  NativeWatch.prototype.wait = function (...args) {
+    const ready = wait.apply(this, args);
+    if (!ready) waited.add(this);
+    return ready;
   };
   counts.batches = () => counts.taken + counts.awaited;
-  counts.restore = () => Object.assign(NativeWatch.prototype, { takeBatch, nextBatch });
+  counts.restore = () => Object.assign(NativeWatch.prototype, { takeBatch, wait });
   return counts;
 }
 

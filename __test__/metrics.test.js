@@ -11,6 +11,8 @@ const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics');
 const { certs } = require('../sim');
 const { METRICS, registerMetrics } = require('..');
 const { SNAPSHOT, formatMetrics, MetricsReader } = require('../lib/metrics');
+const v8 = require('node:v8');
+const vm = require('node:vm');
 const { cm, consume, delay, params, recordingWatcher, sim, until } = require('./informer-helpers');
 
 const TOKENS = ['tok-secret-first', 'tok-secret-second'];
@@ -379,4 +381,83 @@ test('informers of one resource in several namespaces add up into one series', a
   assert.equal(at(points, 'informer.synced'), 1);
   assert.equal(value(points, 'kube_watch.errors', { ...series, 'error.type': 'BAD_REQUEST' }), 1, 'kept');
   assert.equal(at(points, 'events.received'), 3);
+});
+
+test('plain watches have series of their own, add into an informer series of theirs, and keep their counts', async (t) => {
+  const s = await sim(t, { token: 'tok' });
+  const { watcher } = recordingWatcher();
+  const { reader, provider } = sdk(t);
+  watcher.metrics({ meterProvider: provider });
+  const cms = { cluster: s.url, group: '', version: 'v1', resource: 'configmaps' };
+  const pods = { ...cms, resource: 'pods' };
+  const at = (points, name, series) => value(points, `kube_watch.${name}`, series);
+  const absent = (points, name, series) =>
+    assert.equal(
+      points.filter(
+        (p) =>
+          p.name === `kube_watch.${name}` && Object.entries(series).every(([k, v]) => p.attributes[k] === v),
+      ).length,
+      0,
+      `no ${name} for ${series.resource}`,
+    );
+  // Two plain watches of configmaps (two namespaces: one series), one of pods; the objects come
+  // once all three wait.
+  let one = watcher.watchResource(params(s), { namespace: 'one' });
+  let two = watcher.watchResource(params(s), { namespace: 'two' });
+  let podWatch = watcher.watchResource(params(s, { plural: 'pods' }), { namespace: 'one' });
+  const firsts = [one.next(), two.next(), podWatch.next()];
+  await until(() => s.activeWatches() === 3, 'three watches');
+  for (const [name, namespace] of [
+    ['a', 'one'],
+    ['b', 'two'],
+    ['c', 'two'],
+  ])
+    s.create('configmaps', cm(name, {}, namespace));
+  s.create('pods', { metadata: { name: 'p', namespace: 'one' } });
+  const [a, b, p] = (await Promise.all(firsts)).map((r) => r.value);
+  const taken = [a, b, (await two.next()).value, p];
+  assert.deepEqual(
+    taken.map((e) => `${e.type} ${e.object.metadata.name}`),
+    ['ADDED a', 'ADDED b', 'ADDED c', 'ADDED p'],
+  );
+  let { points } = await collect(reader);
+  assert.equal(at(points, 'watch.active', cms), 2);
+  assert.equal(at(points, 'watch.active', pods), 1);
+  assert.equal(at(points, 'events.received', cms), 3);
+  assert.equal(at(points, 'events.delivered', cms), 3);
+  assert.equal(at(points, 'events.received', pods), 1);
+  const bytes = at(points, 'network.io', cms);
+  const eventBytes = taken.slice(0, 3).reduce((n, e) => n + JSON.stringify(e.object).length, 0);
+  assert.ok(bytes >= eventBytes, `network.io ${bytes} B covers the ${eventBytes} B of the events' objects`);
+  for (const name of ['informer.count', 'informer.object.count', 'informer.synced', 'reconnects', 'relists'])
+    absent(points, name, cms);
+  // A refused watch (a bad selector: 400) counts an error in its series.
+  const bad = watcher.watchResource(params(s), { namespace: 'one', labelSelector: 'a in (' });
+  assert.equal((await bad.next()).value.error.errorType, 'BAD_REQUEST');
+  // An informer of configmaps joins the watches' series: one series, figures added up.
+  const informer = watcher.informer(params(s), { namespace: 'one' });
+  t.after(() => informer.close());
+  await informer.synced;
+  for (let tries = 0; ; tries++) {
+    ({ points } = await collect(reader));
+    if (at(points, 'watch.active', cms) === 3) break;
+    assert.ok(tries < 200, 'the informer watches too');
+    await delay(10);
+  }
+  assert.equal(at(points, 'informer.count', cms), 1);
+  assert.equal(at(points, 'events.received', cms), 3 + 1, "the watches' and the informer's");
+  assert.equal(value(points, 'kube_watch.errors', { ...cms, 'error.type': 'BAD_REQUEST' }), 1);
+  // Ended and let go of (collected), the watches keep their counts; none is open.
+  await Promise.all([one.return(), two.return(), podWatch.return()]);
+  one = two = podWatch = null;
+  v8.setFlagsFromString('--expose-gc');
+  vm.runInNewContext('gc')();
+  await delay(50);
+  ({ points } = await collect(reader));
+  assert.equal(at(points, 'watch.active', cms), 1, "the informer's");
+  assert.equal(at(points, 'watch.active', pods), 0);
+  assert.equal(at(points, 'events.received', cms), 4);
+  assert.equal(at(points, 'events.delivered', pods), 1);
+  assert.equal(at(points, 'network.io', pods) > 0, true);
+  assert.equal(value(points, 'kube_watch.errors', { ...cms, 'error.type': 'BAD_REQUEST' }), 1, 'kept');
 });

@@ -249,11 +249,11 @@ const clientnode = {
 
 let NativeKubernetesWatcher;
 
-function nativeClient(name, withFields) {
+function nativeClient(name, withFields, pkg = '..') {
   return {
     name,
     load() {
-      ({ NativeKubernetesWatcher } = require('..'));
+      ({ NativeKubernetesWatcher } = require(pkg));
     },
     open(target, onObject) {
       const controller = new AbortController();
@@ -289,6 +289,8 @@ const clients = {
   clientnode,
   native: nativeClient('native', false),
   'native-fields': nativeClient('native-fields', true),
+  // Another build of the package (bench/run.js --against).
+  'native-against': nativeClient('native-against', false, process.env.KWN_BENCH_AGAINST),
 };
 
 /** The fields the `native-fields` row asks for. */

@@ -2,7 +2,7 @@
 'use strict';
 // `npm run bench:fleet` → node bench/fleet.js [--informers=100,1000] [--clusters=1] [--objects=2]
 //                                [--changes=2000] [--rate=200] [--runs=3] [--strip] [--json=file]
-//                                [--against=<package directory>]
+//                                [--against=<package directory>] [--watches]
 //
 // Main-thread cost of a fleet of informers: `clusters` simulated API servers (bench/fleet-server.js,
 // one process of their own, HTTPS with h2) hold `objects` ConfigMaps in each namespace; the
@@ -18,6 +18,9 @@
 // With --against, every measurement is made with that build of the package too (a directory
 // holding its index.js, lib/ and built addon, e.g. an export of main), interleaved with this
 // one's, and the report adds this ÷ that.
+// With --watches, plain watches (`watchResource` with sendInitialEvents, one per cluster and
+// namespace, each read by a for await loop) stand in for the informers: their synced is the
+// bookmark that ends the initial events, and no cache is held.
 // Every process is bounded: the worker gives up after 120 s, and every child dies with this one.
 
 const { fork } = require('node:child_process');
@@ -42,7 +45,7 @@ const argv = process.argv.slice(2);
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 for (const a of argv) {
   if (
-    !/^--(informers=[\d,]+|against=.+|clusters=\d+|objects=\d+|changes=\d+|rate=\d+|runs=\d+|strip|json=.+)$/.test(
+    !/^--(informers=[\d,]+|against=.+|clusters=\d+|objects=\d+|changes=\d+|rate=\d+|runs=\d+|strip|watches|json=.+)$/.test(
       a,
     )
   ) {
@@ -57,6 +60,7 @@ const CHANGES = Number(opt('changes') ?? 2000);
 const RATE = Number(opt('rate') ?? 200);
 const RUNS = Number(opt('runs') ?? 3);
 const STRIP = argv.includes('--strip');
+const WATCHES = argv.includes('--watches');
 const PACKAGES = [['this', path.join(__dirname, '..')]];
 if (opt('against')) PACKAGES.push(['against', path.resolve(opt('against'))]);
 const log = (...a) => console.error(...a);
@@ -106,7 +110,14 @@ function startServers(informers) {
 async function measure(informers, pkg) {
   const servers = await startServers(informers);
   const info = await servers.ask({ cmd: 'info' });
-  const config = { pkg, urls: info.urls, namespaces: servers.namespaces, informers, strip: STRIP };
+  const config = {
+    pkg,
+    urls: info.urls,
+    namespaces: servers.namespaces,
+    informers,
+    strip: STRIP,
+    watches: WATCHES,
+  };
   const result = await new Promise((resolve, reject) => {
     const child = track(
       fork(__filename, ['--worker', JSON.stringify(config)], {
@@ -162,7 +173,8 @@ async function main() {
   }
   console.log(
     `\n${CLUSTERS} cluster(s), ${OBJECTS} ConfigMaps per namespace, ${CHANGES} changes at ${RATE}/s, ` +
-      `medians of ${RUNS} runs, strip ${STRIP ? 'on' : 'off'}${PACKAGES.length > 1 ? `, against ${PACKAGES[1][1]}` : ''}\n`,
+      `medians of ${RUNS} runs, strip ${STRIP ? 'on' : 'off'}${WATCHES ? ', plain watches in place of informers' : ''}` +
+      `${PACKAGES.length > 1 ? `, against ${PACKAGES[1][1]}` : ''}\n`,
   );
   console.log(
     '| build | informers | main-thread CPU per change (runs) | ELU | sync | RSS growth | JSON held |',
@@ -199,7 +211,7 @@ function mainThreadNs() {
   return Number(text.split(' ')[0]);
 }
 
-async function worker({ pkg, urls, namespaces, informers, strip }) {
+async function worker({ pkg, urls, namespaces, informers, strip, watches }) {
   const { NativeKubernetesWatcher } = require(pkg);
   const certs = require('../sim/certs');
   const giveUp = setTimeout(() => {
@@ -217,36 +229,40 @@ async function worker({ pkg, urls, namespaces, informers, strip }) {
   let reached = null;
   for (let i = 0; i < informers; i++) {
     const url = urls[i % urls.length];
-    const informer = watcher.informer(
-      {
-        clusterDetails: {
-          name: `c${i % urls.length}`,
-          url,
-          caData: Buffer.from(certs.ca).toString('base64'),
-        },
-        credential: { type: 'bearer token', token: 'fleet-token' },
-        group: '',
-        apiVersion: 'v1',
-        plural: 'configmaps',
+    const params = {
+      clusterDetails: {
+        name: `c${i % urls.length}`,
+        url,
+        caData: Buffer.from(certs.ca).toString('base64'),
       },
-      {
-        namespace: `ns-${Math.floor(i / urls.length) % namespaces}`,
-        ...(strip && {
-          strip: [
-            'metadata.managedFields',
-            "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
-          ],
-        }),
-      },
-    );
+      credential: { type: 'bearer token', token: 'fleet-token' },
+      group: '',
+      apiVersion: 'v1',
+      plural: 'configmaps',
+    };
+    const options = {
+      namespace: `ns-${Math.floor(i / urls.length) % namespaces}`,
+      ...(strip && {
+        strip: [
+          'metadata.managedFields',
+          "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
+        ],
+      }),
+    };
+    const onEvent = (event) => {
+      if (event.type === 'MODIFIED' && event.object.data.round !== undefined) {
+        received++;
+        if (received >= wanted) reached?.();
+      }
+    };
+    if (watches) {
+      opened.push(openWatch(watcher, params, options, onEvent));
+      continue;
+    }
+    const informer = watcher.informer(params, options);
     opened.push(informer);
     (async () => {
-      for await (const event of informer) {
-        if (event.type === 'MODIFIED' && event.object.data.round !== undefined) {
-          received++;
-          if (received >= wanted) reached?.();
-        }
-      }
+      for await (const event of informer) onEvent(event);
     })();
   }
   await Promise.all(opened.map((i) => i.synced));
@@ -269,6 +285,34 @@ async function worker({ pkg, urls, namespaces, informers, strip }) {
   const elu = performance.eventLoopUtilization(elu0).utilization;
   for (const informer of opened) informer.close();
   return { cpuPerChangeUs: cpuNs / 1000 / changes, elu, syncSeconds, rssGrowth };
+}
+
+/**
+ * A plain watch read by a for await loop that hands each event to `onEvent`, shaped as the
+ * informers are used above: `synced` (the bookmark that ends the initial events), `close()`.
+ */
+function openWatch(watcher, params, options, onEvent) {
+  const controller = new AbortController();
+  const stream = watcher.watchResource(params, {
+    ...options,
+    sendInitialEvents: true,
+    resourceVersionMatch: 'NotOlderThan',
+    allowWatchBookmarks: true,
+    signal: controller.signal,
+  });
+  let sync;
+  const synced = new Promise((resolve) => {
+    sync = resolve;
+  });
+  (async () => {
+    for await (const event of stream) {
+      if (event.type === 'BOOKMARK') {
+        if (event.object.metadata.annotations?.['k8s.io/initial-events-end']) sync();
+      } else if (event.type === 'ERROR') console.error(`fleet worker: ${JSON.stringify(event.error)}`);
+      else onEvent(event);
+    }
+  })();
+  return { synced, close: () => controller.abort() };
 }
 
 main().catch((err) => {

@@ -4,7 +4,7 @@
 //                                     [--only=throughput,paired,interleaved,trickle,slow,idle]
 //                                     [--sizes=small,medium,large] [--protos=http,https]
 //                                     [--clients=baseline,clientnode,native,native-fields]
-//                                     [--json=results.json]
+//                                     [--json=results.json] [--against=<package directory>]
 //
 // Starts the load server (bench/load-server.js) once, then measures every client in its own
 // fresh process (bench/worker.js), all clients interleaved cell by cell and run by run, so they
@@ -32,7 +32,7 @@ const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.l
 const list = (name, all) => (opt(name) ? opt(name).split(',') : all);
 
 for (const a of argv) {
-  if (!/^--(quick|only=.+|runs=\d+|sizes=.+|protos=.+|clients=.+|json=.+|help)$/.test(a)) {
+  if (!/^--(quick|only=.+|runs=\d+|sizes=.+|protos=.+|clients=.+|json=.+|against=.+|help)$/.test(a)) {
     console.error(`unknown option ${a}; see the header of bench/run.js`);
     process.exit(2);
   }
@@ -48,6 +48,13 @@ const SIZES = list('sizes', ['small', 'medium', 'large']);
 // Quick mode measures over HTTPS only (where the targets are set) unless --protos says otherwise.
 const PROTOS = list('protos', flag('quick') ? ['https'] : ['http', 'https']);
 const CLIENTS = list('clients', ['baseline', 'clientnode', 'native', 'native-fields']);
+// --against adds `native-against`: the native client of another build of the package (a directory
+// holding its index.js, lib/ and built addon, e.g. an export of main), in its own worker processes
+// like every client (not in `paired`, whose one process would load both addons).
+if (opt('against')) {
+  process.env.KWN_BENCH_AGAINST = path.resolve(opt('against'));
+  if (!CLIENTS.includes('native-against')) CLIENTS.push('native-against');
+}
 const runsOpt = opt('runs') ? Number(opt('runs')) : undefined;
 
 const PLAN = quick
@@ -256,7 +263,7 @@ function cellsFor(scenario) {
               slice,
               warmup,
               rounds: PLAN.paired.rounds + 1,
-              clients: ['bound', ...CLIENTS],
+              clients: ['bound', ...CLIENTS.filter((c) => c !== 'native-against')],
             },
             job: { mode: 'stream', size, count: slice + warmup },
             timeoutMs: 600000,

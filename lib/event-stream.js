@@ -11,8 +11,8 @@
 //
 //   - next() with an event already parsed and nothing queued before it: a resolved promise;
 //   - a batch ready in the native queue: taken synchronously (`takeBatch()`, no Promise, no
-//     thread hop) and parsed at once; `nextBatch()` (a Promise resolved from a Rust thread)
-//     only when none is ready;
+//     thread hop) and parsed at once; `nextBatch()` (a Promise the watch's hub resolves when
+//     the native side wakes it, lib/watch-hub.js and lib/informer.js) only when none is ready;
 //   - every HOLD_LOOP_MS of that, one setImmediate() so the event loop turns: yields and
 //     resolved promises are microtasks, and a flood of ready batches would otherwise starve
 //     timers and I/O for as long as it lasts;
@@ -135,9 +135,7 @@ class WatchEventStream extends AsyncGeneratorShape {
       if (performance.now() >= this.#turnBy) return undefined;
       const batch = this.#watch.takeBatch();
       if (batch === null) return undefined;
-      // The common batch comes as its events text alone (no warnings, not the last).
-      if (typeof batch === 'string') this.#parse(batch);
-      else this.#load(batch);
+      this.#load(batch);
     }
   }
 
@@ -162,8 +160,12 @@ class WatchEventStream extends AsyncGeneratorShape {
     }
   }
 
-  /** Logs a batch's warnings and parses its events. */
+  /** Logs a batch's warnings and parses its events; the common batch is its events text alone. */
   #load(batch) {
+    if (typeof batch === 'string') {
+      this.#parse(batch);
+      return;
+    }
     for (const warning of batch.warnings) this.#warn(warning);
     if (batch.events) this.#parse(batch.events);
     this.#lastBatch = batch.done;

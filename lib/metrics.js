@@ -1,14 +1,17 @@
 'use strict';
-// OpenTelemetry metrics of a NativeKubernetesWatcher: its informers and the process's HTTP/2
-// connections, as observable instruments read by one batch callback. The figures are counted
-// on the Rust side (relaxed atomics as events arrive); a collection makes one native call that
-// returns the informers' figures added up per series and the connection pool's, and nothing here
-// runs per event.
+// OpenTelemetry metrics of a NativeKubernetesWatcher: its informers, its plain watches
+// (`watchResource`) and the process's HTTP/2 connections, as observable instruments read by one
+// batch callback. The figures are counted on the Rust side (relaxed atomics as events arrive); a
+// collection makes two native calls, one that returns the informers' figures added up per series
+// and the connection pool's, one the plain watches' per series, and nothing here runs per event.
 // Without an OpenTelemetry SDK the API's meter is a no-op that drops the callback, so nothing
 // is read at all.
 //
 // Series are named by `cluster`, `group`, `version`, `resource` (and `error.type`), never by
-// namespace: informers of one resource in many namespaces of a cluster add up into one series.
+// namespace: informers of one resource in many namespaces of a cluster add up into one series,
+// and so do the plain watches of it, with the informers' when there are both. A series of plain
+// watches alone has the watch figures (watch.active, events, network.io, errors), not the
+// informer ones (no informer.*, reconnects, relists or credential refreshes).
 
 const { version: packageVersion } = require('../package.json');
 
@@ -27,21 +30,24 @@ const INFORMER_METRICS = [
     name: 'watch.active',
     kind: 'upDownCounter',
     unit: '{watch}',
-    description: 'Watch streams being read now (one per informer while it watches)',
+    description:
+      'Watch streams being read now (one per informer while it watches, one per running plain watch)',
     value: (i) => i.watchesOpen,
   },
   {
     name: 'events.received',
     kind: 'counter',
     unit: '{event}',
-    description: 'Changes received from the API server (watch events and list items; bookmarks not counted)',
+    description:
+      "Changes received from the API server (watch events and list items; an informer's bookmarks not counted, a plain watch's are)",
     value: (i) => i.eventsReceived,
   },
   {
     name: 'events.delivered',
     kind: 'counter',
     unit: '{event}',
-    description: 'Events taken by consumers (changes, SYNCED, ERROR), summed over consumers',
+    description:
+      'Events taken by consumers (changes, SYNCED, ERROR), summed over consumers and plain watches',
     value: (i) => i.eventsDelivered,
   },
   {
@@ -160,8 +166,8 @@ const METRICS = [
 ].map(({ name, kind, unit, description }) => ({ name: PREFIX + name, kind, unit, description }));
 
 /**
- * Reads a watcher's figures: one native call per `read()`, which returns them added up per
- * series; here they only become points.
+ * Reads a watcher's figures: one snapshot per `read()` (two native calls), which returns them
+ * added up per series; here they only become points.
  */
 class MetricsReader {
   #watcher;
@@ -208,6 +214,47 @@ class MetricsReader {
     }
     return points;
   }
+}
+
+/** What a series of plain watches alone has none of: the informer figures. */
+const INFORMER_ONLY = {
+  reconnects: null,
+  relists: null,
+  credentialRefreshes: null,
+  informers: null,
+  objects: null,
+  cachedBytes: null,
+  synced: null,
+  secondsSinceLastEvent: null,
+  slowestConsumerPending: null,
+};
+
+/** The figures plain watches add to a series. */
+const COUNTED_ZERO = { connects: 0, eventsReceived: 0, eventsDelivered: 0, bytesReceived: 0, watchesOpen: 0 };
+
+/**
+ * The informers' series with the plain watches' added in: counts added up where both have a
+ * series of the same labels, a series of its own (without the informer figures) where only
+ * watches do.
+ */
+function mergeWatchSeries(informerSeries, watchSeries) {
+  const key = (s) => JSON.stringify([s.cluster, s.group, s.version, s.resource]);
+  // Both are fresh from JSON.parse: adding into the informers' series changes nothing else.
+  const byKey = new Map(informerSeries.map((s) => [key(s), s]));
+  const merged = [...informerSeries];
+  for (const w of watchSeries) {
+    let s = byKey.get(key(w));
+    if (s === undefined) {
+      const { cluster, group, version, resource } = w;
+      s = { cluster, group, version, resource, ...INFORMER_ONLY, ...COUNTED_ZERO, errors: {} };
+      merged.push(s);
+      byKey.set(key(w), s);
+    }
+    for (const field of Object.keys(COUNTED_ZERO)) s[field] += w[field];
+    for (const [errorType, n] of Object.entries(w.errors))
+      s.errors[errorType] = (s.errors[errorType] ?? 0) + n;
+  }
+  return merged;
 }
 
 function point(m, value, attributes) {
@@ -294,4 +341,4 @@ function formatMetrics(points) {
   return [...lines].map(([where, figures]) => `${where}: ${figures.join(' ')}`);
 }
 
-module.exports = { registerMetrics, MetricsReader, formatMetrics, METRICS, SNAPSHOT };
+module.exports = { registerMetrics, MetricsReader, formatMetrics, mergeWatchSeries, METRICS, SNAPSHOT };

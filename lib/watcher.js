@@ -11,8 +11,9 @@
 
 const native = require('./native');
 const { WatchEventStream } = require('./event-stream');
+const { startWatch } = require('./watch-hub');
 const { InformerHub, openInformer } = require('./informer');
-const { registerMetrics, SNAPSHOT } = require('./metrics');
+const { mergeWatchSeries, registerMetrics, SNAPSHOT } = require('./metrics');
 const { fail, requireObject, optionalString, signalOf, toSpec } = require('./spec');
 
 const consoleLogger = {
@@ -28,6 +29,8 @@ class NativeKubernetesWatcher {
   #serviceAccountDir;
   /** This watcher's shared informers (sharing is per watcher), made on first use. */
   #informers = null;
+  /** What this watcher's plain watches count, for its metrics. */
+  #watchMetrics = new native.NativeWatchMetrics();
   /** getCredential functions by identity, for the sharing key. */
   #functionIds = new WeakMap();
   #nextFunctionId = 1;
@@ -53,7 +56,7 @@ class NativeKubernetesWatcher {
   watchResource(params, options = {}) {
     const spec = toSpec(params, options ?? {}, this.#serviceAccountDir);
     return new WatchEventStream(
-      () => native.startWatch(spec),
+      () => startWatch(spec, this.#watchMetrics),
       signalOf(options ?? {}),
       (message) => this.#warn(message),
     );
@@ -90,18 +93,25 @@ class NativeKubernetesWatcher {
   }
 
   /**
-   * Reports this watcher's informers and the process's connections as OpenTelemetry metrics
-   * (lib/metrics.js): on `options.meter`, a meter of `options.meterProvider`, or of the global
-   * provider. Returns `{ close() }`.
+   * Reports this watcher's informers, its plain watches and the process's connections as
+   * OpenTelemetry metrics (lib/metrics.js): on `options.meter`, a meter of
+   * `options.meterProvider`, or of the global provider. Returns `{ close() }`.
    */
   metrics(options = {}) {
     return registerMetrics(this, options ?? {});
   }
 
-  /** Every informer's figures and the pool's, in one native call: one metrics collection. */
+  /**
+   * Every informer's figures and the pool's, and every plain watch's, in two native calls: one
+   * metrics collection. Series of both with the same labels add up into one.
+   */
   [SNAPSHOT]() {
-    if (this.#informers === null) return { series: [], clusters: native.poolStats() };
-    return JSON.parse(this.#informers.registry.metricsJson());
+    const informers =
+      this.#informers === null
+        ? { series: [], clusters: native.poolStats() }
+        : JSON.parse(this.#informers.registry.metricsJson());
+    const watches = JSON.parse(this.#watchMetrics.metricsJson()).series;
+    return { series: mergeWatchSeries(informers.series, watches), clusters: informers.clusters };
   }
 
   #info(message) {

@@ -20,6 +20,8 @@ pub struct Batch {
     pub warnings: Vec<String>,
     /// Nothing follows this batch.
     pub done: bool,
+    /// Events in `events` (for the delivered counters).
+    pub count: usize,
 }
 
 impl Batch {
@@ -46,6 +48,7 @@ pub(crate) struct BatchBuilder {
     non_ascii: bool,
     warnings: Vec<String>,
     held: usize,
+    count: usize,
 }
 
 /// An ADDED event line with a `pad`-byte string in its object, for tests.
@@ -131,6 +134,7 @@ impl BatchBuilder {
     }
 
     fn push_event(&mut self, json: &[u8]) {
+        self.count += 1;
         self.non_ascii |= !json.is_ascii();
         self.events
             .push(if self.events.is_empty() { b'[' } else { b',' });
@@ -168,6 +172,7 @@ impl BatchBuilder {
             ascii: !self.non_ascii,
             warnings: self.warnings,
             done: false,
+            count: self.count,
         };
         (batch, self.held)
     }
@@ -195,6 +200,7 @@ mod tests {
         assert_eq!(parsed[2]["type"], "DELETED");
         assert!(parsed[2].get("resourceVersion").is_none());
         assert_eq!(batch.warnings, vec!["w".to_owned()]);
+        assert_eq!(batch.count, 3);
         assert!(batch.ascii);
         assert!(!batch.done);
         assert_eq!(held, 35, "the budget held by both lines");

@@ -1,21 +1,33 @@
 //! The N-API shell: converts the JavaScript watch spec, starts the core watch, hands batches
 //! back. No contract logic lives here.
+//!
+//! A watch with nothing ready is armed (`wait()`), and the push that readies its next batch
+//! names it on one weak thread-safe function per JavaScript environment ([`NativeWatchHub`]),
+//! shared by every watch: JavaScript then takes the batch with `takeBatch()`. Not a Promise
+//! per wait (`AsyncBlock`, a thread-safe function each): each thread-safe function is a libuv
+//! async handle, and libuv looks at every one of the loop's on every wake-up, so with one per
+//! waiting watch the main thread's cost of an event grew with the number of watches (as it did
+//! for informers, `binding/informer.rs`).
 
 mod informer;
 mod strings;
 mod strip;
+mod watch_metrics;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use napi::bindgen_prelude::within_runtime_if_available;
 use napi::bindgen_prelude::{AsyncBlock, AsyncBlockBuilder, Either};
 use napi::bindgen_prelude::{ToNapiValue, TypeName, ValueType};
-use napi::{Env, Result, sys};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Result, Status, sys};
 use napi_derive::napi;
 
 use self::strings::copied_string;
+use self::watch_metrics::NativeWatchMetrics;
 use crate::auth::{ClusterSpec, Connection, Credential, InClusterEnv, Plan, plan};
 use crate::batch::Batch;
 use crate::error::Error;
@@ -23,10 +35,11 @@ use crate::error::Failure;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::http::ClientKey;
 use crate::http::{ConnectionPool, Get, Kind};
+use crate::informer::stats::{Labels, cluster_label};
 use crate::proxy::ProxyEnv;
 use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
-use crate::watch::{Watch, WatchConfig};
+use crate::watch::{Watch, WatchConfig, WatchCounters};
 
 /// One process-wide pool, so every watch to a cluster shares its connections.
 static POOL: LazyLock<Arc<ConnectionPool>> = LazyLock::new(Arc::default);
@@ -201,18 +214,67 @@ impl From<Batch> for NativeBatch {
     }
 }
 
+/// The way back from every watch of one JavaScript environment: `(watch: number) => void`,
+/// called with a watch's `id()` when its armed queue has a batch. Weak: what keeps the
+/// process alive while a watch waits is JavaScript's (`lib/watch-hub.js`), so an environment
+/// whose watches all ended or went idle can exit.
+type Wakes = ThreadsafeFunction<u32, (), u32, Status, false, true>;
+
+/// Watch ids, process-wide (a wake names its watch by it).
+static NEXT_WATCH: AtomicU32 = AtomicU32::new(1);
+
+/// Starts watches whose wake-ups all come back through one thread-safe function.
+#[napi]
+pub struct NativeWatchHub {
+    wakes: Arc<Wakes>,
+}
+
+#[napi]
+impl NativeWatchHub {
+    /// `wake` is called with a watch's `id()` once a batch is ready after its `wait()`.
+    #[napi(constructor, ts_args_type = "wake: (watch: number) => void")]
+    pub fn new(wake: Wakes) -> Self {
+        Self {
+            wakes: Arc::new(wake),
+        }
+    }
+
+    /// Starts a watch, counted in `metrics` (its watcher's); refusals and configuration errors
+    /// come back as the watch's first batch (only a `strip` path JavaScript should have refused
+    /// already throws).
+    #[napi]
+    pub fn start(&self, spec: WatchSpec, metrics: &NativeWatchMetrics) -> Result<NativeWatch> {
+        let labels = Labels {
+            cluster: cluster_label(&spec.cluster.cluster_url),
+            group: spec.resource.group.clone(),
+            version: spec.resource.api_version.clone(),
+            resource: spec.resource.plural.clone(),
+        };
+        let counters = Arc::new(WatchCounters::default());
+        let watch = start_watch(spec, counters.clone())?;
+        metrics.track(labels, counters);
+        let id = NEXT_WATCH.fetch_add(1, Ordering::Relaxed);
+        let wakes = self.wakes.clone();
+        watch.set_wake(Box::new(move || {
+            // Fails only while the environment shuts down, when nobody waits any more.
+            let _ = wakes.call(id, ThreadsafeFunctionCallMode::NonBlocking);
+        }));
+        Ok(NativeWatch { inner: watch, id })
+    }
+}
+
 /// A running watch, owned by one JavaScript generator.
 #[napi]
 pub struct NativeWatch {
-    inner: Arc<Watch>,
+    inner: Watch,
+    id: u32,
 }
 
 #[napi]
 impl NativeWatch {
-    /// The batch ready now, or `null` when there is none yet: then call `nextBatch()`. Taking
-    /// a ready batch this way costs no Promise and no thread hop, which under load is nearly
-    /// every batch. The common batch (events, no warnings, not the last) comes as its events
-    /// text alone, sparing an object per batch.
+    /// The batch ready now, or `null` when there is none yet: then `wait()`. Taking a ready
+    /// batch costs no Promise and no thread hop. The common batch (events, no warnings, not the
+    /// last) comes as its events text alone, sparing an object per batch.
     #[napi(ts_return_type = "string | NativeBatch | null")]
     pub fn take_batch(&self) -> Option<Either<BatchText, NativeBatch>> {
         let batch = self.inner.take_batch()?;
@@ -228,26 +290,31 @@ impl NativeWatch {
         )
     }
 
-    /// Resolves with the next batch (at least one event, or the end) once there is one.
-    ///
-    /// Not an `async fn`: the future must own its reference to the watch rather than borrow
-    /// `self`, because a worker thread's teardown frees `self` while the future may still run.
-    #[napi(ts_return_type = "Promise<NativeBatch>")]
-    pub fn next_batch(&self, env: &Env) -> Result<AsyncBlock<NativeBatch>> {
-        let watch = self.inner.clone();
-        AsyncBlockBuilder::new(async move { Ok(watch.next_batch().await.into()) }).build(env)
+    /// The id its wakes carry.
+    #[napi]
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
-    /// Stops the native task and closes the connection; safe to call any number of times.
+    /// `true` when `takeBatch()` has a batch (or the end) now; else the hub's function is
+    /// called with `id()`, once, when it has: on the thread that brings the batch, or by
+    /// `cancel()`. No task, thread hop or Promise per wait.
+    #[napi]
+    pub fn wait(&self) -> bool {
+        self.inner.arm()
+    }
+
+    /// Stops the native task and closes the connection; safe to call any number of times. A
+    /// waiting watch is woken (its end is ready).
     #[napi]
     pub fn cancel(&self) {
         self.inner.cancel();
     }
 }
 
-/// A worker thread's JavaScript objects are finalized when it terminates, but a pending
-/// `nextBatch` future holds its own reference to the watch: cancel here, so no watch (and no
-/// connection) outlives the environment that owns it.
+/// A worker thread's JavaScript objects are finalized when it terminates, and an abandoned
+/// generator's when it is collected: cancel here, so no watch (and no connection) outlives the
+/// object that owns it.
 impl Drop for NativeWatch {
     fn drop(&mut self) {
         self.inner.cancel();
@@ -300,17 +367,16 @@ fn connection_for(
     }
 }
 
-/// Starts a watch; refusals and configuration errors come back as the watch's first batch
-/// (only a `strip` path JavaScript should have refused already throws).
-#[napi]
-pub fn start_watch(spec: WatchSpec) -> Result<NativeWatch> {
+/// Starts the core watch of `spec`; refusals and configuration errors come back as its first
+/// batch (only a `strip` path JavaScript should have refused already throws).
+fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
     let resource_path = spec.resource.path();
     let redactor = spec.credential.redactor();
     let what = format!("watch of {resource_path}");
     let (connection, client) = match connection_for(&spec, &what, &redactor) {
         Ok(found) => found,
         Err((failure, warning)) => {
-            return Ok(wrap(Watch::refused(resource_path, failure, warning)));
+            return Ok(Watch::refused(resource_path, failure, warning, counters));
         }
     };
     let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
@@ -341,17 +407,11 @@ pub fn start_watch(spec: WatchSpec) -> Result<NativeWatch> {
             .and_then(|s| Duration::try_from_secs_f64(s).ok()),
         redactor,
         projection: spec.resource.projection(&[])?,
+        counters,
     };
-    let watch = within_runtime_if_available(|| {
+    Ok(within_runtime_if_available(|| {
         Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())
-    });
-    Ok(wrap(watch))
-}
-
-fn wrap(watch: Watch) -> NativeWatch {
-    NativeWatch {
-        inner: Arc::new(watch),
-    }
+    }))
 }
 
 /// What [`fetch_text`] got.

@@ -10,9 +10,14 @@
 //! The events held here cost queue budget ([`QUEUE_BUDGET_BYTES`]); when it is spent the task
 //! waits, stops reading the body, and the server's writes block. Taking a batch returns its
 //! budget.
+//!
+//! When nothing is ready, JavaScript [arms](Outbox::arm) the queue instead of waiting on it:
+//! the push (or the end) that makes a batch ready calls the queue's [`Wake`], once, on the
+//! thread that brought it. No task waits and no Promise exists per wait; the binding's wake
+//! names the watch on one thread-safe function shared by every watch (`src/binding.rs`).
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -23,11 +28,16 @@ use crate::error::Failure;
 /// Event text a watch may hold while JavaScript is busy.
 pub const QUEUE_BUDGET_BYTES: usize = 4 * 1024 * 1024;
 
+/// Called, on whichever thread made a batch (or the end) ready, for an armed queue.
+pub type Wake = Box<dyn Fn() + Send + Sync>;
+
 /// One watch's queue; the task writes, JavaScript takes.
 pub(crate) struct Outbox {
     state: Mutex<State>,
     /// Signalled on every change, for a consumer waiting for one.
     changed: Notify,
+    /// What an armed queue calls; set once by [`Outbox::set_wake`].
+    wake: OnceLock<Wake>,
     budget: Semaphore,
     /// Named in generated ERROR events.
     resource_path: String,
@@ -42,6 +52,15 @@ struct State {
     open: BatchBuilder,
     /// The task has ended: nothing more will be added.
     closed: bool,
+    /// The wake is owed at the next change that makes something ready (see [`Outbox::arm`]).
+    armed: bool,
+}
+
+impl State {
+    /// [`Outbox::take`] would give something now.
+    fn ready(&self) -> bool {
+        !self.sealed.is_empty() || !self.open.is_empty() || self.closed
+    }
 }
 
 impl Outbox {
@@ -50,6 +69,7 @@ impl Outbox {
         Self {
             state: Mutex::default(),
             changed: Notify::new(),
+            wake: OnceLock::new(),
             budget: Semaphore::new(QUEUE_BUDGET_BYTES),
             resource_path,
         }
@@ -80,8 +100,9 @@ impl Outbox {
 
     /// Marks the end: once the queue is drained, batches say `done`.
     pub(crate) fn close(&self) {
-        self.lock().closed = true;
-        self.changed.notify_one();
+        let mut state = self.lock();
+        state.closed = true;
+        self.signal(state);
     }
 
     fn update(&self, change: impl FnOnce(&mut BatchBuilder)) {
@@ -92,8 +113,54 @@ impl Outbox {
             let full = std::mem::replace(&mut state.open, BatchBuilder::sized_for_a_full_batch());
             state.sealed.push_back(full.finish());
         }
+        self.signal(state);
+    }
+
+    /// Tells whoever waits after a change to `state` (whose lock this lets go first): a task
+    /// waiting in [`Outbox::next`], and the wake of an armed queue that now has something.
+    fn signal(&self, mut state: MutexGuard<'_, State>) {
+        let owed = state.armed && state.ready();
+        if owed {
+            state.armed = false;
+        }
         drop(state);
         self.changed.notify_one();
+        if owed {
+            self.call_wake();
+        }
+    }
+
+    fn call_wake(&self) {
+        if let Some(wake) = self.wake.get() {
+            wake();
+        }
+    }
+
+    /// What [`Outbox::arm`] calls; set once, later calls are ignored.
+    pub(crate) fn set_wake(&self, wake: Wake) {
+        let _ = self.wake.set(wake);
+    }
+
+    /// `true` when a batch (or the end) is ready to take now; else the wake is called, once,
+    /// when one is. Arming twice before the wake still wakes once.
+    pub(crate) fn arm(&self) -> bool {
+        let mut state = self.lock();
+        if state.ready() {
+            return true;
+        }
+        state.armed = true;
+        false
+    }
+
+    /// Calls the wake now if the queue is armed (a cancelled watch's end is ready at once,
+    /// though nothing changed here).
+    pub(crate) fn interrupt(&self) {
+        let mut state = self.lock();
+        let owed = std::mem::take(&mut state.armed);
+        drop(state);
+        if owed {
+            self.call_wake();
+        }
     }
 
     /// The oldest ready batch, the end, or `None` when JavaScript has to wait.
@@ -234,6 +301,60 @@ mod tests {
             .await
             .expect("taking a batch gives its budget back")
             .unwrap();
+    }
+
+    /// An outbox whose wake counts its calls.
+    fn counted() -> (Outbox, Arc<std::sync::atomic::AtomicUsize>) {
+        let outbox = Outbox::new("/p".into());
+        let wakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = wakes.clone();
+        outbox.set_wake(Box::new(move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }));
+        (outbox, wakes)
+    }
+
+    #[tokio::test]
+    async fn an_armed_queue_wakes_once_at_the_push_that_readies_it_and_not_before() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (outbox, wakes) = counted();
+        assert!(!outbox.arm(), "nothing ready: armed");
+        assert!(!outbox.arm(), "armed twice before the wake");
+        assert_eq!(wakes.load(SeqCst), 0);
+        outbox.push_line(LINE, Some("1")).await;
+        assert_eq!(wakes.load(SeqCst), 1, "woken by the push");
+        outbox.push_line(LINE, Some("2")).await;
+        assert_eq!(wakes.load(SeqCst), 1, "once per arming");
+        assert!(outbox.arm(), "ready: nothing to arm, take it now");
+        assert_eq!(
+            event_count(&outbox.take().unwrap()),
+            2,
+            "both, in one batch"
+        );
+        assert!(!outbox.arm());
+        outbox.close();
+        assert_eq!(wakes.load(SeqCst), 2, "woken by the end");
+        assert!(outbox.take().unwrap().done);
+        outbox.interrupt();
+        assert_eq!(
+            wakes.load(SeqCst),
+            2,
+            "an interrupt wakes only an armed queue"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_interrupt_wakes_an_armed_queue_once() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (outbox, wakes) = counted();
+        outbox.interrupt();
+        assert_eq!(wakes.load(SeqCst), 0, "not armed: no wake");
+        assert!(!outbox.arm());
+        outbox.interrupt();
+        outbox.interrupt();
+        assert_eq!(wakes.load(SeqCst), 1);
+        outbox.push_warning("w".into());
+        assert_eq!(wakes.load(SeqCst), 1, "the interrupt used up the arming");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

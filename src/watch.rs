@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! task: request ─► body chunks ─► LineFramer ─► classify ─► Outbox (batches, byte budget) ─┐
-//! JS:   take_batch() now, or next_batch() when nothing is ready ◄─ one JSON array text ◄───┘
+//! JS:   take_batch() now, or arm() and be woken when nothing is ready ◄─ one JSON array text ◄─┘
 //! ```
 //! The queue holds at most [`QUEUE_BUDGET_BYTES`] of event text: when it is full the task
 //! stops polling the body, the socket's receive window fills, and the server's writes block.
@@ -10,6 +10,7 @@
 //! so closes the connection (HTTP/1.1) or resets the stream (HTTP/2).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,8 +21,9 @@ use crate::error::{Error, Failure};
 use crate::event::{Line, classify};
 use crate::http::ClientKey;
 use crate::http::{ConnectionPool, Get, Kind};
+use crate::informer::stats::Stats;
 use crate::outbox::Outbox;
-pub use crate::outbox::QUEUE_BUDGET_BYTES;
+pub use crate::outbox::{QUEUE_BUDGET_BYTES, Wake};
 use crate::projection::Projection;
 use crate::redact::Redactor;
 
@@ -46,12 +48,41 @@ pub struct WatchConfig {
     pub redactor: Redactor,
     /// Cut each object down to these fields before it crosses into JavaScript.
     pub projection: Option<Projection>,
+    /// Where the watch counts what it does, for the metrics.
+    pub counters: Arc<WatchCounters>,
+}
+
+/// What a watch has done so far, for the metrics (`lib/metrics.js`): its stream's counters, of
+/// the informers' kind (requests, events received, body bytes, errors by type, whether a
+/// stream is being read), and the events JavaScript took. Relaxed atomics: nothing per event but
+/// an add.
+#[derive(Debug, Default)]
+pub struct WatchCounters {
+    /// Requests, events, bytes, errors, the open stream.
+    pub stats: Arc<Stats>,
+    /// Events JavaScript took.
+    pub delivered: AtomicU64,
+}
+
+impl WatchCounters {
+    fn failed(&self, failure: &Failure) {
+        self.stats.error(failure.error_type.as_str());
+    }
+
+    fn took(&self, batch: Option<Batch>) -> Option<Batch> {
+        if let Some(batch) = &batch {
+            self.delivered
+                .fetch_add(batch.count as u64, Ordering::Relaxed);
+        }
+        batch
+    }
 }
 
 /// A running (or finished) watch.
 pub struct Watch {
     outbox: Arc<Outbox>,
     cancel: CancellationToken,
+    counters: Arc<WatchCounters>,
 }
 
 impl Watch {
@@ -63,6 +94,7 @@ impl Watch {
     ) -> Self {
         let outbox = Arc::new(Outbox::new(config.resource_path.clone()));
         let cancel = CancellationToken::new();
+        let counters = config.counters.clone();
         let producer = Producer {
             outbox: outbox.clone(),
         };
@@ -76,18 +108,29 @@ impl Watch {
             }
             producer.outbox.close();
         });
-        Self { outbox, cancel }
+        Self {
+            outbox,
+            cancel,
+            counters,
+        }
     }
 
     /// A watch refused before any request: it yields one warning and one ERROR, then ends.
-    pub fn refused(resource_path: String, failure: Failure, warning: String) -> Self {
+    pub fn refused(
+        resource_path: String,
+        failure: Failure,
+        warning: String,
+        counters: Arc<WatchCounters>,
+    ) -> Self {
         let outbox = Outbox::new(resource_path);
         outbox.push_warning(warning);
         outbox.push_failure(&failure);
         outbox.close();
+        counters.failed(&failure);
         Self {
             outbox: Arc::new(outbox),
             cancel: CancellationToken::new(),
+            counters,
         }
     }
 
@@ -97,18 +140,32 @@ impl Watch {
         if self.cancel.is_cancelled() {
             return Some(Batch::end());
         }
-        self.outbox.take()
+        self.counters.took(self.outbox.take())
     }
 
     /// Waits for at least one item (or the end), then returns what is ready, as
     /// [`Watch::take_batch`] would. Returns a `done` batch at once after [`Watch::cancel`].
     pub async fn next_batch(&self) -> Batch {
-        self.outbox.next(&self.cancel).await
+        let batch = self.outbox.next(&self.cancel).await;
+        self.counters.took(Some(batch)).unwrap_or_default()
     }
 
-    /// Stops the task and closes its connection; idempotent.
+    /// What [`Watch::arm`] calls when it owes a wake; set once, later calls are ignored.
+    pub fn set_wake(&self, wake: Wake) {
+        self.outbox.set_wake(wake);
+    }
+
+    /// `true` when [`Watch::take_batch`] has a batch (or the end) now; else the wake is called,
+    /// once, on the thread that makes one ready, or by [`Watch::cancel`].
+    pub fn arm(&self) -> bool {
+        self.cancel.is_cancelled() || self.outbox.arm()
+    }
+
+    /// Stops the task and closes its connection; idempotent. An armed watch is woken: its end
+    /// is ready.
     pub fn cancel(&self) {
         self.cancel.cancel();
+        self.outbox.interrupt();
     }
 }
 
@@ -134,7 +191,9 @@ impl Producer {
     async fn run(&self, config: &WatchConfig, pool: &ConnectionPool) {
         if let Err(err) = self.stream(config, pool).await {
             self.warn(config, &err.describe());
-            self.outbox.push_failure(&err.failure());
+            let failure = err.failure();
+            config.counters.failed(&failure);
+            self.outbox.push_failure(&failure);
         }
     }
 
@@ -145,6 +204,8 @@ impl Producer {
             // `metadataOnly`: PartialObjectMetadata (see `Projection`).
             accept: config.projection.as_ref().and_then(|p| p.accept(true)),
         };
+        let stats = &config.counters.stats;
+        stats.connect();
         let response = pool.get(&config.client, &get, Kind::Watch).await?;
         let status = response.status();
         if status == 406 && get.accept.is_some() {
@@ -158,8 +219,13 @@ impl Producer {
                 body: response.error_body().await,
             });
         }
+        // Counted as open (`watch.active`) while its body is read.
+        let _open = stats.watch_open();
         let mut lines = response.lines(config.max_line_bytes, config.idle_timeout);
-        while let Some(line) = lines.next().await? {
+        loop {
+            let next = lines.next().await;
+            stats.bytes(lines.take_received() as usize);
+            let Some(line) = next? else { break };
             if self.deliver(config, line).await == Flow::Stop {
                 break;
             }
@@ -173,6 +239,7 @@ impl Producer {
             Line::Blank => {}
             // The common case: the text goes to JavaScript untouched, once the budget has room.
             Line::Event { resource_version } => {
+                config.counters.stats.events(1);
                 let line = match &config.projection {
                     Some(projection) => {
                         let projected = projection.apply(&line).map_or(line, Bytes::from);
@@ -190,6 +257,7 @@ impl Producer {
             // The server's own verdict (410 Expired, mostly) ends the watch, as it ends the
             // stream on the server's side; one ERROR is the last thing a consumer sees.
             Line::Error(failure) => {
+                config.counters.failed(&failure);
                 self.outbox.push_failure(&failure);
                 return Flow::Stop;
             }
@@ -220,6 +288,7 @@ mod tests {
             "/api/v1/pods".into(),
             Failure::from_status(400),
             "no".into(),
+            Arc::default(),
         );
         let batch = watch.next_batch().await;
         assert_eq!(batch.warnings, vec!["no".to_owned()]);
@@ -245,6 +314,7 @@ mod tests {
             idle_timeout: None,
             redactor: Redactor::new(Some("sekret-token"), None),
             projection: None,
+            counters: Arc::default(),
         }
     }
 

@@ -1,0 +1,171 @@
+'use strict';
+// The watch hub (lib/watch-hub.js, src/binding.rs): every plain watch of the process wakes
+// JavaScript through one weak thread-safe function. Its wake-ups reach the right watch with its
+// events intact and in order; it keeps the process alive only while a watch waits (child
+// processes must exit by themselves once their watches and informers ended, or were left idle);
+// and it holds nothing that keeps a watcher or a finished generator from being collected.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+const readline = require('node:readline');
+const v8 = require('node:v8');
+const vm = require('node:vm');
+const { createSimulator } = require('../sim');
+const { NativeKubernetesWatcher } = require('..');
+const { waiting } = require('../lib/watch-hub');
+const { TOKEN, paramsFor, pod, within, until, collect } = require('./helpers');
+
+const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'hub.js');
+/** A child still running this long after it let go of everything is kept alive by something. */
+const EXIT_MS = 3000;
+/** Any child is killed after this long, so a hung one fails its test instead of the run. */
+const KILL_MS = 15000;
+const TEST_TIMEOUT_MS = 20000;
+
+let sim;
+test.beforeEach(async () => {
+  sim = await createSimulator({ token: TOKEN });
+});
+test.afterEach(() => sim.close());
+
+const quietLogger = { warn() {}, error() {}, info() {}, debug() {}, child: () => quietLogger };
+
+/**
+ * Runs the hub fixture with `mode` and `watches`; resolves with its exit, the stdout lines and
+ * when `closed` was printed. Killed after KILL_MS (then `killed` is true).
+ */
+function runChild(mode, watches) {
+  const child = spawn(process.execPath, [FIXTURE, sim.url, TOKEN, mode, String(watches)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines = [];
+  let closedAt = null;
+  let stderr = '';
+  readline.createInterface({ input: child.stdout }).on('line', (text) => {
+    lines.push(text);
+    if (text === 'closed') closedAt = Date.now();
+  });
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  let killed = false;
+  const killer = setTimeout(() => {
+    killed = true;
+    child.kill('SIGKILL');
+  }, KILL_MS);
+  return new Promise((resolve) => {
+    child.once('exit', (code) => {
+      clearTimeout(killer);
+      resolve({ code, killed, lines, closedAt, exitedAt: Date.now(), stderr });
+    });
+  });
+}
+
+function seedHub() {
+  sim.create('pods', pod('a', { namespace: 'hub' }));
+  for (let i = 0; i < 3; i++) sim.create('configmaps', { metadata: { name: 'cm', namespace: `hub-${i}` } });
+}
+
+for (const mode of ['closed', 'idle']) {
+  test(
+    `a child whose 40 watches and 3 informers were ${mode === 'closed' ? 'ended' : 'left idle (not iterated)'}, watcher dropped, exits by itself`,
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      seedHub();
+      const run = await runChild(mode, 40);
+      assert.equal(run.killed, false, `the child had to be killed; stdout: ${run.lines.join(' | ')}`);
+      assert.equal(
+        run.code,
+        0,
+        `exit code ${run.code}; stdout: ${run.lines.join(' | ')}; stderr: ${run.stderr}`,
+      );
+      assert.deepEqual(run.lines, ['ready', 'closed']);
+      const took = run.exitedAt - run.closedAt;
+      assert.ok(took < EXIT_MS, `the child exited ${took} ms after letting go of its watches`);
+    },
+  );
+}
+
+test(
+  'a watcher and its finished generators are collected: the hub holds none of them',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    // Exposes gc() without a command-line flag: only this test needs it.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc');
+    const collected = new Set();
+    const registry = new FinalizationRegistry((name) => collected.add(name));
+    const before = waiting();
+    await (async () => {
+      const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
+      registry.register(watcher, 'watcher');
+      const gens = [0, 1, 2].map((i) => {
+        const gen = watcher.watchResource(paramsFor(sim), { namespace: 'gc', timeoutSeconds: 1 });
+        registry.register(gen, `watch ${i}`);
+        return gen;
+      });
+      // Each waits through the hub (nothing exists yet), gets its event, then ends: by
+      // return() while waiting, and by the server (timeoutSeconds).
+      const pending = gens.map((gen) => gen.next());
+      await until(() => waiting() === before + 3, 2000, 'the three watches to wait through the hub');
+      sim.create('pods', pod('a', { namespace: 'gc' }));
+      for (const result of await within(Promise.all(pending), 5000, 'the first events'))
+        assert.equal(result.value.type, 'ADDED');
+      const third = gens[2].next();
+      await gens[2].return();
+      assert.deepEqual(await within(third, 2000, 'a wait ended by return()'), {
+        value: undefined,
+        done: true,
+      });
+      for (const gen of gens.slice(0, 2))
+        assert.deepEqual(await within(gen.next(), 5000, 'the server end'), { value: undefined, done: true });
+    })();
+    assert.equal(waiting(), before, 'no watch waits any more');
+    const all = ['watcher', 'watch 0', 'watch 1', 'watch 2'];
+    await until(
+      () => {
+        gc();
+        return all.every((name) => collected.has(name));
+      },
+      5000,
+      `the watcher and its generators to be collected (collected: ${[...collected]})`,
+    ).catch(() => assert.fail(`not collected: ${all.filter((n) => !collected.has(n)).join(', ')}`));
+  },
+);
+
+test(
+  '200 watches woken through one hub: each gets its own events, intact and in order',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
+    const WATCHES = 200;
+    const EVENTS = 10;
+    // Two namespaces, so a wake routed to the wrong watch would show as the other's names.
+    const gens = Array.from({ length: WATCHES }, (_, i) =>
+      watcher.watchResource(paramsFor(sim), { namespace: `n${i % 2}` }),
+    );
+    const results = gens.map((gen) => collect(gen, { count: EVENTS, timeoutMs: 10000 }));
+    // Let every watch start and wait before the changes trickle in, one every few ms.
+    await until(() => sim.activeWatches() === WATCHES, 5000, 'every watch to be running');
+    for (let k = 0; k < EVENTS; k++) {
+      for (const ns of ['n0', 'n1']) sim.create('pods', pod(`${ns}-p${k}`, { namespace: ns }));
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const all = await Promise.all(results);
+    all.forEach((events, i) => {
+      const ns = `n${i % 2}`;
+      assert.deepEqual(
+        events.map((e) => `${e.type} ${e.object.metadata.name}`),
+        Array.from({ length: EVENTS }, (_, k) => `ADDED ${ns}-p${k}`),
+        `watch ${i}`,
+      );
+      const versions = events.map((e) => Number(e.resourceVersion));
+      assert.ok(
+        versions.every((v, k) => k === 0 || v > versions[k - 1]),
+        `watch ${i}: resourceVersions increase`,
+      );
+    });
+    await Promise.all(gens.map((gen) => gen.return()));
+    assert.equal(waiting(), 0);
+  },
+);
