@@ -19,8 +19,8 @@ const CACHE_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-watch-cache-'));
 process.on('exit', () => fs.rmSync(CACHE_DIR, { recursive: true, force: true }));
 // How long any child may live before the test kills it and fails.
 const CHILD_LIMIT_MS = 20_000;
-// Preloaded into a child to report any process.exit() call on stderr.
-const REPORT_EXIT = path.join(__dirname, 'fixtures', 'cli', 'report-exit.js');
+// Preloaded into a child so that process.exit() does nothing: its fallbacks cannot end it.
+const NO_EXIT_FALLBACK = path.join(__dirname, 'fixtures', 'cli', 'no-exit-fallback.js');
 
 /**
  * Runs kube-watch as a child process (`nodeArgs` go to node before the script). `waitFor(pred)`
@@ -516,14 +516,15 @@ describe('against the simulated API server', () => {
 
   for (const signal of ['SIGINT', 'SIGTERM']) {
     test(`${signal} stops the watch quietly with exit 0, the process going by itself`, async () => {
-      // The CLI's own last resort is a process.exit() 3 s after a signal, which the preloaded
-      // report-exit.js would print on stderr: an empty stderr means the aborted watch let the
-      // process go by itself (told apart by what happened, not by how long a busy machine took).
-      const run = runCli(['pods', '--kubeconfig', kubeconfig], { nodeArgs: ['--require', REPORT_EXIT] });
-      await run.waitFor((o) => o.stdout.includes('default/web-1'));
+      // The CLI's own last resort is a process.exit() 3 s after a signal; with process.exit()
+      // made a no-op (no-exit-fallback.js) a process the aborted watch still held would run
+      // until the test kills it, so its exit shows the watch let it go, however long a busy
+      // machine took (told apart by what happened, not by a time bound).
+      const run = runCli(['pods', '--kubeconfig', kubeconfig], { nodeArgs: ['--require', NO_EXIT_FALLBACK] });
+      await run.waitFor((o) => o.stdout.includes('default/web-1'), CHILD_LIMIT_MS);
       run.child.kill(signal);
       const r = await run.done;
-      assert.equal(r.killedByTest, false);
+      assert.equal(r.killedByTest, false, 'the process ended by itself');
       assert.equal(r.code, 0);
       assert.equal(r.stderr, '');
     });
