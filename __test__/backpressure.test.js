@@ -48,6 +48,8 @@ const OFFERED = Math.max(128 * MiB, 2 * STALL_CEILING);
 
 /** A hung test fails (and its afterEach still closes the simulator) instead of hanging the run. */
 const TEST_TIMEOUT_MS = 20000;
+/** The flood test drains 128 MiB through JSON.parse: seconds here, far more on a busy machine. */
+const DRAIN_TIMEOUT_MS = 60000;
 
 let sim;
 test.before(async () => {
@@ -150,7 +152,7 @@ test(
 
 test(
   'a consumer that stops pulling stops the server, memory stays bounded, and nothing is lost',
-  { timeout: TEST_TIMEOUT_MS },
+  { timeout: DRAIN_TIMEOUT_MS + TEST_TIMEOUT_MS },
   async () => {
     // Warm up first: the runtime, the pooled client and the V8 heap for small batches exist
     // before the baseline, so the baseline measures only what the flood adds.
@@ -217,7 +219,7 @@ test(
           expected++;
         }
       })();
-      await within(drained, 15000, 'the drain');
+      await within(drained, DRAIN_TIMEOUT_MS, 'the drain');
       assert.equal(expected, body.lines, 'every offered event arrived');
       assert.equal(body.written, body.lines * 1024);
       assert.deepEqual(logger.warnings(), []);
@@ -256,17 +258,16 @@ test(
         }
       })();
 
+      // Each change reaches the fast watch while the slow ones stay stalled. A runtime thread
+      // held by a blocked producer would starve it; the time limits bound that hang only (how
+      // long a busy machine takes to schedule the delivery is not this test's business).
       sim.create('pods', pod('first', { namespace: ns }));
-      assert.equal((await within(fast.next(), 2000, 'the fast watch')).value.object.metadata.name, 'first');
-      const latencies = [];
+      assert.equal((await within(fast.next(), 5000, 'the fast watch')).value.object.metadata.name, 'first');
       for (let i = 0; i < 10; i++) {
-        const t0 = Date.now();
         sim.create('pods', pod(`p${i}`, { namespace: ns }));
-        const { value } = await within(fast.next(), 2000, `fast event ${i}`);
-        latencies.push(Date.now() - t0);
+        const { value } = await within(fast.next(), 5000, `fast event ${i}`);
         assert.equal(value.object.metadata.name, `p${i}`);
       }
-      assert.ok(Math.max(...latencies) < 250, `fast watch latencies: ${latencies.join(', ')} ms`);
       assert.ok(
         floods.every((body) => !body.closed && body.written < body.offered),
         'the slow watches are still held back',
