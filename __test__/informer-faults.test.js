@@ -35,8 +35,10 @@ test('getCredential is asked again before a reconnect once its answer is older t
     return { type: 'bearer token', token: 'tok' };
   };
   const { watcher } = recordingWatcher();
+  // Long enough that the sync and a first reconnect fit inside it on a busy machine.
+  const ttlSeconds = 3;
   const informer = watcher.informer(params(s, { credential: undefined, getCredential }), {
-    credentialTtlSeconds: 1,
+    credentialTtlSeconds: ttlSeconds,
     backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
   });
   t.after(() => informer.close());
@@ -48,7 +50,7 @@ test('getCredential is asked again before a reconnect once its answer is older t
   s.create('configmaps', cm('fresh'));
   await until(() => c.view.has('default/fresh'), 'the reconnect with a fresh credential');
   assert.equal(asked, 1, 'a fresh answer is reused');
-  await delay(1100);
+  await delay(ttlSeconds * 1000 + 100);
   const from = s.requests.length;
   s.endWatches();
   s.create('configmaps', cm('stale'));
@@ -210,11 +212,13 @@ test('idleTimeoutSeconds counts bookmarks as traffic: a quiet watch with bookmar
   const s = await sim(t, { token: 'tok', bookmarkIntervalMs: 150 });
   s.create('configmaps', cm('a'));
   const { watcher } = recordingWatcher();
-  const informer = watcher.informer(params(s), { idleTimeoutSeconds: 0.5 });
+  // Bookmarks every 150 ms against a 1 s idle limit: a loaded machine may delay one by a lot
+  // and still not by the limit; 2.5 s quiet is over two idle limits.
+  const informer = watcher.informer(params(s), { idleTimeoutSeconds: 1 });
   t.after(() => informer.close());
   const c = consume(informer);
   await informer.synced;
-  await delay(1600);
+  await delay(2500);
   assert.deepEqual(c.errors, []);
   assert.equal(informer.stats().reconnects, 0, 'never dropped as idle');
   assert.equal(requestsOf(s).length, 1, 'the one streaming list goes on as the watch');
