@@ -276,9 +276,11 @@ async function watchesStartedBy(sim, action, expected = 0) {
 }
 
 test('an informer nobody asks for closes after the idle timeout', async () => {
+  // Long enough for every informer to reach its watch first: under load the 14 watches did not
+  // all start within 30 s at 500 ms (an informer closed before its watch never starts one).
   const short = await startBackend(clusters, {
     native: true,
-    nativeInformers: { idleTimeout: { milliseconds: 500 } },
+    nativeInformers: { idleTimeout: { milliseconds: 3000 } },
   });
   try {
     // The other backend's informers for svc-b are warm: every watch started now is this one's.
@@ -286,7 +288,7 @@ test('an informer nobody asks for closes after the idle timeout', async () => {
     // The 13 default types and widgets; secrets are not cached unless configured.
     assert.equal(opened.length, 13 + 1, 'an informer per cached type and custom resource');
     await eventually(() => opened.every((w) => w.ended), {
-      timeoutMs: 15_000,
+      timeoutMs: 20_000,
       what: 'the idle informers to close',
     });
     // The next load opens them again and answers as before.
