@@ -48,15 +48,33 @@ test('abort during the TLS handshake (peer accepts TCP, never answers) closes th
   }
 });
 
-/** Client sockets to `port` still in SYN_SENT, from /proc/net/tcp. */
+/** The inodes of this process's open sockets, from /proc/self/fd. */
+function ownSocketInodes() {
+  const inodes = new Set();
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/self/fd/${fd}`));
+      if (match) inodes.add(match[1]);
+    } catch {
+      // Closed while we looked.
+    }
+  }
+  return inodes;
+}
+
+/**
+ * This process's client sockets to `port` still in SYN_SENT, from /proc/net/tcp (which lists
+ * every process's: on a shared machine another one's connects must not count).
+ */
 function synSentTo(port) {
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const own = ownSocketInodes();
   return fs
     .readFileSync('/proc/net/tcp', 'utf8')
     .split('\n')
     .slice(1)
     .map((line) => line.trim().split(/\s+/))
-    .filter((cols) => cols[2]?.endsWith(`:${hexPort}`) && cols[3] === '02').length;
+    .filter((cols) => cols[2]?.endsWith(`:${hexPort}`) && cols[3] === '02' && own.has(cols[9])).length;
 }
 
 test('abort while the TCP connect itself hangs ends at once and drops the half-open socket', async () => {
