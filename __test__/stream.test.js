@@ -50,7 +50,7 @@ test(
     // The first calls wait for the network, the later ones queue behind them.
     const results = await within(
       Promise.all(Array.from({ length: 5 }, () => gen.next())),
-      3000,
+      5000,
       'five events',
     );
     assert.deepEqual(
@@ -74,7 +74,7 @@ test(
     await sleep(100);
     assert.deepEqual(order, [], 'both wait: nothing has arrived yet');
     sim.create('pods', pod('late', { namespace: 'queued' }));
-    await within(Promise.all([pending, returned]), 3000, 'the event, then the return');
+    await within(Promise.all([pending, returned]), 5000, 'the event, then the return');
     assert.deepEqual(order, [
       ['next', 'late'],
       ['return', 'bye', true],
@@ -85,7 +85,7 @@ test(
     const first = other.next();
     const err = new Error('stop');
     const thrown = other.throw(err);
-    assert.equal((await within(first, 3000, 'the replayed event')).value.object.metadata.name, 'late');
+    assert.equal((await within(first, 5000, 'the replayed event')).value.object.metadata.name, 'late');
     await assert.rejects(thrown, (e) => e === err);
     assert.deepEqual(await other.next(), { value: undefined, done: true });
   },
@@ -235,7 +235,7 @@ test(
     const gen = watcher.watchResource(paramsFor(sim), { namespace: 'fair' });
     // Let the native queue fill (4 MiB of 1 KiB lines), so every batch is ready the moment
     // JavaScript asks for it: 3000 events at 50 µs each are 150 ms of work with no wait.
-    assert.equal((await within(gen.next(), 3000, 'the first event')).done, false);
+    assert.equal((await within(gen.next(), 5000, 'the first event')).done, false);
     await sleep(300);
     // Counted in events, not milliseconds: how many the loop handled between two runs of a 1 ms
     // timer. A busy machine stretches the gaps between ticks in time (the process is not
