@@ -231,7 +231,9 @@ for (const expiredAs of ['event', 'status']) {
     // Cut while the history is compacted: the resumed watch's rv has expired.
     s.nextWatchFault({ stallAfterEvents: 0 });
     s.endWatches();
-    await delay(50);
+    // The path meant: the resumed watch is the stalled one (not one a busy machine starts
+    // later) when the history moves on and its socket goes.
+    await until(() => s.faultQueue.length === 0 && s.activeWatches() === 1, 'the resumed watch to stall');
     s.patch('configmaps', 'default', 'changed', (o) => void (o.data.v = '2'));
     s.remove('configmaps', 'default', 'gone');
     s.create('configmaps', cm('new'));
