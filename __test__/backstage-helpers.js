@@ -74,9 +74,17 @@ function populate(sim, { widgets }) {
   }
 }
 
+/**
+ * How long the clusters keep an idle HTTP/1.1 connection: longer than any gap in a test run. At
+ * Node's default 5 s, a busy machine's pauses let the server close a pooled connection the
+ * default fetcher is about to reuse, and one backend's answer has a FETCH_ERROR (`socket hang up`)
+ * the other's has not: a race of the test set-up, not a difference between the backends.
+ */
+const KEEP_ALIVE_MS = 10 * 60 * 1000;
+
 /** Three clusters: two with the backend's service account (one behind a path prefix), one with the viewer's token. */
 async function startClusters() {
-  const options = { tls: true, bookmarkIntervalMs: 300 };
+  const options = { tls: true, bookmarkIntervalMs: 300, keepAliveTimeoutMs: KEEP_ALIVE_MS };
   const alpha = await createSimulator({ ...options, token: 'tok-alpha-5d1e' });
   const beta = await createSimulator({ ...options, token: 'tok-beta-8c2f', pathPrefix: '/k8s/clusters/c-1' });
   const viewer = await createSimulator({ ...options, token: 'tok-viewer-3a9b' });
@@ -244,6 +252,7 @@ module.exports = {
   ENTITIES,
   ROUTES,
   startClusters,
+  KEEP_ALIVE_MS,
   populate,
   startBackend,
   normalize,

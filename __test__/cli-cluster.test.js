@@ -23,7 +23,7 @@ before(() => {
 });
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-/** Runs kube-watch to its end (killed after 20 s) with its own discovery cache unless given one. */
+/** Runs kube-watch to its end (killed after 60 s) with its own discovery cache unless given one. */
 async function run(args, env = {}) {
   const { code, stdout, stderr } = await runKubeWatch(args, {
     KUBE_WATCH_CACHE_DIR: fs.mkdtempSync(path.join(tmp, 'cache-')),

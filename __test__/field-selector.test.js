@@ -7,7 +7,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { createSimulator } = require('../sim');
 const { toSpec } = require('../lib/watcher');
-const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
+const { paramsFor, collect, watcherWithLogger, pod, TOKEN, within } = require('./helpers');
 
 let sim;
 test.before(async () => {
@@ -73,6 +73,14 @@ test('an object that stops matching leaves as DELETED, one that starts matching 
   sim.create('pods', pod('p', { namespace: ns, extra: { status: { phase: 'Pending' } } }));
   const { watcher } = watcherWithLogger();
   const controller = new AbortController();
+  const started = new Promise((resolve) => {
+    const onStart = (watch) => {
+      if (watch.namespace !== ns) return;
+      sim.off('watchStart', onStart);
+      resolve();
+    };
+    sim.on('watchStart', onStart);
+  });
   const gen = watcher.watchResource(paramsFor(sim), {
     namespace: ns,
     fieldSelector: 'status.phase=Running',
@@ -85,14 +93,16 @@ test('an object that stops matching leaves as DELETED, one that starts matching 
       if (seen.length === 2) controller.abort();
     }
   })();
-  await new Promise((r) => setTimeout(r, 200));
+  // The changes must come after the watch is at the server: made before, they would be folded
+  // into its initial state (Succeeded: no event at all).
+  await within(started, 5000, 'the watch at the server');
   sim.patch('pods', ns, 'p', (p) => {
     p.status.phase = 'Running';
   });
   sim.patch('pods', ns, 'p', (p) => {
     p.status.phase = 'Succeeded';
   });
-  await done;
+  await within(done, 5000, 'the ADDED and the DELETED');
   // The DELETED carries the last state that matched.
   assert.deepEqual(seen, ['ADDED Running', 'DELETED Running']);
 });

@@ -11,7 +11,7 @@ const { spawn } = require('node:child_process');
 const { createSimulator } = require('../sim');
 const certs = require('../sim/certs');
 const { toSpec } = require('../lib/watcher');
-const { paramsFor, collect, watcherWithLogger, pod, sleep, TOKEN } = require('./helpers');
+const { paramsFor, collect, watcherWithLogger, pod, sleep, within, TOKEN } = require('./helpers');
 
 const caData = Buffer.from(certs.ca).toString('base64');
 const line = (type, name, rv, extra = {}) =>
@@ -48,15 +48,33 @@ test('abort during the TLS handshake (peer accepts TCP, never answers) closes th
   }
 });
 
-/** Client sockets to `port` still in SYN_SENT, from /proc/net/tcp. */
+/** The inodes of this process's open sockets, from /proc/self/fd. */
+function ownSocketInodes() {
+  const inodes = new Set();
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/self/fd/${fd}`));
+      if (match) inodes.add(match[1]);
+    } catch {
+      // Closed while we looked.
+    }
+  }
+  return inodes;
+}
+
+/**
+ * This process's client sockets to `port` still in SYN_SENT, from /proc/net/tcp (which lists
+ * every process's: on a shared machine another one's connects must not count).
+ */
 function synSentTo(port) {
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const own = ownSocketInodes();
   return fs
     .readFileSync('/proc/net/tcp', 'utf8')
     .split('\n')
     .slice(1)
     .map((line) => line.trim().split(/\s+/))
-    .filter((cols) => cols[2]?.endsWith(`:${hexPort}`) && cols[3] === '02').length;
+    .filter((cols) => cols[2]?.endsWith(`:${hexPort}`) && cols[3] === '02' && own.has(cols[9])).length;
 }
 
 test('abort while the TCP connect itself hangs ends at once and drops the half-open socket', async () => {
@@ -222,16 +240,19 @@ test(
       const healthy = watcher.watchResource(params, { namespace: 'healthy' });
       const socketIds = new Set(sim.requests.slice(-4).map((r) => r.socketId));
       assert.equal(socketIds.size, 1, 'all four watches share one HTTP/2 connection');
-      const latencies = [];
+      // Every change reaches the healthy watch while the stalled streams hold whatever
+      // connection window they took: a connection-level window they had used up would starve it.
+      // The limit bounds that hang only; how fast a busy machine delivers is not checked.
       for (let i = 0; i < 10; i++) {
-        const created = Date.now();
         sim.create('pods', pod(`h-${i}`, { namespace: 'healthy' }));
-        const { value } = await healthy.next();
+        const { value } = await within(healthy.next(), 5000, `healthy event ${i}`);
         assert.equal(value.object.metadata.name, `h-${i}`);
-        latencies.push(Date.now() - created);
         await sleep(20);
       }
-      assert.ok(Math.max(...latencies) < 500, `healthy watch latencies: ${latencies.join(', ')} ms`);
+      assert.ok(
+        offered.every((s) => s.written < 64 * 1024 * 1024),
+        'the stalled streams are still flow-controlled',
+      );
       await healthy.return();
     } finally {
       for (const gen of stallers) await gen.return();

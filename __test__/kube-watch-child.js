@@ -54,11 +54,13 @@ function writeKubeconfig(
 }
 
 /**
- * Runs kube-watch with `args` to its end (killed after `limitMs`) and resolves with
+ * Runs kube-watch with `args` to its end (killed after `limitMs`, which only bounds a hang: a
+ * run takes a second or two, but under a loaded machine node startup, an exec plugin's own node
+ * and the watch each slow down many times over) and resolves with
  * `{ code, signal, stdout, stderr }`. The environment is this process's with no KUBECONFIG and
  * no colour, then `env`, where `undefined` removes a variable.
  */
-async function runKubeWatch(args, env = {}, { limitMs = 20_000 } = {}) {
+async function runKubeWatch(args, env = {}, { limitMs = 60_000 } = {}) {
   const childEnv = { ...process.env, KUBECONFIG: '', NO_COLOR: '1', ...env };
   for (const [name, value] of Object.entries(childEnv)) if (value === undefined) delete childEnv[name];
   const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
