@@ -33,7 +33,8 @@ const certs = require('../sim/certs');
 const { TYPES } = require('./fleet-objects');
 const { track } = require('./children');
 
-const log = (...a) => console.error(...a);
+const T0 = performance.now();
+const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixed(1).padStart(6)} s]`, ...a);
 const MiB = 2 ** 20;
 
 const OPTIONS =
@@ -221,11 +222,13 @@ function measure(which, servers, o, config, count, seconds, during) {
     // Sync (generous: a loaded machine), the window and its grace, the check.
     giveUpSeconds: 300 + seconds + 60 + 120,
   };
+  full.timeoutSeconds = full.giveUpSeconds;
   return new Promise((resolve, reject) => {
     const child = track(
       fork(file, ['--worker', JSON.stringify(full)], {
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        execArgv: ['--max-old-space-size=8192'],
+        // RSS is measured after full collections, in both workers alike.
+        execArgv: ['--max-old-space-size=8192', '--expose-gc'],
       }),
     );
     const out = {};
@@ -270,7 +273,11 @@ const quantile = (xs, q) => {
   const s = Float64Array.from(xs).sort();
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
-const median = (xs) => quantile(xs, 0.5);
+const median = (xs) => {
+  const s = Float64Array.from(xs).sort();
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 const ms = (x) => (Number.isFinite(x) ? `${x.toFixed(0)} ms` : '–');
 
 /** Change latency per phase: of the clusters not affected, and of the stopped and throttled ones. */

@@ -48,6 +48,17 @@ function mainThreadNs() {
   return Number(fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
 }
 
+/** RSS after a few full collections when `--expose-gc` allows them (as the client-node worker). */
+async function settledRss() {
+  if (global.gc) {
+    for (let i = 0; i < 3; i++) {
+      global.gc();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return process.memoryUsage.rss();
+}
+
 const threads = () => fs.readdirSync('/proc/self/task').length;
 
 /** HTTP/2 connections per cluster origin, from the pool's figures. */
@@ -90,7 +101,7 @@ async function main(config) {
     },
   });
   const snapshot = () => watcher[SNAPSHOT]();
-  const rssBefore = process.memoryUsage().rss;
+  const rssBefore = await settledRss();
   const started = performance.now();
   const opened = [];
   // Changes read after 'go': cluster and type index, sent and received (ms since the epoch).
@@ -128,7 +139,7 @@ async function main(config) {
   const syncSeconds = (performance.now() - started) / 1000;
   // Let the initial ADDED events drain before anything is measured.
   await new Promise((r) => setTimeout(r, 1000));
-  const rssGrowth = process.memoryUsage().rss - rssBefore;
+  const rssGrowth = (await settledRss()) - rssBefore;
   const atSync = snapshot();
   const go = new Promise((resolve) => process.once('message', resolve));
   process.send({
@@ -189,6 +200,7 @@ async function main(config) {
     cpu = { ns: mainThreadNs() - cpu0, elu: performance.eventLoopUtilization(elu0).utilization };
   }
   const atEnd = snapshot();
+  const rssEnd = (await settledRss()) - rssBefore;
   const done = {
     cmd: 'done',
     cpuPerChangeUs: cpu.ns / 1000 / Math.max(1, Math.min(cpuChanges, seen.cluster.length)),
@@ -197,7 +209,7 @@ async function main(config) {
     cpuChanges: Math.min(cpuChanges, seen.cluster.length),
     loopDelay: delay,
     pendingMax,
-    rssEnd: process.memoryUsage().rss - rssBefore,
+    rssEnd,
     threadsEnd: threads(),
     connectionsEnd: connectionsPerOrigin(atEnd.clusters),
     warnings,
