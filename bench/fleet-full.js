@@ -6,6 +6,7 @@
 //   node bench/fleet.js --types=20 [--clusters=5] [--objects=20] [--namespaces=20] [--bytes=1500]
 //        [--rate=100] [--seconds=20] [--strip | --strip=both] [--outage] [--outage-seconds=20]
 //        [--compare] [--compare-seconds=30] [--compare-runs=2] [--server-processes=N]
+//        [--pkg=<package directory>] [--json=<file>]
 //
 // Servers: `clusters` simulators (bench/fleet-server.js), spread over `server-processes` forked
 // processes, each cluster holding `objects` objects of each of the first `types` types of
@@ -23,6 +24,7 @@
 // --compare: a tenth of the fleet (⌈clusters / 10⌉ clusters, same types, objects and rate) with
 // this worker and bench/fleet-client-node.js (client-node's makeInformer, same protocol),
 // interleaved `compare-runs` times each; RSS growth and main-thread CPU ratios native ÷ client-node.
+// --pkg: the native worker loads that build of the package (its index.js, lib/, addon) instead.
 // Every process is bounded: give-ups are computed from the options, and every child dies with
 // this process (bench/children.js).
 
@@ -38,7 +40,7 @@ const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixe
 const MiB = 2 ** 20;
 
 const OPTIONS =
-  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-seconds=\d+|compare-runs=\d+|server-processes=\d+|json=.+)$/;
+  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-seconds=\d+|compare-runs=\d+|server-processes=\d+|pkg=.+|json=.+)$/;
 
 /** The options of a full fleet run, `--full` first filling in the issue's figures. */
 function parseOptions(argv) {
@@ -68,7 +70,9 @@ function parseOptions(argv) {
     compareSeconds: opt('compare-seconds', 30),
     compareRuns: opt('compare-runs', 2),
     json: argv.find((x) => x.startsWith('--json='))?.slice(7),
+    pkg: argv.find((x) => x.startsWith('--pkg='))?.slice(6),
   };
+  if (o.pkg !== undefined) o.pkg = path.resolve(o.pkg);
   o.strips = full || argv.includes('--strip=both') ? [false, true] : [argv.includes('--strip')];
   o.serverProcesses = Math.min(o.clusters, opt('server-processes', Math.min(4, o.clusters)));
   if (o.types < 1 || o.types > TYPES.length) throw new Error(`--types must be 1 to ${TYPES.length}`);
@@ -217,10 +221,11 @@ function measure(which, servers, o, config, count, seconds, during) {
     token: 'fleet-token',
     types,
     strip: false,
+    ...(which === 'native' && o.pkg && { pkg: o.pkg }),
     ...config,
     deadlineSeconds: seconds + 60,
-    // Sync (generous: a loaded machine), the window and its grace, the check.
-    giveUpSeconds: 300 + seconds + 60 + 120,
+    // Sync (generous: 1 ms per object, a loaded machine), the window and its grace, the check.
+    giveUpSeconds: 120 + (servers.urls.length * o.types * o.objects) / 1000 + seconds + 60 + 120,
   };
   full.timeoutSeconds = full.giveUpSeconds;
   return new Promise((resolve, reject) => {
@@ -474,9 +479,13 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
   for (const k of memoryKeys) row(`memory.${k}`, (r) => `${r.ready.memory[k] ?? '–'}`);
   if (!memoryKeys.length)
     p('\n(no `memory` in the metrics snapshot of this build: per-object and per-informer bytes not printed)');
+  // The per-object parts of the cache (textBytes, headerBytes, indexBytes, pendingBytes): per
+  // object cached. The fixed cost per informer is a field of its own (fixedBytesPerInformer).
   const perObject = (r, k) =>
-    r.ready.memory?.[k] !== undefined ? r.ready.memory[k] / r.ready.objects : undefined;
-  for (const k of memoryKeys.filter((k) => /Bytes$/.test(k) && !/PerInformer/.test(k))) {
+    r.ready.memory?.[k] !== undefined
+      ? r.ready.memory[k] / (r.ready.memory.objects || r.ready.objects)
+      : undefined;
+  for (const k of memoryKeys.filter((k) => /^(text|header|index|pending)Bytes$/.test(k))) {
     row(`${k} per object`, (r) => (perObject(r, k) === undefined ? '–' : `${perObject(r, k).toFixed(0)} B`));
   }
 
