@@ -246,7 +246,7 @@ function measure(which, servers, o, config, count, seconds, during) {
         child.send({ cmd: 'go', changes: count });
         const t0 = Date.now();
         out.t0 = t0;
-        out.changed = servers.changes(count, count / seconds);
+        out.changed = servers.changes(count, count / seconds).then(() => Date.now());
         out.phases = during ? during(t0) : null;
       } else if (msg.cmd === 'done') {
         out.done = msg;
@@ -264,7 +264,7 @@ function measure(which, servers, o, config, count, seconds, during) {
     child.on('exit', async (code) => {
       if (!out.done) return reject(new Error(`${which} worker exited (${code}) before it was done`));
       // The servers' changes are over before the next measurement starts.
-      await out.changed;
+      out.changedAt = await out.changed;
       if (out.phases) out.phases = await out.phases;
       resolve(out);
     });
@@ -371,8 +371,9 @@ async function run(argv) {
       strip,
       cpuChanges: Math.floor(count * (o.outage ? 0.3 : 0.6)),
       delayChanges: Math.floor(count * (o.outage ? 0.15 : 0.3)),
-      check: o.outage,
-      checkClusters: o.outage ? [stopped, throttled] : [],
+      // Every informer against its server at the end: counts, and every object's resourceVersion.
+      check: true,
+      checkClusters: [...Array(o.clusters).keys()],
     };
     const during = o.outage
       ? async (t0) => {
@@ -511,21 +512,26 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
       p(
         `\nRecovery after the restore (each informer's first change read): stopped ${rec(ph.recovery.stopped)}; throttled ${rec(ph.recovery.throttled)}`,
       );
-      const perCluster = servers.expected(count);
-      const readBy = new Map();
-      for (const c of r.done.seen.cluster) readBy.set(c, (readBy.get(c) ?? 0) + 1);
-      const short = perCluster.map((n, c) => [c, n, readBy.get(c) ?? 0]).filter(([, n, got]) => got < n);
+    }
+  }
+  for (const r of results) {
+    const perCluster = servers.expected(count);
+    const readBy = new Map();
+    for (const c of r.done.seen.cluster) readBy.set(c, (readBy.get(c) ?? 0) + 1);
+    const short = perCluster.map((n, c) => [c, n, readBy.get(c) ?? 0]).filter(([, n, got]) => got < n);
+    const lastRead = Math.max(...r.done.seen.received) - r.t0;
+    p(
+      `\nStrip ${r.strip ? 'on' : 'off'}: the servers sent their last change ${((r.changedAt - r.t0) / 1000).toFixed(1)} s after 'go', ` +
+        `the last change was read ${(lastRead / 1000).toFixed(1)} s after; changes read per cluster: ` +
+        `${short.length ? short.map(([c, n, got]) => `c${c} ${got}/${n}`).join(', ') : 'every change of every cluster'}`,
+    );
+    if (r.checked) {
+      const c = checkCaches(r.state, r.checked);
+      r.cacheCheck = c;
       p(
-        `Changes read per cluster: ${short.length ? short.map(([c, n, got]) => `c${c} ${got}/${n}`).join(', ') : 'every change of every cluster'}`,
+        `Caches at the end: ${c.wrong.length ? `${c.wrong.length} of ${c.informers} informers differ: ${c.wrong.slice(0, 5).join('; ')}` : `all ${c.informers} informers hold their server's objects (counts and every object's resourceVersion)`}` +
+          `, snapshot synced: ${c.synced ? 'all' : 'not all'}; warnings logged: ${r.done.warnings}`,
       );
-      if (r.checked) {
-        const c = checkCaches(r.state, r.checked);
-        r.cacheCheck = c;
-        p(
-          `Caches at the end: ${c.wrong.length ? `${c.wrong.length} of ${c.informers} informers differ: ${c.wrong.slice(0, 5).join('; ')}` : `all ${c.informers} informers hold their server's objects (counts; every resourceVersion for clusters ${stopped} and ${throttled})`}` +
-            `, snapshot synced: ${c.synced ? 'all' : 'not all'}; warnings logged: ${r.done.warnings}`,
-        );
-      }
     }
   }
 
@@ -571,7 +577,7 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
     );
   }
   if (o.json) {
-    const slim = results.map(({ done, ...r }) => ({ ...r, done: { ...done, seen: undefined } }));
+    const slim = results.map(({ changed: _c, ...r }) => r);
     fs.writeFileSync(
       o.json,
       JSON.stringify(
