@@ -438,6 +438,7 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
     `${(servers.jsonBytes / MiB).toFixed(0)} MiB with, ${(servers.strippedBytes / MiB).toFixed(0)} MiB without managedFields + last-applied`,
   );
   row('full sync', (r) => `${r.ready.syncSeconds.toFixed(2)} s`, '≤ 15 s');
+  row('initial ADDED events read after sync', (r) => `${r.ready.drainSeconds.toFixed(2)} s later`);
   row(
     'RSS growth after sync',
     (r) =>
