@@ -1,8 +1,17 @@
 'use strict';
-// The fleet benchmark's objects: ConfigMaps shaped as `kubectl apply` and a real API server
-// leave them, with `metadata.managedFields` (the field manager's set, in FieldsV1) and the
-// `kubectl.kubernetes.io/last-applied-configuration` annotation repeating the applied object,
-// the two parts that `strip` removes.
+// The fleet benchmark's objects, shaped as `kubectl apply` and a real API server leave them:
+// `metadata.managedFields` (one FieldsV1 entry per field manager: the client-side apply's fields,
+// and a controller's status subresource where the kind has a status) and the
+// `kubectl.kubernetes.io/last-applied-configuration` annotation repeating the applied object, the
+// two parts that `strip` removes.
+//
+// `configMap` is the ConfigMap of the per-namespace runs. `TYPES` are the 20 resource types of a
+// full fleet (core, apps, batch, networking, policy, autoscaling and three CRDs); `fleetObject`
+// builds one of any of them from a generic per-kind generator: a plausible spec (and status),
+// deterministic, padded to about `bytes` of JSON in a place where that kind carries bulk (data,
+// an environment variable of the pod template, a description annotation).
+
+const crypto = require('node:crypto');
 
 /** `bytes` of deterministic filler text. */
 const filler = (seed, bytes) => {
@@ -10,6 +19,10 @@ const filler = (seed, bytes) => {
   for (let i = 0; s.length < bytes; i++) s += `${seed}-${i}-`;
   return s.slice(0, bytes);
 };
+
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+const APPLIED_AT = '2026-11-30T12:00:00Z';
+const STATUS_AT = '2026-11-30T12:00:07Z';
 
 /** A ConfigMap `name` in `namespace` whose data is about `dataBytes` long. */
 function configMap(namespace, name, dataBytes = 600) {
@@ -24,19 +37,19 @@ function configMap(namespace, name, dataBytes = 600) {
       namespace,
       labels,
       annotations: {
-        'kubectl.kubernetes.io/last-applied-configuration': `${JSON.stringify(applied)}\n`,
+        [LAST_APPLIED]: `${JSON.stringify(applied)}\n`,
       },
       managedFields: [
         {
           manager: 'kubectl-client-side-apply',
           operation: 'Update',
           apiVersion: 'v1',
-          time: '2026-11-30T12:00:00Z',
+          time: APPLIED_AT,
           fieldsType: 'FieldsV1',
           fieldsV1: {
             'f:data': { '.': {}, 'f:config.yaml': {}, 'f:round': {} },
             'f:metadata': {
-              'f:annotations': { '.': {}, 'f:kubectl.kubernetes.io/last-applied-configuration': {} },
+              'f:annotations': { '.': {}, [`f:${LAST_APPLIED}`]: {} },
               'f:labels': { '.': {}, 'f:app': {}, 'f:tier': {} },
             },
           },
@@ -47,4 +60,501 @@ function configMap(namespace, name, dataBytes = 600) {
   };
 }
 
-module.exports = { configMap };
+// ---- the 20 types of a full fleet -------------------------------------------------------------
+
+const isScalar = (v) => v === null || typeof v !== 'object';
+
+/** A list item's key in FieldsV1, as the API server keys the associative lists it knows. */
+function itemKey(item, index) {
+  if (isScalar(item)) return `v:${JSON.stringify(item)}`;
+  for (const k of ['name', 'containerPort', 'port', 'type', 'mountPath', 'ip']) {
+    if (item[k] !== undefined) return `k:${JSON.stringify({ [k]: item[k] })}`;
+  }
+  return `i:${index}`;
+}
+
+/**
+ * The FieldsV1 set of `value`: `f:<field>` per field, `k:{…}` per keyed list item, and `.` for
+ * the maps and items that are themselves owned (string maps such as labels, list items).
+ */
+function fieldsOf(value) {
+  const out = {};
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => {
+      out[itemKey(item, i)] = isScalar(item) ? {} : { '.': {}, ...fieldsOf(item) };
+    });
+    return out;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    if (isScalar(v)) out[`f:${k}`] = {};
+    else if (Array.isArray(v)) out[`f:${k}`] = fieldsOf(v);
+    else if (Object.values(v).every((x) => typeof x === 'string'))
+      out[`f:${k}`] = { '.': {}, ...fieldsOf(v) };
+    else out[`f:${k}`] = fieldsOf(v);
+  }
+  return out;
+}
+
+const image = (i) =>
+  ['nginx:1.27.2', 'ghcr.io/acme/api:2.14.0', 'redis:7.4', 'envoyproxy/envoy:v1.31'][i % 4];
+
+/** A pod template's spec; `pad` goes into an environment variable's value. */
+function podSpec(name, i, pad) {
+  return {
+    containers: [
+      {
+        name: 'app',
+        image: image(i),
+        imagePullPolicy: 'IfNotPresent',
+        ports: [{ containerPort: 8080, name: 'http', protocol: 'TCP' }],
+        env: [{ name: 'EXTRA_ARGS', value: pad }],
+        resources: { limits: { cpu: '500m', memory: '256Mi' }, requests: { cpu: '100m', memory: '128Mi' } },
+      },
+    ],
+    restartPolicy: 'Always',
+  };
+}
+
+const template = (name, labels, i, pad) => ({ metadata: { labels }, spec: podSpec(name, i, pad) });
+const condition = (type, status = 'True') => ({
+  type,
+  status,
+  lastTransitionTime: STATUS_AT,
+  reason: type === 'Available' ? 'MinimumReplicasAvailable' : 'AsExpected',
+  message: `${type} is ${status}`,
+});
+
+/**
+ * The 20 types: `key` as the simulator names it, the informer's `group`/`version`/`plural`, the
+ * `kind`, whether a CRD (`crd`, defined on the simulator with defineResource), and `make(name,
+ * i, labels, pad)` → `{ spec?, data?, status?, …, pad: where the padding went }`.
+ */
+const TYPES = [
+  core('configmaps', 'ConfigMap', (name, i, labels, pad) => ({
+    body: { data: { 'config.yaml': pad, 'log-level': 'info', replicas: String(1 + (i % 3)) } },
+  })),
+  core('secrets', 'Secret', (name, i, labels, pad) => ({
+    body: {
+      type: 'kubernetes.io/tls',
+      data: {
+        'tls.crt': Buffer.from(pad).toString('base64'),
+        'tls.key': Buffer.from(filler(name, 64)).toString('base64'),
+      },
+    },
+  })),
+  core('services', 'Service', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        type: 'ClusterIP',
+        selector: labels,
+        ports: [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 }],
+        clusterIP: `10.96.${i % 250}.${(i * 7) % 250}`,
+        clusterIPs: [`10.96.${i % 250}.${(i * 7) % 250}`],
+        sessionAffinity: 'None',
+        ipFamilies: ['IPv4'],
+        ipFamilyPolicy: 'SingleStack',
+        internalTrafficPolicy: 'Cluster',
+      },
+      status: { loadBalancer: {} },
+    },
+    description: pad,
+  })),
+  core('serviceaccounts', 'ServiceAccount', (name, i, labels, pad) => ({
+    body: { automountServiceAccountToken: false, imagePullSecrets: [{ name: 'registry-credentials' }] },
+    description: pad,
+  })),
+  core('endpoints', 'Endpoints', (name, i, labels, pad) => ({
+    body: {
+      subsets: [
+        {
+          addresses: [0, 1].map((k) => ({
+            ip: `10.244.${k}.${i % 250}`,
+            targetRef: { kind: 'Pod', name: `${name}-${k}`, uid: uuid(`${name}-${k}`) },
+          })),
+          ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+        },
+      ],
+    },
+    description: pad,
+  })),
+  core('persistentvolumeclaims', 'PersistentVolumeClaim', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: `${1 + (i % 20)}Gi` } },
+        storageClassName: 'standard',
+        volumeMode: 'Filesystem',
+        volumeName: `pvc-${uuid(name)}`,
+      },
+      status: { phase: 'Bound', accessModes: ['ReadWriteOnce'], capacity: { storage: `${1 + (i % 20)}Gi` } },
+    },
+    description: pad,
+  })),
+  core('pods', 'Pod', (name, i, labels, pad) => ({
+    body: {
+      spec: { ...podSpec(name, i, pad), nodeName: `node-${i % 3}` },
+      status: {
+        phase: 'Running',
+        conditions: ['Ready', 'PodScheduled'].map((t) => condition(t)),
+        hostIP: `192.168.0.${i % 3}`,
+        podIP: `10.244.${i % 3}.${i % 250}`,
+        podIPs: [{ ip: `10.244.${i % 3}.${i % 250}` }],
+        startTime: STATUS_AT,
+        qosClass: 'Burstable',
+        containerStatuses: [
+          {
+            name: 'app',
+            ready: true,
+            restartCount: 0,
+            started: true,
+            image: image(i),
+            state: { running: { startedAt: STATUS_AT } },
+          },
+        ],
+      },
+    },
+  })),
+  apps('deployments', 'Deployment', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        replicas: 2,
+        revisionHistoryLimit: 10,
+        selector: { matchLabels: labels },
+        strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } },
+        template: template(name, labels, i, pad),
+      },
+      status: {
+        observedGeneration: 1,
+        replicas: 2,
+        readyReplicas: 2,
+        availableReplicas: 2,
+        updatedReplicas: 2,
+        conditions: [condition('Available'), condition('Progressing')],
+      },
+    },
+  })),
+  apps('replicasets', 'ReplicaSet', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { ...labels, 'pod-template-hash': sha(name).slice(0, 10) } },
+        template: template(name, labels, i, pad),
+      },
+      status: {
+        replicas: 2,
+        readyReplicas: 2,
+        availableReplicas: 2,
+        fullyLabeledReplicas: 2,
+        observedGeneration: 1,
+      },
+    },
+  })),
+  apps('statefulsets', 'StatefulSet', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        replicas: 3,
+        serviceName: name,
+        podManagementPolicy: 'OrderedReady',
+        selector: { matchLabels: labels },
+        template: template(name, labels, i, pad),
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
+      },
+      status: {
+        replicas: 3,
+        readyReplicas: 3,
+        currentReplicas: 3,
+        updatedReplicas: 3,
+        observedGeneration: 1,
+      },
+    },
+  })),
+  apps('daemonsets', 'DaemonSet', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        selector: { matchLabels: labels },
+        template: template(name, labels, i, pad),
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
+      },
+      status: { currentNumberScheduled: 3, desiredNumberScheduled: 3, numberReady: 3, numberAvailable: 3 },
+    },
+  })),
+  batch('jobs', 'Job', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        backoffLimit: 6,
+        completions: 1,
+        parallelism: 1,
+        completionMode: 'NonIndexed',
+        template: {
+          ...template(name, labels, i, pad),
+          spec: { ...podSpec(name, i, pad), restartPolicy: 'Never' },
+        },
+      },
+      status: {
+        succeeded: 1,
+        startTime: APPLIED_AT,
+        completionTime: STATUS_AT,
+        conditions: [condition('Complete')],
+      },
+    },
+  })),
+  batch('cronjobs', 'CronJob', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        schedule: `${i % 60} * * * *`,
+        concurrencyPolicy: 'Forbid',
+        successfulJobsHistoryLimit: 3,
+        failedJobsHistoryLimit: 1,
+        jobTemplate: {
+          spec: {
+            template: {
+              ...template(name, labels, i, pad),
+              spec: { ...podSpec(name, i, pad), restartPolicy: 'OnFailure' },
+            },
+          },
+        },
+      },
+      status: { lastScheduleTime: STATUS_AT, lastSuccessfulTime: STATUS_AT },
+    },
+  })),
+  typed('networking.k8s.io', 'v1', 'ingresses', 'Ingress', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        ingressClassName: 'nginx',
+        tls: [{ hosts: [`${name}.example.com`], secretName: `${name}-tls` }],
+        rules: [
+          {
+            host: `${name}.example.com`,
+            http: {
+              paths: [
+                { path: '/', pathType: 'Prefix', backend: { service: { name, port: { number: 80 } } } },
+                {
+                  path: '/api',
+                  pathType: 'Prefix',
+                  backend: { service: { name: `${name}-api`, port: { number: 8080 } } },
+                },
+              ],
+            },
+          },
+        ],
+      },
+      status: { loadBalancer: { ingress: [{ ip: `172.18.0.${i % 250}` }] } },
+    },
+    description: pad,
+  })),
+  typed('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        podSelector: { matchLabels: labels },
+        policyTypes: ['Ingress', 'Egress'],
+        ingress: [
+          {
+            from: [{ podSelector: { matchLabels: { role: 'frontend' } } }],
+            ports: [{ port: 8080, protocol: 'TCP' }],
+          },
+        ],
+        egress: [
+          { to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } } }] },
+        ],
+      },
+    },
+    description: pad,
+  })),
+  typed('policy', 'v1', 'poddisruptionbudgets', 'PodDisruptionBudget', (name, i, labels, pad) => ({
+    body: {
+      spec: { minAvailable: 1, selector: { matchLabels: labels } },
+      status: {
+        currentHealthy: 2,
+        desiredHealthy: 1,
+        disruptionsAllowed: 1,
+        expectedPods: 2,
+        observedGeneration: 1,
+        conditions: [condition('DisruptionAllowed')],
+      },
+    },
+    description: pad,
+  })),
+  typed(
+    'autoscaling',
+    'v2',
+    'horizontalpodautoscalers',
+    'HorizontalPodAutoscaler',
+    (name, i, labels, pad) => ({
+      body: {
+        spec: {
+          scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name },
+          minReplicas: 2,
+          maxReplicas: 10,
+          metrics: [
+            {
+              type: 'Resource',
+              resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } },
+            },
+          ],
+        },
+        status: {
+          currentReplicas: 2,
+          desiredReplicas: 2,
+          currentMetrics: [
+            {
+              type: 'Resource',
+              resource: { name: 'cpu', current: { averageUtilization: 31, averageValue: '31m' } },
+            },
+          ],
+          conditions: [condition('AbleToScale'), condition('ScalingActive')],
+        },
+      },
+      description: pad,
+    }),
+  ),
+  crd('cert-manager.io', 'v1', 'certificates', 'Certificate', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        secretName: `${name}-tls`,
+        dnsNames: [`${name}.example.com`, `www.${name}.example.com`],
+        duration: '2160h0m0s',
+        renewBefore: '360h0m0s',
+        issuerRef: { group: 'cert-manager.io', kind: 'ClusterIssuer', name: 'letsencrypt' },
+        privateKey: { algorithm: 'ECDSA', size: 256, rotationPolicy: 'Always' },
+      },
+      status: {
+        notAfter: '2027-02-28T12:00:00Z',
+        notBefore: APPLIED_AT,
+        revision: 1,
+        conditions: [condition('Ready')],
+      },
+    },
+    description: pad,
+  })),
+  crd('monitoring.coreos.com', 'v1', 'servicemonitors', 'ServiceMonitor', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        selector: { matchLabels: labels },
+        namespaceSelector: { any: false },
+        endpoints: [
+          { port: 'http', path: '/metrics', interval: '30s', scrapeTimeout: '10s', scheme: 'http' },
+          { port: 'admin', path: '/stats/prometheus', interval: '60s', scheme: 'http' },
+        ],
+        jobLabel: 'app',
+      },
+    },
+    description: pad,
+  })),
+  crd('argoproj.io', 'v1alpha1', 'applications', 'Application', (name, i, labels, pad) => ({
+    body: {
+      spec: {
+        project: 'default',
+        source: {
+          repoURL: 'https://git.example.com/acme/deploy.git',
+          path: `apps/${name}`,
+          targetRevision: 'main',
+        },
+        destination: { server: 'https://kubernetes.default.svc', namespace: name },
+        syncPolicy: { automated: { prune: true, selfHeal: true }, syncOptions: ['CreateNamespace=true'] },
+      },
+      status: {
+        sync: { status: 'Synced', revision: sha(name).slice(0, 40) },
+        health: { status: 'Healthy' },
+        reconciledAt: STATUS_AT,
+        sourceType: 'Directory',
+      },
+    },
+    description: pad,
+  })),
+];
+
+function core(plural, kind, make) {
+  return { key: plural, group: '', version: 'v1', plural, kind, crd: false, make };
+}
+function apps(plural, kind, make) {
+  return typed('apps', 'v1', plural, kind, make);
+}
+function batch(plural, kind, make) {
+  return typed('batch', 'v1', plural, kind, make);
+}
+function typed(group, version, plural, kind, make) {
+  return { key: `${group}/${version}/${plural}`, group, version, plural, kind, crd: false, make };
+}
+function crd(group, version, plural, kind, make) {
+  return { ...typed(group, version, plural, kind, make), crd: true };
+}
+
+const sha = (s) => crypto.createHash('sha256').update(s).digest('hex');
+const uuid = (s) => {
+  const h = sha(s);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+};
+
+/** One object of `type` with `pad` characters of bulk. */
+function build(type, namespace, name, i, pad) {
+  const labels = { app: name, 'app.kubernetes.io/part-of': 'fleet', tier: i % 2 ? 'backend' : 'frontend' };
+  const { body, description } = type.make(name, i, labels, pad);
+  const { status, ...applied } = body;
+  const annotations = {
+    ...(description !== undefined && { 'fleet.kube-watch.dev/description': description }),
+  };
+  const apiVersion = type.group ? `${type.group}/${type.version}` : 'v1';
+  const lastApplied = {
+    apiVersion,
+    kind: type.kind,
+    metadata: { annotations, labels, name, namespace },
+    ...applied,
+  };
+  const metadata = {
+    name,
+    namespace,
+    labels,
+    annotations: { ...annotations, [LAST_APPLIED]: `${JSON.stringify(lastApplied)}\n` },
+    generation: 1,
+  };
+  metadata.managedFields = [
+    {
+      manager: 'kubectl-client-side-apply',
+      operation: 'Update',
+      apiVersion,
+      time: APPLIED_AT,
+      fieldsType: 'FieldsV1',
+      fieldsV1: fieldsOf({ metadata: { annotations: metadata.annotations, labels }, ...applied }),
+    },
+  ];
+  if (status) {
+    metadata.managedFields.push({
+      manager: type.group === '' ? 'kubelet' : 'kube-controller-manager',
+      operation: 'Update',
+      apiVersion,
+      time: STATUS_AT,
+      fieldsType: 'FieldsV1',
+      fieldsV1: fieldsOf({ status }),
+      subresource: 'status',
+    });
+  }
+  return { apiVersion, kind: type.kind, metadata, ...applied, ...(status && { status }) };
+}
+
+// How many characters of padding each type needs for `bytes`, found once per type and size.
+const padFor = new Map();
+
+/**
+ * Object `i` of `type` named `name` in `namespace`, about `bytes` of JSON as stored (before the
+ * server adds uid, resourceVersion and creationTimestamp, about 120 more).
+ */
+function fleetObject(type, namespace, name, i, bytes = 2000) {
+  const cacheKey = `${type.plural}/${bytes}`;
+  if (!padFor.has(cacheKey)) {
+    const size = (pad) =>
+      Buffer.byteLength(JSON.stringify(build(type, namespace, name, i, filler(name, pad))));
+    const s0 = size(0);
+    const slope = (size(400) - s0) / 400;
+    padFor.set(cacheKey, Math.max(0, Math.round((bytes - 120 - s0) / slope)));
+  }
+  return build(type, namespace, name, i, filler(name, padFor.get(cacheKey)));
+}
+
+/** JSON bytes of `obj` without managedFields and the last-applied annotation (what `strip` keeps). */
+function strippedBytes(obj) {
+  const { managedFields: _m, annotations = {}, ...metadata } = obj.metadata;
+  const { [LAST_APPLIED]: _l, ...rest } = annotations;
+  return Buffer.byteLength(JSON.stringify({ ...obj, metadata: { ...metadata, annotations: rest } }));
+}
+
+module.exports = { configMap, fleetObject, strippedBytes, TYPES, LAST_APPLIED };

@@ -22,6 +22,10 @@
 // namespace, each read by a for await loop) stand in for the informers: their synced is the
 // bookmark that ends the initial events, and no cache is held.
 // Every process is bounded: the worker gives up after 120 s, and every child dies with this one.
+//
+// `--full` or `--types=N` run the full fleet of issue 18 instead (20 resource types per cluster,
+// one informer per cluster and type, change latency, loop delay, an outage, client-node side by
+// side): see bench/fleet-full.js.
 
 const { fork } = require('node:child_process');
 const fs = require('node:fs');
@@ -42,6 +46,19 @@ if (process.argv[2] === '--worker') {
 }
 
 const argv = process.argv.slice(2);
+if (argv.some((a) => a === '--full' || a.startsWith('--types='))) {
+  // The full fleet of issue 18: 20 resource types per cluster (bench/fleet-full.js).
+  require('./fleet-full')
+    .run(argv)
+    .then(
+      () => process.exit(0),
+      (err) => {
+        console.error(err.message ?? err);
+        process.exit(1);
+      },
+    );
+  return;
+}
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 for (const a of argv) {
   if (

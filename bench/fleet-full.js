@@ -1,0 +1,599 @@
+'use strict';
+// The full fleet benchmark of issue 18, run by bench/fleet.js when given --types or --full:
+//
+//   node bench/fleet.js --full      (50 clusters × 20 types × 500 objects, 100 changes/s for
+//                                    120 s, strip off and on, outage, client-node comparison)
+//   node bench/fleet.js --types=20 [--clusters=5] [--objects=20] [--namespaces=20] [--bytes=1500]
+//        [--rate=100] [--seconds=20] [--strip | --strip=both] [--outage] [--outage-seconds=20]
+//        [--compare] [--compare-seconds=30] [--compare-runs=2] [--server-processes=N]
+//        [--pkg=<package directory>] [--json=<file>]
+//
+// Servers: `clusters` simulators (bench/fleet-server.js), spread over `server-processes` forked
+// processes, each cluster holding `objects` objects of each of the first `types` types of
+// bench/fleet-objects.js over `namespaces` namespaces. Client: bench/fleet-worker.js, a fresh
+// process per measurement, one informer per cluster × type (all namespaces) through one watcher,
+// one consumer each. After every informer synced, the servers make `rate` changes per second for
+// `seconds`, round-robin over clusters, types and objects, each stamped with its round and the
+// time it was sent. The worker's windows (in changes read): the first 60 % (30 % with --outage)
+// for main-thread CPU and ELU, the next 30 % (15 %) for the event-loop delay (a 1 ms histogram,
+// on only then); from there on it samples the slowest consumer's pending changes.
+// --outage: at half the window one cluster stops (connection refused) and another answers every
+// request 429 (Retry-After: 2) for `outage-seconds`; then both are restored. Change latency of
+// the other clusters per phase, recovery of the two, and every informer's cache checked against
+// its server at the end (counts; for the two, every object's resourceVersion).
+// --compare: a tenth of the fleet (⌈clusters / 10⌉ clusters, same types, objects and rate) with
+// this worker and bench/fleet-client-node.js (client-node's makeInformer, same protocol),
+// interleaved `compare-runs` times each; RSS growth and main-thread CPU ratios native ÷ client-node.
+// --pkg: the native worker loads that build of the package (its index.js, lib/, addon) instead.
+// Every process is bounded: give-ups are computed from the options, and every child dies with
+// this process (bench/children.js).
+
+const { fork } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const certs = require('../sim/certs');
+const { TYPES } = require('./fleet-objects');
+const { track } = require('./children');
+
+const T0 = performance.now();
+const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixed(1).padStart(6)} s]`, ...a);
+const MiB = 2 ** 20;
+
+const OPTIONS =
+  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-seconds=\d+|compare-runs=\d+|server-processes=\d+|pkg=.+|json=.+)$/;
+
+/** The options of a full fleet run, `--full` first filling in the issue's figures. */
+function parseOptions(argv) {
+  for (const a of argv) {
+    if (!OPTIONS.test(a)) {
+      throw new Error(
+        `unknown option ${a} for a fleet run (--types/--full); see the header of bench/fleet-full.js`,
+      );
+    }
+  }
+  const full = argv.includes('--full');
+  const opt = (name, dflt) => {
+    const a = argv.find((x) => x.startsWith(`--${name}=`));
+    return a === undefined ? dflt : Number(a.slice(name.length + 3));
+  };
+  const o = {
+    clusters: opt('clusters', full ? 50 : 5),
+    types: opt('types', 20),
+    objects: opt('objects', full ? 500 : 20),
+    namespaces: opt('namespaces', 20),
+    bytes: opt('bytes', 1500),
+    rate: opt('rate', 100),
+    seconds: opt('seconds', full ? 120 : 20),
+    outage: full || argv.includes('--outage'),
+    outageSeconds: opt('outage-seconds', 20),
+    compare: full || argv.includes('--compare'),
+    compareSeconds: opt('compare-seconds', 30),
+    compareRuns: opt('compare-runs', 2),
+    json: argv.find((x) => x.startsWith('--json='))?.slice(7),
+    pkg: argv.find((x) => x.startsWith('--pkg='))?.slice(6),
+  };
+  if (o.pkg !== undefined) o.pkg = path.resolve(o.pkg);
+  o.strips = full || argv.includes('--strip=both') ? [false, true] : [argv.includes('--strip')];
+  o.serverProcesses = Math.min(o.clusters, opt('server-processes', Math.min(4, o.clusters)));
+  if (o.types < 1 || o.types > TYPES.length) throw new Error(`--types must be 1 to ${TYPES.length}`);
+  if (o.clusters < 1 || o.objects < 1 || o.rate < 1 || o.seconds < 1)
+    throw new Error('--clusters, --objects, --rate and --seconds must be at least 1');
+  if (o.outage && o.clusters < 3)
+    throw new Error('--outage needs at least 3 clusters (one stopped, one throttled)');
+  if (o.outage && o.outageSeconds >= o.seconds / 2)
+    throw new Error(
+      `--outage-seconds (${o.outageSeconds}) must end before the window does (--seconds=${o.seconds})`,
+    );
+  return o;
+}
+
+// ---- servers --------------------------------------------------------------------------------
+
+/**
+ * Forks `processes` server processes holding `clusters` clusters between them; resolves to
+ * `{ urls, jsonBytes, strippedBytes, objects, changes(count, perSecond), outage, restore, state, stop }`.
+ */
+async function startServers(o, clusters, processes) {
+  const total = clusters * o.types * o.objects;
+  // Building the objects is the slow part: about 0.1 ms each on a quiet machine; allow 20×.
+  const startSeconds = 60 + total / 500;
+  const groups = Array.from({ length: processes }, () => []);
+  for (let c = 0; c < clusters; c++) groups[Math.floor((c * processes) / clusters)].push(c);
+  const owner = new Map();
+  const handles = await Promise.all(
+    groups.map((group, p) => {
+      const config = {
+        clusters: group,
+        types: o.types,
+        objects: o.objects,
+        namespaces: o.namespaces,
+        bytes: o.bytes,
+      };
+      const child = track(
+        fork(path.join(__dirname, 'fleet-server.js'), [`--json=${JSON.stringify(config)}`], {
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+          execArgv: ['--max-old-space-size=8192'],
+        }),
+      );
+      for (const c of group) owner.set(c, p);
+      return ipc(child, startSeconds, `fleet server process ${p}`);
+    }),
+  );
+  const infos = await Promise.all(handles.map((h) => h.ask({ cmd: 'info' })));
+  const urls = [];
+  groups.forEach((group, p) => group.forEach((c, k) => (urls[c] = infos[p].urls[k])));
+  const sum = (f) => infos.reduce((n, i) => n + i[f], 0);
+  // Change k of the fleet goes to cluster k % clusters; each process walks its own clusters.
+  const perCluster = (count) =>
+    Array.from({ length: clusters }, (_, c) => Math.floor(count / clusters) + (c < count % clusters ? 1 : 0));
+  const perProcess = (count) => groups.map((group) => group.reduce((s, c) => s + perCluster(count)[c], 0));
+  return {
+    urls,
+    jsonBytes: sum('jsonBytes'),
+    strippedBytes: sum('strippedBytes'),
+    objects: sum('objects'),
+    /** How many of `count` changes each cluster gets, as the processes walk their clusters. */
+    expected: (count) => {
+      const out = [];
+      perProcess(count).forEach((n, p) =>
+        groups[p].forEach(
+          (c, k) => (out[c] = Math.floor(n / groups[p].length) + (k < n % groups[p].length ? 1 : 0)),
+        ),
+      );
+      return out;
+    },
+    changes: (count, perSecond) =>
+      Promise.all(
+        perProcess(count).map((n, p) =>
+          n ? handles[p].ask({ cmd: 'changes', count: n, perSecond: (perSecond * n) / count }) : null,
+        ),
+      ),
+    outage: (cluster, how) => handles[owner.get(cluster)].ask({ cmd: 'outage', cluster, how }),
+    restore: (cluster) => handles[owner.get(cluster)].ask({ cmd: 'restore', cluster }),
+    state: async (asked) => {
+      const answers = await Promise.all(handles.map((h) => h.ask({ cmd: 'state', clusters: asked })));
+      const counts = {};
+      const digests = {};
+      for (const a of answers) (Object.assign(counts, a.counts), Object.assign(digests, a.digests));
+      return { counts, digests };
+    },
+    stop: () => handles.forEach((h) => h.send({ cmd: 'stop' })),
+  };
+}
+
+/** An IPC handle on a server child once it said `ready`: `ask(cmd)` resolves with its answer. */
+function ipc(child, startSeconds, name) {
+  const pending = new Map();
+  let nextId = 0;
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(
+      () => reject(new Error(`${name} did not start within ${startSeconds} s`)),
+      startSeconds * 1000,
+    );
+    child.on('exit', (code) => reject(new Error(`${name} exited (${code})`)));
+    child.on('message', (msg) => {
+      if (msg.ready) {
+        clearTimeout(t);
+        resolve({
+          ask: (cmd) =>
+            new Promise((res) => {
+              const id = nextId++;
+              pending.set(id, res);
+              child.send({ ...cmd, id });
+            }),
+          send: (cmd) => child.connected && child.send(cmd),
+        });
+      } else if (pending.has(msg.id)) {
+        pending.get(msg.id)(msg);
+        pending.delete(msg.id);
+      }
+    });
+  });
+}
+
+// ---- one measurement ------------------------------------------------------------------------
+
+const WORKERS = {
+  native: path.join(__dirname, 'fleet-worker.js'),
+  'client-node': path.join(__dirname, 'fleet-client-node.js'),
+};
+
+/**
+ * Forks worker `which` against `servers` and runs one change window: `count` changes at `rate`;
+ * `during(t0)` is called when the changes start (the outage schedule). Resolves to the worker's
+ * 'ready' and 'done' messages (and 'checked' with `config.check`).
+ */
+function measure(which, servers, o, config, count, seconds, during) {
+  const file = WORKERS[which];
+  if (!fs.existsSync(file))
+    throw new Error(
+      `${path.relative(process.cwd(), file)} is missing: the ${which} worker is needed for --compare`,
+    );
+  const types = TYPES.slice(0, o.types).map(({ group, version, plural }) => ({
+    group,
+    version,
+    plural,
+    namespaced: true,
+  }));
+  const full = {
+    urls: servers.urls,
+    caData: Buffer.from(certs.ca).toString('base64'),
+    token: 'fleet-token',
+    types,
+    strip: false,
+    ...(which === 'native' && o.pkg && { pkg: o.pkg }),
+    ...config,
+    deadlineSeconds: seconds + 60,
+    // Sync (generous: 1 ms per object, a loaded machine), the window and its grace, the check.
+    giveUpSeconds: 120 + (servers.urls.length * o.types * o.objects) / 1000 + seconds + 60 + 120,
+  };
+  full.timeoutSeconds = full.giveUpSeconds;
+  return new Promise((resolve, reject) => {
+    const child = track(
+      fork(file, ['--worker', JSON.stringify(full)], {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        // RSS is measured after full collections, in both workers alike.
+        execArgv: ['--max-old-space-size=8192', '--expose-gc'],
+      }),
+    );
+    const out = {};
+    child.on('message', async (msg) => {
+      if (msg.cmd === 'ready') {
+        out.ready = msg;
+        log(
+          `  ${which}: synced in ${msg.syncSeconds.toFixed(2)} s, RSS +${(msg.rssGrowth / MiB).toFixed(0)} MiB`,
+        );
+        child.send({ cmd: 'go', changes: count });
+        const t0 = Date.now();
+        out.t0 = t0;
+        out.changed = servers.changes(count, count / seconds).then(() => Date.now());
+        out.phases = during ? during(t0) : null;
+      } else if (msg.cmd === 'done') {
+        out.done = msg;
+        log(
+          `  ${which}: ${msg.changes}/${count} changes read, ${msg.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change`,
+        );
+        if (config.check) {
+          await out.changed;
+          if (out.phases) await out.phases;
+          out.state = await servers.state(config.checkClusters);
+          child.send({ cmd: 'check', clusters: config.checkClusters });
+        }
+      } else if (msg.cmd === 'checked') out.checked = msg;
+    });
+    child.on('exit', async (code) => {
+      if (!out.done) return reject(new Error(`${which} worker exited (${code}) before it was done`));
+      // The servers' changes are over before the next measurement starts.
+      out.changedAt = await out.changed;
+      if (out.phases) out.phases = await out.phases;
+      resolve(out);
+    });
+  });
+}
+
+// ---- figures --------------------------------------------------------------------------------
+
+const quantile = (xs, q) => {
+  if (!xs.length) return NaN;
+  const s = Float64Array.from(xs).sort();
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+};
+const median = (xs) => {
+  const s = Float64Array.from(xs).sort();
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const ms = (x) => (Number.isFinite(x) ? `${x.toFixed(0)} ms` : '–');
+
+/** Change latency per phase: of the clusters not affected, and of the stopped and throttled ones. */
+function phases(seen, t0, outage, stopped, throttled) {
+  const { start, end } = outage;
+  const phaseOf = (sent) => (sent < start ? 'before' : sent < end ? 'during' : 'after');
+  const groups = {};
+  const add = (key, phase, value) => ((groups[key] ??= {})[phase] ??= []).push(value);
+  // Per informer of the two, its first change read after the restore.
+  const firstAfter = { stopped: new Map(), throttled: new Map() };
+  for (let i = 0; i < seen.cluster.length; i++) {
+    const c = seen.cluster[i];
+    const latency = seen.received[i] - seen.sent[i];
+    const phase = phaseOf(seen.sent[i]);
+    const who = c === stopped ? 'stopped' : c === throttled ? 'throttled' : 'others';
+    add(who, phase, latency);
+    if (who === 'others') add(`c${c}`, phase, latency);
+    else if (seen.received[i] >= end) {
+      const t = seen.type[i];
+      firstAfter[who].set(t, Math.min(firstAfter[who].get(t) ?? Infinity, seen.received[i]));
+    }
+  }
+  const worst = {};
+  for (const phase of ['before', 'during', 'after']) {
+    worst[phase] = Math.max(
+      ...Object.entries(groups)
+        .filter(([k]) => k.startsWith('c'))
+        .map(([, g]) => quantile(g[phase] ?? [], 0.99))
+        .filter(Number.isFinite),
+    );
+  }
+  return {
+    groups,
+    worst,
+    recovery: Object.fromEntries(
+      Object.entries(firstAfter).map(([who, m]) => {
+        const firsts = [...m.values()].map((t) => (t - end) / 1000);
+        return [who, { first: Math.min(...firsts), last: Math.max(...firsts), informers: firsts.length }];
+      }),
+    ),
+    sinceGo: { start: (start - t0) / 1000, end: (end - t0) / 1000 },
+  };
+}
+
+/** Whether every informer's cache matches its server: counts for all, digests for `asked`. */
+function checkCaches(state, checked) {
+  let informers = 0;
+  const wrong = [];
+  for (const [cluster, byType] of Object.entries(state.counts)) {
+    for (const [plural, n] of Object.entries(byType)) {
+      informers++;
+      const cached = checked.counts[cluster]?.[plural];
+      if (cached !== n) wrong.push(`c${cluster} ${plural}: ${cached} cached, ${n} on the server`);
+    }
+  }
+  for (const [cluster, byType] of Object.entries(state.digests)) {
+    for (const [plural, d] of Object.entries(byType)) {
+      if (checked.digests[cluster]?.[plural] !== d)
+        wrong.push(`c${cluster} ${plural}: resourceVersions differ from the server's`);
+    }
+  }
+  return { informers, wrong, synced: checked.synced };
+}
+
+// ---- the run --------------------------------------------------------------------------------
+
+async function run(argv) {
+  const o = parseOptions(argv);
+  const count = o.rate * o.seconds;
+  const total = o.clusters * o.types * o.objects;
+  log(
+    `fleet: ${o.clusters} clusters × ${o.types} types × ${o.objects} objects = ${total} objects, ` +
+      `${o.clusters * o.types} informers, ${o.rate} changes/s for ${o.seconds} s, ${o.serverProcesses} server process(es)`,
+  );
+  const servers = await startServers(o, o.clusters, o.serverProcesses);
+  log(
+    `fleet: servers hold ${(servers.jsonBytes / MiB).toFixed(1)} MiB of JSON (${(servers.strippedBytes / MiB).toFixed(1)} MiB without managedFields and last-applied)`,
+  );
+  // The stopped and the throttled cluster: two in the middle of the fleet.
+  const stopped = Math.floor(o.clusters / 2);
+  const throttled = stopped - 1;
+  const results = [];
+  for (const strip of o.strips) {
+    log(`fleet: strip ${strip ? 'on' : 'off'}`);
+    const config = {
+      strip,
+      cpuChanges: Math.floor(count * (o.outage ? 0.3 : 0.6)),
+      delayChanges: Math.floor(count * (o.outage ? 0.15 : 0.3)),
+      // Every informer against its server at the end: counts, and every object's resourceVersion.
+      check: true,
+      checkClusters: [...Array(o.clusters).keys()],
+    };
+    const during = o.outage
+      ? async (t0) => {
+          await sleepUntil(t0 + (o.seconds / 2) * 1000);
+          await Promise.all([servers.outage(stopped, 'stop'), servers.outage(throttled, 'throttle')]);
+          const start = Date.now();
+          log(`  outage: cluster ${stopped} stopped, cluster ${throttled} throttled (429)`);
+          await sleepUntil(start + o.outageSeconds * 1000);
+          await Promise.all([servers.restore(stopped), servers.restore(throttled)]);
+          const end = Date.now();
+          log(`  outage over after ${((end - start) / 1000).toFixed(1)} s`);
+          return { start, end };
+        }
+      : null;
+    const out = await measure('native', servers, o, config, count, o.seconds, during);
+    results.push({ strip, ...out });
+  }
+  let compare = null;
+  if (o.compare) compare = await runCompare(o);
+  servers.stop();
+  report(o, servers, results, compare, { stopped, throttled, count });
+}
+
+/** The side-by-side run on a tenth of the fleet: native and client-node, interleaved. */
+async function runCompare(o) {
+  const clusters = Math.max(1, Math.ceil(o.clusters / 10));
+  const seconds = o.compareSeconds;
+  const count = o.rate * seconds;
+  log(
+    `compare: ${clusters} clusters × ${o.types} types × ${o.objects} objects, ${count} changes in ${seconds} s, native and client-node ×${o.compareRuns}`,
+  );
+  const servers = await startServers(o, clusters, Math.min(clusters, 2));
+  const runs = { native: [], 'client-node': [] };
+  for (let r = 0; r < o.compareRuns; r++) {
+    const order = r % 2 ? ['client-node', 'native'] : ['native', 'client-node'];
+    for (const which of order) {
+      const out = await measure(which, servers, o, { strip: false }, count, seconds, null);
+      runs[which].push({ ...out.ready, ...out.done });
+    }
+  }
+  servers.stop();
+  return { clusters, count, seconds, jsonBytes: servers.jsonBytes, objects: servers.objects, runs };
+}
+
+const sleepUntil = (t) => new Promise((r) => setTimeout(r, Math.max(0, t - Date.now())));
+
+function report(o, servers, results, compare, { stopped, throttled, count }) {
+  const p = (...a) => console.log(...a);
+  const pct = (x) => `${(x * 100).toFixed(2)} %`;
+  p(
+    `\n${o.clusters} clusters × ${o.types} types × ${o.objects} objects = ${servers.objects} objects ` +
+      `(${(servers.jsonBytes / servers.objects).toFixed(0)} B of JSON each on average), ${o.clusters * o.types} informers, ` +
+      `${count} changes at ${o.rate}/s, ${o.serverProcesses} server process(es), single runs\n`,
+  );
+  p(`| figure | ${results.map((r) => `strip ${r.strip ? 'on' : 'off'}`).join(' | ')} | target |`);
+  p(`|---|${results.map(() => '---|').join('')}---|`);
+  const row = (name, f, target = '') => p(`| ${name} | ${results.map(f).join(' | ')} | ${target} |`);
+  const held = (r) => (r.strip ? servers.strippedBytes : servers.jsonBytes);
+  row(
+    'JSON held',
+    (r) => `${(held(r) / MiB).toFixed(0)} MiB`,
+    `${(servers.jsonBytes / MiB).toFixed(0)} MiB with, ${(servers.strippedBytes / MiB).toFixed(0)} MiB without managedFields + last-applied`,
+  );
+  row('full sync', (r) => `${r.ready.syncSeconds.toFixed(2)} s`, '≤ 15 s');
+  row('initial ADDED events read after sync', (r) => `${r.ready.drainSeconds.toFixed(2)} s later`);
+  row(
+    'RSS growth after sync',
+    (r) =>
+      `${(r.ready.rssGrowth / MiB).toFixed(0)} MiB (${(r.ready.rssGrowth / held(r)).toFixed(2)}× JSON held)`,
+    '≤ 1.3× JSON held + 64 MiB',
+  );
+  row(
+    'RSS growth at the end',
+    (r) => `${(r.done.rssEnd / MiB).toFixed(0)} MiB (${(r.done.rssEnd / held(r)).toFixed(2)}×)`,
+  );
+  row(
+    'main-thread CPU per change',
+    (r) => `${r.done.cpuPerChangeUs.toFixed(1)} µs (${r.done.cpuChanges} changes)`,
+    '≤ 100 µs',
+  );
+  row('ELU (CPU window)', (r) => pct(r.done.elu), '≤ 2 %');
+  row(
+    'event-loop delay, own window (p50 / p99 / max)',
+    (r) =>
+      r.done.loopDelay
+        ? `${r.done.loopDelay.p50.toFixed(2)} / ${r.done.loopDelay.p99.toFixed(2)} / ${r.done.loopDelay.max.toFixed(1)} ms`
+        : '–',
+    'p99 ≤ 5 ms',
+  );
+  const range = (xs) => (xs.length ? `${Math.min(...xs)}–${Math.max(...xs)}` : '–');
+  row(
+    'HTTP/2 connections per cluster (sync / end)',
+    (r) =>
+      `${range(r.ready.connections)} / ${range(r.done.connectionsEnd)} over ${r.ready.connections.length} origins`,
+    `${Math.ceil(o.types / 90)}`,
+  );
+  row(
+    'native threads (sync / end)',
+    (r) => `${r.ready.threads} / ${r.done.threadsEnd} for ${r.ready.informers} informers`,
+    'bounded by the runtime',
+  );
+  row('slowest consumer pending (max sampled)', (r) => `${r.done.pendingMax}`, '≤ 1 per object');
+  row('changes read / sent', (r) => `${r.done.changes} / ${count}`);
+  const memoryKeys = [...new Set(results.flatMap((r) => Object.keys(r.ready.memory ?? {})))];
+  for (const k of memoryKeys) row(`memory.${k}`, (r) => `${r.ready.memory[k] ?? '–'}`);
+  if (!memoryKeys.length)
+    p('\n(no `memory` in the metrics snapshot of this build: per-object and per-informer bytes not printed)');
+  // The per-object parts of the cache (textBytes, headerBytes, indexBytes, pendingBytes): per
+  // object cached. The fixed cost per informer is a field of its own (fixedBytesPerInformer).
+  const perObject = (r, k) =>
+    r.ready.memory?.[k] !== undefined
+      ? r.ready.memory[k] / (r.ready.memory.objects || r.ready.objects)
+      : undefined;
+  for (const k of memoryKeys.filter((k) => /^(text|header|index|pending)Bytes$/.test(k))) {
+    row(`${k} per object`, (r) => (perObject(r, k) === undefined ? '–' : `${perObject(r, k).toFixed(0)} B`));
+  }
+
+  if (o.outage) {
+    for (const r of results) {
+      const ph = phases(r.done.seen, r.t0, r.phases, stopped, throttled);
+      r.latency = ph;
+      p(
+        `\nReliability, strip ${r.strip ? 'on' : 'off'}: cluster ${stopped} stopped and cluster ${throttled} throttled (429, Retry-After 2 s) ` +
+          `from ${ph.sinceGo.start.toFixed(1)} s to ${ph.sinceGo.end.toFixed(1)} s of the window; change latency (received − sent) by the phase it was sent in\n`,
+      );
+      p('| phase | other clusters p50 | p99 | worst cluster p99 | stopped p50 / p99 | throttled p50 / p99 |');
+      p('|---|---|---|---|---|---|');
+      for (const phase of ['before', 'during', 'after']) {
+        const g = (who) => ph.groups[who]?.[phase] ?? [];
+        p(
+          `| ${phase} | ${ms(median(g('others')))} | ${ms(quantile(g('others'), 0.99))} | ${ms(ph.worst[phase])} | ` +
+            `${ms(median(g('stopped')))} / ${ms(quantile(g('stopped'), 0.99))} | ${ms(median(g('throttled')))} / ${ms(quantile(g('throttled'), 0.99))} |`,
+        );
+      }
+      const rec = (x) =>
+        `first informer ${x.first.toFixed(2)} s, last of ${x.informers} ${x.last.toFixed(2)} s`;
+      p(
+        `\nRecovery after the restore (each informer's first change read): stopped ${rec(ph.recovery.stopped)}; throttled ${rec(ph.recovery.throttled)}`,
+      );
+    }
+  }
+  for (const r of results) {
+    const perCluster = servers.expected(count);
+    const readBy = new Map();
+    for (const c of r.done.seen.cluster) readBy.set(c, (readBy.get(c) ?? 0) + 1);
+    const short = perCluster.map((n, c) => [c, n, readBy.get(c) ?? 0]).filter(([, n, got]) => got < n);
+    const lastRead = Math.max(...r.done.seen.received) - r.t0;
+    p(
+      `\nStrip ${r.strip ? 'on' : 'off'}: the servers sent their last change ${((r.changedAt - r.t0) / 1000).toFixed(1)} s after 'go', ` +
+        `the last change was read ${(lastRead / 1000).toFixed(1)} s after; changes read per cluster: ` +
+        `${short.length ? short.map(([c, n, got]) => `c${c} ${got}/${n}`).join(', ') : 'every change of every cluster'}`,
+    );
+    if (r.checked) {
+      const c = checkCaches(r.state, r.checked);
+      r.cacheCheck = c;
+      p(
+        `Caches at the end: ${c.wrong.length ? `${c.wrong.length} of ${c.informers} informers differ: ${c.wrong.slice(0, 5).join('; ')}` : `all ${c.informers} informers hold their server's objects (counts and every object's resourceVersion)`}` +
+          `, snapshot synced: ${c.synced ? 'all' : 'not all'}; warnings logged: ${r.done.warnings}`,
+      );
+    }
+  }
+
+  if (compare) {
+    const { runs } = compare;
+    const med = (which, f) => median(runs[which].map(f));
+    p(
+      `\nSide by side on a tenth of the fleet: ${compare.clusters} clusters × ${o.types} types × ${o.objects} objects = ${compare.objects} objects ` +
+        `(${(compare.jsonBytes / MiB).toFixed(0)} MiB of JSON), ${compare.count} changes at ${o.rate}/s, strip off, medians of ${o.compareRuns} interleaved runs\n`,
+    );
+    p('| | native | client-node | native ÷ client-node | target |');
+    p('|---|---|---|---|---|');
+    const line = (name, f, fmt, target) => {
+      const n = med('native', f);
+      const c = med('client-node', f);
+      p(
+        `| ${name} | ${fmt(n)} (${runs.native.map((x) => fmt(f(x))).join(', ')}) | ${fmt(c)} (${runs['client-node'].map((x) => fmt(f(x))).join(', ')}) | ${(n / c).toFixed(2)}× | ${target} |`,
+      );
+    };
+    line(
+      'RSS growth after sync',
+      (x) => x.rssGrowth,
+      (v) => `${(v / MiB).toFixed(0)} MiB`,
+      '≤ 0.3×',
+    );
+    line(
+      'main-thread CPU per change',
+      (x) => x.cpuPerChangeUs,
+      (v) => `${v.toFixed(1)} µs`,
+      '≤ 0.3×',
+    );
+    line(
+      'sync',
+      (x) => x.syncSeconds,
+      (v) => `${v.toFixed(2)} s`,
+      '',
+    );
+    line(
+      'ELU',
+      (x) => x.elu,
+      (v) => `${(v * 100).toFixed(2)} %`,
+      '',
+    );
+  }
+  if (o.json) {
+    const slim = results.map(({ changed: _c, ...r }) => r);
+    fs.writeFileSync(
+      o.json,
+      JSON.stringify(
+        {
+          options: o,
+          jsonBytes: servers.jsonBytes,
+          strippedBytes: servers.strippedBytes,
+          results: slim,
+          compare,
+        },
+        null,
+        2,
+      ),
+    );
+  }
+}
+
+module.exports = { run };
