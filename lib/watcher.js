@@ -100,7 +100,8 @@ class NativeKubernetesWatcher {
 
   /** Every informer's figures and the pool's, in one native call: one metrics collection. */
   [SNAPSHOT]() {
-    if (this.#informers === null) return { series: [], clusters: native.poolStats() };
+    // An empty registry (nothing connected, nothing started) still says what memory is held.
+    this.#informers ??= new InformerHub();
     return JSON.parse(this.#informers.registry.metricsJson());
   }
 

@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use super::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER};
 use super::cache::Cache;
 use super::connect::{Cluster, CredentialProvider, Endpoint};
+use super::memory::{Fixed, Footprint, arc_bytes};
 use super::stats::Stats;
 use super::store::{Listed, Object};
 use super::wire::ListPage;
@@ -140,6 +141,10 @@ pub struct Reflector {
     stats: Arc<Stats>,
     cancel: CancellationToken,
     finished: Arc<std::sync::atomic::AtomicBool>,
+    /// The size of the task's future as spawned.
+    task_bytes: usize,
+    /// Heap bytes of its configuration, by capacity.
+    config_bytes: usize,
 }
 
 impl Reflector {
@@ -168,6 +173,7 @@ impl Reflector {
         api: A,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
+        let config_bytes = config.heap_bytes();
         let mut run = Run::new(config, parts, api);
         let cache = run.cache.clone();
         let stats = run.stats.clone();
@@ -176,7 +182,7 @@ impl Reflector {
         let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let task_cancel = cancel.clone();
         let task_finished = finished.clone();
-        runtime.spawn(async move {
+        let task = async move {
             tokio::select! {
                 biased;
                 () = task_cancel.cancelled() => {}
@@ -185,13 +191,34 @@ impl Reflector {
             run.cache.end();
             task_finished.store(true, std::sync::atomic::Ordering::SeqCst);
             reporter.ended();
-        });
+        };
+        let task_bytes = std::mem::size_of_val(&task);
+        runtime.spawn(task);
         Self {
             cache,
             stats,
             cancel,
             finished,
+            task_bytes,
+            config_bytes,
         }
+    }
+
+    /// Its memory: the cache's objects and consumers, and its fixed cost by part but for the
+    /// registry's (see [`Footprint`] and [`Fixed`]).
+    pub fn footprint(&self) -> (Footprint, Fixed) {
+        let (mut footprint, cache_bytes) = self.cache.footprint();
+        footprint.informers = 1;
+        let fixed = Fixed {
+            task_bytes: self.task_bytes,
+            cache_bytes: cache_bytes
+                + arc_bytes::<Stats>()
+                + arc_bytes::<std::sync::atomic::AtomicBool>(),
+            config_bytes: self.config_bytes + self.stats.endpoint_bytes(),
+            registry_bytes: 0,
+        };
+        footprint.fixed_bytes = fixed.total();
+        (footprint, fixed)
     }
 
     /// The cache it keeps.
@@ -382,6 +409,8 @@ impl<A: ListWatch> Run<A> {
             if self.endpoint.is_some() {
                 self.stats.credential_refresh();
             }
+            self.stats
+                .set_endpoint_bytes(endpoint_heap_bytes(&endpoint));
             self.endpoint = Some((endpoint, Instant::now()));
             self.stale = false;
         }
@@ -779,6 +808,50 @@ impl<A: ListWatch> Run<A> {
         };
         (end, self.progress.initial.take().is_none())
     }
+}
+
+fn capacity(text: &Option<String>) -> usize {
+    text.as_ref().map_or(0, String::capacity)
+}
+
+impl ReflectorConfig {
+    /// Its strings on the heap, by capacity: the path, the selectors, the cluster's (name, URL,
+    /// CA data, proxy and TLS name, the proxy environment). A projection's paths are not
+    /// counted (a few short strings when `fields` or `strip` is given).
+    fn heap_bytes(&self) -> usize {
+        let spec = &self.cluster.spec;
+        let env = &self.cluster.proxy_env;
+        let in_cluster = &self.cluster.in_cluster;
+        self.resource_path.capacity()
+            + capacity(&self.label_selector)
+            + capacity(&self.field_selector)
+            + spec.name.capacity()
+            + spec.url.capacity()
+            + capacity(&spec.auth_provider)
+            + capacity(&spec.ca_data)
+            + capacity(&spec.ca_file)
+            + capacity(&self.cluster.proxy_url)
+            + capacity(&self.cluster.tls_server_name)
+            + capacity(&env.https)
+            + capacity(&env.http)
+            + capacity(&env.no_proxy)
+            + capacity(&in_cluster.host)
+            + capacity(&in_cluster.port)
+            + in_cluster.ca_path.as_ref().map_or(0, |p| p.capacity())
+    }
+}
+
+/// An endpoint's bytes on the heap, by capacity: its client key's origin, CA and identity PEM
+/// and TLS name, the base URL, the bearer token and the redactor's copies of the secrets.
+fn endpoint_heap_bytes(endpoint: &Endpoint) -> usize {
+    let key = &endpoint.client;
+    key.origin.capacity()
+        + key.ca_pem.as_ref().map_or(0, Vec::capacity)
+        + key.identity_pem.as_ref().map_or(0, Vec::capacity)
+        + capacity(&key.tls_server_name)
+        + endpoint.base_url.capacity()
+        + capacity(&endpoint.bearer)
+        + endpoint.redactor.heap_bytes()
 }
 
 /// Now, on tokio's clock, for the backoff (which keeps `std` instants).
