@@ -2,6 +2,7 @@
 //! connections different (origin, trust, identity, proxy, TLS name), the HTTP/1.1 `reqwest`
 //! client made from it, and the timeouts every connection shares.
 
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -20,8 +21,9 @@ use crate::tls;
 pub struct ClientKey {
     /// `scheme://host:port` of the API server.
     pub origin: String,
-    /// PEM of the CA bundle to trust instead of the system roots.
-    pub ca_pem: Option<Vec<u8>>,
+    /// PEM of the CA bundle to trust instead of the system roots: one copy per bundle in the
+    /// process (see [`shared_bundle`]).
+    pub ca_pem: Option<Arc<[u8]>>,
     /// Server certificate verification off.
     pub skip_verify: bool,
     /// PEM of the client certificate chain followed by its key.
@@ -50,7 +52,8 @@ impl ClientKey {
             Some(CaSource::File(path)) => Some(std::fs::read(path).map_err(|err| {
                 Error::Config(format!("cannot read caFile {}: {err}", path.display()))
             })?),
-        };
+        }
+        .map(shared_bundle);
         let identity_pem = connection.identity.as_ref().map(|(cert, key)| {
             let mut pem = cert.trim_end().as_bytes().to_vec();
             pem.push(b'\n');
@@ -131,6 +134,26 @@ impl ClientKey {
     }
 }
 
+/// The process's one copy of the CA bundle `pem`. Every watch and every informer resolves its
+/// key (an informer again at each credential refresh), and a fleet has a thousand informers over
+/// a few dozen clusters: with a copy each, the bundles (about 1 KiB) were a sixth of an idle
+/// informer's native memory. Bundles no key holds any more are forgotten at the next call.
+fn shared_bundle(pem: Vec<u8>) -> Arc<[u8]> {
+    static BUNDLES: Mutex<Vec<Weak<[u8]>>> = Mutex::new(Vec::new());
+    let mut bundles = BUNDLES.lock().unwrap_or_else(PoisonError::into_inner);
+    bundles.retain(|bundle| bundle.strong_count() > 0);
+    if let Some(known) = bundles
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|known| **known == *pem)
+    {
+        return known;
+    }
+    let bundle: Arc<[u8]> = pem.into();
+    bundles.push(Arc::downgrade(&bundle));
+    bundle
+}
+
 fn origin_of(base_url: &str) -> Result<String, Error> {
     let url = reqwest::Url::parse(base_url)
         .map_err(|err| Error::Config(format!("cluster URL '{base_url}' is invalid: {err}")))?;
@@ -182,9 +205,21 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD.encode(pem);
         let key = ClientKey::resolve(&connection("https://h", Some(CaSource::Data(b64)))).unwrap();
         assert_eq!(key.ca_pem.as_deref(), Some(pem.as_bytes()));
-        let key =
+        let again =
             ClientKey::resolve(&connection("https://h", Some(CaSource::Data(pem.into())))).unwrap();
-        assert_eq!(key.ca_pem.as_deref(), Some(pem.as_bytes()));
+        assert_eq!(again.ca_pem.as_deref(), Some(pem.as_bytes()));
+        assert!(
+            Arc::ptr_eq(key.ca_pem.as_ref().unwrap(), again.ca_pem.as_ref().unwrap()),
+            "one copy of a bundle however many keys hold it"
+        );
+        let other = "-----BEGIN CERTIFICATE-----\nBB==\n-----END CERTIFICATE-----";
+        let other =
+            ClientKey::resolve(&connection("https://h", Some(CaSource::Data(other.into()))));
+        assert_eq!(
+            other.unwrap().ca_pem.as_deref(),
+            Some(b"-----BEGIN CERTIFICATE-----\nBB==\n-----END CERTIFICATE-----".as_slice()),
+            "another bundle is its own"
+        );
     }
 
     #[test]
