@@ -246,6 +246,10 @@ async function worker({ pkg, url, informers, consumers }) {
   }
   const per = (from, to, n) => Object.fromEntries(Object.keys(to).map((k) => [k, (to[k] - from[k]) / n]));
   const perInformer = per(steps[1], steps[2], informers - half);
+  // Already a figure per informer: its value at the end, not a difference.
+  if (steps[2]['memory.fixedBytesPerInformer'] !== undefined) {
+    perInformer['memory.fixedBytesPerInformer'] = steps[2]['memory.fixedBytesPerInformer'];
+  }
   const firstHalf = per(steps[0], steps[1], half - 1);
   const threads = Number(/Threads:\s+(\d+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]);
   for (const informer of opened) informer.close();
