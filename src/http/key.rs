@@ -137,21 +137,38 @@ impl ClientKey {
 /// The process's one copy of the CA bundle `pem`. Every watch and every informer resolves its
 /// key (an informer again at each credential refresh), and a fleet has a thousand informers over
 /// a few dozen clusters: with a copy each, the bundles (about 1 KiB) were a sixth of an idle
-/// informer's native memory. Bundles no key holds any more are forgotten at the next call.
+/// informer's native memory.
 fn shared_bundle(pem: Vec<u8>) -> Arc<[u8]> {
     static BUNDLES: Mutex<Vec<Weak<[u8]>>> = Mutex::new(Vec::new());
-    let mut bundles = BUNDLES.lock().unwrap_or_else(PoisonError::into_inner);
-    bundles.retain(|bundle| bundle.strong_count() > 0);
-    if let Some(known) = bundles
+    shared(&BUNDLES, &pem, || pem.as_slice().into())
+}
+
+/// The process's one copy of a cluster's `caData` text (base64 of its bundle), which each
+/// informer keeps to resolve its key again: see [`shared_bundle`].
+pub fn shared_ca_data(text: &str) -> Arc<str> {
+    static TEXTS: Mutex<Vec<Weak<str>>> = Mutex::new(Vec::new());
+    shared(&TEXTS, text, || text.into())
+}
+
+/// The value in `known` equal to `value`, else a new one (`make`) remembered there. Values no
+/// one holds any more are forgotten at the next call; there are as many as distinct clusters.
+fn shared<T: ?Sized + PartialEq>(
+    known: &Mutex<Vec<Weak<T>>>,
+    value: &T,
+    make: impl FnOnce() -> Arc<T>,
+) -> Arc<T> {
+    let mut known = known.lock().unwrap_or_else(PoisonError::into_inner);
+    known.retain(|weak| weak.strong_count() > 0);
+    if let Some(found) = known
         .iter()
         .filter_map(Weak::upgrade)
-        .find(|known| **known == *pem)
+        .find(|found| **found == *value)
     {
-        return known;
+        return found;
     }
-    let bundle: Arc<[u8]> = pem.into();
-    bundles.push(Arc::downgrade(&bundle));
-    bundle
+    let fresh = make();
+    known.push(Arc::downgrade(&fresh));
+    fresh
 }
 
 fn origin_of(base_url: &str) -> Result<String, Error> {
@@ -220,6 +237,16 @@ mod tests {
             Some(b"-----BEGIN CERTIFICATE-----\nBB==\n-----END CERTIFICATE-----".as_slice()),
             "another bundle is its own"
         );
+    }
+
+    #[test]
+    fn each_ca_data_text_is_one_copy() {
+        let a = shared_ca_data("Zm9vYmFy");
+        let b = shared_ca_data(&String::from("Zm9vYmFy"));
+        assert!(Arc::ptr_eq(&a, &b), "equal texts share one copy");
+        let c = shared_ca_data("YmF6cXV4");
+        assert_eq!(&*c, "YmF6cXV4");
+        assert!(!Arc::ptr_eq(&a, &c));
     }
 
     #[test]

@@ -837,7 +837,11 @@ impl ReflectorConfig {
             + spec.name.capacity()
             + spec.url.capacity()
             + capacity(&spec.auth_provider)
-            + capacity(&spec.ca_data)
+            // The process's one copy (`shared_ca_data`): this informer's share of it.
+            + spec
+                .ca_data
+                .as_ref()
+                .map_or(0, |text| text.len() / std::sync::Arc::strong_count(text))
             + capacity(&spec.ca_file)
             + capacity(&self.cluster.proxy_url)
             + capacity(&self.cluster.tls_server_name)
