@@ -106,12 +106,15 @@ class NativeKubernetesWatcher {
    * metrics collection. Series of both with the same labels add up into one.
    */
   [SNAPSHOT]() {
-    const informers =
-      this.#informers === null
-        ? { series: [], clusters: native.poolStats() }
-        : JSON.parse(this.#informers.registry.metricsJson());
+    // An empty registry (nothing connected, nothing started) still says what memory is held.
+    this.#informers ??= new InformerHub();
+    const informers = JSON.parse(this.#informers.registry.metricsJson());
     const watches = JSON.parse(this.#watchMetrics.metricsJson()).series;
-    return { series: mergeWatchSeries(informers.series, watches), clusters: informers.clusters };
+    return {
+      series: mergeWatchSeries(informers.series, watches),
+      clusters: informers.clusters,
+      memory: informers.memory,
+    };
   }
 
   #info(message) {

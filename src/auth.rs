@@ -46,8 +46,8 @@ pub struct ClusterSpec {
     pub has_service_account_token: bool,
     /// `skipTLSVerify`.
     pub skip_tls_verify: bool,
-    /// `caData`.
-    pub ca_data: Option<String>,
+    /// `caData`, one copy per distinct text in the process (`crate::http::shared_ca_data`).
+    pub ca_data: Option<std::sync::Arc<str>>,
     /// `caFile`.
     pub ca_file: Option<String>,
 }
@@ -154,7 +154,7 @@ pub fn plan(cluster: &ClusterSpec, credential: &Credential, env: &InClusterEnv) 
     }
 
     let ca = match (&cluster.ca_data, &cluster.ca_file) {
-        (Some(data), _) if !data.is_empty() => Some(CaSource::Data(data.clone())),
+        (Some(data), _) if !data.is_empty() => Some(CaSource::Data(data.to_string())),
         (_, Some(file)) if !file.is_empty() => Some(CaSource::File(PathBuf::from(file))),
         _ => None,
     };

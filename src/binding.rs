@@ -74,7 +74,7 @@ impl ClusterTarget {
             auth_provider: self.auth_provider.clone(),
             has_service_account_token: self.has_service_account_token.unwrap_or(false),
             skip_tls_verify: self.skip_tls_verify.unwrap_or(false),
-            ca_data: self.ca_data.clone(),
+            ca_data: self.ca_data.as_deref().map(crate::http::shared_ca_data),
             ca_file: self.ca_file.clone(),
         }
     }

@@ -32,6 +32,12 @@ impl Redactor {
         Self { secrets }
     }
 
+    /// Bytes its secrets take on the heap, by capacity (for the informers' memory figures).
+    pub fn heap_bytes(&self) -> usize {
+        self.secrets.capacity() * std::mem::size_of::<String>()
+            + self.secrets.iter().map(String::capacity).sum::<usize>()
+    }
+
     /// The same redactor masking `secret` too (a proxy's password, say).
     pub fn with_secret(mut self, secret: Option<&str>) -> Self {
         if let Some(secret) = secret.map(str::trim).filter(|s| s.len() >= MIN_SECRET_LEN) {

@@ -50,6 +50,7 @@ use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::backoff::BackoffPolicy;
 use crate::informer::connect::{Cluster, CredentialFuture, CredentialProvider, StaticCredential};
 use crate::informer::fanout::Cursor;
+use crate::informer::memory::Footprint;
 use crate::informer::reflector::{InitialList, Reflector, ReflectorConfig, Reporter};
 use crate::informer::registry::{Handle, Registry, Sinks};
 use crate::informer::selector::Selector;
@@ -527,6 +528,7 @@ impl NativeInformerRegistry {
         let metrics = NativeMetrics {
             series: series.into_values().collect(),
             clusters: pool_stats(),
+            memory: NativeMemory::of(&self.registry),
         };
         serde_json::to_string(&metrics).unwrap_or_default()
     }
@@ -539,6 +541,66 @@ pub struct NativeMetrics {
     pub series: Vec<SeriesMetrics>,
     /// The process's connections per cluster origin, as `poolStats()` gives them.
     pub clusters: Vec<ClusterConnections>,
+    /// Where this watcher's informers' native memory goes.
+    pub memory: NativeMemory,
+}
+
+/// The native snapshot's `memory`: this watcher's informers' memory worked out from their
+/// structures (`crate::informer::memory`: objects' text, headers and index, consumers' pending
+/// changes, each informer's fixed cost by part), and the allocator's process-wide figures to
+/// set it against. Bytes unless named a count.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NativeMemory {
+    /// `informers`, `consumers`, `objects`, `textBytes`, `headerBytes`, `indexBytes`,
+    /// `pendingBytes`, `pendingChanges`, `fixedBytes`: see [`Footprint`].
+    #[serde(flatten)]
+    pub footprint: Footprint,
+    /// `fixedBytes / informers` (0 without informers).
+    pub fixed_bytes_per_informer: f64,
+    /// The fixed bytes by part, summed over the informers (see
+    /// [`crate::informer::memory::Fixed`]): the reflector
+    /// tasks' futures.
+    pub fixed_task_bytes: usize,
+    /// The caches', counters' and consumers' structs and buffers.
+    pub fixed_cache_bytes: usize,
+    /// The configurations' and endpoints' strings and CA/identity PEM.
+    pub fixed_config_bytes: usize,
+    /// The registry's entries and table.
+    pub fixed_registry_bytes: usize,
+    /// Text, headers, index, pending and fixed bytes added up: what the informers account for.
+    pub accounted_bytes: usize,
+    /// The allocator's bytes in use, process-wide (glibc only, else absent): everything the
+    /// process allocated with malloc (Node.js and V8's own included, V8's heap not).
+    pub allocator_in_use_bytes: Option<u64>,
+    /// Bytes free but held in the allocator's heaps, process-wide (glibc only).
+    pub allocator_free_bytes: Option<u64>,
+}
+
+impl NativeMemory {
+    fn of(registry: &Registry<JsSink>) -> Self {
+        let (footprint, fixed) = registry.memory();
+        let allocator = crate::heap::allocator_stats();
+        Self {
+            footprint,
+            fixed_bytes_per_informer: if footprint.informers == 0 {
+                0.0
+            } else {
+                footprint.fixed_bytes as f64 / footprint.informers as f64
+            },
+            fixed_task_bytes: fixed.task_bytes,
+            fixed_cache_bytes: fixed.cache_bytes,
+            fixed_config_bytes: fixed.config_bytes,
+            fixed_registry_bytes: fixed.registry_bytes,
+            accounted_bytes: footprint.text_bytes
+                + footprint.header_bytes
+                + footprint.index_bytes
+                + footprint.pending_bytes
+                + footprint.fixed_bytes,
+            allocator_in_use_bytes: allocator.map(|a| a.in_use),
+            allocator_free_bytes: allocator.map(|a| a.free),
+        }
+    }
 }
 
 /// The counters of an informer, or of a series' informers.

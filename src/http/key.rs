@@ -2,6 +2,7 @@
 //! connections different (origin, trust, identity, proxy, TLS name), the HTTP/1.1 `reqwest`
 //! client made from it, and the timeouts every connection shares.
 
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -20,8 +21,9 @@ use crate::tls;
 pub struct ClientKey {
     /// `scheme://host:port` of the API server.
     pub origin: String,
-    /// PEM of the CA bundle to trust instead of the system roots.
-    pub ca_pem: Option<Vec<u8>>,
+    /// PEM of the CA bundle to trust instead of the system roots: one copy per bundle in the
+    /// process (see [`shared_bundle`]).
+    pub ca_pem: Option<Arc<[u8]>>,
     /// Server certificate verification off.
     pub skip_verify: bool,
     /// PEM of the client certificate chain followed by its key.
@@ -50,7 +52,8 @@ impl ClientKey {
             Some(CaSource::File(path)) => Some(std::fs::read(path).map_err(|err| {
                 Error::Config(format!("cannot read caFile {}: {err}", path.display()))
             })?),
-        };
+        }
+        .map(shared_bundle);
         let identity_pem = connection.identity.as_ref().map(|(cert, key)| {
             let mut pem = cert.trim_end().as_bytes().to_vec();
             pem.push(b'\n');
@@ -131,6 +134,43 @@ impl ClientKey {
     }
 }
 
+/// The process's one copy of the CA bundle `pem`. Every watch and every informer resolves its
+/// key (an informer again at each credential refresh), and a fleet has a thousand informers over
+/// a few dozen clusters: with a copy each, the bundles (about 1 KiB) were a sixth of an idle
+/// informer's native memory.
+fn shared_bundle(pem: Vec<u8>) -> Arc<[u8]> {
+    static BUNDLES: Mutex<Vec<Weak<[u8]>>> = Mutex::new(Vec::new());
+    shared(&BUNDLES, &pem, || pem.as_slice().into())
+}
+
+/// The process's one copy of a cluster's `caData` text (base64 of its bundle), which each
+/// informer keeps to resolve its key again: see [`shared_bundle`].
+pub fn shared_ca_data(text: &str) -> Arc<str> {
+    static TEXTS: Mutex<Vec<Weak<str>>> = Mutex::new(Vec::new());
+    shared(&TEXTS, text, || text.into())
+}
+
+/// The value in `known` equal to `value`, else a new one (`make`) remembered there. Values no
+/// one holds any more are forgotten at the next call; there are as many as distinct clusters.
+fn shared<T: ?Sized + PartialEq>(
+    known: &Mutex<Vec<Weak<T>>>,
+    value: &T,
+    make: impl FnOnce() -> Arc<T>,
+) -> Arc<T> {
+    let mut known = known.lock().unwrap_or_else(PoisonError::into_inner);
+    known.retain(|weak| weak.strong_count() > 0);
+    if let Some(found) = known
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|found| **found == *value)
+    {
+        return found;
+    }
+    let fresh = make();
+    known.push(Arc::downgrade(&fresh));
+    fresh
+}
+
 fn origin_of(base_url: &str) -> Result<String, Error> {
     let url = reqwest::Url::parse(base_url)
         .map_err(|err| Error::Config(format!("cluster URL '{base_url}' is invalid: {err}")))?;
@@ -182,9 +222,31 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD.encode(pem);
         let key = ClientKey::resolve(&connection("https://h", Some(CaSource::Data(b64)))).unwrap();
         assert_eq!(key.ca_pem.as_deref(), Some(pem.as_bytes()));
-        let key =
+        let again =
             ClientKey::resolve(&connection("https://h", Some(CaSource::Data(pem.into())))).unwrap();
-        assert_eq!(key.ca_pem.as_deref(), Some(pem.as_bytes()));
+        assert_eq!(again.ca_pem.as_deref(), Some(pem.as_bytes()));
+        assert!(
+            Arc::ptr_eq(key.ca_pem.as_ref().unwrap(), again.ca_pem.as_ref().unwrap()),
+            "one copy of a bundle however many keys hold it"
+        );
+        let other = "-----BEGIN CERTIFICATE-----\nBB==\n-----END CERTIFICATE-----";
+        let other =
+            ClientKey::resolve(&connection("https://h", Some(CaSource::Data(other.into()))));
+        assert_eq!(
+            other.unwrap().ca_pem.as_deref(),
+            Some(b"-----BEGIN CERTIFICATE-----\nBB==\n-----END CERTIFICATE-----".as_slice()),
+            "another bundle is its own"
+        );
+    }
+
+    #[test]
+    fn each_ca_data_text_is_one_copy() {
+        let a = shared_ca_data("Zm9vYmFy");
+        let b = shared_ca_data(&String::from("Zm9vYmFy"));
+        assert!(Arc::ptr_eq(&a, &b), "equal texts share one copy");
+        let c = shared_ca_data("YmF6cXV4");
+        assert_eq!(&*c, "YmF6cXV4");
+        assert!(!Arc::ptr_eq(&a, &c));
     }
 
     #[test]

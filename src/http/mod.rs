@@ -16,7 +16,7 @@ mod response;
 mod tunnel;
 
 pub use h2conn::{ASSUMED_STREAM_LIMIT, STREAM_START_WAIT, STREAM_WINDOW};
-pub use key::{CONNECT_TIMEOUT, ClientKey, TCP_KEEPALIVE};
+pub use key::{CONNECT_TIMEOUT, ClientKey, TCP_KEEPALIVE, shared_ca_data};
 pub use pool::{ConnectionPool, ConnectionStats, OriginStats, capacity};
 pub use response::{Lines, Response};
 

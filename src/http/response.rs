@@ -147,7 +147,11 @@ impl Response {
     }
 
     /// The body as lines of at most `max_line_bytes`, each chunk within `idle`.
-    pub fn lines(self, max_line_bytes: usize, idle: Option<Duration>) -> Lines {
+    pub fn lines(mut self, max_line_bytes: usize, idle: Option<Duration>) -> Lines {
+        // Nothing reads a watch's headers once its body is read as lines (the status and
+        // `Content-Encoding` were settled before): the map (about 0.6 KiB with the values h2
+        // decoded) goes now rather than live as long as the watch.
+        self.headers = http::HeaderMap::new();
         Lines {
             response: self,
             framer: LineFramer::new(max_line_bytes),

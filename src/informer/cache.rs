@@ -7,6 +7,7 @@
 use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::fanout::{Cursor, Fanout};
+use super::memory::{Footprint, arc_bytes};
 use super::selector::Selector;
 use super::store::{ChangeKind, Listed, Object, ObjectKey, Store};
 use crate::error::Failure;
@@ -138,6 +139,17 @@ impl Cache {
     /// Nothing is cached.
     pub fn is_empty(&self) -> bool {
         self.read().is_empty()
+    }
+
+    /// Its objects and consumers (see [`Footprint`]; `informers` and `fixed_bytes` are left
+    /// to the reflector), and its own fixed bytes: the struct, its resourceVersion buffer, the
+    /// fanout's and each consumer's.
+    pub fn footprint(&self) -> (Footprint, usize) {
+        let mut footprint = self.read().footprint();
+        let (consumers, fanout_bytes) = self.fanout.footprint();
+        footprint += consumers;
+        let rv = self.progress().resource_version.capacity();
+        (footprint, arc_bytes::<Self>() + fanout_bytes + rv)
     }
 
     /// Bytes of JSON text cached.

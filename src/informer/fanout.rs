@@ -33,6 +33,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use std::mem::{size_of, size_of_val};
+
+use super::memory::{Footprint, appended_btree_bytes, arc_bytes, hash_table_bytes};
 use super::store::{Change, ChangeKind, Object, ObjectKey};
 use crate::batch::{Batch, BatchBuilder};
 use crate::error::Failure;
@@ -206,6 +209,22 @@ impl Queue {
         line.extend_from_slice(version.text());
         line.push(b'}');
         builder.push_line(line, Some(version.rv()), 0);
+    }
+
+    /// The bytes its pending changes take (see [`Footprint::pending_bytes`]) and how many
+    /// there are. Walks the pending keys, which are at most the cache's objects.
+    fn pending_bytes(&self) -> (usize, usize) {
+        let table = hash_table_bytes(
+            self.pending.capacity(),
+            size_of::<(ObjectKey, (u64, Pending))>(),
+        );
+        let order = appended_btree_bytes(self.order.len(), size_of::<(u64, Slot)>());
+        // Each pending key is owned twice: in the table and in its slot of `order`.
+        let keys: usize = self.pending.keys().map(|k| 2 * k.len()).sum();
+        (
+            table + order + keys + self.scratch.capacity(),
+            self.pending.len(),
+        )
     }
 
     /// `take` would give something: events, markers, or the end.
@@ -474,6 +493,28 @@ impl Fanout {
     /// Events (changes, SYNCED and ERROR) taken by consumers so far, summed over them.
     pub fn delivered(&self) -> u64 {
         self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// The consumers' part of the informer's memory: open consumers and their pending changes
+    /// in a [`Footprint`], and the fixed bytes of the fanout and of each consumer (the queue it
+    /// shares with its cursor, its waker) for [`super::memory::Fixed::cache_bytes`].
+    pub fn footprint(&self) -> (Footprint, usize) {
+        let mut footprint = Footprint::default();
+        let mut fixed = self.resource_path.capacity() + arc_bytes::<AtomicU64>();
+        self.each(|shared| {
+            let queue = shared.lock();
+            let (bytes, changes) = queue.pending_bytes();
+            footprint.consumers += 1;
+            footprint.pending_bytes += bytes;
+            footprint.pending_changes += changes;
+            fixed += arc_bytes::<Shared>() + shared.waker.get().map_or(0, |w| size_of_val(&**w));
+        });
+        let cursors = self.cursors.lock().unwrap_or_else(PoisonError::into_inner);
+        fixed += cursors.capacity() * size_of::<Weak<Shared>>();
+        drop(cursors);
+        let terminal = self.terminal.lock().unwrap_or_else(PoisonError::into_inner);
+        fixed += terminal.as_ref().map_or(0, String::capacity);
+        (footprint, fixed)
     }
 
     /// The most changes pending in one open consumer (at most one per object): how far the

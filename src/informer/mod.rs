@@ -17,11 +17,13 @@
 //! - [`reflector`]: the list-watch state machine, one task per shared informer.
 //! - [`registry`]: shared informers by key, reference-counted handles.
 //! - [`stats`]: the reflector's counters.
+//! - [`memory`]: where their native memory goes, from sizes and capacities.
 
 pub mod backoff;
 pub mod cache;
 pub mod connect;
 pub mod fanout;
+pub mod memory;
 pub mod object;
 pub mod reflector;
 pub mod registry;

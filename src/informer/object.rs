@@ -62,6 +62,16 @@ impl ObjectKey {
     pub fn name(&self) -> &str {
         self.split().1
     }
+
+    /// Bytes of the key (namespace, NUL, name).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Never: a key holds at least its NUL.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl Borrow<[u8]> for ObjectKey {
@@ -368,6 +378,12 @@ impl Object {
             Ok(map) => selector.matches(&map),
             Err(_) => false,
         }
+    }
+
+    /// Bytes of its one allocation beside the text: `Arc`'s counters, the header, the unescaped
+    /// strings after the text, padding (see [`super::memory::Footprint::header_bytes`]).
+    pub fn header_bytes(&self) -> usize {
+        super::memory::arc_slice_bytes(self.0.len()) - self.text().len()
     }
 
     /// The same object: one allocation shared.

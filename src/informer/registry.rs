@@ -8,6 +8,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
+use std::mem::size_of;
+
+use super::memory::{Fixed, Footprint, arc_bytes, hash_table_bytes};
 use super::reflector::{ListMemory, Reflector};
 use super::stats::{Labels, Totals};
 
@@ -192,6 +195,47 @@ impl<S: Send + Sync + 'static> Registry<S> {
         for shared in informers {
             live(&shared.labels, &shared.reflector, *lock(&shared.handles));
         }
+    }
+
+    /// The memory of every shared informer in the registry (ended ones whose handles are still
+    /// open included), added up, with the fixed cost by part (see [`Footprint`], [`Fixed`]).
+    /// The registry's own part of each informer's fixed cost is its entry: the shared struct,
+    /// key, labels, sinks, and its share of the table by key.
+    pub fn memory(&self) -> (Footprint, Fixed) {
+        let (informers, table) = {
+            let informers = lock(&self.informers);
+            let table = hash_table_bytes(
+                informers.by_key.capacity(),
+                size_of::<(String, Arc<Shared<S>>)>(),
+            );
+            let live: Vec<Arc<Shared<S>>> = informers.by_key.values().cloned().collect();
+            (live, table)
+        };
+        let mut footprint = Footprint::default();
+        let mut fixed = Fixed {
+            registry_bytes: table,
+            ..Fixed::default()
+        };
+        for shared in informers {
+            let (mut one, mut parts) = shared.reflector.footprint();
+            let labels = &shared.labels;
+            let sinks = lock(&shared.sinks.list);
+            parts.registry_bytes = arc_bytes::<Shared<S>>()
+                + shared.key.capacity()
+                + labels.cluster.capacity()
+                + labels.group.capacity()
+                + labels.version.capacity()
+                + labels.resource.capacity()
+                + arc_bytes::<Sinks<S>>()
+                + sinks.capacity() * size_of::<(u64, Arc<S>)>()
+                + sinks.len() * arc_bytes::<S>();
+            drop(sinks);
+            one.fixed_bytes = parts.total();
+            footprint += one;
+            fixed += parts;
+        }
+        footprint.fixed_bytes += table;
+        (footprint, fixed)
     }
 
     /// Shared informers running now.

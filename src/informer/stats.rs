@@ -66,6 +66,9 @@ pub struct Stats {
     /// Watch streams (a streaming list's included) being read now: 0 or 1.
     watches_open: AtomicU64,
     errors: Mutex<BTreeMap<String, u64>>,
+    /// Heap bytes of the endpoint the reflector holds (see [`super::memory::Fixed`]), set when
+    /// it resolves one.
+    endpoint_bytes: AtomicU64,
 }
 
 impl Default for Stats {
@@ -81,6 +84,7 @@ impl Default for Stats {
             started_ms: now_ms(),
             watches_open: AtomicU64::default(),
             errors: Mutex::default(),
+            endpoint_bytes: AtomicU64::default(),
         }
     }
 }
@@ -191,6 +195,15 @@ impl Stats {
     pub(crate) fn events(&self, n: usize) {
         bump(&self.events, n as u64);
         self.last_event_ms.store(now_ms(), Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_endpoint_bytes(&self, bytes: usize) {
+        self.endpoint_bytes.store(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Heap bytes of the reflector's current endpoint (0 before the first).
+    pub fn endpoint_bytes(&self) -> usize {
+        self.endpoint_bytes.load(Ordering::Relaxed) as usize
     }
 
     pub(crate) fn error(&self, error_type: &str) {

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 
+use super::memory::{Footprint, btree_bytes};
 use super::selector::Selector;
 
 pub use super::object::{ItemType, Object, ObjectKey, StoreError};
@@ -98,6 +99,8 @@ impl FromIterator<Object> for Listed {
 pub struct Store {
     objects: BTreeSet<Object>,
     bytes: usize,
+    /// The objects' [`Object::header_bytes`], summed.
+    header_bytes: usize,
 }
 
 impl Store {
@@ -119,6 +122,18 @@ impl Store {
     /// Bytes of JSON text cached.
     pub fn cached_bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// What the objects take: their count, text, headers and the set's nodes (see
+    /// [`Footprint`]); the sums are kept as objects come and go, so this walks nothing.
+    pub fn footprint(&self) -> Footprint {
+        Footprint {
+            objects: self.objects.len(),
+            text_bytes: self.bytes,
+            header_bytes: self.header_bytes,
+            index_bytes: btree_bytes(self.objects.len(), std::mem::size_of::<Object>()),
+            ..Footprint::default()
+        }
     }
 
     /// The object at `key`.
@@ -157,9 +172,11 @@ impl Store {
 
     fn insert(&mut self, object: Object) -> Option<Object> {
         self.bytes += object.text().len();
+        self.header_bytes += object.header_bytes();
         let old = self.objects.replace(object);
         if let Some(old) = &old {
             self.bytes -= old.text().len();
+            self.header_bytes -= old.header_bytes();
         }
         old
     }
@@ -167,6 +184,7 @@ impl Store {
     fn remove(&mut self, key: &Object) -> Option<Object> {
         let old = self.objects.take(key)?;
         self.bytes -= old.text().len();
+        self.header_bytes -= old.header_bytes();
         Some(old)
     }
 
@@ -252,6 +270,7 @@ impl Store {
             fresh.replace(before);
         }
         self.bytes = fresh.iter().map(|o| o.text().len()).sum();
+        self.header_bytes = fresh.iter().map(Object::header_bytes).sum();
         // Filled in key order, the set's nodes are about half full; built again from its
         // sorted objects they come out full (16 bytes less per object).
         self.objects = fresh.into_iter().collect();
@@ -262,6 +281,7 @@ impl Store {
     pub fn clear(&mut self) {
         self.objects.clear();
         self.bytes = 0;
+        self.header_bytes = 0;
     }
 }
 

@@ -1,0 +1,104 @@
+'use strict';
+// The native snapshot's `memory` (src/informer/memory.rs): the figures of a cache of known
+// objects, and what one more informer and one more consumer add. The figures are worked out
+// from the structures' sizes and capacities; tests/memory_accounting.rs sets them against what
+// the allocator was really asked for.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { SNAPSHOT } = require('../lib/metrics');
+const { cm, params, recordingWatcher, sim, until } = require('./informer-helpers');
+
+const FIELDS = [
+  'informers',
+  'consumers',
+  'objects',
+  'textBytes',
+  'headerBytes',
+  'indexBytes',
+  'pendingBytes',
+  'pendingChanges',
+  'fixedBytes',
+  'fixedBytesPerInformer',
+  'fixedTaskBytes',
+  'fixedCacheBytes',
+  'fixedConfigBytes',
+  'fixedRegistryBytes',
+  'accountedBytes',
+];
+
+test('memory: text, headers and index of a known cache, and what an informer and a consumer add', async (t) => {
+  const s = await sim(t);
+  const texts = [];
+  for (let i = 0; i < 30; i++) {
+    const stored = s.create('configmaps', cm(`cm-${i}`, { app: 'a' }, 'one', { v: 'x'.repeat(10 * i) }));
+    texts.push(JSON.stringify(stored));
+  }
+  s.create('configmaps', cm('other', {}, 'two'));
+  const { watcher } = recordingWatcher();
+  const empty = watcher[SNAPSHOT]().memory;
+  assert.equal(empty.informers, 0, 'a watcher without informers has a memory object too');
+  assert.equal(empty.fixedBytes, 0);
+
+  const one = watcher.informer(params(s), { namespace: 'one' });
+  t.after(() => one.close());
+  await one.synced;
+  const first = watcher[SNAPSHOT]().memory;
+  for (const field of FIELDS) assert.equal(typeof first[field], 'number', field);
+  assert.equal(first.informers, 1);
+  assert.equal(first.objects, 30);
+  // The cache holds each object's text as the server sent it (JSON.stringify of the stored one).
+  const sum = texts.reduce((n, text) => n + Buffer.byteLength(text), 0);
+  assert.equal(first.textBytes, sum, 'textBytes is the sum of the texts');
+  assert.equal(first.textBytes, watcher[SNAPSHOT]().series[0].cachedBytes);
+  // At least Arc's counters and the 36-byte header per object; the index has a node per 11.
+  assert.ok(first.headerBytes >= 30 * 52, `headerBytes ${first.headerBytes}`);
+  assert.ok(first.indexBytes >= 3 * 192, `indexBytes ${first.indexBytes}`);
+  assert.ok(first.fixedTaskBytes > 0 && first.fixedConfigBytes > 0 && first.fixedRegistryBytes > 0);
+  assert.equal(
+    first.fixedBytes,
+    first.fixedTaskBytes + first.fixedCacheBytes + first.fixedConfigBytes + first.fixedRegistryBytes,
+  );
+  assert.equal(first.fixedBytesPerInformer, first.fixedBytes);
+  assert.equal(
+    first.accountedBytes,
+    first.textBytes + first.headerBytes + first.indexBytes + first.pendingBytes + first.fixedBytes,
+  );
+  if (process.platform === 'linux' && first.allocatorInUseBytes !== undefined) {
+    assert.ok(
+      first.allocatorInUseBytes > first.accountedBytes,
+      'the process allocated more than the informers',
+    );
+  }
+
+  // One more informer (another namespace): one more fixed cost, one object more.
+  const two = watcher.informer(params(s), { namespace: 'two' });
+  await two.synced;
+  const second = watcher[SNAPSHOT]().memory;
+  assert.equal(second.informers, 2);
+  assert.equal(second.objects, 31);
+  assert.ok(second.fixedBytes > first.fixedBytes, 'an informer adds its fixed cost');
+  // The two informers differ only in their namespace: their fixed costs are within a few
+  // hundred bytes of each other (the registry's table may have grown).
+  assert.ok(
+    Math.abs(second.fixedBytes - 2 * first.fixedBytes) < 512,
+    `fixed ${second.fixedBytes} for two, ${first.fixedBytes} for one`,
+  );
+  assert.equal(second.fixedBytesPerInformer, second.fixedBytes / 2);
+
+  // A consumer that has not read yet holds one pending ADDED per object.
+  const iterator = one[Symbol.asyncIterator]();
+  const firstEvent = await iterator.next();
+  assert.equal(firstEvent.value.type, 'ADDED');
+  const reading = watcher[SNAPSHOT]().memory;
+  assert.equal(reading.consumers, 1);
+  assert.ok(reading.fixedBytes > second.fixedBytes, 'a consumer adds its struct');
+  // Once it has read everything, nothing is pending.
+  for (let seen = 1; seen < 31; seen++) await iterator.next();
+  await until(() => watcher[SNAPSHOT]().memory.pendingChanges === 0, 'nothing pending');
+
+  two.close();
+  await until(() => watcher[SNAPSHOT]().memory.informers === 1, 'the closed informer leaves the figures');
+  assert.equal(watcher[SNAPSHOT]().memory.objects, 30);
+  await iterator.return();
+});
