@@ -30,6 +30,9 @@
 
 const { fork } = require('node:child_process');
 const fs = require('node:fs');
+
+/** /proc's unit of CPU time (USER_HZ, 100 on every Linux Node.js runs on). */
+const CLOCK_TICKS = 100;
 const path = require('node:path');
 const certs = require('../sim/certs');
 const { TYPES } = require('./fleet-objects');
@@ -100,6 +103,7 @@ async function startServers(o, clusters, processes) {
   const groups = Array.from({ length: processes }, () => []);
   for (let c = 0; c < clusters; c++) groups[Math.floor((c * processes) / clusters)].push(c);
   const owner = new Map();
+  const pids = [];
   const handles = await Promise.all(
     groups.map((group, p) => {
       const config = {
@@ -116,6 +120,7 @@ async function startServers(o, clusters, processes) {
         }),
       );
       for (const c of group) owner.set(c, p);
+      pids.push(child.pid);
       return ipc(child, startSeconds, `fleet server process ${p}`);
     }),
   );
@@ -158,7 +163,21 @@ async function startServers(o, clusters, processes) {
       return { counts, digests };
     },
     stop: () => handles.forEach((h) => h.send({ cmd: 'stop' })),
+    /** CPU seconds the server processes have used so far (user + system, every thread). */
+    cpuSeconds: () => pids.reduce((n, pid) => n + processCpuSeconds(pid), 0),
   };
+}
+
+/** CPU seconds process `pid` has used (utime + stime of /proc/<pid>/stat), 0 once it is gone. */
+function processCpuSeconds(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command's closing parenthesis: state is field 3, utime 14 and stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
 }
 
 /** An IPC handle on a server child once it said `ready`: `ask(cmd)` resolves with its answer. */
@@ -228,6 +247,7 @@ function measure(which, servers, o, config, count, seconds, during) {
     giveUpSeconds: 120 + (servers.urls.length * o.types * o.objects) / 1000 + seconds + 60 + 120,
   };
   full.timeoutSeconds = full.giveUpSeconds;
+  const serverCpuAtFork = servers.cpuSeconds?.() ?? 0;
   return new Promise((resolve, reject) => {
     const child = track(
       fork(file, ['--worker', JSON.stringify(full)], {
@@ -240,6 +260,8 @@ function measure(which, servers, o, config, count, seconds, during) {
     child.on('message', async (msg) => {
       if (msg.cmd === 'ready') {
         out.ready = msg;
+        // The servers' share of the sync (they are idle while the worker drains and settles).
+        if (servers.cpuSeconds) out.ready.serverCpuSeconds = servers.cpuSeconds() - serverCpuAtFork;
         log(
           `  ${which}: synced in ${msg.syncSeconds.toFixed(2)} s, RSS +${(msg.rssGrowth / MiB).toFixed(0)} MiB`,
         );
@@ -439,6 +461,11 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
   );
   row('full sync', (r) => `${r.ready.syncSeconds.toFixed(2)} s`, '≤ 15 s');
   row('initial ADDED events read after sync', (r) => `${r.ready.drainSeconds.toFixed(2)} s later`);
+  row('CPU of the sync: client main thread / all client threads / servers', (r) =>
+    r.ready.syncCpu
+      ? `${r.ready.syncCpu.mainThreadSeconds.toFixed(1)} / ${r.ready.syncCpu.processSeconds.toFixed(1)} / ${r.ready.serverCpuSeconds?.toFixed(1) ?? '?'} s`
+      : 'not reported',
+  );
   row(
     'RSS growth after sync',
     (r) =>
