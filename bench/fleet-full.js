@@ -23,7 +23,8 @@
 // its server at the end (counts; for the two, every object's resourceVersion).
 // --compare: a tenth of the fleet (⌈clusters / 10⌉ clusters, same types, objects and rate) with
 // this worker and bench/fleet-client-node.js (client-node's makeInformer, same protocol),
-// interleaved `compare-runs` times each; RSS growth and main-thread CPU ratios native ÷ client-node.
+// interleaved `compare-runs` times each, once per strip setting of the fleet's runs (client-node
+// strips the same paths in its handlers); RSS growth and main-thread CPU ratios native ÷ client-node.
 // --pkg: the native worker loads that build of the package (its index.js, lib/, addon) instead.
 // Every process is bounded: give-ups are computed from the options, and every child dies with
 // this process (bench/children.js).
@@ -413,31 +414,33 @@ async function run(argv) {
     const out = await measure('native', servers, o, config, count, o.seconds, during);
     results.push({ strip, ...out });
   }
-  let compare = null;
-  if (o.compare) compare = await runCompare(o);
+  // The side-by-side runs, with strip as the fleet's runs had it (both ways with --strip=both;
+  // the client-node worker strips the same paths in its handlers, its leanest cache).
+  const compare = [];
+  if (o.compare) for (const strip of o.strips) compare.push(await runCompare(o, strip));
   servers.stop();
   report(o, servers, results, compare, { stopped, throttled, count });
 }
 
 /** The side-by-side run on a tenth of the fleet: native and client-node, interleaved. */
-async function runCompare(o) {
+async function runCompare(o, strip) {
   const clusters = Math.max(1, Math.ceil(o.clusters / 10));
   const seconds = o.compareSeconds;
   const count = o.rate * seconds;
   log(
-    `compare: ${clusters} clusters × ${o.types} types × ${o.objects} objects, ${count} changes in ${seconds} s, native and client-node ×${o.compareRuns}`,
+    `compare: ${clusters} clusters × ${o.types} types × ${o.objects} objects, ${count} changes in ${seconds} s, strip ${strip ? 'on' : 'off'}, native and client-node ×${o.compareRuns}`,
   );
   const servers = await startServers(o, clusters, Math.min(clusters, 2));
   const runs = { native: [], 'client-node': [] };
   for (let r = 0; r < o.compareRuns; r++) {
     const order = r % 2 ? ['client-node', 'native'] : ['native', 'client-node'];
     for (const which of order) {
-      const out = await measure(which, servers, o, { strip: false }, count, seconds, null);
+      const out = await measure(which, servers, o, { strip }, count, seconds, null);
       runs[which].push({ ...out.ready, ...out.done });
     }
   }
   servers.stop();
-  return { clusters, count, seconds, jsonBytes: servers.jsonBytes, objects: servers.objects, runs };
+  return { strip, clusters, count, seconds, jsonBytes: servers.jsonBytes, objects: servers.objects, runs };
 }
 
 const sleepUntil = (t) => new Promise((r) => setTimeout(r, Math.max(0, t - Date.now())));
@@ -563,12 +566,12 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
     }
   }
 
-  if (compare) {
-    const { runs } = compare;
+  for (const side of compare) {
+    const { runs } = side;
     const med = (which, f) => median(runs[which].map(f));
     p(
-      `\nSide by side on a tenth of the fleet: ${compare.clusters} clusters × ${o.types} types × ${o.objects} objects = ${compare.objects} objects ` +
-        `(${(compare.jsonBytes / MiB).toFixed(0)} MiB of JSON), ${compare.count} changes at ${o.rate}/s, strip off, medians of ${o.compareRuns} interleaved runs\n`,
+      `\nSide by side on a tenth of the fleet: ${side.clusters} clusters × ${o.types} types × ${o.objects} objects = ${side.objects} objects ` +
+        `(${(side.jsonBytes / MiB).toFixed(0)} MiB of JSON), ${side.count} changes at ${o.rate}/s, strip ${side.strip ? 'on' : 'off'}, medians of ${o.compareRuns} interleaved runs\n`,
     );
     p('| | native | client-node | native ÷ client-node | target |');
     p('|---|---|---|---|---|');
