@@ -52,6 +52,15 @@ const HOLD_LOOP_MS = 2;
 function AsyncGeneratorShape() {}
 AsyncGeneratorShape.prototype = Object.getPrototypeOf(async function* () {}).prototype;
 
+/**
+ * @typedef {string | { events: string, warnings: string[], done: boolean }} Batch
+ * @typedef {object} Source what a stream reads: PlainWatch (lib/watch-hub.js), InformerConsumer
+ *   (lib/informer.js)
+ * @property {() => Batch | null} takeBatch
+ * @property {(onBatch: (batch: Batch) => void) => Batch | null} wait
+ * @property {() => void} cancel
+ */
+
 class EventStream extends AsyncGeneratorShape {
   /** Makes the source (`{ takeBatch(), wait(onBatch), cancel() }`); called on the first next(). */
   #start;
@@ -85,7 +94,7 @@ class EventStream extends AsyncGeneratorShape {
   #onTurn = () => this.#resume(null);
 
   /**
-   * @param {() => { takeBatch(): string | object | null, wait(onBatch: (batch: string | object) => void): string | object | null, cancel(): void }} start
+   * @param {() => Source} start
    * @param {AbortSignal | undefined} signal
    * @param {(message: string) => void} warn
    */

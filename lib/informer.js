@@ -32,10 +32,10 @@ const NEVER_MS = 2 ** 31 - 1;
  * cost of a change grow with the number of informers (src/binding/informer.rs). It is called
  * with two arrays, who each message is from (a consumer, or 0 for news) and the messages, so no
  * object is built per wake-up; wake-ups that come close together share a call (and a wake-up
- * of the loop), and each goes straight to the waiting stream's callback
- * (lib/event-stream.js). That function is weak; while an informer runs or a consumer waits, a timer that never fires keeps the
- * process alive, as the per-handle functions did, and when nothing is open or waiting the
- * registry lets the function go (it holds this hub, and through it the informers, strongly).
+ * of the loop), and each goes straight to the waiting stream's callback (lib/event-stream.js).
+ * That function is weak; while an informer runs or a consumer waits, a timer that never fires
+ * keeps the process alive, as the per-handle functions did, and when nothing is open or waiting
+ * the registry lets the function go (it holds this hub, and through it the informers, strongly).
  */
 class InformerHub {
   registry;
