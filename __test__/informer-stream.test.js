@@ -1,6 +1,7 @@
 'use strict';
-// The informer consumer's stream (lib/informer-stream.js): an async generator's contract when
-// calls overlap a wait, and what one change costs the main thread while its consumer waits
+// An informer consumer's stream (lib/event-stream.js, through InformerConsumer in
+// lib/informer.js): an async generator's contract when calls overlap a wait, and what one change
+// costs the main thread while its consumer waits
 // (issue 18: counted, never timed).
 
 const test = require('node:test');

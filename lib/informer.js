@@ -2,12 +2,12 @@
 // KubernetesInformer: a list-watch that never gives up, with the cluster's state cached natively
 // (src/informer/). JavaScript's part: check the arguments, open the shared informer in the
 // watcher's native registry, hand each consumer's batches over (one JSON.parse per batch,
-// lib/informer-stream.js), parse `get`/`list` results on demand, answer
+// lib/event-stream.js), parse `get`/`list` results on demand, answer
 // `getCredential` requests, and route the native side's news to the logger.
 
 const native = require('./native');
 const { onAbort } = require('./abort');
-const { InformerEventStream } = require('./informer-stream');
+const { EventStream } = require('./event-stream');
 const {
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   fail,
@@ -32,11 +32,10 @@ const NEVER_MS = 2 ** 31 - 1;
  * cost of a change grow with the number of informers (src/binding/informer.rs). It is called
  * with two arrays, who each message is from (a consumer, or 0 for news) and the messages, so no
  * object is built per wake-up; wake-ups that come close together share a call (and a wake-up
- * of the loop), and each goes straight to the waiting stream's callback
- * (lib/informer-stream.js). That function
- * is weak; while an informer runs or a consumer waits, a timer that never fires keeps the
- * process alive, as the per-handle functions did, and when nothing is open or waiting the
- * registry lets the function go (it holds this hub, and through it the informers, strongly).
+ * of the loop), and each goes straight to the waiting stream's callback (lib/event-stream.js).
+ * That function is weak; while an informer runs or a consumer waits, a timer that never fires
+ * keeps the process alive, as the per-handle functions did, and when nothing is open or waiting
+ * the registry lets the function go (it holds this hub, and through it the informers, strongly).
  */
 class InformerHub {
   registry;
@@ -220,25 +219,34 @@ function openInformer(watcher, params, options = {}) {
 }
 
 /**
- * What InformerEventStream reads one informer consumer through: the native consumer's batches
- * (`poll()`, whose wake-ups come through the hub under `id`), and a cancel that also forgets it
- * in its informer's set. A wrapper, so the native object's own methods stay as the addon made
- * them.
+ * What EventStream (lib/event-stream.js) reads one informer consumer through: the native
+ * consumer's batches (`poll()`, whose wake-ups come through the hub under the consumer's id),
+ * and a cancel that also forgets it in its informer's set. A wrapper, so the native object's
+ * own methods stay as the addon made them.
  */
 class InformerConsumer {
   #native;
   #consumers;
+  #hub;
   /** The id its wake-ups carry. */
-  id;
+  #id;
 
-  constructor(consumer, consumers) {
+  constructor(consumer, consumers, hub) {
     this.#native = consumer;
     this.#consumers = consumers;
-    this.id = consumer.id();
+    this.#hub = hub;
+    this.#id = consumer.id();
   }
 
-  poll() {
+  /** The batch ready now, or `null` having armed the consumer's wake-up: one native call. */
+  takeBatch() {
     return this.#native.poll();
+  }
+
+  /** After a takeBatch() that found none: `onBatch(batch)` receives the next batch, once. */
+  wait(onBatch) {
+    this.#hub.wait(this.#id, onBatch);
+    return null;
   }
 
   cancel() {
@@ -339,12 +347,13 @@ class KubernetesInformer {
   [Symbol.asyncIterator]() {
     if (this.#closed || !this.#native) return (async function* () {})();
     const start = () => {
-      const consumer = new InformerConsumer(this.#native.subscribe(), this.#consumers);
+      const consumer = new InformerConsumer(this.#native.subscribe(), this.#consumers, this.#watcher.hub);
       if (this.#closed) consumer.cancel();
       else this.#consumers.add(consumer);
       return consumer;
     };
-    return new InformerEventStream(start, this.#watcher.hub, (message) => this.#watcher.warn(message));
+    // No signal here: the informer's own closes its consumers.
+    return new EventStream(start, undefined, (message) => this.#watcher.warn(message));
   }
 
   /** The native handle's news, `{ kind, message, id }` (InformerHub). */

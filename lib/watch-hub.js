@@ -2,7 +2,8 @@
 // The way back from every plain watch (`watchResource`) of this JavaScript environment (a
 // worker thread has its own): one native hub whose one thread-safe function names the watch
 // that has a batch ready after its `wait()`; the waiting watch then takes it with the
-// synchronous `takeBatch()`.
+// synchronous `takeBatch()` and hands it straight to its stream's waiting next()
+// (lib/event-stream.js).
 //
 // Not one Promise per wait settled from a Rust thread (napi-rs's `AsyncBlock`, a thread-safe
 // function each): every thread-safe function is a libuv async handle, and libuv looks at each
@@ -22,7 +23,7 @@ const native = require('./native');
 /** The longest delay setInterval takes (about 24.8 days): a timer that never fires. */
 const NEVER_MS = 2 ** 31 - 1;
 
-/** Waiting watches by native id: the native watch and the resolve of its wait. */
+/** Waiting watches (PlainWatch) by native id. */
 const waiters = new Map();
 /** Made on the first watch. */
 let hub = null;
@@ -30,15 +31,8 @@ let keepAlive = null;
 
 /** A watch's batch is ready (or its end): hand it to its wait. */
 function wake(id) {
-  const waiter = waiters.get(id);
   // Only a waiting watch is woken, once per wait.
-  if (waiter === undefined) return;
-  const batch = waiter.watch.takeBatch();
-  // Nothing else takes from a waiting watch; were it ever empty, wait on.
-  if (batch === null && !waiter.watch.wait()) return;
-  waiters.delete(id);
-  if (waiters.size === 0) keepAlive.unref();
-  waiter.resolve(batch ?? waiter.watch.takeBatch());
+  waiters.get(id)?.wake();
 }
 
 /**
@@ -55,14 +49,20 @@ function startWatch(spec, metrics = new native.NativeWatchMetrics()) {
 }
 
 /**
- * What WatchEventStream reads a plain watch through: the native watch's batches, and its waits
- * through the hub. A wrapper, so the native object's own methods stay as the addon made them.
+ * What EventStream (lib/event-stream.js) reads a plain watch through: the native watch's
+ * batches, and its waits through the hub. A wrapper, so the native object's own methods stay as
+ * the addon made them.
  */
 class PlainWatch {
   #native;
+  /** The id the hub's wake-ups carry. */
+  #id;
+  /** The waiting call's `onBatch`, while the watch is in `waiters`. */
+  #onBatch = null;
 
   constructor(watch) {
     this.#native = watch;
+    this.#id = watch.id();
   }
 
   /** The batch ready now (`string | NativeBatch`), or `null`. */
@@ -70,17 +70,41 @@ class PlainWatch {
     return this.#native.takeBatch();
   }
 
-  /** Resolves with the next batch (`string | NativeBatch`: events, or the end) once there is one. */
+  /**
+   * After a takeBatch() that found none: arms the wake-up, and `onBatch(batch)` receives the next
+   * batch (events, or the end) once; or returns that batch if one is ready already (then
+   * `onBatch` is not called).
+   */
+  wait(onBatch) {
+    if (this.#native.wait()) return this.#native.takeBatch();
+    if (waiters.size === 0) keepAlive.ref();
+    this.#onBatch = onBatch;
+    waiters.set(this.#id, this);
+    return null;
+  }
+
+  /** The next batch as a Promise, for callers that want one (tests). */
   nextBatch() {
-    const watch = this.#native;
-    if (watch.wait()) return Promise.resolve(watch.takeBatch());
     return new Promise((resolve) => {
-      if (waiters.size === 0) keepAlive.ref();
-      waiters.set(watch.id(), { watch, resolve });
+      const batch = this.wait(resolve);
+      if (batch !== null) resolve(batch);
     });
   }
 
-  /** Closes the native work and the connection; a pending wait resolves with the end. */
+  /** The hub's wake-up of this waiting watch. */
+  wake() {
+    const watch = this.#native;
+    const batch = watch.takeBatch();
+    // Nothing else takes from a waiting watch; were it ever empty, wait on.
+    if (batch === null && !watch.wait()) return;
+    waiters.delete(this.#id);
+    if (waiters.size === 0) keepAlive.unref();
+    const onBatch = this.#onBatch;
+    this.#onBatch = null;
+    onBatch(batch ?? watch.takeBatch());
+  }
+
+  /** Closes the native work and the connection; a pending wait is woken with the end. */
   cancel() {
     this.#native.cancel();
   }

@@ -6,11 +6,12 @@
 // text) run one JSON.parse and yield the events one by one. The network, TLS, HTTP, framing
 // and classification all happened on Rust threads.
 //
-// The stream itself (lib/event-stream.js) is an AsyncGenerator written out by hand, to keep the
-// per-event cost of handing events over well below that of an `async function*`.
+// The stream itself (lib/event-stream.js, the same class an informer's consumers read) is an
+// AsyncGenerator written out by hand, to keep the per-event cost of handing events over well
+// below that of an `async function*`.
 
 const native = require('./native');
-const { WatchEventStream } = require('./event-stream');
+const { EventStream } = require('./event-stream');
 const { startWatch } = require('./watch-hub');
 const { InformerHub, openInformer } = require('./informer');
 const { mergeWatchSeries, registerMetrics, SNAPSHOT } = require('./metrics');
@@ -55,7 +56,7 @@ class NativeKubernetesWatcher {
    */
   watchResource(params, options = {}) {
     const spec = toSpec(params, options ?? {}, this.#serviceAccountDir);
-    return new WatchEventStream(
+    return new EventStream(
       () => startWatch(spec, this.#watchMetrics),
       signalOf(options ?? {}),
       (message) => this.#warn(message),
