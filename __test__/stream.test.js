@@ -134,14 +134,15 @@ test(
 
 /**
  * Counts the batch texts the NativeWatch behind a stream hands over, until restore(), however
- * each crossed: taken at once (takeBatch(): a string, or a batch object) or awaited
- * (nextBatch()). Which way a batch crosses depends on whether the consumer or the socket is
- * ahead at that moment, which a busy machine decides; every text is made the same way.
+ * each crossed: taken at once, or taken once the watch hub woke a waiting next() (both through
+ * takeBatch(): a string, or a batch object). Which way a batch crosses depends on whether the
+ * consumer or the socket is ahead at that moment, which a busy machine decides; every text is
+ * made the same way.
  * `onText(text)` sees each of those texts.
  */
 function watchBehindTheStream(onText = () => {}) {
   const { NativeWatch } = require('../lib/native');
-  const { takeBatch, nextBatch } = NativeWatch.prototype;
+  const { takeBatch } = NativeWatch.prototype;
   const seen = { textBatches: 0 };
   const record = (text) => {
     if (!text) return;
@@ -154,13 +155,7 @@ function watchBehindTheStream(onText = () => {}) {
     else if (batch !== null) record(batch.events);
     return batch;
   };
-  NativeWatch.prototype.nextBatch = function (...args) {
-    return nextBatch.apply(this, args).then((batch) => {
-      record(batch.events);
-      return batch;
-    });
-  };
-  seen.restore = () => Object.assign(NativeWatch.prototype, { takeBatch, nextBatch });
+  seen.restore = () => Object.assign(NativeWatch.prototype, { takeBatch });
   return seen;
 }
 

@@ -20,7 +20,7 @@
 
 const { lines } = require('./pods');
 const { mainThreadCpuNs } = require('./measure');
-const { WatchEventStream } = require('../lib/event-stream');
+const { EventStream } = require('../lib/event-stream');
 
 const argv = process.argv.slice(2);
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -63,10 +63,10 @@ async function measureSize(size) {
   // A stand-in for NativeWatch: every batch is ready at once, as under load.
   const fakeWatch = () => ({
     takeBatch: () => ({ events: freshBatch(), warnings: [], done: false }),
-    nextBatch: async () => ({ events: freshBatch(), warnings: [], done: false }),
+    wait: () => ({ events: freshBatch(), warnings: [], done: false }),
     cancel() {},
   });
-  const stream = new WatchEventStream(fakeWatch, undefined, () => {});
+  const stream = new EventStream(fakeWatch, undefined, () => {});
   async function* asyncGen() {
     for (;;) for (const event of JSON.parse(await Promise.resolve(freshBatch()))) yield event;
   }

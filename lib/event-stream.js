@@ -272,5 +272,4 @@ class EventStream extends AsyncGeneratorShape {
   }
 }
 
-// WatchEventStream: the name bench/floor.js still imports it by.
-module.exports = { EventStream, WatchEventStream: EventStream, HOLD_LOOP_MS };
+module.exports = { EventStream, HOLD_LOOP_MS };
