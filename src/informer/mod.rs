@@ -11,6 +11,7 @@
 //! - [`selector`]: Kubernetes label selectors evaluated on the labels read from the text.
 //! - [`wire`]: list pages and watch lines read without building value trees.
 //! - [`backoff`]: when to try again after a failure.
+//! - [`recovery`]: news that a cluster answers again, waking its informers' backoffs.
 //!
 //! Built on these, with I/O:
 //! - [`connect`]: the credential provider and the endpoint a credential resolves to.
@@ -25,6 +26,7 @@ pub mod connect;
 pub mod fanout;
 pub mod memory;
 pub mod object;
+pub mod recovery;
 pub mod reflector;
 pub mod registry;
 pub mod selector;

@@ -28,6 +28,7 @@ use super::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER};
 use super::cache::Cache;
 use super::connect::{Cluster, CredentialProvider, Endpoint};
 use super::memory::{Fixed, Footprint, arc_bytes};
+use super::recovery::{News, RECOVERY_JITTER, Recoveries};
 use super::stats::Stats;
 use super::store::{Listed, Object};
 use super::wire::ListPage;
@@ -115,13 +116,19 @@ pub trait Reporter: Send + Sync {
     fn ended(&self);
 }
 
-/// The cluster URLs found not to serve streaming lists, remembered per watcher.
+/// What a watcher's informers learn of their clusters and share: the cluster URLs found not
+/// to serve streaming lists, and each cluster's news of recovery (see [`Recoveries`]).
 #[derive(Debug, Default)]
-pub struct ListMemory(Mutex<HashSet<String>>);
+pub struct ListMemory {
+    paginated: Mutex<HashSet<String>>,
+    recoveries: Recoveries,
+}
 
 impl ListMemory {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.paginated
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether `url` refused a streaming list before.
@@ -255,8 +262,13 @@ enum State {
     Listing,
     /// Watching from `rv`.
     Watching { rv: String },
-    /// Waiting after a failure, then `resume`.
-    Backoff { until: Instant, resume: Resume },
+    /// Waiting after a failure until `until`, then `resume`; woken early by the cluster's
+    /// news of recovery, but never before `earliest` (the server's `Retry-After`).
+    Backoff {
+        until: Instant,
+        earliest: Instant,
+        resume: Resume,
+    },
     /// Listing again after a 410, to diff against the cache.
     Relisting,
     /// Stopped for good.
@@ -322,6 +334,10 @@ struct Run<A> {
     synced_once: bool,
     /// Body bytes received when the allocator last gave memory back.
     released_at_bytes: u64,
+    /// The last request failed (so the next success is news for the cluster).
+    failing: bool,
+    /// The channel of the cluster's news of recovery, once a credential resolved its client.
+    news: Option<News>,
 }
 
 impl<A: ListWatch> Run<A> {
@@ -342,6 +358,8 @@ impl<A: ListWatch> Run<A> {
             watched: false,
             synced_once: false,
             released_at_bytes: 0,
+            failing: false,
+            news: None,
         }
     }
 
@@ -352,12 +370,43 @@ impl<A: ListWatch> Run<A> {
                 State::Listing => self.list(false).await,
                 State::Relisting => self.list(true).await,
                 State::Watching { rv } => self.watch(rv).await,
-                State::Backoff { until, resume } => {
-                    tokio::time::sleep_until(until).await;
+                State::Backoff {
+                    until,
+                    earliest,
+                    resume,
+                } => {
+                    self.sleep(until, earliest).await;
                     resume.state()
                 }
                 State::Closed => return,
             };
+        }
+    }
+
+    /// A backoff's sleep until `until`, cut short when another informer of the cluster
+    /// recovers: then a random share of [`RECOVERY_JITTER`] more, but never past `until` nor
+    /// before `earliest`.
+    async fn sleep(&mut self, until: Instant, earliest: Instant) {
+        let Some(news) = self.news.as_mut() else {
+            tokio::time::sleep_until(until).await;
+            return;
+        };
+        news.seen();
+        tokio::select! {
+            () = tokio::time::sleep_until(until) => {}
+            () = news.recovered_elsewhere() => {
+                let wake = Instant::now() + RECOVERY_JITTER.mul_f64(self.jitter.draw());
+                tokio::time::sleep_until(wake.max(earliest).min(until)).await;
+            }
+        }
+    }
+
+    /// A request was answered 200: after failures, news for the cluster's other informers.
+    fn succeeded(&mut self) {
+        if std::mem::take(&mut self.failing)
+            && let Some(news) = self.news.as_mut()
+        {
+            news.recovered();
         }
     }
 
@@ -408,6 +457,14 @@ impl<A: ListWatch> Run<A> {
                 .map_err(Fault::Refused)?;
             if self.endpoint.is_some() {
                 self.stats.credential_refresh();
+            }
+            // A credential may bring another client (a client certificate): another channel.
+            if self
+                .endpoint
+                .as_ref()
+                .is_none_or(|(old, _)| old.client != endpoint.client)
+            {
+                self.news = Some(self.memory.recoveries.news(&endpoint.client));
             }
             self.stats
                 .set_endpoint_bytes(endpoint_heap_bytes(&endpoint));
@@ -527,6 +584,7 @@ impl<A: ListWatch> Run<A> {
             _ => None,
         };
         let wait = self.backoff.failed(now(), retry_after, self.jitter.draw());
+        self.failing = true;
         // Every failure is one backoff step (one wait, one request after it), so one ERROR
         // here is one per step. Keying it on the step number instead would swallow the first
         // ERROR after a healthy minute, when the count starts over at a step already reported.
@@ -536,8 +594,10 @@ impl<A: ListWatch> Run<A> {
             fault.describe(),
             wait.as_secs_f64()
         ));
+        let start = Instant::now();
         State::Backoff {
-            until: Instant::now() + wait,
+            until: start + wait,
+            earliest: start + retry_after.unwrap_or_default(),
             resume,
         }
     }
@@ -562,7 +622,10 @@ impl<A: ListWatch> Run<A> {
         query.send_initial_events = true;
         query.resource_version_match = Some("NotOlderThan".into());
         let lines = match Box::pin(self.watch_lines(query)).await {
-            Ok(lines) => lines,
+            Ok(lines) => {
+                self.succeeded();
+                lines
+            }
             // A 406 to the metadata-only Accept header says nothing of streaming lists (nor of
             // the other informers on the cluster): `failed` turns the header off, and the
             // streaming list is asked for again.
@@ -634,7 +697,10 @@ impl<A: ListWatch> Run<A> {
                     })
                     .await;
                 let body = match page {
-                    Ok(body) => body,
+                    Ok(body) => {
+                        self.succeeded();
+                        body
+                    }
                     Err(Fault::Status { status: 410, .. }) if token.is_some() && restarts < 3 => {
                         restarts += 1;
                         self.info("the list's continue token expired; listing again");
@@ -732,7 +798,10 @@ impl<A: ListWatch> Run<A> {
         let mut query = self.query();
         query.resource_version = Some(rv.clone());
         let lines = match Box::pin(self.watch_lines(query)).await {
-            Ok(lines) => lines,
+            Ok(lines) => {
+                self.succeeded();
+                lines
+            }
             Err(Fault::Status { status: 410, .. }) => return self.expired(),
             Err(fault) => return self.failed(fault, Resume::Watch(rv)),
         };
@@ -762,6 +831,7 @@ impl<A: ListWatch> Run<A> {
                     },
                     Some(wait) => State::Backoff {
                         until: Instant::now() + wait,
+                        earliest: Instant::now(),
                         resume: Resume::Watch(self.current_rv()),
                     },
                 }
