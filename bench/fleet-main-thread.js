@@ -25,19 +25,7 @@ const path = require('node:path');
 const argv = process.argv.slice(2);
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 
-if (argv[0] === '--worker') {
-  worker(JSON.parse(argv[1])).then(
-    (result) => {
-      process.send(result);
-      process.exit(0);
-    },
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-  return;
-}
+if (require('./worker-main').runAsWorker(worker)) return;
 
 for (const a of argv) {
   if (!/^--(informers|clusters|objects|changes|rate)=\d+$|^--(pkg|profile|perf)=.+$|^--count$/.test(a)) {

@@ -31,19 +31,7 @@ const { fork } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
-if (process.argv[2] === '--worker') {
-  worker(JSON.parse(process.argv[3])).then(
-    (result) => {
-      process.send(result);
-      process.exit(0);
-    },
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-  return;
-}
+if (require('./worker-main').runAsWorker(worker)) return;
 
 const argv = process.argv.slice(2);
 if (argv.some((a) => a === '--full' || a.startsWith('--types='))) {

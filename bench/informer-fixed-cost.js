@@ -24,19 +24,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const v8 = require('node:v8');
 
-if (process.argv[2] === '--worker') {
-  worker(JSON.parse(process.argv[3])).then(
-    (result) => {
-      process.send(result);
-      process.exit(0);
-    },
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-  return;
-}
+if (require('./worker-main').runAsWorker(worker)) return;
 
 const argv = process.argv.slice(2);
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
