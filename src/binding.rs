@@ -169,6 +169,22 @@ impl ResourceSpec {
     }
 }
 
+/// A batch as it crosses to JavaScript, from a watch or an informer consumer: the common one
+/// (events, no warnings, not the last) as its events text alone, sparing an object per batch;
+/// any other as a [`NativeBatch`].
+type Crossing = Either<BatchText, NativeBatch>;
+
+fn crossing(batch: Batch) -> Crossing {
+    if batch.warnings.is_empty() && !batch.done && !batch.events.is_empty() {
+        Either::A(BatchText {
+            bytes: batch.events,
+            ascii: batch.ascii,
+        })
+    } else {
+        Either::B(NativeBatch::from(batch))
+    }
+}
+
 /// The batch's JSON text on its way into a JavaScript string, copied (see [`strings`]).
 pub struct BatchText {
     bytes: Vec<u8>,
@@ -276,18 +292,8 @@ impl NativeWatch {
     /// batch costs no Promise and no thread hop. The common batch (events, no warnings, not the
     /// last) comes as its events text alone, sparing an object per batch.
     #[napi(ts_return_type = "string | NativeBatch | null")]
-    pub fn take_batch(&self) -> Option<Either<BatchText, NativeBatch>> {
-        let batch = self.inner.take_batch()?;
-        Some(
-            if batch.warnings.is_empty() && !batch.done && !batch.events.is_empty() {
-                Either::A(BatchText {
-                    bytes: batch.events,
-                    ascii: batch.ascii,
-                })
-            } else {
-                Either::B(NativeBatch::from(batch))
-            },
-        )
+    pub fn take_batch(&self) -> Option<Crossing> {
+        Some(crossing(self.inner.take_batch()?))
     }
 
     /// The id its wakes carry.

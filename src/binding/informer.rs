@@ -41,8 +41,8 @@ use tokio_util::sync::CancellationToken;
 use serde::Serialize;
 
 use super::{
-    BatchText, ClusterConnections, ClusterTarget, CredentialSpec, NativeBatch, POOL, ResourceSpec,
-    pool_stats,
+    BatchText, ClusterConnections, ClusterTarget, CredentialSpec, Crossing, NativeBatch, POOL,
+    ResourceSpec, crossing, pool_stats,
 };
 use crate::auth::Credential;
 use crate::batch::Batch;
@@ -114,21 +114,6 @@ impl From<InitialListMode> for InitialList {
             InitialListMode::Paginated => InitialList::Paginated,
             InitialListMode::Streaming => InitialList::Streaming,
         }
-    }
-}
-
-/// A batch as it crosses to JavaScript: the common one (events, no warnings, not the last) as
-/// its events text alone, sparing an object per batch; any other as a [`NativeBatch`].
-type Crossing = Either<BatchText, NativeBatch>;
-
-fn crossing(batch: Batch) -> Crossing {
-    if batch.warnings.is_empty() && !batch.done && !batch.events.is_empty() {
-        Either::A(BatchText {
-            bytes: batch.events,
-            ascii: batch.ascii,
-        })
-    } else {
-        Either::B(NativeBatch::from(batch))
     }
 }
 
