@@ -1,11 +1,19 @@
 #!/usr/bin/env node
 'use strict';
 // node bench/fleet-main-thread.js [--informers=1000] [--clusters=50] [--objects=50] [--changes=1000]
-//                                 [--rate=100] [--pkg=<package directory>] [--profile=<file>] [--count]
+//                                 [--rate=100] [--types=N [--strip]] [--idle=<seconds>]
+//                                 [--pkg=<package directory>] [--profile=<file>] [--count]
 //
 // Where the main thread's time goes per change in the fleet benchmark's steady state (issue 18):
 // the same fleet as bench/fleet.js (its servers, bench/fleet-server.js), one worker process,
-// one measurement. During the window of changes, and only then, it can:
+// one measurement. With --types=N, the full fleet's shape instead (bench/fleet-full.js): per
+// cluster `objects` objects of each of the first N types of bench/fleet-objects.js over 20
+// namespaces, one informer per cluster × type (all namespaces; --informers is then
+// clusters × N), with `strip` of managedFields and last-applied given --strip.
+// Before the window it measures, informers open and synced and nothing changing, what the
+// main thread costs per second when idle (`--idle` seconds, default 3): its fixed cost, which
+// the window bills to the changes (every ms per second is 10 µs per change at 100/s).
+// During the window of changes, and only then, it can:
 //   --profile=<file>  record a V8 CPU profile of the main thread (node:inspector, 50 µs samples)
 //                     and print the functions with the most self time;
 //   --count           count, per change, the calls into the addon (by method), JSON.parse calls,
@@ -16,19 +24,28 @@
 // It also measures, before the window, what an empty wake-up of the main thread costs (a timer
 // that does nothing), the floor under a change that costs one.
 // Counting slows the main thread down: its CPU figure is only for comparing counts, never a
-// measure. Bounded: the worker gives up after 120 s, every child dies with this process.
+// measure. Bounded: the worker gives up after 180 s, every child dies with this process.
 
 const { fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
 const argv = process.argv.slice(2);
+const SENT = 'fleet.kube-watch.dev/sent';
+const STRIP = [
+  'metadata.managedFields',
+  "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
+];
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 
 if (require('./worker-main').runAsWorker(worker)) return;
 
 for (const a of argv) {
-  if (!/^--(informers|clusters|objects|changes|rate)=\d+$|^--(pkg|profile|perf)=.+$|^--count$/.test(a)) {
+  if (
+    !/^--(informers|clusters|objects|changes|rate|types|idle)=\d+$|^--(pkg|profile|perf)=.+$|^--(count|strip)$/.test(
+      a,
+    )
+  ) {
     console.error(`unknown option ${a}; see the header of bench/fleet-main-thread.js`);
     process.exit(2);
   }
@@ -37,15 +54,21 @@ for (const a of argv) {
 const { track } = require('./children');
 
 async function main() {
-  const informers = Number(opt('informers') ?? 1000);
+  const types = opt('types') === undefined ? 0 : Number(opt('types'));
   const clusters = Number(opt('clusters') ?? 50);
+  const informers = types ? clusters * types : Number(opt('informers') ?? 1000);
   const objects = Number(opt('objects') ?? 50);
   const changes = Number(opt('changes') ?? 1000);
   const rate = Number(opt('rate') ?? 100);
   const pkg = path.resolve(opt('pkg') ?? path.join(__dirname, '..'));
   const namespaces = Math.ceil(informers / clusters);
+  const serverArgs = types
+    ? [
+        `--json=${JSON.stringify({ clusters: [...Array(clusters).keys()], types, objects, namespaces: 20, bytes: 1500 })}`,
+      ]
+    : [clusters, namespaces, objects].map(String);
   const servers = track(
-    fork(path.join(__dirname, 'fleet-server.js'), [clusters, namespaces, objects].map(String), {
+    fork(path.join(__dirname, 'fleet-server.js'), serverArgs, {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     }),
   );
@@ -72,6 +95,13 @@ async function main() {
     urls,
     namespaces,
     informers,
+    types: types
+      ? require('./fleet-objects')
+          .TYPES.slice(0, types)
+          .map(({ group, version, plural }) => ({ group, version, plural }))
+      : null,
+    strip: argv.includes('--strip'),
+    idleSeconds: Number(opt('idle') ?? 3),
     profile: opt('profile') ? path.resolve(opt('profile')) : null,
     count: argv.includes('--count'),
   };
@@ -114,6 +144,14 @@ async function main() {
       `${result.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change, ${result.sleepsPerChange.toFixed(2)} wake-ups of it per change; ` +
       `an empty wake-up costs it ${result.floorUs.toFixed(1)} µs${config.count ? ' (counting: not a measure)' : ''}`,
   );
+  console.log(
+    `idle (nothing changing, ${config.idleSeconds} s): ${result.idle.cpuUsPerSecond.toFixed(0)} µs of main-thread CPU per second ` +
+      `(${(result.idle.cpuUsPerSecond / rate).toFixed(1)} µs per change at ${rate}/s), ${result.idle.sleepsPerSecond.toFixed(1)} wake-ups per second`,
+  );
+  if (Number.isFinite(result.latency.p50))
+    console.log(
+      `change latency (received − sent): p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms`,
+    );
   if (result.counts) {
     console.log('per change:');
     for (const [name, n] of Object.entries(result.counts).sort((a, b) => b[1] - a[1])) {
@@ -249,15 +287,15 @@ function profiler(file) {
   };
 }
 
-async function worker({ pkg, urls, namespaces, informers, profile, count }) {
+async function worker({ pkg, urls, namespaces, informers, types, strip, idleSeconds, profile, count }) {
   const counting = count ? counters(pkg) : null;
   const profiling = profile ? profiler(profile) : null;
   const { NativeKubernetesWatcher } = require(pkg);
   const certs = require('../sim/certs');
   const giveUp = setTimeout(() => {
-    console.error('fleet main-thread worker: gave up after 120 s');
+    console.error('fleet main-thread worker: gave up after 180 s');
     process.exit(1);
-  }, 120000);
+  }, 180000);
   giveUp.unref();
   const say = (m) => console.error(m);
   const watcher = new NativeKubernetesWatcher({ logger: { warn: say, error: say } });
@@ -265,35 +303,47 @@ async function worker({ pkg, urls, namespaces, informers, profile, count }) {
   let received = 0;
   let wanted = Infinity;
   let reached = null;
+  // Change latency (ms, received − the `…/sent` stamp) of the full fleet's changes in the window.
+  const latencies = [];
+  let measuring = false;
+  const caData = Buffer.from(certs.ca).toString('base64');
+  const options = strip ? { strip: STRIP } : {};
   for (let i = 0; i < informers; i++) {
-    const url = urls[i % urls.length];
+    const c = i % urls.length;
+    const type = types
+      ? types[Math.floor(i / urls.length)]
+      : { group: '', version: 'v1', plural: 'configmaps' };
     const informer = watcher.informer(
       {
-        clusterDetails: {
-          name: `c${i % urls.length}`,
-          url,
-          caData: Buffer.from(certs.ca).toString('base64'),
-        },
+        clusterDetails: { name: `c${c}`, url: urls[c], caData },
         credential: { type: 'bearer token', token: 'fleet-token' },
-        group: '',
-        apiVersion: 'v1',
-        plural: 'configmaps',
+        group: type.group,
+        apiVersion: type.version,
+        plural: type.plural,
       },
-      { namespace: `ns-${Math.floor(i / urls.length) % namespaces}` },
+      types ? options : { ...options, namespace: `ns-${Math.floor(i / urls.length) % namespaces}` },
     );
     opened.push(informer);
     (async () => {
       for await (const event of informer) {
-        if (event.type === 'MODIFIED' && event.object.data.round !== undefined) {
-          received++;
-          if (received >= wanted) reached?.();
-        }
+        if (event.type !== 'MODIFIED') continue;
+        const sent = event.object.metadata?.annotations?.[SENT];
+        if (sent === undefined && event.object.data?.round === undefined) continue;
+        if (measuring && sent !== undefined) latencies.push(Date.now() - Number(sent));
+        received++;
+        if (received >= wanted) reached?.();
       }
     })();
   }
   await Promise.all(opened.map((i) => i.synced));
-  await new Promise((r) => setTimeout(r, 500));
+  await new Promise((r) => setTimeout(r, 1000));
   const floorUs = await emptyWakeUpUs();
+  const idle0 = { ns: mainThreadNs(), sleeps: mainThreadSleeps() };
+  await new Promise((r) => setTimeout(r, idleSeconds * 1000));
+  const idle = {
+    cpuUsPerSecond: (mainThreadNs() - idle0.ns) / 1000 / idleSeconds,
+    sleepsPerSecond: (mainThreadSleeps() - idle0.sleeps) / idleSeconds,
+  };
   const done = new Promise((resolve) => {
     reached = resolve;
   });
@@ -302,6 +352,7 @@ async function worker({ pkg, urls, namespaces, informers, profile, count }) {
   const { changes } = await go;
   received = 0;
   wanted = changes;
+  measuring = true;
   await profiling?.start();
   counting?.start();
   const cpu0 = mainThreadNs();
@@ -312,7 +363,18 @@ async function worker({ pkg, urls, namespaces, informers, profile, count }) {
   const counts = counting?.stop();
   const top = await profiling?.stop();
   for (const informer of opened) informer.close();
-  return { cpuPerChangeUs: cpuNs / 1000 / changes, sleepsPerChange: sleeps / changes, floorUs, counts, top };
+  latencies.sort((a, b) => a - b);
+  const q = (f) =>
+    latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(f * latencies.length))] : NaN;
+  return {
+    cpuPerChangeUs: cpuNs / 1000 / changes,
+    sleepsPerChange: sleeps / changes,
+    floorUs,
+    idle,
+    latency: { p50: q(0.5), p99: q(0.99) },
+    counts,
+    top,
+  };
 }
 
 main().catch((err) => {
