@@ -211,3 +211,88 @@ test('wake-ups that come close together cross in one call, each consumer woken o
   t.diagnostic(`calls: ${calls}`);
   assert.ok(calls.length <= informers / 4, `${calls.length} calls for ${informers} wake-ups: ${calls}`);
 });
+
+test('news does not overtake the wake-ups held back before it: a warning after a change reaches JavaScript after both consumers’ wake-ups', async (t) => {
+  const s = await sim(t);
+  s.create('configmaps', cm('x'));
+  const stored = s.get('configmaps', 'default', 'x');
+  // The informer's watch (after its paginated list) is this test's: it writes a change and, in
+  // the same write, a line that does not parse, so the reflector sends the consumers' wake-ups
+  // and then its warning, back to back.
+  let watch = null;
+  s.nextWatchFault({
+    onWatch: (ctx) => {
+      watch = ctx;
+    },
+  });
+  // Each call of the registry's function, in order: who each message is from (0: news) and,
+  // for news, its kind.
+  const calls = [];
+  const { connect } = native.NativeInformerRegistry.prototype;
+  native.NativeInformerRegistry.prototype.connect = function (back) {
+    return connect.call(this, (from, messages) => {
+      calls.push(from.map((id, i) => (id === 0 ? JSON.parse(messages[i]).kind : id)));
+      return back(from, messages);
+    });
+  };
+  t.after(() => Object.assign(native.NativeInformerRegistry.prototype, { connect }));
+  const { watcher, log } = recordingWatcher();
+  const informer = watcher.informer(params(s), { namespace: 'default', initialList: 'paginated' });
+  t.after(() => informer.close());
+  // Two consumers of the one informer: the change wakes both, the first crossing at once (the
+  // first wake-up after a quiet spell), the second held back by the Outbox's gathering, since
+  // the last call was just now; the warning comes while it is held.
+  const modified = [];
+  const consumers = [0, 1].map((n) =>
+    (async () => {
+      for await (const e of informer) {
+        if (e.type === 'MODIFIED') {
+          modified.push(n);
+          return;
+        }
+      }
+    })(),
+  );
+  await informer.synced;
+  await within(
+    (async () => {
+      while (watch === null) await delay(5);
+    })(),
+    5000,
+    'the informer’s watch',
+  );
+  // Both consumers have read SYNCED and wait, armed; nothing has crossed for a while.
+  await delay(200);
+  const from = calls.length;
+  const change = {
+    type: 'MODIFIED',
+    object: {
+      kind: 'ConfigMap',
+      apiVersion: 'v1',
+      ...stored,
+      metadata: { ...stored.metadata, resourceVersion: String(Number(stored.metadata.resourceVersion) + 1) },
+      data: { v: '2' },
+    },
+  };
+  watch.write(`${JSON.stringify(change)}\n{oops\n`);
+  await within(Promise.all(consumers), 5000, 'both consumers reading the change');
+  await within(
+    (async () => {
+      while (!log.warn.some((m) => /skipped a watch line/.test(m))) await delay(5);
+    })(),
+    5000,
+    'the warning about the bad line',
+  );
+  assert.deepEqual(modified.sort(), [0, 1]);
+  const after = calls.slice(from);
+  t.diagnostic(`calls after the write: ${JSON.stringify(after)}`);
+  const warnAt = after.findIndex((c) => c.includes('warn'));
+  const wakeUps = after.flatMap((c, i) => c.filter((id) => typeof id === 'number').map(() => i));
+  assert.equal(wakeUps.length, 2, `one wake-up per consumer: ${JSON.stringify(after)}`);
+  // The first wake-up crossed alone and at once; the second was held back (gathered) and the
+  // warning sent while it was: had news gone straight out, the warning would cross first.
+  assert.ok(
+    wakeUps.every((i) => i < warnAt),
+    `the warning (call ${warnAt}) crossed before a wake-up held back before it (calls ${wakeUps}): ${JSON.stringify(after)}`,
+  );
+});
