@@ -61,12 +61,13 @@ use crate::proxy::ProxyEnv;
 /// change waits at most this long when the last call was less than this long ago.
 ///
 /// 50 ms, not the 20 ms it was: on the fleet benchmark's 2-core machine a wake-up of the main
-/// thread costs it about 190 µs and the work of a change 20–40 µs (`bench/fleet-main-thread.js
-/// --types=20`, the interval swept: 0, 20, 50, 100 ms), so at 100 changes a second the wake-ups,
-/// not the changes, were most of the cost: 20 ms made 0.5 wake-ups per change (135 µs per change
-/// with managedFields), 50 ms makes 0.2 (85 µs). The price is latency while changes keep coming:
-/// p50 about 28 ms and p99 about 55 ms, against 12 and 25 ms (the first change after a quiet
-/// spell still crosses at once).
+/// thread costs it 150–190 µs and the work of a change 20–45 µs (`bench/fleet-main-thread.js
+/// --types=20`, the interval swept: 0, 20, 50, 100 ms; bench/README.md), so at 100 changes a
+/// second the wake-ups, not the changes, were most of the cost: 20 ms made 0.5 wake-ups per
+/// change (138 µs per change with managedFields, 113 µs with strip), 50 ms makes 0.2 (83 and
+/// 61 µs). The price is latency while changes keep coming: p50 about 27 ms and p99 about 55 ms,
+/// against 12 and 25 ms (the first change after a quiet spell still crosses at once; news is
+/// never held).
 const WAKE_UP_INTERVAL: Duration = Duration::from_millis(50);
 
 /// How long a `getCredential` call may take before it counts as failed.
