@@ -42,6 +42,39 @@ pub const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl ClientKey {
+    /// The key of a plain `origin`: system roots, no identity, no proxy (for tests).
+    #[cfg(test)]
+    pub fn plain(origin: &str) -> Self {
+        Self {
+            origin: origin.into(),
+            ca_pem: None,
+            skip_verify: false,
+            identity_pem: None,
+            proxy: None,
+            tls_server_name: None,
+        }
+    }
+
+    /// Bytes its strings and buffers hold on the heap, by capacity; of the CA bundle, the
+    /// process's one copy (see [`shared_bundle`]), only this key's share.
+    pub fn heap_bytes(&self) -> usize {
+        let text = |t: &Option<String>| t.as_ref().map_or(0, String::capacity);
+        self.origin.capacity()
+            + self
+                .ca_pem
+                .as_ref()
+                .map_or(0, |pem| pem.len() / Arc::strong_count(pem))
+            + self.identity_pem.as_ref().map_or(0, Vec::capacity)
+            + self.proxy.as_ref().map_or(0, |proxy| {
+                proxy.host.capacity()
+                    + proxy
+                        .auth
+                        .as_ref()
+                        .map_or(0, |(user, password)| user.capacity() + password.capacity())
+            })
+            + text(&self.tls_server_name)
+    }
+
     /// Resolves `caData` / `caFile` and the client identity. Fails, without any I/O towards the
     /// server, when they are unreadable.
     pub fn resolve(connection: &Connection) -> Result<Self, Error> {

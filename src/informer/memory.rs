@@ -4,9 +4,10 @@
 //! (`capacity() * size_of`, the layouts `Arc` and the standard collections allocate), not
 //! measured: nothing here touches the allocator, so a collection costs a walk over the informers
 //! and their consumers, never over the objects (the stores keep their sums as objects come and
-//! go). What it cannot see (the HTTP/2 library's per-stream state, tokio's task header, the
-//! allocator's own bookkeeping and what fragmentation holds) is what [`crate::heap`]'s figures
-//! and `bench/informer-fixed-cost.js` show beside it.
+//! go). What it cannot see (the HTTP/2 library's per-stream state, tokio's task header and the
+//! shared state of each cluster's recovery channel, the allocator's own bookkeeping and what
+//! fragmentation holds) is what [`crate::heap`]'s figures and `bench/informer-fixed-cost.js`
+//! show beside it.
 
 use std::alloc::Layout;
 use std::mem::size_of;

@@ -15,11 +15,13 @@
 //! what it has seen when its sleep starts, so news older than its own failure never wakes it.
 
 use std::collections::HashMap;
+use std::mem::size_of;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::memory::{arc_bytes, hash_table_bytes};
 use crate::http::ClientKey;
 
 /// A woken informer retries after a uniform draw of at most this long.
@@ -46,6 +48,30 @@ impl Recoveries {
         };
         let receiver = sender.subscribe();
         News { sender, receiver }
+    }
+
+    /// Bytes it holds: its table by key, each key's strings and buffers, and the `Arc` of each
+    /// live channel. Not seen: the channel's shared state inside tokio, one small allocation per
+    /// cluster (not per informer).
+    pub fn bytes(&self) -> usize {
+        let clusters = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let table = hash_table_bytes(
+            clusters.capacity(),
+            size_of::<(ClientKey, Weak<watch::Sender<u64>>)>(),
+        );
+        table
+            + clusters
+                .iter()
+                .map(|(key, sender)| {
+                    let live = sender.strong_count() > 0;
+                    key.heap_bytes()
+                        + if live {
+                            arc_bytes::<watch::Sender<u64>>()
+                        } else {
+                            0
+                        }
+                })
+                .sum::<usize>()
     }
 
     /// Clusters with a live channel (for tests).
@@ -91,14 +117,7 @@ mod tests {
     use super::*;
 
     fn key(origin: &str) -> ClientKey {
-        ClientKey {
-            origin: origin.into(),
-            ca_pem: None,
-            skip_verify: false,
-            identity_pem: None,
-            proxy: None,
-            tls_server_name: None,
-        }
+        ClientKey::plain(origin)
     }
 
     #[tokio::test(start_paused = true)]
@@ -131,5 +150,31 @@ mod tests {
             1,
             "a's channel went with its informers"
         );
+    }
+
+    #[test]
+    fn its_bytes_count_the_table_the_keys_and_the_live_channels() {
+        let recoveries = Recoveries::default();
+        assert_eq!(recoveries.bytes(), 0);
+        let mut key_a = key("https://a:6443");
+        key_a.identity_pem = Some(vec![b'k'; 1000]);
+        let a = recoveries.news(&key_a);
+        let table = |capacity| {
+            hash_table_bytes(capacity, size_of::<(ClientKey, Weak<watch::Sender<u64>>)>())
+        };
+        let capacity = recoveries.0.lock().unwrap().capacity();
+        let live_a = key_a.heap_bytes() + arc_bytes::<watch::Sender<u64>>();
+        assert!(key_a.heap_bytes() >= 1000 + "https://a:6443".len());
+        assert_eq!(recoveries.bytes(), table(capacity) + live_a);
+        let b = recoveries.news(&key("https://b:6443"));
+        let live_b = key("https://b:6443").heap_bytes() + arc_bytes::<watch::Sender<u64>>();
+        assert_eq!(recoveries.bytes(), table(capacity) + live_a + live_b);
+        // A channel whose informers are gone keeps only its key until the next new key.
+        drop(b);
+        assert_eq!(
+            recoveries.bytes(),
+            table(capacity) + live_a + key("https://b:6443").heap_bytes()
+        );
+        drop(a);
     }
 }

@@ -18,6 +18,7 @@
 //! `Run` left here is the state machine and the calls between them.
 
 use std::collections::HashSet;
+use std::mem::size_of;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER};
 use super::cache::Cache;
 use super::connect::{Cluster, CredentialProvider, Endpoint};
-use super::memory::{Fixed, Footprint, arc_bytes};
+use super::memory::{Fixed, Footprint, arc_bytes, hash_table_bytes};
 use super::recovery::{News, RECOVERY_JITTER, Recoveries};
 use super::stats::Stats;
 use super::store::{Listed, Object};
@@ -138,6 +139,16 @@ impl ListMemory {
 
     fn remember_paginated(&self, url: &str) {
         self.lock().insert(url.to_owned());
+    }
+
+    /// Bytes it holds: the table of paginated URLs with their strings, and the recovery
+    /// channels' (see [`Recoveries::bytes`]). One per watcher, whatever the number of informers.
+    pub fn bytes(&self) -> usize {
+        let paginated = self.lock();
+        let urls = hash_table_bytes(paginated.capacity(), size_of::<String>())
+            + paginated.iter().map(String::capacity).sum::<usize>();
+        drop(paginated);
+        urls + self.recoveries.bytes()
     }
 }
 
@@ -924,18 +935,11 @@ impl ReflectorConfig {
     }
 }
 
-/// An endpoint's bytes on the heap, by capacity: its client key's origin, its share of the CA
-/// bundle, its identity PEM and TLS name, the base URL, the bearer token and the redactor's copies of the secrets.
+/// An endpoint's bytes on the heap, by capacity: its client key's (see
+/// [`crate::http::ClientKey::heap_bytes`]),
+/// the base URL, the bearer token and the redactor's copies of the secrets.
 fn endpoint_heap_bytes(endpoint: &Endpoint) -> usize {
-    let key = &endpoint.client;
-    key.origin.capacity()
-        // The bundle is the process's one copy (`ClientKey::resolve`): this key's share of it.
-        + key
-            .ca_pem
-            .as_ref()
-            .map_or(0, |pem| pem.len() / Arc::strong_count(pem))
-        + key.identity_pem.as_ref().map_or(0, Vec::capacity)
-        + capacity(&key.tls_server_name)
+    endpoint.client.heap_bytes()
         + endpoint.base_url.capacity()
         + capacity(&endpoint.bearer)
         + endpoint.redactor.heap_bytes()
