@@ -19,6 +19,7 @@ const FIELDS = [
   'pendingBytes',
   'pendingChanges',
   'fixedBytes',
+  'sharedBytes',
   'fixedBytesPerInformer',
   'fixedTaskBytes',
   'fixedCacheBytes',
@@ -62,8 +63,16 @@ test('memory: text, headers and index of a known cache, and what an informer and
   assert.equal(first.fixedBytesPerInformer, first.fixedBytes);
   assert.equal(
     first.accountedBytes,
-    first.textBytes + first.headerBytes + first.indexBytes + first.pendingBytes + first.fixedBytes,
+    first.textBytes +
+      first.headerBytes +
+      first.indexBytes +
+      first.pendingBytes +
+      first.fixedBytes +
+      first.sharedBytes,
   );
+  // What the watcher's informers learn of their clusters together (here one cluster's recovery
+  // channel and its key: origin and a share of the CA) is counted once, not per informer.
+  assert.ok(first.sharedBytes >= new URL(s.url).origin.length, `sharedBytes ${first.sharedBytes}`);
   if (process.platform === 'linux' && first.allocatorInUseBytes !== undefined) {
     assert.ok(
       first.allocatorInUseBytes > first.accountedBytes,
@@ -73,6 +82,8 @@ test('memory: text, headers and index of a known cache, and what an informer and
 
   // One more informer (another namespace): one more fixed cost, one object more.
   const two = watcher.informer(params(s), { namespace: 'two' });
+  // Closed on every path, so that a failed assertion ends the test instead of leaving it running.
+  t.after(() => two.close());
   await two.synced;
   const second = watcher[SNAPSHOT]().memory;
   assert.equal(second.informers, 2);
@@ -85,6 +96,7 @@ test('memory: text, headers and index of a known cache, and what an informer and
     `fixed ${second.fixedBytes} for two, ${first.fixedBytes} for one`,
   );
   assert.equal(second.fixedBytesPerInformer, second.fixedBytes / 2);
+  assert.equal(second.sharedBytes, first.sharedBytes, 'one cluster: one recovery channel');
 
   // A consumer that has not read yet holds one pending ADDED per object.
   const iterator = one[Symbol.asyncIterator]();

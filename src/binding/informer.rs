@@ -547,7 +547,7 @@ pub struct NativeMetrics {
 #[serde(rename_all = "camelCase")]
 pub struct NativeMemory {
     /// `informers`, `consumers`, `objects`, `textBytes`, `headerBytes`, `indexBytes`,
-    /// `pendingBytes`, `pendingChanges`, `fixedBytes`: see [`Footprint`].
+    /// `pendingBytes`, `pendingChanges`, `fixedBytes`, `sharedBytes`: see [`Footprint`].
     #[serde(flatten)]
     pub footprint: Footprint,
     /// `fixedBytes / informers` (0 without informers).
@@ -562,7 +562,8 @@ pub struct NativeMemory {
     pub fixed_config_bytes: usize,
     /// The registry's entries and table.
     pub fixed_registry_bytes: usize,
-    /// Text, headers, index, pending and fixed bytes added up: what the informers account for.
+    /// Text, headers, index, pending, fixed and shared bytes added up: what the informers
+    /// account for.
     pub accounted_bytes: usize,
     /// The allocator's bytes in use, process-wide (glibc only, else absent): everything the
     /// process allocated with malloc (Node.js and V8's own included, V8's heap not).
@@ -590,7 +591,8 @@ impl NativeMemory {
                 + footprint.header_bytes
                 + footprint.index_bytes
                 + footprint.pending_bytes
-                + footprint.fixed_bytes,
+                + footprint.fixed_bytes
+                + footprint.shared_bytes,
             allocator_in_use_bytes: allocator.map(|a| a.in_use),
             allocator_free_bytes: allocator.map(|a| a.free),
         }

@@ -115,6 +115,9 @@ pub struct Footprint {
     pub pending_changes: usize,
     /// What the informers cost whatever they cache, summed (see [`Fixed`]).
     pub fixed_bytes: usize,
+    /// What the watcher's informers learned of their clusters together (the recovery channels,
+    /// the URLs that refused streaming lists): once per watcher, not per informer.
+    pub shared_bytes: usize,
 }
 
 impl std::ops::AddAssign for Footprint {
@@ -128,6 +131,7 @@ impl std::ops::AddAssign for Footprint {
         self.pending_bytes += other.pending_bytes;
         self.pending_changes += other.pending_changes;
         self.fixed_bytes += other.fixed_bytes;
+        self.shared_bytes += other.shared_bytes;
     }
 }
 

@@ -200,15 +200,15 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// The memory of every shared informer in the registry (ended ones whose handles are still
     /// open included), added up, with the fixed cost by part (see [`Footprint`], [`Fixed`]).
     /// The registry's own part of each informer's fixed cost is its entry: the shared struct,
-    /// key, labels, sinks, and its share of the table by key and of what the informers learn of
-    /// their clusters together ([`ListMemory::bytes`]).
+    /// key, labels, sinks, and its share of the table by key. What the informers learn of their
+    /// clusters together ([`ListMemory::bytes`]) is the footprint's `shared_bytes`.
     pub fn memory(&self) -> (Footprint, Fixed) {
         let (informers, table) = {
             let informers = lock(&self.informers);
             let table = hash_table_bytes(
                 informers.by_key.capacity(),
                 size_of::<(String, Arc<Shared<S>>)>(),
-            ) + self.memory.bytes();
+            );
             let live: Vec<Arc<Shared<S>>> = informers.by_key.values().cloned().collect();
             (live, table)
         };
@@ -236,6 +236,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             fixed += parts;
         }
         footprint.fixed_bytes += table;
+        footprint.shared_bytes = self.memory.bytes();
         (footprint, fixed)
     }
 
