@@ -44,7 +44,7 @@ const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixe
 const MiB = 2 ** 20;
 
 const OPTIONS =
-  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-seconds=\d+|compare-runs=\d+|server-processes=\d+|pkg=.+|json=.+)$/;
+  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-seconds=\d+|compare-runs=\d+|server-processes=\d+|server-cpu-prof=.+|pkg=.+|json=.+)$/;
 
 /** The options of a full fleet run, `--full` first filling in the issue's figures. */
 function parseOptions(argv) {
@@ -75,6 +75,7 @@ function parseOptions(argv) {
     compareRuns: opt('compare-runs', 2),
     json: argv.find((x) => x.startsWith('--json='))?.slice(7),
     pkg: argv.find((x) => x.startsWith('--pkg='))?.slice(6),
+    serverCpuProf: argv.find((x) => x.startsWith('--server-cpu-prof='))?.slice(18),
   };
   if (o.pkg !== undefined) o.pkg = path.resolve(o.pkg);
   o.strips = full || argv.includes('--strip=both') ? [false, true] : [argv.includes('--strip')];
@@ -105,6 +106,7 @@ async function startServers(o, clusters, processes) {
   for (let c = 0; c < clusters; c++) groups[Math.floor((c * processes) / clusters)].push(c);
   const owner = new Map();
   const pids = [];
+  const exited = [];
   const handles = await Promise.all(
     groups.map((group, p) => {
       const config = {
@@ -117,11 +119,16 @@ async function startServers(o, clusters, processes) {
       const child = track(
         fork(path.join(__dirname, 'fleet-server.js'), [`--json=${JSON.stringify(config)}`], {
           stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-          execArgv: ['--max-old-space-size=8192'],
+          execArgv: [
+            '--max-old-space-size=8192',
+            '--expose-gc',
+            ...(o.serverCpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(o.serverCpuProf)}`] : []),
+          ],
         }),
       );
       for (const c of group) owner.set(c, p);
       pids.push(child.pid);
+      exited.push(new Promise((resolve) => child.once('exit', resolve)));
       return ipc(child, startSeconds, `fleet server process ${p}`);
     }),
   );
@@ -163,7 +170,8 @@ async function startServers(o, clusters, processes) {
       for (const a of answers) (Object.assign(counts, a.counts), Object.assign(digests, a.digests));
       return { counts, digests };
     },
-    stop: () => handles.forEach((h) => h.send({ cmd: 'stop' })),
+    /** Stops every server process; resolves once they exited (a --server-cpu-prof is written then). */
+    stop: () => (handles.forEach((h) => h.send({ cmd: 'stop' })), Promise.all(exited)),
     /** CPU seconds the server processes have used so far (user + system, every thread). */
     cpuSeconds: () => pids.reduce((n, pid) => n + processCpuSeconds(pid), 0),
   };
@@ -418,7 +426,7 @@ async function run(argv) {
   // the client-node worker strips the same paths in its handlers, its leanest cache).
   const compare = [];
   if (o.compare) for (const strip of o.strips) compare.push(await runCompare(o, strip));
-  servers.stop();
+  await servers.stop();
   report(o, servers, results, compare, { stopped, throttled, count });
 }
 
@@ -439,7 +447,7 @@ async function runCompare(o, strip) {
       runs[which].push({ ...out.ready, ...out.done });
     }
   }
-  servers.stop();
+  await servers.stop();
   return { strip, clusters, count, seconds, jsonBytes: servers.jsonBytes, objects: servers.objects, runs };
 }
 
