@@ -470,6 +470,11 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
     (r) => `${(held(r) / MiB).toFixed(0)} MiB`,
     `${(servers.jsonBytes / MiB).toFixed(0)} MiB with, ${(servers.strippedBytes / MiB).toFixed(0)} MiB without managedFields + last-applied`,
   );
+  row(
+    'JSON per object (average)',
+    (r) => `${(held(r) / servers.objects).toFixed(0)} B`,
+    `${(servers.jsonBytes / servers.objects).toFixed(0)} B with, ${(servers.strippedBytes / servers.objects).toFixed(0)} B without`,
+  );
   row('full sync', (r) => `${r.ready.syncSeconds.toFixed(2)} s`, '≤ 15 s');
   row('initial ADDED events read after sync', (r) => `${r.ready.drainSeconds.toFixed(2)} s later`);
   row('CPU of the sync: client main thread / all client threads / servers', (r) =>
