@@ -10,7 +10,10 @@
 //     bench/fleet-objects.js, spread over `namespaces` namespaces, the CRDs among them defined
 //     with defineResource.
 // bench/fleet-objects.js shapes the objects: managedFields and a last-applied annotation, as a
-// real API server and `kubectl apply` leave them.
+// real API server and `kubectl apply` leave them. The full fleet's objects are loaded with
+// Store#load (taken over, not copied) and serialised once as they are stored (sim/text.js);
+// once they are, the setup's garbage is collected (`gc()`, when run with --expose-gc as
+// bench/fleet-full.js does), so that the sync the benchmark times pays for neither.
 //
 // IPC (parent → servers, each answered with the same `id`):
 //   { cmd: 'info' }                         → { urls, jsonBytes, strippedBytes, objects }
