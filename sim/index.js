@@ -202,7 +202,8 @@ class Simulator extends EventEmitter {
           settings: { maxConcurrentStreams: o.maxConcurrentStreams },
           // Node's default (10 MB) counts the data queued on a session's streams and refuses
           // new streams with ENHANCE_YOUR_CALM beyond it; a real API server has no such limit,
-          // and the initial events' 1 MiB writes (sim/watch.js) on 20 streams would trip it.
+          // and the initial events, queued in one write per watch (sim/watch.js), trip it as
+          // soon as a few watches of a large type start together on one connection.
           maxSessionMemory: 1024,
         },
         handler,
