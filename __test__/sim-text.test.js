@@ -96,4 +96,25 @@ test('initial events in one corked write are the lines one write per event sends
     w.lines,
     s.store.snapshot('pods').map((o) => addedLine(o).toString().slice(0, -1)),
   );
+  // The store's buffer of a whole type's lines is made again after a change, and a watch with
+  // a selector or of one namespace takes the objects one by one.
+  const changed = s.patch('pods', 'default', 'p-007', (o) => void (o.metadata.labels.changed = 'yes'));
+  s.create('pods', pod('p-000a', { changed: 'yes' }));
+  const again = watchRequest(`${s.url}${path}`, { http2: true, ca: certs.ca });
+  await again.done;
+  assert.equal(again.events.length, 301);
+  assert.equal(again.events[1].object.metadata.name, 'p-000a', 'in list order');
+  assert.equal(again.events[8].object.metadata.resourceVersion, changed.metadata.resourceVersion);
+  const selected = watchRequest(`${s.url}${path}&labelSelector=changed%3Dyes`, { http2: true, ca: certs.ca });
+  await selected.done;
+  assert.deepEqual(
+    selected.events.map((e) => e.object.metadata.name),
+    ['p-000a', 'p-007'],
+  );
+  const none = watchRequest(`${s.url}/api/v1/namespaces/other/pods?watch=true&timeoutSeconds=0.3`, {
+    http2: true,
+    ca: certs.ca,
+  });
+  await none.done;
+  assert.equal(none.events.length, 0);
 });
