@@ -6,11 +6,19 @@
 //   node bench/fleet.js --types=20 [--clusters=5] [--objects=20] [--namespaces=20] [--bytes=1500]
 //        [--rate=100] [--seconds=20] [--strip | --strip=both] [--outage] [--outage-seconds=20]
 //        [--compare] [--compare-seconds=30] [--compare-runs=2] [--server-processes=N]
-//        [--pkg=<package directory>] [--json=<file>]
+//        [--server-cpu-prof=<dir>] [--pkg=<package directory>] [--json=<file>]
 //
 // Servers: `clusters` simulators (bench/fleet-server.js), spread over `server-processes` forked
 // processes, each cluster holding `objects` objects of each of the first `types` types of
-// bench/fleet-objects.js over `namespaces` namespaces. Client: bench/fleet-worker.js, a fresh
+// bench/fleet-objects.js over `namespaces` namespaces (about 2.3 KB of JSON each with the
+// default `bytes`). They are built to cost the machine as little as an honest API server can,
+// since the client's sync shares its cores with them: every object is serialised once when
+// stored (sim/text.js), a watch's initial events go out as one write of those cached texts,
+// and each server process collects its setup's garbage before it says it is ready (and has V8
+// run with --expose-gc for that). The report gives the servers' CPU during each sync (all
+// threads and main threads), next to the client's. --server-cpu-prof writes a V8 CPU profile of
+// each server process into <dir> (`node --cpu-prof`), the way to see where their time goes.
+// Client: bench/fleet-worker.js, a fresh
 // process per measurement, one informer per cluster × type (all namespaces) through one watcher,
 // one consumer each. After every informer synced, the servers make `rate` changes per second for
 // `seconds`, round-robin over clusters, types and objects, each stamped with its round and the
@@ -44,7 +52,7 @@ const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixe
 const MiB = 2 ** 20;
 
 const OPTIONS =
-  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-seconds=\d+|compare-runs=\d+|server-processes=\d+|pkg=.+|json=.+)$/;
+  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-seconds=\d+|compare-runs=\d+|server-processes=\d+|server-cpu-prof=.+|pkg=.+|json=.+)$/;
 
 /** The options of a full fleet run, `--full` first filling in the issue's figures. */
 function parseOptions(argv) {
@@ -75,6 +83,7 @@ function parseOptions(argv) {
     compareRuns: opt('compare-runs', 2),
     json: argv.find((x) => x.startsWith('--json='))?.slice(7),
     pkg: argv.find((x) => x.startsWith('--pkg='))?.slice(6),
+    serverCpuProf: argv.find((x) => x.startsWith('--server-cpu-prof='))?.slice(18),
   };
   if (o.pkg !== undefined) o.pkg = path.resolve(o.pkg);
   o.strips = full || argv.includes('--strip=both') ? [false, true] : [argv.includes('--strip')];
@@ -105,6 +114,7 @@ async function startServers(o, clusters, processes) {
   for (let c = 0; c < clusters; c++) groups[Math.floor((c * processes) / clusters)].push(c);
   const owner = new Map();
   const pids = [];
+  const exited = [];
   const handles = await Promise.all(
     groups.map((group, p) => {
       const config = {
@@ -117,11 +127,16 @@ async function startServers(o, clusters, processes) {
       const child = track(
         fork(path.join(__dirname, 'fleet-server.js'), [`--json=${JSON.stringify(config)}`], {
           stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-          execArgv: ['--max-old-space-size=8192'],
+          execArgv: [
+            '--max-old-space-size=8192',
+            '--expose-gc',
+            ...(o.serverCpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(o.serverCpuProf)}`] : []),
+          ],
         }),
       );
       for (const c of group) owner.set(c, p);
       pids.push(child.pid);
+      exited.push(new Promise((resolve) => child.once('exit', resolve)));
       return ipc(child, startSeconds, `fleet server process ${p}`);
     }),
   );
@@ -163,16 +178,22 @@ async function startServers(o, clusters, processes) {
       for (const a of answers) (Object.assign(counts, a.counts), Object.assign(digests, a.digests));
       return { counts, digests };
     },
-    stop: () => handles.forEach((h) => h.send({ cmd: 'stop' })),
+    /** Stops every server process; resolves once they exited (a --server-cpu-prof is written then). */
+    stop: () => (handles.forEach((h) => h.send({ cmd: 'stop' })), Promise.all(exited)),
     /** CPU seconds the server processes have used so far (user + system, every thread). */
     cpuSeconds: () => pids.reduce((n, pid) => n + processCpuSeconds(pid), 0),
+    /** The same, of their main threads only (the rest: V8's collector and Node's helpers). */
+    mainThreadCpuSeconds: () => pids.reduce((n, pid) => n + processCpuSeconds(pid, pid), 0),
   };
 }
 
-/** CPU seconds process `pid` has used (utime + stime of /proc/<pid>/stat), 0 once it is gone. */
-function processCpuSeconds(pid) {
+/**
+ * CPU seconds process `pid` (its thread `tid`: /proc/<pid>/task/<tid>/stat) has used, utime +
+ * stime; 0 once it is gone.
+ */
+function processCpuSeconds(pid, tid) {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = fs.readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8');
     // Fields after the command's closing parenthesis: state is field 3, utime 14 and stime 15.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
@@ -249,6 +270,7 @@ function measure(which, servers, o, config, count, seconds, during) {
   };
   full.timeoutSeconds = full.giveUpSeconds;
   const serverCpuAtFork = servers.cpuSeconds?.() ?? 0;
+  const serverMainCpuAtFork = servers.mainThreadCpuSeconds?.() ?? 0;
   return new Promise((resolve, reject) => {
     const child = track(
       fork(file, ['--worker', JSON.stringify(full)], {
@@ -262,7 +284,10 @@ function measure(which, servers, o, config, count, seconds, during) {
       if (msg.cmd === 'ready') {
         out.ready = msg;
         // The servers' share of the sync (they are idle while the worker drains and settles).
-        if (servers.cpuSeconds) out.ready.serverCpuSeconds = servers.cpuSeconds() - serverCpuAtFork;
+        if (servers.cpuSeconds) {
+          out.ready.serverCpuSeconds = servers.cpuSeconds() - serverCpuAtFork;
+          out.ready.serverMainThreadCpuSeconds = servers.mainThreadCpuSeconds() - serverMainCpuAtFork;
+        }
         log(
           `  ${which}: synced in ${msg.syncSeconds.toFixed(2)} s, RSS +${(msg.rssGrowth / MiB).toFixed(0)} MiB`,
         );
@@ -418,7 +443,7 @@ async function run(argv) {
   // the client-node worker strips the same paths in its handlers, its leanest cache).
   const compare = [];
   if (o.compare) for (const strip of o.strips) compare.push(await runCompare(o, strip));
-  servers.stop();
+  await servers.stop();
   report(o, servers, results, compare, { stopped, throttled, count });
 }
 
@@ -439,7 +464,7 @@ async function runCompare(o, strip) {
       runs[which].push({ ...out.ready, ...out.done });
     }
   }
-  servers.stop();
+  await servers.stop();
   return { strip, clusters, count, seconds, jsonBytes: servers.jsonBytes, objects: servers.objects, runs };
 }
 
@@ -462,7 +487,17 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
     (r) => `${(held(r) / MiB).toFixed(0)} MiB`,
     `${(servers.jsonBytes / MiB).toFixed(0)} MiB with, ${(servers.strippedBytes / MiB).toFixed(0)} MiB without managedFields + last-applied`,
   );
+  row(
+    'JSON per object (average)',
+    (r) => `${(held(r) / servers.objects).toFixed(0)} B`,
+    `${(servers.jsonBytes / servers.objects).toFixed(0)} B with, ${(servers.strippedBytes / servers.objects).toFixed(0)} B without`,
+  );
   row('full sync', (r) => `${r.ready.syncSeconds.toFixed(2)} s`, '≤ 15 s');
+  row("servers' CPU in the sync: all threads / main threads (the rest: their collectors)", (r) =>
+    r.ready.serverCpuSeconds === undefined
+      ? '–'
+      : `${r.ready.serverCpuSeconds.toFixed(1)} / ${r.ready.serverMainThreadCpuSeconds.toFixed(1)} s`,
+  );
   row('initial ADDED events read after sync', (r) => `${r.ready.drainSeconds.toFixed(2)} s later`);
   row('CPU of the sync: client main thread / all client threads / servers', (r) =>
     r.ready.syncCpu

@@ -196,7 +196,16 @@ class Simulator extends EventEmitter {
     if (!o.tls) this.server = http.createServer({ noDelay: true }, handler);
     else if (o.http2) {
       this.server = http2.createSecureServer(
-        { ...tls, allowHTTP1: true, settings: { maxConcurrentStreams: o.maxConcurrentStreams } },
+        {
+          ...tls,
+          allowHTTP1: true,
+          settings: { maxConcurrentStreams: o.maxConcurrentStreams },
+          // Node's default (10 MB) counts the data queued on a session's streams and refuses
+          // new streams with ENHANCE_YOUR_CALM beyond it; a real API server has no such limit,
+          // and the initial events, queued in one write per watch (sim/watch.js), trip it as
+          // soon as a few watches of a large type start together on one connection.
+          maxSessionMemory: 1024,
+        },
         handler,
       );
       this.http2.attach(this.server);

@@ -11,6 +11,7 @@ const { sendJson, sendStatus, commonHeaders } = require('./status');
 const { compileSelector, SelectorError } = require('./selector');
 const { compileFieldSelector } = require('./field-selector');
 const { asPartial, API_VERSION: PARTIAL_API_VERSION } = require('./metadata');
+const { itemBody } = require('./text');
 
 // Snapshots of lists still being paged; the oldest are forgotten (their tokens then expire).
 const MAX_SNAPSHOTS = 64;
@@ -106,11 +107,12 @@ function sendList(sim, res, def, route, params, gzip, partial = false) {
       if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
       throw err;
     }
+    // Each item's text without its opening brace (sim/text.js): list items carry no
+    // kind/apiVersion on the real server; the list itself does.
     const items = store
       .snapshot(def.key, { namespace: route.namespace })
       .filter((obj) => matches(obj.metadata.labels) && fieldMatches(obj))
-      // List items carry no kind/apiVersion on the real server; the list itself does.
-      .map(({ kind, apiVersion, ...rest }) => JSON.stringify(partial ? asPartial(rest) : rest));
+      .map((obj) => (partial ? Buffer.from(JSON.stringify(asPartial(obj)).slice(1)) : itemBody(obj)));
     snapshot = { rv: Number(store.resourceVersion), items };
   }
   const end = limit > 0 ? Math.min(offset + limit, snapshot.items.length) : snapshot.items.length;
@@ -125,9 +127,10 @@ function sendList(sim, res, def, route, params, gzip, partial = false) {
   const [listKind, apiVersion] = partial
     ? ['PartialObjectMetadataList', PARTIAL_API_VERSION]
     : [def.listKind, def.apiVersion];
-  const body =
-    `{"kind":"${listKind}","apiVersion":"${apiVersion}",` +
-    `"metadata":${JSON.stringify(meta)},"items":[${page.join(',')}]}`;
+  const body = listBody(
+    `{"kind":"${listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[`,
+    page,
+  );
   if (gzip) {
     const gz = zlib.gzipSync(body);
     res.writeHead(200, {
@@ -139,6 +142,21 @@ function sendList(sim, res, def, route, params, gzip, partial = false) {
     return res.end(gz);
   }
   return sendJson(res, 200, body, { 'content-type': 'application/json' });
+}
+
+/** `head`, then each item as `{` + its body, comma-separated, then `]}`: one buffer, one copy of each. */
+function listBody(head, bodies) {
+  let length = Buffer.byteLength(head) + Math.max(0, bodies.length - 1) + 2;
+  for (const b of bodies) length += 1 + b.length;
+  const out = Buffer.allocUnsafe(length);
+  let at = out.write(head);
+  bodies.forEach((b, i) => {
+    if (i) out[at++] = 0x2c; // ,
+    out[at++] = 0x7b; // {
+    at += b.copy(out, at);
+  });
+  out.write(']}', at);
+  return out;
 }
 
 module.exports = { sendList, EXPIRED_CONTINUE };
