@@ -328,10 +328,14 @@ impl Object {
         &self.0[HEADER + at..HEADER + at + len]
     }
 
+    /// The bytes of a string part (see [`HEADER`]).
+    fn string_bytes(&self, field: usize) -> &[u8] {
+        self.part(self.word(field), self.half(field + 4))
+    }
+
     fn string(&self, field: usize) -> &str {
-        let part = self.part(self.word(field), self.half(field + 4));
         // Every string part was a `str` when it was stored.
-        std::str::from_utf8(part).unwrap_or_default()
+        std::str::from_utf8(self.string_bytes(field)).unwrap_or_default()
     }
 
     /// The object's JSON text.
@@ -412,9 +416,12 @@ fn quoted(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_default()
 }
 
+// Equality and order compare the key's bytes, as `str`'s do, without validating them as
+// UTF-8 again on every comparison (a list's objects are sorted into a set of them).
 impl PartialEq for Object {
     fn eq(&self, other: &Self) -> bool {
-        self.name() == other.name() && self.namespace() == other.namespace()
+        self.string_bytes(NAME) == other.string_bytes(NAME)
+            && self.string_bytes(NAMESPACE) == other.string_bytes(NAMESPACE)
     }
 }
 
@@ -428,7 +435,8 @@ impl PartialOrd for Object {
 
 impl Ord for Object {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.namespace(), self.name()).cmp(&(other.namespace(), other.name()))
+        (self.string_bytes(NAMESPACE), self.string_bytes(NAME))
+            .cmp(&(other.string_bytes(NAMESPACE), other.string_bytes(NAME)))
     }
 }
 

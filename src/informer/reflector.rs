@@ -766,7 +766,7 @@ impl<A: ListWatch> Run<A> {
                 .iter()
                 .map(|item| {
                     let raw = item.get().as_bytes();
-                    let projected = projection.apply_object(raw);
+                    let projected = projection.apply_raw(item);
                     let text = projected.as_deref().unwrap_or(raw);
                     // `strip` keeps the rest, so the item gets its list's kind and apiVersion.
                     if projection.keeps_the_rest() {

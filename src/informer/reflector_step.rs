@@ -90,7 +90,7 @@ pub fn step(progress: &mut Progress, line: &[u8], projection: Option<&Projection
     match parsed {
         WatchLine::Change { kind, object } => {
             let raw = object.get().as_bytes();
-            let projected = projection.and_then(|p| p.apply_object(raw));
+            let projected = projection.and_then(|p| p.apply_raw(object));
             let object = match Object::parse(projected.as_deref().unwrap_or(raw)) {
                 Ok(object) => object,
                 Err(err) => return Step::Warn(format!("skipped a watch event: {err}")),

@@ -1,0 +1,114 @@
+//! What an informer's sync costs per watch line, stage by stage, on lines given in a file
+//! (one `{"type":"ADDED","object":…}` per line, e.g. the fleet benchmark's objects):
+//! `cargo run --release --example sync_cost -- <file.ndjson>`. The stages are those of
+//! `reflector_step::step`: the line's parse, `strip` (of managedFields and the last-applied
+//! annotation), the object's header and copy. Medians of 7 rounds, in one process.
+
+use std::time::Instant;
+
+use kube_watch_native::field_path;
+use kube_watch_native::informer::store::Object;
+use kube_watch_native::informer::wire::WatchLine;
+use kube_watch_native::projection::Projection;
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn main() {
+    let file = std::env::args()
+        .nth(1)
+        .expect("usage: sync_cost <file.ndjson>");
+    let text = std::fs::read(&file).expect("the lines' file");
+    let lines: Vec<&[u8]> = text
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let bytes: usize = lines.iter().map(|l| l.len()).sum();
+    let paths: Vec<Vec<String>> = [
+        "metadata.managedFields",
+        "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
+    ]
+    .iter()
+    .map(|p| field_path::parse(p).unwrap())
+    .collect();
+    let strip = Projection::strip(&paths);
+    let objects = |line| match WatchLine::parse(line).unwrap() {
+        WatchLine::Change { object, .. } => object,
+        _ => panic!("a change"),
+    };
+    let mut stages: [(&str, Vec<f64>); 5] = [
+        ("line parse (WatchLine::parse)", vec![]),
+        ("strip, validating (apply_object)", vec![]),
+        ("strip (apply_raw)", vec![]),
+        ("object header + copy, stripped", vec![]),
+        ("object header + copy, whole", vec![]),
+    ];
+    let stripped: Vec<Vec<u8>> = lines
+        .iter()
+        .map(|l| strip.apply_raw(objects(l)).unwrap())
+        .collect();
+    let mut kept = 0;
+    for _ in 0..7 {
+        let mut time = |stage: usize, f: &mut dyn FnMut() -> usize| {
+            let start = Instant::now();
+            kept += f();
+            stages[stage]
+                .1
+                .push(start.elapsed().as_secs_f64() * 1e9 / lines.len() as f64);
+        };
+        time(0, &mut || {
+            lines.iter().map(|l| objects(l).get().len()).sum()
+        });
+        time(1, &mut || {
+            lines
+                .iter()
+                .map(|l| {
+                    strip
+                        .apply_object(objects(l).get().as_bytes())
+                        .unwrap()
+                        .len()
+                })
+                .sum()
+        });
+        time(2, &mut || {
+            lines
+                .iter()
+                .map(|l| strip.apply_raw(objects(l)).unwrap().len())
+                .sum()
+        });
+        time(3, &mut || {
+            stripped
+                .iter()
+                .map(|s| Object::parse(s).unwrap().text().len())
+                .sum()
+        });
+        time(4, &mut || {
+            lines
+                .iter()
+                .map(|l| {
+                    Object::parse(objects(l).get().as_bytes())
+                        .unwrap()
+                        .text()
+                        .len()
+                })
+                .sum()
+        });
+    }
+    println!(
+        "{} lines of {} bytes on average ({kept} bytes kept in all)",
+        lines.len(),
+        bytes / lines.len()
+    );
+    let line_parse = median(stages[0].1.clone());
+    for (i, (name, xs)) in stages.into_iter().enumerate() {
+        let m = median(xs);
+        // Stages 1 to 4 include the line's parse (their input); 3 does not.
+        let own = if i == 0 || i == 3 { m } else { m - line_parse };
+        println!(
+            "{name:36} {own:7.0} ns per line ({:.2} ns per line byte)",
+            own * lines.len() as f64 / bytes as f64
+        );
+    }
+}
