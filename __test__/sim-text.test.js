@@ -2,7 +2,7 @@
 
 // The simulator's cached texts (sim/text.js) and what is served from them: list items and event
 // lines must be byte for byte what serialising the object would give, whichever path (bulk
-// load, create, one corked write of the initial events, one write per event) they took.
+// load, create, corked writes of the initial events, one write per event) they took.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -66,7 +66,7 @@ test('Store#load stores as create does, and lists stay sorted after creates and 
   assert.deepEqual(empty.body.items, []);
 });
 
-test('initial events in one corked write are the lines one write per event sends', async (t) => {
+test('initial events in corked writes are the lines one write per event sends', async (t) => {
   const s = await sim(t, { tls: true, http2: true });
   s.store.load(
     'pods',
@@ -85,7 +85,7 @@ test('initial events in one corked write are the lines one write per event sends
   assert.equal(corked.chunks.length, 300);
   assert.equal(perEvent.chunks.length, 300);
   assert.equal(corked.body.toString(), perEvent.body.toString());
-  // Over h2, where the corked write leaves as DATA frames of many events each.
+  // Over h2, where the corked writes leave as DATA frames of many events each.
   const w = watchRequest(`${s.url}${path}`, { http2: true, ca: certs.ca });
   await w.done;
   assert.deepEqual(
