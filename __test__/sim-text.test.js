@@ -2,7 +2,7 @@
 
 // The simulator's cached texts (sim/text.js) and what is served from them: list items and event
 // lines must be byte for byte what serialising the object would give, whichever path (bulk
-// load, create, one corked write of the initial events, one write per event) they took.
+// load, create, corked writes of the initial events, one write per event) they took.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -66,7 +66,7 @@ test('Store#load stores as create does, and lists stay sorted after creates and 
   assert.deepEqual(empty.body.items, []);
 });
 
-test('initial events in one corked write are the lines one write per event sends', async (t) => {
+test('initial events in corked writes are the lines one write per event sends', async (t) => {
   const s = await sim(t, { tls: true, http2: true });
   s.store.load(
     'pods',
@@ -85,7 +85,7 @@ test('initial events in one corked write are the lines one write per event sends
   assert.equal(corked.chunks.length, 300);
   assert.equal(perEvent.chunks.length, 300);
   assert.equal(corked.body.toString(), perEvent.body.toString());
-  // Over h2, where the corked write leaves as DATA frames of many events each.
+  // Over h2, where the corked writes leave as DATA frames of many events each.
   const w = watchRequest(`${s.url}${path}`, { http2: true, ca: certs.ca });
   await w.done;
   assert.deepEqual(
@@ -117,4 +117,32 @@ test('initial events in one corked write are the lines one write per event sends
   });
   await none.done;
   assert.equal(none.events.length, 0);
+});
+
+test('an initial state of many write pieces arrives whole and in order, before the events after it', async (t) => {
+  const s = await sim(t, { tls: true, http2: true });
+  // About 700 KB of lines: about 11 pieces of INITIAL_WRITE_BYTES (sim/watch.js), each written
+  // once the one before was flushed.
+  const pad = 'x'.repeat(2000);
+  s.store.load(
+    'pods',
+    Array.from({ length: 350 }, (_, i) => pod(`p-${String(i).padStart(3, '0')}`, { i: String(i), pad })),
+  );
+  const initial = s.store.snapshot('pods').map((o) => addedLine(o).toString().slice(0, -1));
+  // Changed as soon as the watch started, while most of its initial state is still held back.
+  s.once('watchStart', () => {
+    s.patch('pods', 'default', 'p-000', (o) => void (o.metadata.labels.changed = 'yes'));
+    s.remove('pods', 'default', 'p-349');
+  });
+  const path = '/api/v1/pods?watch=true&timeoutSeconds=1';
+  const w = watchRequest(`${s.url}${path}`, { http2: true, ca: certs.ca });
+  await w.done;
+  assert.deepEqual(w.lines.slice(0, 350), initial, 'the initial lines, byte for byte, in order');
+  assert.deepEqual(
+    w.events.slice(350).map((e) => [e.type, e.object.metadata.name]),
+    [
+      ['MODIFIED', 'p-000'],
+      ['DELETED', 'p-349'],
+    ],
+  );
 });

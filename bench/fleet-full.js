@@ -6,18 +6,20 @@
 //   node bench/fleet.js --types=20 [--clusters=5] [--objects=20] [--namespaces=20] [--bytes=1500]
 //        [--rate=100] [--seconds=20] [--strip | --strip=both] [--outage] [--outage-seconds=20]
 //        [--compare] [--compare-seconds=30] [--compare-runs=2] [--server-processes=N]
-//        [--server-cpu-prof=<dir>] [--pkg=<package directory>] [--json=<file>]
+//        [--server-cpu-prof=<dir>] [--server-trace-gc] [--pkg=<package directory>] [--json=<file>]
 //
 // Servers: `clusters` simulators (bench/fleet-server.js), spread over `server-processes` forked
 // processes, each cluster holding `objects` objects of each of the first `types` types of
 // bench/fleet-objects.js over `namespaces` namespaces (about 2.3 KB of JSON each with the
 // default `bytes`). They are built to cost the machine as little as an honest API server can,
 // since the client's sync shares its cores with them: every object is serialised once when
-// stored (sim/text.js), a watch's initial events go out as one write of those cached texts,
+// stored (sim/text.js), a watch's initial events go out as paced writes of those cached texts,
 // and each server process collects its setup's garbage before it says it is ready (and has V8
 // run with --expose-gc for that). The report gives the servers' CPU during each sync (all
 // threads and main threads), next to the client's. --server-cpu-prof writes a V8 CPU profile of
-// each server process into <dir> (`node --cpu-prof`), the way to see where their time goes.
+// each server process into <dir> (`node --cpu-prof`), the way to see where their time goes;
+// --server-trace-gc has them print V8's --trace-gc and --trace-incremental-marking lines (on
+// this process's stdout, among the report), which say when and why each collection started.
 // Client: bench/fleet-worker.js, a fresh
 // process per measurement, one informer per cluster × type (all namespaces) through one watcher,
 // one consumer each. After every informer synced, the servers make `rate` changes per second for
@@ -52,7 +54,7 @@ const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixe
 const MiB = 2 ** 20;
 
 const OPTIONS =
-  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-seconds=\d+|compare-runs=\d+|server-processes=\d+|server-cpu-prof=.+|pkg=.+|json=.+)$/;
+  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-seconds=\d+|compare-runs=\d+|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+)$/;
 
 /** The options of a full fleet run, `--full` first filling in the issue's figures. */
 function parseOptions(argv) {
@@ -84,6 +86,7 @@ function parseOptions(argv) {
     json: argv.find((x) => x.startsWith('--json='))?.slice(7),
     pkg: argv.find((x) => x.startsWith('--pkg='))?.slice(6),
     serverCpuProf: argv.find((x) => x.startsWith('--server-cpu-prof='))?.slice(18),
+    serverTraceGc: argv.includes('--server-trace-gc'),
   };
   if (o.pkg !== undefined) o.pkg = path.resolve(o.pkg);
   o.strips = full || argv.includes('--strip=both') ? [false, true] : [argv.includes('--strip')];
@@ -130,6 +133,7 @@ async function startServers(o, clusters, processes) {
           execArgv: [
             '--max-old-space-size=8192',
             '--expose-gc',
+            ...(o.serverTraceGc ? ['--trace-gc', '--trace-incremental-marking'] : []),
             ...(o.serverCpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(o.serverCpuProf)}`] : []),
           ],
         }),

@@ -15,6 +15,22 @@ const { addedLine, eventLineOf } = require('./text');
 // one gzip write and flush per event would cost the server more than the bytes do.
 const INITIAL_CHUNK_BYTES = 1 << 20;
 
+// An initial state that is not gzipped leaves in corked writes of up to this many bytes, each
+// once the one before reached the socket. Handed over all at once, every watch's state would
+// be encrypted at once: TLS holds what the socket has not taken yet in buffers it reports to
+// V8 as external memory (node::crypto::NodeBIO), and 64 MiB of that over the last full
+// collection starts another full collection ("external memory pressure"), which marks every
+// stored object. A connection's streams together keep this many bytes each in flight.
+const INITIAL_WRITE_BYTES = 64 << 10;
+
+/** The end of the run of `lines` from `i` that fits in `max` bytes (at least one line). */
+function chunkEnd(lines, i, max) {
+  let bytes = lines[i].length;
+  let j = i + 1;
+  while (j < lines.length && bytes + lines[j].length <= max) bytes += lines[j++].length;
+  return j;
+}
+
 // Lines of objects the store does not hold as they are (bookmarks, errors, a DELETED's last
 // state with the deletion's resourceVersion). Stored objects' lines come from sim/text.js.
 function line(type, object) {
@@ -265,9 +281,10 @@ class Watch {
 
   /**
    * Sends the initial events: one by one where a fault shapes or counts each event; else the
-   * cached lines themselves in one corked write (one writev, no copy: copies of a whole
-   * fleet's state would be garbage the server's collector pays for during the sync), or, gzipped,
-   * in pieces of up to INITIAL_CHUNK_BYTES.
+   * cached lines themselves in corked writes of up to INITIAL_WRITE_BYTES, each once the one
+   * before was flushed (writevs, no copy: copies of a whole fleet's state would be garbage the
+   * server's collector pays for during the sync), or, gzipped, in pieces of up to
+   * INITIAL_CHUNK_BYTES.
    */
   sendInitial(lines) {
     const f = this.fault;
@@ -281,22 +298,24 @@ class Watch {
       return;
     }
     if (!this.gzip) {
-      this.res.cork();
-      for (const buf of lines) this.sink.event(buf);
-      this.res.uncork();
-      this.sink.action(() => (this.written += lines.length));
+      for (let i = 0; i < lines.length;) {
+        const j = chunkEnd(lines, i, INITIAL_WRITE_BYTES);
+        const from = i;
+        this.sink.action(() => {
+          this.res.cork();
+          for (let k = from; k < j; k++) this.sink.out.write(lines[k]);
+          this.res.uncork();
+          this.written += j - from;
+        });
+        if (j < lines.length) this.sink.wait((resume) => this.whenFlushed(resume));
+        i = j;
+      }
       return;
     }
     for (let i = 0; i < lines.length;) {
-      let bytes = 0;
-      let j = i;
-      while (j < lines.length && (j === i || bytes + lines[j].length <= INITIAL_CHUNK_BYTES))
-        bytes += lines[j++].length;
+      const j = chunkEnd(lines, i, INITIAL_CHUNK_BYTES);
       const n = j - i;
-      this.sink.event(
-        n === 1 ? lines[i] : Buffer.concat(lines.slice(i, j), bytes),
-        () => (this.written += n),
-      );
+      this.sink.event(n === 1 ? lines[i] : Buffer.concat(lines.slice(i, j)), () => (this.written += n));
       i = j;
     }
   }

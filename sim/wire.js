@@ -51,16 +51,26 @@ class Writer {
     this.enqueue({ fn });
   }
 
+  /**
+   * Holds back whatever is queued after this until `start(resume)` calls `resume` (or the
+   * writer stops).
+   * @param {(resume: () => void) => void} start
+   */
+  wait(start) {
+    this.enqueue({ wait: start });
+  }
+
   /** Drops everything queued and ignores whatever comes later. */
   stop() {
     this.stopped = true;
     this.queue = [];
+    this.resume?.();
   }
 
   enqueue(item) {
     if (this.stopped) return;
     // Fast path: nothing pending, so ordering allows writing (or calling back) right now.
-    if (!this.busy && this.queue.length === 0 && (item.fn || this.mode === 'normal')) {
+    if (!this.busy && this.queue.length === 0 && !item.wait && (item.fn || this.mode === 'normal')) {
       if (item.fn) item.fn();
       else this.write(item.buf);
       return;
@@ -83,7 +93,13 @@ class Writer {
           continue;
         }
         const item = this.queue.shift();
-        if (item.fn) {
+        if (item.wait) {
+          await new Promise((resolve) => {
+            this.resume = resolve;
+            item.wait(resolve);
+          });
+          this.resume = null;
+        } else if (item.fn) {
           item.fn();
         } else if (this.mode === 'byte') {
           for (let i = 0; i < item.buf.length && !this.stopped; i++) {
@@ -162,6 +178,17 @@ class Sink {
     if (this.writer.stopped) return;
     if (this.gz) this.gz.flush(zlib.constants.Z_SYNC_FLUSH, () => this.writer.action(fn));
     else this.writer.action(fn);
+  }
+
+  /**
+   * Holds back what is written after this until `start(resume)` calls `resume` (not gzipped:
+   * a gzipped body is paced by its compressor's flushes).
+   * @param {(resume: () => void) => void} start
+   */
+  wait(start) {
+    if (this.writer.stopped) return;
+    if (this.gz) throw new TypeError('Sink#wait is for bodies that are not gzipped');
+    this.writer.wait(start);
   }
 
   /** Ends the body cleanly (gzip trailer, then the terminating chunk). */
