@@ -280,15 +280,17 @@ class Watch {
   }
 
   /**
-   * Sends the initial events: one by one where a fault shapes or counts each event; else the
-   * cached lines themselves in corked writes of up to INITIAL_WRITE_BYTES, each once the one
-   * before was flushed (writevs, no copy: copies of a whole fleet's state would be garbage the
-   * server's collector pays for during the sync), or, gzipped, in pieces of up to
-   * INITIAL_CHUNK_BYTES.
+   * Sends the initial events: one by one over HTTP/1.1 (one chunk per event, on every Node.js
+   * version: Node 22 and later turn corked writes into one chunk) and where a fault shapes or
+   * counts each event; else, over HTTP/2, the cached lines themselves in corked writes of up to
+   * INITIAL_WRITE_BYTES, each once the one before was flushed (writevs, no copy: copies of a
+   * whole fleet's state would be garbage the server's collector pays for during the sync), or,
+   * gzipped, in pieces of up to INITIAL_CHUNK_BYTES.
    */
   sendInitial(lines) {
     const f = this.fault;
     const perEvent =
+      !this.res.stream ||
       f.writeMode !== undefined ||
       f.lineEnding !== undefined ||
       f.cutAfterEvents !== undefined ||
