@@ -13,6 +13,7 @@ const FIELDS = [
   'informers',
   'consumers',
   'objects',
+  'jsonBytes',
   'textBytes',
   'headerBytes',
   'indexBytes',
@@ -50,9 +51,11 @@ test('memory: text, headers and index of a known cache, and what an informer and
   assert.equal(first.objects, 30);
   // The cache holds each object's text as the server sent it (JSON.stringify of the stored one).
   const sum = texts.reduce((n, text) => n + Buffer.byteLength(text), 0);
-  assert.equal(first.textBytes, sum, 'textBytes is the sum of the texts');
-  assert.equal(first.textBytes, watcher[SNAPSHOT]().series[0].cachedBytes);
-  // At least Arc's counters and the 36-byte header per object; the index has a node per 11.
+  assert.equal(first.jsonBytes, sum, 'jsonBytes is the sum of the texts');
+  assert.equal(first.jsonBytes, watcher[SNAPSHOT]().series[0].cachedBytes);
+  // Packed by default: the longer texts (runs of one letter) take less than their JSON.
+  assert.ok(first.textBytes < sum * 0.7, `textBytes ${first.textBytes} of ${sum}`);
+  // At least Arc's counters and the 40-byte header per object; the index has a node per 11.
   assert.ok(first.headerBytes >= 30 * 52, `headerBytes ${first.headerBytes}`);
   assert.ok(first.indexBytes >= 3 * 192, `indexBytes ${first.indexBytes}`);
   assert.ok(first.fixedTaskBytes > 0 && first.fixedConfigBytes > 0 && first.fixedRegistryBytes > 0);
@@ -113,4 +116,43 @@ test('memory: text, headers and index of a known cache, and what an informer and
   await until(() => watcher[SNAPSHOT]().memory.informers === 1, 'the closed informer leaves the figures');
   assert.equal(watcher[SNAPSHOT]().memory.objects, 30);
   await iterator.return();
+});
+
+test('memory: compress: false holds the texts as received, and both caches read back the same', async (t) => {
+  const s = await sim(t);
+  for (let i = 0; i < 20; i++) {
+    s.create(
+      'configmaps',
+      cm(`cm-${i}`, { app: i % 2 ? 'odd' : 'even' }, 'one', { v: `line ${i}\n`.repeat(40) }),
+    );
+  }
+  const { watcher } = recordingWatcher();
+  const packed = watcher.informer(params(s), { namespace: 'one' });
+  t.after(() => packed.close());
+  await packed.synced;
+  const alone = watcher[SNAPSHOT]().memory;
+  const plain = watcher.informer(params(s), { namespace: 'one', compress: false });
+  t.after(() => plain.close());
+  await plain.synced;
+  const both = watcher[SNAPSHOT]().memory;
+  assert.equal(both.informers, 2, 'compress is part of the sharing key');
+  assert.equal(both.jsonBytes, 2 * alone.jsonBytes);
+  assert.equal(both.textBytes - alone.textBytes, alone.jsonBytes, 'compress: false holds the JSON');
+  assert.ok(alone.textBytes * 2 < alone.jsonBytes, `packed ${alone.textBytes} of ${alone.jsonBytes}`);
+  assert.deepEqual(packed.list(), plain.list());
+  assert.deepEqual(packed.list({ labelSelector: 'app=odd' }), plain.list({ labelSelector: 'app=odd' }));
+  assert.equal(packed.list({ labelSelector: 'app=odd' }).length, 10);
+  assert.deepEqual(packed.get('cm-7', 'one'), s.get('configmaps', 'one', 'cm-7'));
+  // A consumer of the synced, packed cache starts from ADDED events unpacked from it.
+  const seen = [];
+  for await (const event of packed) {
+    if (event.type === 'SYNCED') break;
+    seen.push(event.object);
+  }
+  assert.deepEqual(seen, plain.list());
+  assert.throws(
+    () => watcher.informer(params(s), { compress: 'yes' }),
+    /options\.compress/,
+    'a compress that is not a boolean is refused by name',
+  );
 });

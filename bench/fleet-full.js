@@ -5,7 +5,8 @@
 //                                    120 s, strip off and on, outage, client-node comparison)
 //   node bench/fleet.js --types=20 [--clusters=5] [--objects=20] [--namespaces=20] [--bytes=1500]
 //        [--rate=100] [--seconds=20] [--strip | --strip=both] [--outage] [--outage-seconds=20]
-//        [--compare] [--compare-seconds=30] [--compare-runs=2] [--server-processes=N]
+//        [--compare | --compare-only] [--compare-seconds=30] [--compare-runs=2] [--no-compress]
+//        [--server-processes=N]
 //        [--server-cpu-prof=<dir>] [--server-trace-gc] [--pkg=<package directory>] [--json=<file>]
 //
 // Servers: `clusters` simulators (bench/fleet-server.js), spread over `server-processes` forked
@@ -35,6 +36,8 @@
 // this worker and bench/fleet-client-node.js (client-node's makeInformer, same protocol),
 // interleaved `compare-runs` times each, once per strip setting of the fleet's runs (client-node
 // strips the same paths in its handlers); RSS growth and main-thread CPU ratios native ÷ client-node.
+// --compare-only: those runs alone, without the fleet's. --no-compress: the native informers
+// hold their objects' JSON as received (`compress: false`) instead of packed.
 // --pkg: the native worker loads that build of the package (its index.js, lib/, addon) instead.
 // Every process is bounded: give-ups are computed from the options, and every child dies with
 // this process (bench/children.js).
@@ -54,7 +57,7 @@ const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixe
 const MiB = 2 ** 20;
 
 const OPTIONS =
-  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-seconds=\d+|compare-runs=\d+|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+)$/;
+  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-only|compare-seconds=\d+|compare-runs=\d+|no-compress|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+)$/;
 
 /** The options of a full fleet run, `--full` first filling in the issue's figures. */
 function parseOptions(argv) {
@@ -80,7 +83,9 @@ function parseOptions(argv) {
     seconds: opt('seconds', full ? 120 : 20),
     outage: full || argv.includes('--outage'),
     outageSeconds: opt('outage-seconds', 20),
-    compare: full || argv.includes('--compare'),
+    compare: full || argv.includes('--compare') || argv.includes('--compare-only'),
+    compareOnly: argv.includes('--compare-only'),
+    compress: !argv.includes('--no-compress'),
     compareSeconds: opt('compare-seconds', 30),
     compareRuns: opt('compare-runs', 2),
     json: argv.find((x) => x.startsWith('--json='))?.slice(7),
@@ -266,6 +271,7 @@ function measure(which, servers, o, config, count, seconds, during) {
     token: 'fleet-token',
     types,
     strip: false,
+    compress: o.compress,
     ...(which === 'native' && o.pkg && { pkg: o.pkg }),
     ...config,
     deadlineSeconds: seconds + 60,
@@ -409,6 +415,12 @@ async function run(argv) {
     `fleet: ${o.clusters} clusters × ${o.types} types × ${o.objects} objects = ${total} objects, ` +
       `${o.clusters * o.types} informers, ${o.rate} changes/s for ${o.seconds} s, ${o.serverProcesses} server process(es)`,
   );
+  if (o.compareOnly) {
+    const compare = [];
+    for (const strip of o.strips) compare.push(await runCompare(o, strip));
+    report(o, null, [], compare, {});
+    return;
+  }
   const servers = await startServers(o, o.clusters, o.serverProcesses);
   log(
     `fleet: servers hold ${(servers.jsonBytes / MiB).toFixed(1)} MiB of JSON (${(servers.strippedBytes / MiB).toFixed(1)} MiB without managedFields and last-applied)`,
@@ -477,131 +489,139 @@ const sleepUntil = (t) => new Promise((r) => setTimeout(r, Math.max(0, t - Date.
 function report(o, servers, results, compare, { stopped, throttled, count }) {
   const p = (...a) => console.log(...a);
   const pct = (x) => `${(x * 100).toFixed(2)} %`;
-  p(
-    `\n${o.clusters} clusters × ${o.types} types × ${o.objects} objects = ${servers.objects} objects ` +
-      `(${(servers.jsonBytes / servers.objects).toFixed(0)} B of JSON each on average), ${o.clusters * o.types} informers, ` +
-      `${count} changes at ${o.rate}/s, ${o.serverProcesses} server process(es), single runs\n`,
-  );
-  p(`| figure | ${results.map((r) => `strip ${r.strip ? 'on' : 'off'}`).join(' | ')} | target |`);
-  p(`|---|${results.map(() => '---|').join('')}---|`);
-  const row = (name, f, target = '') => p(`| ${name} | ${results.map(f).join(' | ')} | ${target} |`);
-  const held = (r) => (r.strip ? servers.strippedBytes : servers.jsonBytes);
-  row(
-    'JSON held',
-    (r) => `${(held(r) / MiB).toFixed(0)} MiB`,
-    `${(servers.jsonBytes / MiB).toFixed(0)} MiB with, ${(servers.strippedBytes / MiB).toFixed(0)} MiB without managedFields + last-applied`,
-  );
-  row(
-    'JSON per object (average)',
-    (r) => `${(held(r) / servers.objects).toFixed(0)} B`,
-    `${(servers.jsonBytes / servers.objects).toFixed(0)} B with, ${(servers.strippedBytes / servers.objects).toFixed(0)} B without`,
-  );
-  row('full sync', (r) => `${r.ready.syncSeconds.toFixed(2)} s`, '≤ 15 s');
-  row("servers' CPU in the sync: all threads / main threads (the rest: their collectors)", (r) =>
-    r.ready.serverCpuSeconds === undefined
-      ? '–'
-      : `${r.ready.serverCpuSeconds.toFixed(1)} / ${r.ready.serverMainThreadCpuSeconds.toFixed(1)} s`,
-  );
-  row('initial ADDED events read after sync', (r) => `${r.ready.drainSeconds.toFixed(2)} s later`);
-  row('CPU of the sync: client main thread / all client threads / servers', (r) =>
-    r.ready.syncCpu
-      ? `${r.ready.syncCpu.mainThreadSeconds.toFixed(1)} / ${r.ready.syncCpu.processSeconds.toFixed(1)} / ${r.ready.serverCpuSeconds?.toFixed(1) ?? '?'} s`
-      : 'not reported',
-  );
-  row(
-    'RSS growth after sync',
-    (r) =>
-      `${(r.ready.rssGrowth / MiB).toFixed(0)} MiB (${(r.ready.rssGrowth / held(r)).toFixed(2)}× JSON held)`,
-    '≤ 1.3× JSON held + 64 MiB',
-  );
-  row(
-    'RSS growth at the end',
-    (r) => `${(r.done.rssEnd / MiB).toFixed(0)} MiB (${(r.done.rssEnd / held(r)).toFixed(2)}×)`,
-  );
-  row(
-    'main-thread CPU per change',
-    (r) => `${r.done.cpuPerChangeUs.toFixed(1)} µs (${r.done.cpuChanges} changes)`,
-    '≤ 100 µs',
-  );
-  row('ELU (CPU window)', (r) => pct(r.done.elu), '≤ 2 %');
-  row(
-    'event-loop delay, own window (p50 / p99 / max)',
-    (r) =>
-      r.done.loopDelay
-        ? `${r.done.loopDelay.p50.toFixed(2)} / ${r.done.loopDelay.p99.toFixed(2)} / ${r.done.loopDelay.max.toFixed(1)} ms`
-        : '–',
-    'p99 ≤ 5 ms',
-  );
-  const range = (xs) => (xs.length ? `${Math.min(...xs)}–${Math.max(...xs)}` : '–');
-  row(
-    'HTTP/2 connections per cluster (sync / end)',
-    (r) =>
-      `${range(r.ready.connections)} / ${range(r.done.connectionsEnd)} over ${r.ready.connections.length} origins`,
-    `${Math.ceil(o.types / 90)}`,
-  );
-  row(
-    'native threads (sync / end)',
-    (r) => `${r.ready.threads} / ${r.done.threadsEnd} for ${r.ready.informers} informers`,
-    'bounded by the runtime',
-  );
-  row('slowest consumer pending (max sampled)', (r) => `${r.done.pendingMax}`, '≤ 1 per object');
-  row('changes read / sent', (r) => `${r.done.changes} / ${count}`);
-  const memoryKeys = [...new Set(results.flatMap((r) => Object.keys(r.ready.memory ?? {})))];
-  for (const k of memoryKeys) row(`memory.${k}`, (r) => `${r.ready.memory[k] ?? '–'}`);
-  if (!memoryKeys.length)
-    p('\n(no `memory` in the metrics snapshot of this build: per-object and per-informer bytes not printed)');
-  // The per-object parts of the cache (textBytes, headerBytes, indexBytes, pendingBytes): per
-  // object cached. The fixed cost per informer is a field of its own (fixedBytesPerInformer).
-  const perObject = (r, k) =>
-    r.ready.memory?.[k] !== undefined
-      ? r.ready.memory[k] / (r.ready.memory.objects || r.ready.objects)
-      : undefined;
-  for (const k of memoryKeys.filter((k) => /^(text|header|index|pending)Bytes$/.test(k))) {
-    row(`${k} per object`, (r) => (perObject(r, k) === undefined ? '–' : `${perObject(r, k).toFixed(0)} B`));
-  }
-
-  if (o.outage) {
-    for (const r of results) {
-      const ph = phases(r.done.seen, r.t0, r.phases, stopped, throttled);
-      r.latency = ph;
+  if (results.length) {
+    p(
+      `\n${o.clusters} clusters × ${o.types} types × ${o.objects} objects = ${servers.objects} objects ` +
+        `(${(servers.jsonBytes / servers.objects).toFixed(0)} B of JSON each on average), ${o.clusters * o.types} informers, ` +
+        `${count} changes at ${o.rate}/s, ${o.serverProcesses} server process(es), single runs\n`,
+    );
+    p(`| figure | ${results.map((r) => `strip ${r.strip ? 'on' : 'off'}`).join(' | ')} | target |`);
+    p(`|---|${results.map(() => '---|').join('')}---|`);
+    const row = (name, f, target = '') => p(`| ${name} | ${results.map(f).join(' | ')} | ${target} |`);
+    const held = (r) => (r.strip ? servers.strippedBytes : servers.jsonBytes);
+    row(
+      'JSON held',
+      (r) => `${(held(r) / MiB).toFixed(0)} MiB`,
+      `${(servers.jsonBytes / MiB).toFixed(0)} MiB with, ${(servers.strippedBytes / MiB).toFixed(0)} MiB without managedFields + last-applied`,
+    );
+    row(
+      'JSON per object (average)',
+      (r) => `${(held(r) / servers.objects).toFixed(0)} B`,
+      `${(servers.jsonBytes / servers.objects).toFixed(0)} B with, ${(servers.strippedBytes / servers.objects).toFixed(0)} B without`,
+    );
+    row('full sync', (r) => `${r.ready.syncSeconds.toFixed(2)} s`, '≤ 15 s');
+    row("servers' CPU in the sync: all threads / main threads (the rest: their collectors)", (r) =>
+      r.ready.serverCpuSeconds === undefined
+        ? '–'
+        : `${r.ready.serverCpuSeconds.toFixed(1)} / ${r.ready.serverMainThreadCpuSeconds.toFixed(1)} s`,
+    );
+    row('initial ADDED events read after sync', (r) => `${r.ready.drainSeconds.toFixed(2)} s later`);
+    row('CPU of the sync: client main thread / all client threads / servers', (r) =>
+      r.ready.syncCpu
+        ? `${r.ready.syncCpu.mainThreadSeconds.toFixed(1)} / ${r.ready.syncCpu.processSeconds.toFixed(1)} / ${r.ready.serverCpuSeconds?.toFixed(1) ?? '?'} s`
+        : 'not reported',
+    );
+    row(
+      'RSS growth after sync',
+      (r) =>
+        `${(r.ready.rssGrowth / MiB).toFixed(0)} MiB (${(r.ready.rssGrowth / held(r)).toFixed(2)}× JSON held)`,
+      '≤ 1.3× JSON held + 64 MiB',
+    );
+    row(
+      'RSS growth at the end',
+      (r) => `${(r.done.rssEnd / MiB).toFixed(0)} MiB (${(r.done.rssEnd / held(r)).toFixed(2)}×)`,
+    );
+    row(
+      'main-thread CPU per change',
+      (r) => `${r.done.cpuPerChangeUs.toFixed(1)} µs (${r.done.cpuChanges} changes)`,
+      '≤ 100 µs',
+    );
+    row('ELU (CPU window)', (r) => pct(r.done.elu), '≤ 2 %');
+    row(
+      'event-loop delay, own window (p50 / p99 / max)',
+      (r) =>
+        r.done.loopDelay
+          ? `${r.done.loopDelay.p50.toFixed(2)} / ${r.done.loopDelay.p99.toFixed(2)} / ${r.done.loopDelay.max.toFixed(1)} ms`
+          : '–',
+      'p99 ≤ 5 ms',
+    );
+    const range = (xs) => (xs.length ? `${Math.min(...xs)}–${Math.max(...xs)}` : '–');
+    row(
+      'HTTP/2 connections per cluster (sync / end)',
+      (r) =>
+        `${range(r.ready.connections)} / ${range(r.done.connectionsEnd)} over ${r.ready.connections.length} origins`,
+      `${Math.ceil(o.types / 90)}`,
+    );
+    row(
+      'native threads (sync / end)',
+      (r) => `${r.ready.threads} / ${r.done.threadsEnd} for ${r.ready.informers} informers`,
+      'bounded by the runtime',
+    );
+    row('slowest consumer pending (max sampled)', (r) => `${r.done.pendingMax}`, '≤ 1 per object');
+    row('changes read / sent', (r) => `${r.done.changes} / ${count}`);
+    const memoryKeys = [...new Set(results.flatMap((r) => Object.keys(r.ready.memory ?? {})))];
+    for (const k of memoryKeys) row(`memory.${k}`, (r) => `${r.ready.memory[k] ?? '–'}`);
+    if (!memoryKeys.length)
       p(
-        `\nReliability, strip ${r.strip ? 'on' : 'off'}: cluster ${stopped} stopped and cluster ${throttled} throttled (429, Retry-After 2 s) ` +
-          `from ${ph.sinceGo.start.toFixed(1)} s to ${ph.sinceGo.end.toFixed(1)} s of the window; change latency (received − sent) by the phase it was sent in\n`,
+        '\n(no `memory` in the metrics snapshot of this build: per-object and per-informer bytes not printed)',
       );
-      p('| phase | other clusters p50 | p99 | worst cluster p99 | stopped p50 / p99 | throttled p50 / p99 |');
-      p('|---|---|---|---|---|---|');
-      for (const phase of ['before', 'during', 'after']) {
-        const g = (who) => ph.groups[who]?.[phase] ?? [];
-        p(
-          `| ${phase} | ${ms(median(g('others')))} | ${ms(quantile(g('others'), 0.99))} | ${ms(ph.worst[phase])} | ` +
-            `${ms(median(g('stopped')))} / ${ms(quantile(g('stopped'), 0.99))} | ${ms(median(g('throttled')))} / ${ms(quantile(g('throttled'), 0.99))} |`,
-        );
-      }
-      const rec = (x) =>
-        `first informer ${x.first.toFixed(2)} s, last of ${x.informers} ${x.last.toFixed(2)} s`;
-      p(
-        `\nRecovery after the restore (each informer's first change read): stopped ${rec(ph.recovery.stopped)}; throttled ${rec(ph.recovery.throttled)}`,
+    // The per-object parts of the cache (textBytes, headerBytes, indexBytes, pendingBytes): per
+    // object cached. The fixed cost per informer is a field of its own (fixedBytesPerInformer).
+    const perObject = (r, k) =>
+      r.ready.memory?.[k] !== undefined
+        ? r.ready.memory[k] / (r.ready.memory.objects || r.ready.objects)
+        : undefined;
+    for (const k of memoryKeys.filter((k) => /^(text|header|index|pending)Bytes$/.test(k))) {
+      row(`${k} per object`, (r) =>
+        perObject(r, k) === undefined ? '–' : `${perObject(r, k).toFixed(0)} B`,
       );
     }
-  }
-  for (const r of results) {
-    const perCluster = servers.expected(count);
-    const readBy = new Map();
-    for (const c of r.done.seen.cluster) readBy.set(c, (readBy.get(c) ?? 0) + 1);
-    const short = perCluster.map((n, c) => [c, n, readBy.get(c) ?? 0]).filter(([, n, got]) => got < n);
-    const lastRead = Math.max(...r.done.seen.received) - r.t0;
-    p(
-      `\nStrip ${r.strip ? 'on' : 'off'}: the servers sent their last change ${((r.changedAt - r.t0) / 1000).toFixed(1)} s after 'go', ` +
-        `the last change was read ${(lastRead / 1000).toFixed(1)} s after; changes read per cluster: ` +
-        `${short.length ? short.map(([c, n, got]) => `c${c} ${got}/${n}`).join(', ') : 'every change of every cluster'}`,
-    );
-    if (r.checked) {
-      const c = checkCaches(r.state, r.checked);
-      r.cacheCheck = c;
+
+    if (o.outage) {
+      for (const r of results) {
+        const ph = phases(r.done.seen, r.t0, r.phases, stopped, throttled);
+        r.latency = ph;
+        p(
+          `\nReliability, strip ${r.strip ? 'on' : 'off'}: cluster ${stopped} stopped and cluster ${throttled} throttled (429, Retry-After 2 s) ` +
+            `from ${ph.sinceGo.start.toFixed(1)} s to ${ph.sinceGo.end.toFixed(1)} s of the window; change latency (received − sent) by the phase it was sent in\n`,
+        );
+        p(
+          '| phase | other clusters p50 | p99 | worst cluster p99 | stopped p50 / p99 | throttled p50 / p99 |',
+        );
+        p('|---|---|---|---|---|---|');
+        for (const phase of ['before', 'during', 'after']) {
+          const g = (who) => ph.groups[who]?.[phase] ?? [];
+          p(
+            `| ${phase} | ${ms(median(g('others')))} | ${ms(quantile(g('others'), 0.99))} | ${ms(ph.worst[phase])} | ` +
+              `${ms(median(g('stopped')))} / ${ms(quantile(g('stopped'), 0.99))} | ${ms(median(g('throttled')))} / ${ms(quantile(g('throttled'), 0.99))} |`,
+          );
+        }
+        const rec = (x) =>
+          `first informer ${x.first.toFixed(2)} s, last of ${x.informers} ${x.last.toFixed(2)} s`;
+        p(
+          `\nRecovery after the restore (each informer's first change read): stopped ${rec(ph.recovery.stopped)}; throttled ${rec(ph.recovery.throttled)}`,
+        );
+      }
+    }
+    for (const r of results) {
+      const perCluster = servers.expected(count);
+      const readBy = new Map();
+      for (const c of r.done.seen.cluster) readBy.set(c, (readBy.get(c) ?? 0) + 1);
+      const short = perCluster.map((n, c) => [c, n, readBy.get(c) ?? 0]).filter(([, n, got]) => got < n);
+      const lastRead = Math.max(...r.done.seen.received) - r.t0;
       p(
-        `Caches at the end: ${c.wrong.length ? `${c.wrong.length} of ${c.informers} informers differ: ${c.wrong.slice(0, 5).join('; ')}` : `all ${c.informers} informers hold their server's objects (counts and every object's resourceVersion)`}` +
-          `, snapshot synced: ${c.synced ? 'all' : 'not all'}; warnings logged: ${r.done.warnings}`,
+        `\nStrip ${r.strip ? 'on' : 'off'}: the servers sent their last change ${((r.changedAt - r.t0) / 1000).toFixed(1)} s after 'go', ` +
+          `the last change was read ${(lastRead / 1000).toFixed(1)} s after; changes read per cluster: ` +
+          `${short.length ? short.map(([c, n, got]) => `c${c} ${got}/${n}`).join(', ') : 'every change of every cluster'}`,
       );
+      if (r.checked) {
+        const c = checkCaches(r.state, r.checked);
+        r.cacheCheck = c;
+        p(
+          `Caches at the end: ${c.wrong.length ? `${c.wrong.length} of ${c.informers} informers differ: ${c.wrong.slice(0, 5).join('; ')}` : `all ${c.informers} informers hold their server's objects (counts and every object's resourceVersion)`}` +
+            `, snapshot synced: ${c.synced ? 'all' : 'not all'}; warnings logged: ${r.done.warnings}`,
+        );
+      }
     }
   }
 
@@ -653,8 +673,8 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
       JSON.stringify(
         {
           options: o,
-          jsonBytes: servers.jsonBytes,
-          strippedBytes: servers.strippedBytes,
+          jsonBytes: servers?.jsonBytes,
+          strippedBytes: servers?.strippedBytes,
           results: slim,
           compare,
         },

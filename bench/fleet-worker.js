@@ -3,7 +3,7 @@
 // `fleet-worker.js --worker <config>`. It speaks the protocol of bench/fleet-client-node.js (the
 // client-node baseline), so that the two are interchangeable, and adds figures of its own:
 //
-//   config { urls, caData, token, types: [{ group, version, plural, namespaced }], strip,
+//   config { urls, caData, token, types: [{ group, version, plural, namespaced }], strip, compress,
 //            pkg?, cpuChanges?, delayChanges?, deadlineSeconds?, check? }
 //   worker → parent { cmd: 'ready', syncSeconds, rssGrowth, … }   once every informer synced
 //   parent → worker { cmd: 'go', changes: N }                     the servers start changing
@@ -121,7 +121,7 @@ async function main(config) {
           apiVersion: type.version,
           plural: type.plural,
         },
-        config.strip ? { strip: STRIP } : {},
+        { ...(config.strip && { strip: STRIP }), ...(config.compress === false && { compress: false }) },
       );
       opened.push({ informer, cluster: c, plural: type.plural });
       (async () => {

@@ -11,6 +11,7 @@ const { EventStream } = require('./event-stream');
 const {
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   fail,
+  optionalBoolean,
   optionalNumber,
   optionalString,
   signalOf,
@@ -151,6 +152,7 @@ function informerOptions(options) {
       optionalNumber(options.credentialTtlSeconds, 'options.credentialTtlSeconds', { above: true }) ?? 300,
     watchTimeoutSeconds:
       optionalNumber(options.watchTimeoutSeconds, 'options.watchTimeoutSeconds', { above: true }) ?? 300,
+    compress: optionalBoolean(options.compress, 'options.compress') ?? true,
   };
 }
 
@@ -204,6 +206,7 @@ function openInformer(watcher, params, options = {}) {
     resource.fields ?? null,
     resource.strip ?? null,
     resource.metadataOnly ?? false,
+    extra.compress,
   ]);
   // The watch-only fields go.
   // eslint-disable-next-line no-unused-vars

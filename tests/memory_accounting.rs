@@ -69,42 +69,64 @@ fn a_listed_caches_figures_are_what_it_allocated() {
         .enumerate()
         .map(|(i, len)| config_map(i, *len))
         .collect();
-    let before = live();
-    let cache = std::sync::Arc::new(Cache::new("/api/v1/namespaces/ns/configmaps".into()));
-    let listed: Listed = texts.iter().map(|t| Object::parse(t).unwrap()).collect();
-    cache.replace(listed, "5000", false);
-    let measured = live() - before;
-    let (footprint, fixed) = cache.footprint();
-    assert_eq!(footprint.objects, 5_000);
-    assert_eq!(
-        footprint.text_bytes,
-        lengths.iter().sum::<usize>(),
-        "text is the sum of the objects' lengths"
-    );
-    let accounted = footprint.text_bytes + footprint.header_bytes + footprint.index_bytes + fixed;
-    // Exact but for what is not worked out (the rare node of a tree's right edge that is not
-    // full): within a tenth of a percent.
-    let off = (accounted as isize - measured).abs();
-    assert!(
-        off * 1_000 <= measured,
-        "accounted {accounted} bytes ({footprint:?}, fixed {fixed}), allocated {measured}"
-    );
-    // Headers: the Arc counters and the 36-byte header of each object, 8-byte padded.
-    assert!(footprint.header_bytes >= 5_000 * (16 + 36), "{footprint:?}");
-    assert_eq!(footprint.pending_bytes, 0, "no consumers");
-    drop(cache);
-    assert!(
-        (live() - before).abs() < 64,
-        "everything went with the cache: {}",
-        live() - before
-    );
+    for pack in [false, true] {
+        let before = live();
+        let cache = std::sync::Arc::new(Cache::new("/api/v1/namespaces/ns/configmaps".into()));
+        let listed: Listed = texts
+            .iter()
+            .map(|t| Object::parse(t).unwrap().pack_if(pack))
+            .collect();
+        cache.replace(listed, "5000", false);
+        let measured = live() - before;
+        let (footprint, fixed) = cache.footprint();
+        assert_eq!(footprint.objects, 5_000);
+        assert_eq!(
+            footprint.json_bytes,
+            lengths.iter().sum::<usize>(),
+            "the JSON is the sum of the objects' lengths"
+        );
+        if pack {
+            // Runs of one letter pack to a few bytes: what is left is the metadata.
+            assert!(
+                footprint.text_bytes * 5 < footprint.json_bytes,
+                "packed: {footprint:?}"
+            );
+        } else {
+            assert_eq!(
+                footprint.text_bytes, footprint.json_bytes,
+                "held as received"
+            );
+        }
+        let accounted =
+            footprint.text_bytes + footprint.header_bytes + footprint.index_bytes + fixed;
+        // Exact but for what is not worked out (the rare node of a tree's right edge that is
+        // not full): within a tenth of a percent.
+        let off = (accounted as isize - measured).abs();
+        assert!(
+            off * 1_000 <= measured,
+            "pack {pack}: accounted {accounted} bytes ({footprint:?}, fixed {fixed}), allocated {measured}"
+        );
+        // Headers: the Arc counters and the 40-byte header of each object, 8-byte padded.
+        assert!(footprint.header_bytes >= 5_000 * (16 + 40), "{footprint:?}");
+        assert_eq!(footprint.pending_bytes, 0, "no consumers");
+        drop(cache);
+        assert!(
+            (live() - before).abs() < 64,
+            "everything went with the cache: {}",
+            live() - before
+        );
+    }
 }
 
 #[test]
 fn a_consumers_pending_changes_are_what_its_queue_allocated() {
     let texts: Vec<Vec<u8>> = (0..2_000).map(|i| config_map(i, 300)).collect();
+    // Packed, as a packing informer makes them: the consumer's ADDED events are unpacked.
     let cache = Cache::new("/api/v1/namespaces/ns/configmaps".into());
-    let listed: Listed = texts.iter().map(|t| Object::parse(t).unwrap()).collect();
+    let listed: Listed = texts
+        .iter()
+        .map(|t| Object::parse(t).unwrap().pack_if(true))
+        .collect();
     cache.replace(listed, "2000", false);
     let (idle, idle_fixed) = cache.footprint();
     let before = live();
@@ -126,8 +148,19 @@ fn a_consumers_pending_changes_are_what_its_queue_allocated() {
         off * 100 <= measured,
         "accounted {accounted} bytes ({pending:?}), allocated {measured}"
     );
-    // Taking everything gives the queue's table back.
-    while cursor.take().is_some_and(|b| !b.events.is_empty()) {}
+    assert!(pending.text_bytes < pending.json_bytes / 2, "{pending:?}");
+    // Taking everything gives the queue's table back, and every text unpacked.
+    let mut delivered = String::new();
+    while let Some(batch) = cursor.take().filter(|b| !b.events.is_empty()) {
+        delivered.push_str(&batch.events_text());
+    }
+    for text in &texts {
+        let text = std::str::from_utf8(text).unwrap();
+        assert!(
+            delivered.contains(&format!(r#"{{"type":"ADDED","object":{text}"#)),
+            "{text} delivered whole"
+        );
+    }
     let (drained, _) = cache.footprint();
     assert_eq!(drained.pending_changes, 0);
     assert!(

@@ -101,6 +101,8 @@ pub struct InformerSpec {
     pub credential_ttl_seconds: f64,
     /// Required too (`lib/informer.js` defaults it to 300 s).
     pub watch_timeout_seconds: f64,
+    /// Hold cached texts compressed (`options.compress`, default true in `lib/informer.js`).
+    pub compress: bool,
     /// No idle limit when absent.
     pub idle_timeout_seconds: Option<f64>,
     pub max_line_bytes: Option<i64>,
@@ -381,6 +383,7 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(DEFAULT_MAX_LINE_BYTES),
         watch_timeout: duration("watchTimeoutSeconds", spec.watch_timeout_seconds)?,
+        pack: spec.compress,
     })
 }
 
@@ -775,7 +778,7 @@ impl NativeInformer {
             .reflector()
             .cache()
             .get(&namespace, &name)
-            .map(|object| String::from_utf8_lossy(object.text()).into_owned())
+            .map(|object| String::from_utf8_lossy(&object.text()).into_owned())
     }
 
     /// The JSON array text of the cached objects in `namespace` (all when absent) that

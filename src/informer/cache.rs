@@ -300,7 +300,7 @@ mod tests {
         let cache = Cache::new("/api/v1/pods".into());
         cache.replace(a_and_b(), "10", false);
         let a = cache.get("ns", "a").unwrap();
-        assert!(String::from_utf8_lossy(a.text()).contains(r#""name":"a""#));
+        assert!(String::from_utf8_lossy(&a.text()).contains(r#""name":"a""#));
         assert!(cache.get("other", "a").is_none());
         let listed = cache.list(Some("ns"), &Selector::parse("app=y").unwrap());
         let parsed: Vec<serde_json::Value> = serde_json::from_slice(&listed).unwrap();

@@ -206,7 +206,7 @@ impl Queue {
         line.extend_from_slice(br#"{"type":""#);
         line.extend_from_slice(kind.as_str().as_bytes());
         line.extend_from_slice(br#"","object":"#);
-        line.extend_from_slice(version.text());
+        version.write_text(line);
         line.push(b'}');
         builder.push_line(line, Some(version.rv()), 0);
     }

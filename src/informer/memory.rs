@@ -94,12 +94,16 @@ pub struct Footprint {
     pub consumers: usize,
     /// Objects cached.
     pub objects: usize,
-    /// The objects' JSON text as cached: the sum of their text lengths (after `fields` or
-    /// `strip`), which is what `cachedBytes` of the series says too.
+    /// The objects' JSON text: the sum of their text lengths (after `fields` or `strip`),
+    /// which is what `cachedBytes` of the series says too.
+    pub json_bytes: usize,
+    /// What that text takes as the cache holds it: each packed text's LZ4 block, each other
+    /// text's length (see [`super::object::Object::packed`]).
     pub text_bytes: usize,
-    /// The rest of each object's one allocation: `Arc`'s two counters, the 36-byte header of
-    /// where its metadata lies, the strings that had escapes (copied after the text), padding
-    /// to 8 bytes. Each object's allocation size less its text, summed as objects come and go.
+    /// The rest of each object's one allocation: `Arc`'s two counters, the 40-byte header of
+    /// where its metadata lies, the strings that had escapes (copied after the text; after a
+    /// packed text, all of its metadata strings and labels), padding to 8 bytes. Each object's
+    /// allocation size less its text as held, summed as objects come and go.
     pub header_bytes: usize,
     /// The store's index: the nodes of its ordered set of 16-byte object pointers, as a tree of
     /// full nodes (see [`btree_bytes`]; a store grown by many ADDED events since its last list
@@ -125,6 +129,7 @@ impl std::ops::AddAssign for Footprint {
         self.informers += other.informers;
         self.consumers += other.consumers;
         self.objects += other.objects;
+        self.json_bytes += other.json_bytes;
         self.text_bytes += other.text_bytes;
         self.header_bytes += other.header_bytes;
         self.index_bytes += other.index_bytes;

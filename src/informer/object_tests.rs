@@ -31,7 +31,7 @@ fn an_object_costs_its_text_and_a_fixed_header() {
     let object = Object::parse(text).unwrap();
     // Key, uid, resourceVersion and labels are places in the text, not copies.
     assert_eq!(object.0.len(), HEADER + text.len());
-    assert_eq!(HEADER, 36);
+    assert_eq!(HEADER, 40);
     assert_eq!(std::mem::size_of::<Object>(), 16);
 }
 
@@ -115,7 +115,7 @@ fn list_items_get_the_watch_events_kind_and_api_version() {
     let item_type = ItemType::of_list(Some("apps/v1"), Some("DeploymentList"));
     let from_list = Object::from_list_item(item, &item_type).unwrap();
     assert_eq!(
-        String::from_utf8_lossy(from_list.text()),
+        String::from_utf8_lossy(&from_list.text()),
         String::from_utf8_lossy(watched),
         "byte for byte the text a watch event carries"
     );
@@ -134,15 +134,92 @@ fn list_items_get_the_watch_events_kind_and_api_version() {
     assert_eq!(typed.text(), &watched[..]);
     let half = br#"{"kind":"Deployment","metadata":{"name":"d"}}"#;
     let half = Object::from_list_item(half, &item_type).unwrap();
-    let value: serde_json::Value = serde_json::from_slice(half.text()).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&half.text()).unwrap();
     assert_eq!(value["apiVersion"], "apps/v1");
     assert_eq!(value["kind"], "Deployment");
     assert_eq!(half.name(), "d");
     // Leading white space and a kind that needs escaping.
     let odd = ItemType::of_list(Some("x/v1"), Some("Q\"List"));
     let item = Object::from_list_item(b" { \"metadata\" : {\"name\":\"q\"} }", &odd).unwrap();
-    let value: serde_json::Value = serde_json::from_slice(item.text()).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&item.text()).unwrap();
     assert_eq!(value["kind"], "Q\"");
     assert_eq!(value["metadata"]["name"], "q");
     assert_eq!(item.name(), "q");
+}
+
+/// An applied object's text: its last-applied annotation repeats the rest, as kubectl's does.
+fn applied(name: &str, rv: &str) -> Vec<u8> {
+    let spec = format!(
+        r#"{{"replicas":3,"selector":{{"matchLabels":{{"app":"{name}"}}}},"template":{{"metadata":{{"labels":{{"app":"{name}"}}}},"spec":{{"containers":[{{"name":"{name}","image":"registry.example/{name}:1.2.3","ports":[{{"containerPort":8080,"protocol":"TCP"}}]}}]}}}}}}"#
+    );
+    let applied = serde_json::to_string(&format!(
+        r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"labels":{{"app":"{name}"}},"name":"{name}","namespace":"n\"s"}},"spec":{spec}}}"#
+    ))
+    .unwrap();
+    format!(
+        r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"{name}","namespace":"n\"s","uid":"uid-{name}","resourceVersion":"{rv}","labels":{{"app":"{name}"}},"annotations":{{"kubectl.kubernetes.io/last-applied-configuration":{applied}}}}},"spec":{spec}}}"#
+    )
+    .into_bytes()
+}
+
+#[test]
+fn a_packed_object_reads_as_the_object_it_was_packed_from() {
+    let text = applied("web", "41");
+    let plain = Object::parse(&text).unwrap();
+    let packed = plain.packed().expect("an applied object packs");
+    assert_eq!(
+        packed.text(),
+        &text[..],
+        "the text comes back byte for byte"
+    );
+    assert!(matches!(packed.text(), Cow::Owned(_)) && matches!(plain.text(), Cow::Borrowed(_)));
+    let mut out = b"[".to_vec();
+    packed.write_text(&mut out);
+    assert_eq!(&out[1..], &text[..], "written after what the buffer held");
+    assert_eq!(
+        (packed.namespace(), packed.name(), packed.uid(), packed.rv()),
+        ("n\"s", "web", "uid-web", "41"),
+        "the metadata is read without unpacking, escapes and all"
+    );
+    assert_eq!(packed, plain, "one key");
+    assert!(packed.selected_by(&Selector::parse("app=web").unwrap()));
+    assert!(!packed.selected_by(&Selector::parse("app=db").unwrap()));
+    assert_eq!(packed.text_len(), text.len());
+    assert!(
+        packed.stored_text_bytes() * 10 < text.len() * 7,
+        "{} of {} bytes",
+        packed.stored_text_bytes(),
+        text.len()
+    );
+    assert_eq!(
+        packed.header_bytes() + packed.stored_text_bytes(),
+        super::super::memory::arc_slice_bytes(packed.0.len()),
+        "the allocation is the block and the header"
+    );
+    assert!(packed.packed().is_none(), "packed once");
+}
+
+#[test]
+fn a_text_that_would_not_shrink_is_kept_as_it_is() {
+    // No repeats for LZ4 to find: the block would be as long as the text.
+    let text = br#"{"metadata":{"name":"q","namespace":"z","uid":"7","resourceVersion":"1"}}"#;
+    assert!(Object::parse(text).unwrap().packed().is_none());
+}
+
+#[test]
+fn a_block_that_does_not_unpack_gives_the_objects_metadata_not_broken_json() {
+    let packed = Object::parse(&applied("web", "41"))
+        .unwrap()
+        .packed()
+        .unwrap();
+    let mut bytes = packed.0.to_vec();
+    // The block's first token says how long its first literal run is: claim the longest.
+    bytes[HEADER] = 0xff;
+    bytes[HEADER + 1] = 0xff;
+    let broken = Object(bytes.into());
+    let value: serde_json::Value = serde_json::from_slice(&broken.text()).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({"metadata": {"name": "web", "namespace": "n\"s", "uid": "uid-web", "resourceVersion": "41"}})
+    );
 }

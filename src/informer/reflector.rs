@@ -85,6 +85,8 @@ pub struct ReflectorConfig {
     pub max_line_bytes: usize,
     /// Each watch asks the server to end it after about this long (jittered up to twice).
     pub watch_timeout: Duration,
+    /// The cache holds texts packed (see [`super::object::Object::packed`]).
+    pub pack: bool,
 }
 
 /// The most one object's JSON is taken to need in a list page: etcd refuses a request
@@ -755,28 +757,26 @@ impl<A: ListWatch> Run<A> {
         }
     }
 
-    /// A page's items for the cache: projected when `fields` is set (then exactly the kept
-    /// paths, no `kind`/`apiVersion` added), else (`strip` too) with the list's
-    /// `kind`/`apiVersion`.
+    /// A page's items for the cache, each packed as it is made when the cache packs:
+    /// projected when `fields` is set (then exactly the kept paths, no `kind`/`apiVersion`
+    /// added), else (`strip` too) with the list's `kind`/`apiVersion`.
     fn list_objects(&self, page: &ListPage<'_>) -> Result<Vec<Object>, super::wire::WireError> {
-        match &self.config.projection {
-            None => page.objects(),
-            Some(projection) => page
-                .items
-                .iter()
-                .map(|item| {
-                    let raw = item.get().as_bytes();
-                    let projected = projection.apply_raw(item);
-                    let text = projected.as_deref().unwrap_or(raw);
-                    // `strip` keeps the rest, so the item gets its list's kind and apiVersion.
-                    if projection.keeps_the_rest() {
-                        Object::from_list_item(text, &page.item_type).map_err(Into::into)
-                    } else {
-                        Object::parse(text).map_err(Into::into)
-                    }
-                })
-                .collect(),
-        }
+        let projection = self.config.projection.as_ref();
+        page.items
+            .iter()
+            .map(|item| {
+                let raw = item.get().as_bytes();
+                let projected = projection.and_then(|p| p.apply_raw(item));
+                let text = projected.as_deref().unwrap_or(raw);
+                // Whole or with `strip`, the item gets its list's kind and apiVersion.
+                let object = if projection.is_none_or(Projection::keeps_the_rest) {
+                    Object::from_list_item(text, &page.item_type)
+                } else {
+                    Object::parse(text)
+                };
+                Ok(object?.pack_if(self.config.pack))
+            })
+            .collect()
     }
 
     fn synced(&mut self, objects: Listed, rv: &str, relist: bool) {
@@ -873,7 +873,12 @@ impl<A: ListWatch> Run<A> {
                 }
                 Err(err) => break StreamEnd::Fault(Fault::from_error(err)),
             };
-            let step = step(&mut self.progress, &line, self.config.projection.as_ref());
+            let step = step(
+                &mut self.progress,
+                &line,
+                self.config.projection.as_ref(),
+                self.config.pack,
+            );
             self.take_notice();
             if let Some(events) = step.events() {
                 self.stats.events(events);

@@ -525,9 +525,11 @@ async fn a_406_to_a_metadata_only_streaming_list_asks_for_plain_json_and_still_s
         .collect();
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(
-        reflector.cache().get("ns", "a").map(
-            |o| String::from_utf8_lossy(o.text()).contains(r#""kind":"PartialObjectMetadata""#)
-        ),
+        reflector
+            .cache()
+            .get("ns", "a")
+            .map(|o| String::from_utf8_lossy(&o.text())
+                .contains(r#""kind":"PartialObjectMetadata""#)),
         Some(true),
         "cut down here"
     );

@@ -78,8 +78,13 @@ impl Step {
     }
 }
 
-/// One line of a watch body (without its terminator).
-pub fn step(progress: &mut Progress, line: &[u8], projection: Option<&Projection>) -> Step {
+/// One line of a watch body (without its terminator); a change's object is packed when `pack`.
+pub fn step(
+    progress: &mut Progress,
+    line: &[u8],
+    projection: Option<&Projection>,
+    pack: bool,
+) -> Step {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Step::Skip;
     }
@@ -92,7 +97,7 @@ pub fn step(progress: &mut Progress, line: &[u8], projection: Option<&Projection
             let raw = object.get().as_bytes();
             let projected = projection.and_then(|p| p.apply_raw(object));
             let object = match Object::parse(projected.as_deref().unwrap_or(raw)) {
-                Ok(object) => object,
+                Ok(object) => object.pack_if(pack),
                 Err(err) => return Step::Warn(format!("skipped a watch event: {err}")),
             };
             progress.saw_events = true;
@@ -171,11 +176,16 @@ mod tests {
     #[test]
     fn a_watch_applies_changes_and_bookmarks_and_follows_their_resource_versions() {
         let mut progress = Progress::default();
-        let step1 = step(&mut progress, change("MODIFIED", "a", "7").as_bytes(), None);
+        let step1 = step(
+            &mut progress,
+            change("MODIFIED", "a", "7").as_bytes(),
+            None,
+            false,
+        );
         assert!(matches!(step1, Step::Change(ChangeKind::Modified, ref o) if o.name() == "a"));
         assert_eq!(progress.rv.as_deref(), Some("7"));
         assert!(progress.saw_events);
-        let step2 = step(&mut progress, bookmark("9", false).as_bytes(), None);
+        let step2 = step(&mut progress, bookmark("9", false).as_bytes(), None, false);
         assert!(matches!(step2, Step::Bookmark(Some(ref rv)) if rv == "9"));
         assert_eq!(progress.rv.as_deref(), Some("9"));
     }
@@ -184,14 +194,20 @@ mod tests {
     fn a_streaming_list_collects_until_its_end_bookmark() {
         let mut progress = streaming();
         assert!(matches!(
-            step(&mut progress, change("ADDED", "a", "1").as_bytes(), None),
+            step(
+                &mut progress,
+                change("ADDED", "a", "1").as_bytes(),
+                None,
+                false
+            ),
             Step::Collected
         ));
         assert!(matches!(
-            step(&mut progress, bookmark("2", false).as_bytes(), None),
+            step(&mut progress, bookmark("2", false).as_bytes(), None, false),
             Step::Bookmark(None)
         ));
-        let Step::Synced(list) = step(&mut progress, bookmark("3", true).as_bytes(), None) else {
+        let Step::Synced(list) = step(&mut progress, bookmark("3", true).as_bytes(), None, false)
+        else {
             panic!("synced at the end bookmark")
         };
         assert_eq!(list.objects.len(), 1);
@@ -200,7 +216,12 @@ mod tests {
         assert_eq!(progress.rv.as_deref(), Some("3"));
         // After it, a plain watch.
         assert!(matches!(
-            step(&mut progress, change("DELETED", "a", "4").as_bytes(), None),
+            step(
+                &mut progress,
+                change("DELETED", "a", "4").as_bytes(),
+                None,
+                false
+            ),
             Step::Change(ChangeKind::Deleted, _)
         ));
     }
@@ -208,7 +229,12 @@ mod tests {
     #[test]
     fn a_change_before_the_end_bookmark_means_no_streaming_list() {
         let mut progress = streaming();
-        let end = step(&mut progress, change("MODIFIED", "a", "1").as_bytes(), None);
+        let end = step(
+            &mut progress,
+            change("MODIFIED", "a", "1").as_bytes(),
+            None,
+            false,
+        );
         assert!(matches!(end, Step::End(StreamEnd::Unsupported)));
         assert_eq!(end.events(), Some(1));
     }
@@ -218,7 +244,7 @@ mod tests {
         let mut progress = Progress::default();
         let expired = br#"{"type":"ERROR","object":{"kind":"Status","code":410}}"#;
         assert!(matches!(
-            step(&mut progress, expired, None),
+            step(&mut progress, expired, None, false),
             Step::End(StreamEnd::Expired)
         ));
         let busy = br#"{"type":"ERROR","object":{"code":429,"details":{"retryAfterSeconds":4}}}"#;
@@ -226,7 +252,7 @@ mod tests {
             status,
             retry_after,
             ..
-        })) = step(&mut progress, busy, None)
+        })) = step(&mut progress, busy, None, false)
         else {
             panic!("a fault")
         };
@@ -234,7 +260,7 @@ mod tests {
         // A Status code out of range is a 500, by the crate's one rule.
         let zero = br#"{"type":"ERROR","object":{"code":0}}"#;
         assert!(matches!(
-            step(&mut progress, zero, None),
+            step(&mut progress, zero, None, false),
             Step::End(StreamEnd::Fault(Fault::Status { status: 500, .. }))
         ));
         assert!(!progress.saw_events, "errors are not traffic");
@@ -243,17 +269,23 @@ mod tests {
     #[test]
     fn blank_unknown_and_broken_lines_change_nothing() {
         let mut progress = Progress::default();
-        assert!(matches!(step(&mut progress, b"  \t", None), Step::Skip));
         assert!(matches!(
-            step(&mut progress, br#"{"type":"NEW","object":{}}"#, None),
+            step(&mut progress, b"  \t", None, false),
             Step::Skip
         ));
-        let Step::Warn(text) = step(&mut progress, b"{oops", None) else {
+        assert!(matches!(
+            step(&mut progress, br#"{"type":"NEW","object":{}}"#, None, false),
+            Step::Skip
+        ));
+        let Step::Warn(text) = step(&mut progress, b"{oops", None, false) else {
             panic!("a warning")
         };
         assert!(text.starts_with("skipped a watch line"), "{text}");
         let nameless = br#"{"type":"ADDED","object":{"metadata":{}}}"#;
-        assert!(matches!(step(&mut progress, nameless, None), Step::Warn(_)));
+        assert!(matches!(
+            step(&mut progress, nameless, None, false),
+            Step::Warn(_)
+        ));
         assert!(progress.rv.is_none() && !progress.saw_events);
     }
 }

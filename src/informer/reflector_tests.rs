@@ -145,6 +145,7 @@ pub(super) fn config(origin: &str, initial_list: InitialList) -> ReflectorConfig
         credential_ttl: Duration::from_secs(300),
         max_line_bytes: 1 << 20,
         watch_timeout: Duration::from_secs(300),
+        pack: true,
     }
 }
 

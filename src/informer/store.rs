@@ -94,13 +94,36 @@ impl FromIterator<Object> for Listed {
     }
 }
 
+/// What the store's objects add up to, kept as they come and go.
+#[derive(Debug, Default, Clone, Copy)]
+struct Sums {
+    /// [`Object::text_len`]: the JSON.
+    json: usize,
+    /// [`Object::stored_text_bytes`]: the JSON as held, packed or not.
+    text: usize,
+    /// [`Object::header_bytes`].
+    headers: usize,
+}
+
+impl Sums {
+    fn add(&mut self, object: &Object) {
+        self.json += object.text_len();
+        self.text += object.stored_text_bytes();
+        self.headers += object.header_bytes();
+    }
+
+    fn sub(&mut self, object: &Object) {
+        self.json -= object.text_len();
+        self.text -= object.stored_text_bytes();
+        self.headers -= object.header_bytes();
+    }
+}
+
 /// The cached objects.
 #[derive(Debug, Default)]
 pub struct Store {
     objects: BTreeSet<Object>,
-    bytes: usize,
-    /// The objects' [`Object::header_bytes`], summed.
-    header_bytes: usize,
+    sums: Sums,
 }
 
 impl Store {
@@ -119,9 +142,9 @@ impl Store {
         self.objects.is_empty()
     }
 
-    /// Bytes of JSON text cached.
+    /// Bytes of JSON text cached (unpacked).
     pub fn cached_bytes(&self) -> usize {
-        self.bytes
+        self.sums.json
     }
 
     /// What the objects take: their count, text, headers and the set's nodes (see
@@ -129,8 +152,9 @@ impl Store {
     pub fn footprint(&self) -> Footprint {
         Footprint {
             objects: self.objects.len(),
-            text_bytes: self.bytes,
-            header_bytes: self.header_bytes,
+            json_bytes: self.sums.json,
+            text_bytes: self.sums.text,
+            header_bytes: self.sums.headers,
             index_bytes: btree_bytes(self.objects.len(), std::mem::size_of::<Object>()),
             ..Footprint::default()
         }
@@ -164,27 +188,24 @@ impl Store {
             if out.len() > 1 {
                 out.push(b',');
             }
-            out.extend_from_slice(object.text());
+            object.write_text(&mut out);
         }
         out.push(b']');
         out
     }
 
     fn insert(&mut self, object: Object) -> Option<Object> {
-        self.bytes += object.text().len();
-        self.header_bytes += object.header_bytes();
+        self.sums.add(&object);
         let old = self.objects.replace(object);
         if let Some(old) = &old {
-            self.bytes -= old.text().len();
-            self.header_bytes -= old.header_bytes();
+            self.sums.sub(old);
         }
         old
     }
 
     fn remove(&mut self, key: &Object) -> Option<Object> {
         let old = self.objects.take(key)?;
-        self.bytes -= old.text().len();
-        self.header_bytes -= old.header_bytes();
+        self.sums.sub(&old);
         Some(old)
     }
 
@@ -269,8 +290,11 @@ impl Store {
         for before in unchanged {
             fresh.replace(before);
         }
-        self.bytes = fresh.iter().map(|o| o.text().len()).sum();
-        self.header_bytes = fresh.iter().map(Object::header_bytes).sum();
+        let mut sums = Sums::default();
+        for object in &fresh {
+            sums.add(object);
+        }
+        self.sums = sums;
         // Filled in key order, the set's nodes are about half full; built again from its
         // sorted objects they come out full (16 bytes less per object).
         self.objects = fresh.into_iter().collect();
@@ -280,8 +304,7 @@ impl Store {
     /// Drops every object, returning nothing: for an informer that stopped.
     pub fn clear(&mut self) {
         self.objects.clear();
-        self.bytes = 0;
-        self.header_bytes = 0;
+        self.sums = Sums::default();
     }
 }
 

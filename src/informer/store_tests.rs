@@ -127,7 +127,7 @@ fn a_relist_yields_exactly_the_difference() {
     );
     let gone = changes.iter().find(|c| c.object.name() == "gone").unwrap();
     assert!(
-        String::from_utf8_lossy(gone.object.text()).contains(r#""uid":"u3""#),
+        String::from_utf8_lossy(&gone.object.text()).contains(r#""uid":"u3""#),
         "DELETED with the last known object"
     );
     assert!(
@@ -190,4 +190,66 @@ fn lists_filter_by_namespace_and_labels_in_key_order() {
         store.list_json(Some("a"), &Selector::parse("app=q").unwrap()),
         b"[]"
     );
+}
+
+/// A pod whose text repeats itself, as applied objects' do, so that it packs.
+fn bulky(name: &str, rv: &str) -> Object {
+    let env: Vec<String> = (0..20)
+        .map(|i| format!(r#"{{"name":"SETTING_{i}","value":"value-{i}"}}"#))
+        .collect();
+    let text = format!(
+        r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"{name}","namespace":"ns","uid":"u-{name}","resourceVersion":"{rv}","labels":{{"app":"{name}"}}}},"spec":{{"containers":[{{"name":"main","env":[{}]}}]}}}}"#,
+        env.join(",")
+    );
+    Object::parse(text.as_bytes()).unwrap()
+}
+
+#[test]
+fn a_store_of_packed_objects_counts_and_lists_them_as_their_json() {
+    let mut store = Store::new();
+    let packed = |name: &str, rv: &str| bulky(name, rv).pack_if(true);
+    let listed = [packed("a", "1"), packed("b", "1")];
+    assert!(
+        listed
+            .iter()
+            .all(|o| o.stored_text_bytes() < o.text_len() / 2)
+    );
+    relist(&mut store, listed.to_vec());
+    store.apply(ChangeKind::Added, bulky("c", "1"));
+    let footprint = store.footprint();
+    let json: usize = ["a", "b", "c"]
+        .map(|n| bulky(n, "1").text_len())
+        .iter()
+        .sum();
+    assert_eq!((footprint.json_bytes, store.cached_bytes()), (json, json));
+    assert_eq!(
+        footprint.text_bytes,
+        listed[0].stored_text_bytes() + listed[1].stored_text_bytes() + bulky("c", "1").text_len(),
+        "packed texts count as their blocks, the other as its JSON"
+    );
+    let list = store.list_json(None, &Selector::parse("app in (b,c)").unwrap());
+    let expected = [
+        b"[".as_slice(),
+        &bulky("b", "1").text(),
+        b",",
+        &bulky("c", "1").text(),
+        b"]",
+    ]
+    .concat();
+    assert_eq!(list, expected, "lists unpack");
+    // A relist that changes nothing keeps the held objects.
+    assert!(
+        relist(
+            &mut store,
+            vec![packed("a", "1"), packed("b", "1"), bulky("c", "1")]
+        )
+        .is_empty()
+    );
+    assert!(
+        store
+            .get(&ObjectKey::new("ns", "a"))
+            .unwrap()
+            .ptr_eq(&listed[0])
+    );
+    assert_eq!(store.footprint().text_bytes, footprint.text_bytes);
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
-use super::store::{ChangeKind, ItemType, Object, StoreError};
+use super::store::{ChangeKind, ItemType, StoreError};
 use crate::error::StatusBody;
 
 /// A body the informer cannot use.
@@ -81,11 +81,15 @@ impl<'a> ListPage<'a> {
         })
     }
 
-    /// The items parsed for the store, with `kind` and `apiVersion` filled in.
-    pub fn objects(&self) -> Result<Vec<Object>, WireError> {
+    /// The items parsed for the store, with `kind` and `apiVersion` filled in (the reflector
+    /// packs and projects each as it parses it; this is the plain case, for tests).
+    #[cfg(test)]
+    pub fn objects(&self) -> Result<Vec<super::store::Object>, WireError> {
         self.items
             .iter()
-            .map(|item| Object::from_list_item(item.get().as_bytes(), &self.item_type))
+            .map(|item| {
+                super::store::Object::from_list_item(item.get().as_bytes(), &self.item_type)
+            })
             .map(|object| object.map_err(WireError::from))
             .collect()
     }
