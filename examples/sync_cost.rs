@@ -2,7 +2,8 @@
 //! (one `{"type":"ADDED","object":…}` per line, e.g. the fleet benchmark's objects):
 //! `cargo run --release --example sync_cost -- <file.ndjson>`. The stages are those of
 //! `reflector_step::step`: the line's parse, `strip` (of managedFields and the last-applied
-//! annotation), the object's header and copy. Medians of 7 rounds, in one process.
+//! annotation), the object's header and copy, and packing its text (`compress`); then what
+//! unpacking a packed text costs each read of it. Medians of 7 rounds, in one process.
 
 use std::time::Instant;
 
@@ -38,13 +39,21 @@ fn main() {
         WatchLine::Change { object, .. } => object,
         _ => panic!("a change"),
     };
-    let mut stages: [(&str, Vec<f64>); 5] = [
+    let mut stages: [(&str, Vec<f64>); 7] = [
         ("line parse (WatchLine::parse)", vec![]),
         ("strip, validating (apply_object)", vec![]),
         ("strip (apply_raw)", vec![]),
         ("object header + copy, stripped", vec![]),
         ("object header + copy, whole", vec![]),
+        ("pack, whole (Object::packed)", vec![]),
+        ("unpack, whole (Object::write_text)", vec![]),
     ];
+    let whole: Vec<Object> = lines
+        .iter()
+        .map(|l| Object::parse(objects(l).get().as_bytes()).unwrap())
+        .collect();
+    let packed: Vec<Object> = whole.iter().map(|o| o.clone().pack_if(true)).collect();
+    let mut unpacked = Vec::new();
     let stripped: Vec<Vec<u8>> = lines
         .iter()
         .map(|l| strip.apply_raw(objects(l)).unwrap())
@@ -95,17 +104,40 @@ fn main() {
                 })
                 .sum()
         });
+        time(5, &mut || {
+            whole
+                .iter()
+                .map(|o| o.packed().map_or(0, |p| p.stored_text_bytes()))
+                .sum()
+        });
+        time(6, &mut || {
+            packed
+                .iter()
+                .map(|o| {
+                    unpacked.clear();
+                    o.write_text(&mut unpacked);
+                    unpacked.len()
+                })
+                .sum()
+        });
     }
+    let held: usize = packed.iter().map(Object::stored_text_bytes).sum();
+    let json: usize = packed.iter().map(Object::text_len).sum();
     println!(
-        "{} lines of {} bytes on average ({kept} bytes kept in all)",
+        "{} lines of {} bytes on average ({kept} bytes kept in all); packed, the objects' {json} bytes of JSON take {held} ({:.2}×)",
         lines.len(),
-        bytes / lines.len()
+        bytes / lines.len(),
+        held as f64 / json as f64
     );
     let line_parse = median(stages[0].1.clone());
     for (i, (name, xs)) in stages.into_iter().enumerate() {
         let m = median(xs);
-        // Stages 1 to 4 include the line's parse (their input); 3 does not.
-        let own = if i == 0 || i == 3 { m } else { m - line_parse };
+        // Stages 1, 2 and 4 include the line's parse (their input); the others do not.
+        let own = if matches!(i, 1 | 2 | 4) {
+            m - line_parse
+        } else {
+            m
+        };
         println!(
             "{name:36} {own:7.0} ns per line ({:.2} ns per line byte)",
             own * lines.len() as f64 / bytes as f64
