@@ -88,6 +88,24 @@ pub fn step(
     if line.iter().all(u8::is_ascii_whitespace) {
         return Step::Skip;
     }
+    // The common line, when nothing is projected: its object is read, and its syntax checked,
+    // once (by `Object::parse`) rather than twice (by the line's parse first).
+    if projection.is_none()
+        && let Some((kind, text)) = plain_change(line)
+        && let Ok(object) = Object::parse(text)
+    {
+        return change(progress, kind, object.pack_if(pack));
+    }
+    parsed_step(progress, line, projection, pack)
+}
+
+/// [`step`] of any line but a blank one: parsed as a watch line first.
+fn parsed_step(
+    progress: &mut Progress,
+    line: &[u8],
+    projection: Option<&Projection>,
+    pack: bool,
+) -> Step {
     let parsed = match WatchLine::parse(line) {
         Ok(parsed) => parsed,
         Err(err) => return Step::Warn(format!("skipped a watch line: {err}")),
@@ -96,21 +114,9 @@ pub fn step(
         WatchLine::Change { kind, object } => {
             let raw = object.get().as_bytes();
             let projected = projection.and_then(|p| p.apply_raw(object));
-            let object = match Object::parse(projected.as_deref().unwrap_or(raw)) {
-                Ok(object) => object.pack_if(pack),
-                Err(err) => return Step::Warn(format!("skipped a watch event: {err}")),
-            };
-            progress.saw_events = true;
-            if !object.rv().is_empty() {
-                progress.rv = Some(object.rv().to_owned());
-            }
-            match &mut progress.initial {
-                Some(_) if kind != ChangeKind::Added => Step::End(StreamEnd::Unsupported),
-                Some(initial) => {
-                    initial.objects.push(object);
-                    Step::Collected
-                }
-                None => Step::Change(kind, object),
+            match Object::parse(projected.as_deref().unwrap_or(raw)) {
+                Ok(object) => change(progress, kind, object.pack_if(pack)),
+                Err(err) => Step::Warn(format!("skipped a watch event: {err}")),
             }
         }
         WatchLine::Bookmark {
@@ -140,6 +146,40 @@ pub fn step(
     }
 }
 
+/// A change line exactly as the API server writes one (`{"type":"ADDED","object":{…}}`: Go's
+/// field order, no white space), split into its kind and its object's text, which is not
+/// checked here. If that text parses as one object, the line is a well-formed change of that
+/// object; if not, the line goes to [`WatchLine::parse`] like any other.
+fn plain_change(line: &[u8]) -> Option<(ChangeKind, &[u8])> {
+    let rest = line.strip_prefix(br#"{"type":""#)?;
+    let (kind, rest) = [
+        (ChangeKind::Added, b"ADDED".as_slice()),
+        (ChangeKind::Modified, b"MODIFIED"),
+        (ChangeKind::Deleted, b"DELETED"),
+    ]
+    .into_iter()
+    .find_map(|(kind, word)| Some((kind, rest.strip_prefix(word)?)))?;
+    let object = rest.strip_prefix(br#"","object":"#)?;
+    let object = object.trim_ascii_end().strip_suffix(b"}")?.trim_ascii_end();
+    (object.first() == Some(&b'{')).then_some((kind, object))
+}
+
+/// A change's object, read: collected into the streaming list, or a change for the cache.
+fn change(progress: &mut Progress, kind: ChangeKind, object: Object) -> Step {
+    progress.saw_events = true;
+    if !object.rv().is_empty() {
+        progress.rv = Some(object.rv().to_owned());
+    }
+    match &mut progress.initial {
+        Some(_) if kind != ChangeKind::Added => Step::End(StreamEnd::Unsupported),
+        Some(initial) => {
+            initial.objects.push(object);
+            Step::Collected
+        }
+        None => Step::Change(kind, object),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -161,6 +201,46 @@ mod tests {
         format!(
             r#"{{"type":"BOOKMARK","object":{{"metadata":{{"resourceVersion":"{rv}"{annotations}}}}}}}"#
         )
+    }
+
+    #[test]
+    fn a_line_as_the_api_server_writes_it_steps_as_any_line_does() {
+        let object = r#"{"metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"7"},"data":{"x":"}\"}"}}"#;
+        let lines = [
+            format!(r#"{{"type":"ADDED","object":{object}}}"#),
+            format!(r#"{{"type":"MODIFIED","object":{object}}}  "#),
+            format!(r#"{{"type":"DELETED","object":{object} }}"#),
+            // Not the plain shape, or not well formed: the general way.
+            format!(r#"{{"type":"ADDED","object": {object}}}"#),
+            format!(r#"{{"type":"ADDED","object":{object},"type":"DELETED"}}"#),
+            format!(r#"{{"type":"ADDED","object":{object},"x":{{"y":1}}}}"#),
+            format!(r#"{{"type":"ADDED","object":{object}}}}}"#),
+            format!(r#"{{"type":"ADDED","object":{object}"#),
+            format!(r#"{{"type":"ADDEDX","object":{object}}}"#),
+            format!(r#"{{"type":"ERROR","object":{object}}}"#),
+            r#"{"type":"ADDED","object":{}}"#.to_string(),
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a","name":"b"}}}"#.to_string(),
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a"}}"#.to_string(),
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a"}},"object":{"metadata":{"name":"b"}}}"#.to_string(),
+        ];
+        for line in &lines {
+            for (plain, parsed) in [
+                (Progress::default(), Progress::default()),
+                (streaming(), streaming()),
+            ] {
+                let (mut plain, mut parsed) = (plain, parsed);
+                let fast = step(&mut plain, line.as_bytes(), None, true);
+                let general = parsed_step(&mut parsed, line.as_bytes(), None, true);
+                assert_eq!(format!("{fast:?}"), format!("{general:?}"), "{line}");
+                assert_eq!(format!("{plain:?}"), format!("{parsed:?}"), "{line}");
+            }
+        }
+        assert_eq!(
+            plain_change(lines[1].as_bytes()),
+            Some((ChangeKind::Modified, object.as_bytes())),
+            "the object's text, as a watch line's parse gives it"
+        );
+        assert_eq!(plain_change(lines[3].as_bytes()), None);
     }
 
     fn streaming() -> Progress {
