@@ -226,9 +226,9 @@ export interface KubernetesInformerOptions {
   credentialTtlSeconds?: number;
   /**
    * Hold each cached object's JSON as an LZ4 block (default true): about half the cache's
-   * memory for applied objects, for about 2–5 µs of a Rust thread per 2 KB object cached and
-   * 1–2 µs per object read back from the cache (`get`, `list`, a new consumer's ADDED events).
-   * What just arrived is delivered unpacked. `false` holds the JSON as received.
+   * memory for applied objects, for about 5 µs of a Rust thread per 2 KB object cached and
+   * 1.2–1.5 µs each time one is read back (`get`, `list`, each event a consumer takes).
+   * `false` holds the JSON as received.
    */
   compress?: boolean;
   /**
