@@ -24,14 +24,37 @@ export interface Config {
        */
       syncTimeout?: HumanDuration | string;
       /**
-       * Leave `metadata.managedFields` out of the objects answered (the Kubernetes tab never
-       * shows them; they are often half of an object's size). Default true.
+       * Drop `metadata.managedFields` from the objects cached and answered: often half of an
+       * applied object's JSON, so about half the cache's memory. Off by default, since the tab's
+       * YAML view has a "managed fields" switch that then shows nothing. Default false.
        */
       stripManagedFields?: boolean;
       /**
+       * Informers open at most, over the whole backend. Past it, a request that needs another
+       * is answered by the default fetcher (one warning a minute); nothing cached is disturbed.
+       * Default 2000: 50 clusters × (13 default types + 2 custom resources) for the entities
+       * found by `backstage.io/kubernetes-id`, and as many again for entities with selectors of
+       * their own.
+       */
+      maxInformers?: number;
+      /**
+       * Bytes of JSON cached at most, over every informer (held packed, about half that).
+       * Past it, no informer is opened, as for maxInformers. Default 1 GiB.
+       */
+      maxCachedBytes?: number;
+      /**
+       * Auth providers whose token is minted from the backend's own identity and the cluster's
+       * authMetadata and rotates: a new token of theirs keeps its informers. Any other provider's
+       * informers belong to the exact credential. Default ['aws', 'azure', 'googleServiceAccount'];
+       * set [] if a strategy of your own, registered under one of these names, resolves tokens
+       * per caller.
+       */
+      rotatingAuthProviders?: string[];
+      /**
        * The object types answered from informers, by Backstage's `objectType` names (`pods`,
        * `services`, …, `customresources` for every custom resource). Other types go to the
-       * default fetcher. Default: every type but `secrets`, whose data is then never cached.
+       * default fetcher. Default: every type but `secrets`, whose data is then never cached,
+       * whichever route or custom resource entry asks for it.
        */
       objectTypes?: Array<
         | 'pods'

@@ -304,6 +304,31 @@ export interface KubernetesInformerStats {
   clusters: NativeWatcherStats['clusters'];
 }
 
+/** What {@link KubernetesInformer.state} reports. */
+export interface KubernetesInformerState {
+  /** The initial list is cached. */
+  synced: boolean;
+  /** The informer ended (closed, or a terminal error). */
+  finished: boolean;
+  /** Changes with every change to the cache: an answer computed from it holds while this does. */
+  generation: number;
+  /** Objects cached. */
+  size: number;
+  /** Bytes of JSON cached. */
+  cachedBytes: number;
+  /**
+   * When (ms since the epoch) the watch being read now opened (0 for a streaming list's
+   * stream, whose sync proves the cache current); null between watches (a backoff, a
+   * reconnect, a relist), when the cache may be behind the server.
+   */
+  watchingSince: number | null;
+  /**
+   * The failure not yet over: it lasts until a request succeeds or an event or bookmark
+   * arrives. `statusCode` is 0 below HTTP; `retrying` is false once the informer gave up.
+   */
+  error: { errorType: KubernetesErrorTypes; statusCode: number; retrying: boolean } | null;
+}
+
 /**
  * A list-watch that never gives up, with the state cached natively. Every `for await` is an
  * independent consumer: one ADDED per cached object, SYNCED, then live changes.
@@ -320,6 +345,13 @@ export interface KubernetesInformer extends AsyncIterable<KubernetesInformerEven
   /** The last resourceVersion seen, bookmarks included. */
   readonly resourceVersion: string | undefined;
   stats(): KubernetesInformerStats;
+  /**
+   * The informer's health, read natively without following its events (no JSON, no event per
+   * change): for a reader that only needs to know whether the cache can answer.
+   */
+  state(): KubernetesInformerState;
+  /** `listener()` runs when the informer syncs, fails or ends; returns a function that removes it. */
+  onStateChange(listener: () => void): () => void;
   /** Ends this handle's consumers normally; the last handle stops the list-watch. */
   close(): void;
 }
@@ -341,6 +373,11 @@ export declare class NativeKubernetesWatcher implements KubernetesWatcher {
   ): AsyncGenerator<KubernetesWatchEvent, void, undefined>;
   /** A shared, self-healing list-watch with a native cache. */
   informer(params: KubernetesInformerParams, options?: KubernetesInformerOptions): KubernetesInformer;
+  /**
+   * Ends every watch and closes every informer opened through this watcher (a backend's
+   * shutdown); any opened later ends at once. Idempotent.
+   */
+  close(): void;
   /** Reports this watcher's informers, its plain watches and the process's connections as OpenTelemetry metrics. */
   metrics(options?: MetricsOptions): MetricsRegistration;
 }

@@ -13,6 +13,7 @@ const { readNativeInformersConfig, DEFAULT_OBJECT_TYPES } = require('../backstag
 const serverSelector = require('../sim/selector');
 const { createSimulator } = require('../sim');
 const { recordingLogger } = require('./helpers');
+const { eventually } = require('./backstage-helpers');
 
 const ID = 'backstage.io/kubernetes-id';
 
@@ -69,32 +70,39 @@ test('a selector needs the kubernetes-id label only when no object without it ca
   assert.equal(needs('app=web'), false);
 });
 
-test('kubernetes.nativeInformers: defaults, durations in every form, and errors that name the key', () => {
+test('kubernetes.nativeInformers: defaults, durations in every form the schema takes, bounds, and errors that name the key', () => {
   const read = (nativeInformers) =>
     readNativeInformersConfig(new ConfigReader({ kubernetes: { nativeInformers } }));
   const defaults = readNativeInformersConfig(new ConfigReader({}));
   assert.equal(defaults.enabled, true);
   assert.equal(defaults.idleTimeoutMs, 600_000);
   assert.equal(defaults.syncTimeoutMs, 5_000);
-  assert.equal(defaults.stripManagedFields, true);
+  assert.equal(defaults.stripManagedFields, false, 'answers keep managedFields, as the default’s');
+  assert.equal(defaults.maxInformers, 2000);
+  assert.equal(defaults.maxCachedBytes, 1024 ** 3);
+  assert.deepEqual(defaults.rotatingAuthProviders, ['aws', 'azure', 'googleServiceAccount']);
   assert.deepEqual([...defaults.objectTypes], DEFAULT_OBJECT_TYPES);
   assert.ok(!defaults.objectTypes.has('secrets'));
   assert.equal(read({ idleTimeout: { minutes: 2, seconds: 30 } }).idleTimeoutMs, 150_000);
+  assert.equal(read({ idleTimeout: { months: 1 } }).idleTimeoutMs, 30 * 86_400_000);
+  assert.equal(read({ idleTimeout: 'P1W' }).idleTimeoutMs, 7 * 86_400_000);
+  assert.equal(read({ idleTimeout: '1y' }).idleTimeoutMs, 365 * 86_400_000);
   assert.equal(read({ idleTimeout: '90s' }).idleTimeoutMs, 90_000);
   assert.equal(read({ idleTimeout: '10 minutes' }).idleTimeoutMs, 600_000);
   assert.equal(read({ syncTimeout: 'PT1M30S' }).syncTimeoutMs, 90_000);
   assert.equal(read({ syncTimeout: '250ms' }).syncTimeoutMs, 250);
+  assert.equal(read({ maxInformers: 50, maxCachedBytes: 1e6 }).maxInformers, 50);
   assert.deepEqual([...read({ objectTypes: ['pods', 'secrets'] }).objectTypes], ['pods', 'secrets']);
-  assert.equal(read({ enabled: false, stripManagedFields: false }).stripManagedFields, false);
-  assert.throws(
-    () => read({ idleTimeout: 'soon' }),
-    /kubernetes\.nativeInformers\.idleTimeout: expected a duration/,
-  );
+  assert.equal(read({ enabled: false, stripManagedFields: true }).stripManagedFields, true);
+  assert.throws(() => read({ idleTimeout: 'soon' }), /kubernetes\.nativeInformers\.idleTimeout: .*soon/);
   assert.throws(
     () => read({ idleTimeout: { fortnights: 1 } }),
-    /idleTimeout: unknown duration field 'fortnights'/,
+    /idleTimeout: .*Needs one or more of 'years'/,
   );
+  assert.throws(() => read({ idleTimeout: { days: 1, fortnights: 1 } }), /idleTimeout: .*'fortnights'/);
   assert.throws(() => read({ syncTimeout: '0s' }), /syncTimeout: must be longer than zero/);
+  assert.throws(() => read({ maxInformers: 0 }), /maxInformers: must be a whole number above zero/);
+  assert.throws(() => read({ maxCachedBytes: 1.5 }), /maxCachedBytes: must be a whole number above zero/);
   assert.throws(
     () => read({ objectTypes: ['pods', 'widgets'] }),
     /objectTypes: unknown object type 'widgets'/,
@@ -293,4 +301,188 @@ test('managedFields are left out of cached and delegated answers, unless stripMa
       stripManagedFields ? undefined : managedFields,
     );
   }
+});
+
+/** A cluster with two tokens RBAC tells apart, and requests for it as either. */
+async function twoTokens(t, options = {}) {
+  const sim = await createSimulator({
+    tokens: {
+      'tok-good-1': { user: 'good' },
+      'tok-pods-2': { user: 'pods', rules: [{ resources: ['pods'] }] },
+    },
+  });
+  t.after(() => sim.close());
+  sim.create('pods', { metadata: { name: 'p1', namespace: 'team', labels: { [ID]: 'svc', app: 'web' } } });
+  sim.create('configmaps', { metadata: { name: 'c1', namespace: 'team', labels: { [ID]: 'svc' } } });
+  const logger = recordingLogger();
+  const defaultFetcher = recordingDefault();
+  const fetcher = new NativeInformerFetcher({
+    watcher: new NativeKubernetesWatcher({ logger }),
+    defaultFetcher,
+    logger,
+    ...options,
+  });
+  t.after(() => fetcher.close());
+  const as = (token, overrides = {}) => ({
+    serviceId: 'svc',
+    clusterDetails: {
+      name: 'one',
+      url: sim.url,
+      authMetadata: { 'kubernetes.io/auth-provider': 'serviceAccount', serviceAccountToken: token },
+    },
+    credential: { type: 'bearer token', token },
+    objectTypesToFetch: new Set([PODS]),
+    labelSelector: `${ID}=svc`,
+    customResources: [],
+    ...overrides,
+  });
+  return { sim, fetcher, defaultFetcher, logger, as };
+}
+
+const fromCache = async (fetcher, request) => {
+  for (let i = 0; i < 200; i++) {
+    const answer = await fetcher.fetchObjectsForService(request);
+    if (answer.responses[0] && !answer.responses[0].resources[0]?.fromDefault) return answer;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error('never answered from the cache');
+};
+
+test('two credentials of one cluster name and URL never share a cache or a connection’s credential', async (t) => {
+  const { sim, fetcher, defaultFetcher, as } = await twoTokens(t);
+  assert.deepEqual(names(await fromCache(fetcher, as('tok-good-1'))), ['p1']);
+  // A wrong token, and a token allowed pods only asking for configmaps: each the default's.
+  const CONFIGMAPS = { group: '', apiVersion: 'v1', plural: 'configmaps', objectType: 'configmaps' };
+  for (const request of [
+    as('tok-wrong-9'),
+    as('tok-pods-2', { objectTypesToFetch: new Set([CONFIGMAPS]) }),
+    // The good token's cluster entry with another credential (a strategy resolving per caller).
+    { ...as('tok-good-1'), credential: { type: 'bearer token', token: 'tok-wrong-9' } },
+  ]) {
+    const calls = defaultFetcher.calls.length;
+    const answer = await fetcher.fetchObjectsForService(request);
+    assert.deepEqual(
+      answer.responses[0].resources,
+      [{ fromDefault: true }],
+      'not the other identity’s objects',
+    );
+    assert.ok(defaultFetcher.calls.length > calls);
+  }
+  assert.equal(fetcher.identities(), 4);
+  // The good token's informer kept its own credential: every request of its watch carried it.
+  assert.deepEqual(names(await fetcher.fetchObjectsForService(as('tok-good-1'))), ['p1']);
+  const goodWatches = sim.requests.filter(
+    (r) => r.query.watch && r.path === '/api/v1/pods' && r.headers.authorization === 'Bearer tok-good-1',
+  );
+  assert.ok(goodWatches.length >= 1);
+  assert.ok(goodWatches.every((r) => r.status === 200 || r.status === undefined));
+});
+
+test('a rotating provider’s new token keeps its informer, which takes the new token', async (t) => {
+  const { sim, fetcher, as } = await twoTokens(t);
+  const aws = (token) => ({
+    ...as(token),
+    clusterDetails: {
+      name: 'one',
+      url: sim.url,
+      authMetadata: { 'kubernetes.io/auth-provider': 'aws', 'kubernetes.io/aws-assume-role': 'arn:role' },
+    },
+  });
+  sim.options.tokens['tok-aws-1'] = { user: 'role' };
+  assert.deepEqual(names(await fromCache(fetcher, aws('tok-aws-1'))), ['p1']);
+  sim.options.tokens['tok-aws-2'] = { user: 'role' };
+  delete sim.options.tokens['tok-aws-1'];
+  assert.deepEqual(names(await fetcher.fetchObjectsForService(aws('tok-aws-2'))), ['p1']);
+  sim.endWatches();
+  // The informer's next watch is refused the old token (401), asks again, and gets the new one.
+  await eventually(
+    () =>
+      sim.requests.some(
+        (r) => r.query.watch && r.headers.authorization === 'Bearer tok-aws-2' && r.status !== 401,
+      ),
+    { what: 'a watch with the new token' },
+  );
+  assert.deepEqual(names(await fromCache(fetcher, aws('tok-aws-2'))), ['p1']);
+  assert.equal(fetcher.informers().length, 1, 'one informer across the rotation');
+  assert.equal(fetcher.identities(), 1);
+});
+
+test('past maxInformers or maxCachedBytes the default fetcher answers, with one warning naming the bound', async (t) => {
+  for (const [bound, options] of [
+    ['maxInformers', { maxInformers: 2 }],
+    ['maxCachedBytes', { maxCachedBytes: 1 }],
+  ]) {
+    const { sim, fetcher, defaultFetcher, logger, as } = await twoTokens(t, options);
+    await fromCache(fetcher, as('tok-good-1'));
+    // The cached-bytes total is recounted at most once a second.
+    await new Promise((r) => setTimeout(r, 1100));
+    for (let i = 0; i < 6; i++) {
+      const calls = defaultFetcher.calls.length;
+      await fetcher.fetchObjectsForService(as('tok-good-1', { labelSelector: `app=web,tier!=x${i}` }));
+      if (i >= 1) assert.equal(defaultFetcher.calls.length, calls + 1, `${bound}: selector ${i} delegated`);
+    }
+    const most = bound === 'maxInformers' ? 2 : 1;
+    assert.ok(fetcher.informers().length <= most, `${bound}: ${fetcher.informers().length} informers`);
+    assert.ok(sim.activeWatches() <= most);
+    const warnings = logger
+      .warnings()
+      .filter((w) => w.includes(`kubernetes.nativeInformers.${bound} reached`));
+    assert.equal(warnings.length, 1, `${bound}: one warning`);
+    // What was cached is still answered from the cache.
+    assert.deepEqual(names(await fetcher.fetchObjectsForService(as('tok-good-1'))), ['p1']);
+  }
+});
+
+test('selectors that match unlabelled objects, and secrets by any route, open no informer', async (t) => {
+  const { fetcher, defaultFetcher, as } = await twoTokens(t);
+  for (const labelSelector of ['', 'app!=web', '!tier', 'app notin (web)', `!${ID},app!=x`]) {
+    await fetcher.fetchObjectsForService(as('tok-good-1', { labelSelector }));
+  }
+  assert.equal(defaultFetcher.calls.length, 5);
+  const SECRETS = { group: '', apiVersion: 'v1', plural: 'secrets', objectType: 'secrets' };
+  await fetcher.fetchObjectsForService(as('tok-good-1', { objectTypesToFetch: new Set([SECRETS]) }));
+  await fetcher.fetchObjectsForService(
+    as('tok-good-1', {
+      objectTypesToFetch: new Set(),
+      customResources: [{ group: '', apiVersion: 'v1', plural: 'secrets', objectType: 'customresources' }],
+    }),
+  );
+  assert.deepEqual(fetcher.informers(), [], 'no objectTypes option: every type but secrets');
+});
+
+test('syncTimeout is waited once per informer; a warm unchanged load parses nothing again', async (t) => {
+  const { sim, fetcher, as } = await twoTokens(t, { syncTimeoutMs: 300 });
+  sim.nextWatchFault({ delayMs: 1500 });
+  let started = Date.now();
+  await fetcher.fetchObjectsForService(as('tok-good-1'));
+  assert.ok(Date.now() - started >= 280, 'the first load waits');
+  started = Date.now();
+  await fetcher.fetchObjectsForService(as('tok-good-1'));
+  assert.ok(Date.now() - started < 250, `the second load does not wait again (${Date.now() - started} ms)`);
+  const first = await fromCache(fetcher, as('tok-good-1'));
+  const again = await fetcher.fetchObjectsForService(as('tok-good-1'));
+  assert.equal(again.responses[0], first.responses[0], 'the same answer, not parsed again');
+  sim.create('pods', { metadata: { name: 'p0', namespace: 'team', labels: { [ID]: 'svc' } } });
+  const changed = await eventually(async () => {
+    const answer = await fetcher.fetchObjectsForService(as('tok-good-1'));
+    return names(answer).length === 2 && answer;
+  });
+  assert.notEqual(changed.responses[0], first.responses[0]);
+  assert.deepEqual(names(changed), ['p0', 'p1']);
+});
+
+test('identities are pruned with their informers; a request whose open fails closes what it opened', async (t) => {
+  const { fetcher, as } = await twoTokens(t, { idleTimeoutMs: 200 });
+  await fromCache(fetcher, as('tok-good-1'));
+  assert.equal(fetcher.identities(), 1);
+  await eventually(() => fetcher.informers().length === 0 && fetcher.identities() === 0, {
+    what: 'the idle informer and its identity to go',
+  });
+  const broken = as('tok-good-1', {
+    customResources: [
+      { group: 'example.com', apiVersion: '', plural: 'widgets', objectType: 'customresources' },
+    ],
+  });
+  await fetcher.fetchObjectsForService(broken);
+  assert.deepEqual(fetcher.informers(), [], 'the pods informer the request opened first is closed too');
 });

@@ -2,21 +2,37 @@
 // NativeInformerFetcher: Backstage's KubernetesFetcher answered from shared native informers.
 //
 // Backstage's default fetcher sends one LIST per object type per cluster per tab load. This one
-// keeps, per cluster and resource type, an informer of the process's NativeKubernetesWatcher and
-// answers from its native cache, filtered there by the request's label selector and namespace.
-// What it cannot serve the same way it hands to the default fetcher, so the answer is always the
-// default's: viewer credentials (client-side auth providers), selectors it does not cache, types
-// not configured, informers not yet synced or cut off from their cluster, and pod metrics.
+// keeps, per identity and resource type, an informer of the process's NativeKubernetesWatcher
+// and answers from its native cache, filtered there by the request's label selector and
+// namespace. What it cannot serve the same way it hands to the default fetcher, so the answer
+// is always the default's: viewer credentials (client-side auth providers), selectors that can
+// match unlabelled objects, secrets unless configured, types not configured, informers not yet
+// synced or failing, anything past the bounds, and pod metrics.
+//
+// Identity. The cache is shared by every viewer and entity, so an informer belongs to exactly
+// the identity the default fetcher would send its LIST as: the cluster's URL, CA and TLS
+// settings, its auth provider with the whole `authMetadata`, and the credential the request
+// resolved to (a keyed hash of the token or certificate, never the secret itself). Two requests
+// share an informer only if they would be sent with the same credential. The exception is a
+// credential minted afresh from the backend's own identity (aws, azure, googleServiceAccount,
+// and the in-cluster service account's projected token: `rotatingAuthProviders`): its rotations
+// keep the informer, which takes the newest token through its `getCredential`.
 //
 // Which informers. Entities are mostly found by `backstage.io/kubernetes-id=<id>`; caching all
 // of a type to answer them would make memory grow with the cluster. So a request whose selector
-// can only match objects carrying that label is served by one informer per (cluster, type) with
-// the existence selector `backstage.io/kubernetes-id`, which holds exactly the objects some
-// entity can ask for. Any other selector gets an informer of its own (per selector and
-// namespace), shared by the entities that write the same selector. Every informer closes once
-// no request has used it for `idleTimeoutMs`.
+// can only match objects carrying that label is served by one informer per (identity, type)
+// with the existence selector `backstage.io/kubernetes-id`, which holds exactly the objects some
+// entity can ask for. Any other selector with at least one positive requirement gets an informer
+// of its own (per selector and namespace), shared by the entities that write the same selector.
+// A selector whose every requirement is negative (`a!=b`, `!a`, `a notin (b)`, or none) selects
+// unlabelled objects too, so it would cache the whole type: the default fetcher answers it.
+// Every informer closes once no request has used it for `idleTimeoutMs`, and no more than
+// `maxInformers` are open nor `maxCachedBytes` of JSON held: past either, new informers are not
+// opened and the default fetcher answers what they would have.
 
-const { parseSelector, requiresKey, SelectorError } = require('./selector');
+const crypto = require('node:crypto');
+const { parseSelector, requiresKey, matchesUnlabelled, SelectorError } = require('./selector');
+const { DEFAULT_OBJECT_TYPES, DEFAULT_ROTATING_PROVIDERS, DEFAULTS } = require('./config');
 
 /** The label the Kubernetes plugin selects entities' objects by. */
 const ID_LABEL = 'backstage.io/kubernetes-id';
@@ -33,6 +49,50 @@ const SERVER_SIDE_PROVIDERS = new Set([
   'googleServiceAccount',
   'localKubectlProxy',
 ]);
+
+/**
+ * API groups served by the API server's own types, whose list items carry no `kind` or
+ * `apiVersion`; a custom resource of any other group is a CRD, served from unstructured JSON,
+ * whose list items keep both.
+ */
+const BUILT_IN_GROUPS = new Set([
+  '',
+  'admissionregistration.k8s.io',
+  'apiextensions.k8s.io',
+  'apiregistration.k8s.io',
+  'apps',
+  'authentication.k8s.io',
+  'authorization.k8s.io',
+  'autoscaling',
+  'batch',
+  'certificates.k8s.io',
+  'coordination.k8s.io',
+  'discovery.k8s.io',
+  'events.k8s.io',
+  'flowcontrol.apiserver.k8s.io',
+  'internal.apiserver.k8s.io',
+  'metrics.k8s.io',
+  'networking.k8s.io',
+  'node.k8s.io',
+  'policy',
+  'rbac.authorization.k8s.io',
+  'resource.k8s.io',
+  'scheduling.k8s.io',
+  'storage.k8s.io',
+  'storagemigration.k8s.io',
+]);
+
+/** How long a type found missing (404) is answered by the default fetcher before it is tried again. */
+const MISSING_TTL_MS = 60_000;
+/** At most one warning per bound this often. */
+const WARN_EVERY_MS = 60_000;
+/**
+ * How long after a watch (re)opens its cache is trusted: a resumed watch first replays what
+ * changed while it was closed, which the API server writes right after the headers.
+ */
+const WATCH_SETTLE_MS = 250;
+/** Answers remembered per informer (per namespace and selector). */
+const MEMO_LIMIT = 256;
 
 /** Backstage's `statusCodeToErrorType` (KubernetesConnection). */
 function statusCodeToErrorType(statusCode) {
@@ -61,7 +121,7 @@ function resourcePathFor(clusterDetails, { group, apiVersion, plural }, namespac
   return url.pathname;
 }
 
-/** The etcd key order in which the API server lists objects. */
+/** The etcd key order in which the API server lists objects (`namespace/name`). */
 function storageKey(object) {
   const { namespace, name } = object.metadata ?? {};
   return namespace ? `${namespace}/${name}` : String(name);
@@ -71,88 +131,102 @@ function redact(values) {
   return Object.fromEntries(Object.keys(values).map((key) => [key, '***']));
 }
 
-/** One informer of the fetcher's: what it has told us so far, and who waits for it. */
-class Entry {
-  /** Resolves the pending `wait()`s. */
-  #waiters = new Set();
+/** Whether a resource is secrets, however it is asked for. */
+function isSecrets(resource) {
+  return (
+    resource.objectType === 'secrets' || ((resource.group ?? '') === '' && resource.plural === 'secrets')
+  );
+}
 
-  constructor(key, informer, description) {
+const isError = (result) => Object.hasOwn(result, 'errorType');
+
+/** The key of the HMAC that turns credentials into identity keys: this process's own, never stored. */
+const IDENTITY_KEY = crypto.randomBytes(32);
+
+/** A keyed hash: equal for equal texts, and telling nothing of the text without the process's key. */
+function keyedHash(text) {
+  return crypto.createHmac('sha256', IDENTITY_KEY).update(text).digest('base64url');
+}
+
+/** The secret part of a credential, as one string (only ever hashed). */
+function credentialSecret(credential) {
+  switch (credential.type) {
+    case 'bearer token':
+      return `bearer\n${credential.token}`;
+    case 'x509 client certificate':
+      return `x509\n${credential.cert}\n${credential.key}`;
+    default:
+      return String(credential.type);
+  }
+}
+
+/** One identity's informers: the credential the newest request brought, which they answer with. */
+class Identity {
+  constructor(key, credential, clusterName) {
     this.key = key;
+    this.credential = credential;
+    this.clusterName = clusterName;
+    this.lastUsed = Date.now();
+    this.entries = new Set();
+    // One function per identity, so the watcher shares its informers between requests of it
+    // and no other identity's.
+    this.getCredential = () => this.credential;
+  }
+}
+
+/** One informer of the fetcher's, with the answers computed from its cache. */
+class Entry {
+  constructor(key, identity, informer, description) {
+    this.key = key;
+    this.identity = identity;
     this.informer = informer;
     this.description = description;
     this.lastUsed = Date.now();
-    this.synced = false;
-    /** The last ERROR's `{ errorType, statusCode, resourcePath }` and when it came, until a sign of life. */
-    this.error = null;
-    this.errorAt = 0;
-    this.ended = false;
-    this.#follow();
+    /** Until when the first requests wait for the initial list; null before the first. */
+    this.waitUntil = null;
+    /** 'namespaced' or 'cluster' once known (a cluster-wide informer asked for a namespace). */
+    this.scope = undefined;
+    /** `${objectType}\0${namespace}\0${selector}` → { generation, answer }. */
+    this.memo = new Map();
   }
 
-  /** Whether a first request can be answered from it now (or as an error). */
-  get settled() {
-    return this.synced || this.error !== null || this.ended;
+  touch() {
+    this.lastUsed = Date.now();
+    this.identity.lastUsed = this.lastUsed;
   }
 
-  /** Waits until settled, for at most `ms`. */
-  wait(ms) {
-    if (this.settled) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.#waiters.add(done);
-    });
+  /** Synced, failing or ended: an answer (from the cache, or live) can be given now. */
+  settled() {
+    const state = this.informer.state();
+    return state.synced || state.error !== null || state.finished;
   }
 
   /**
-   * The current failure, or null. A failure lasts until the informer shows it works again: a
-   * change, a SYNCED, or a bookmark (the informer's `lastEventTime`) after the failure.
+   * Waits until settled, at most until `syncTimeoutMs` after the first request that waited:
+   * the sync timeout is spent once per informer, not once per load.
    */
-  currentError() {
-    if (this.error === null) return null;
-    const last = this.informer.stats().lastEventTime;
-    if (last !== undefined && last > this.errorAt) this.error = null;
-    return this.error;
+  wait(syncTimeoutMs) {
+    if (this.settled()) return Promise.resolve();
+    this.waitUntil ??= Date.now() + syncTimeoutMs;
+    const ms = this.waitUntil - Date.now();
+    if (ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      let stop = () => {};
+      const done = () => {
+        clearTimeout(timer);
+        stop();
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      stop = this.informer.onStateChange(() => {
+        if (this.settled()) done();
+      });
+    });
   }
 
   close() {
-    this.ended = true;
+    this.memo.clear();
     this.informer.close();
-    this.#notify();
-  }
-
-  /** Reads the informer's events for its state only (the objects are read from the cache). */
-  async #follow() {
-    try {
-      for await (const event of this.informer) {
-        if (event.type === 'ERROR') {
-          // 410 Expired is the informer's own business: it relists, and the cache stays valid.
-          if (event.error.statusCode === 410) continue;
-          this.error = event.error;
-          this.errorAt = Date.now();
-          if (!event.retrying) this.ended = true;
-        } else if (event.type === 'SYNCED') {
-          this.synced = true;
-          this.error = null;
-        } else if (this.synced) {
-          this.error = null;
-        }
-        this.#notify();
-      }
-    } catch {
-      // An iterator that fails has ended the informer for us.
-    }
-    this.ended = true;
-    this.#notify();
-  }
-
-  #notify() {
-    if (!this.settled) return;
-    for (const done of [...this.#waiters]) done();
   }
 }
 
@@ -164,10 +238,25 @@ class NativeInformerFetcher {
   #syncTimeoutMs;
   #stripManagedFields;
   #objectTypes;
+  #maxInformers;
+  #maxCachedBytes;
+  #rotating;
   /** Entry by informer key. */
   #entries = new Map();
-  /** Per cluster: the newest credential a request brought, which its informers' getCredential answers. */
-  #clusters = new Map();
+  /** Identity by identity key: what holds credentials, pruned with the informers. */
+  #identities = new Map();
+  /**
+   * Informer keys not to open for now, with until when: types the cluster does not serve (404,
+   * tried again after MISSING_TTL_MS), and cluster-wide informers the credential is refused
+   * (403, answered by namespaced ones; forgotten once unused for idleTimeoutMs).
+   */
+  #avoid = new Map();
+  /** When each bound last warned. */
+  #warned = new Map();
+  /** How resources were answered: from a cache, or by the default fetcher (per resource). */
+  #answered = { cached: 0, delegated: 0 };
+  /** The JSON cached by all informers, recounted at most once a second. */
+  #cachedBytes = { at: 0, bytes: 0 };
   #sweeper;
   #closed = false;
 
@@ -177,18 +266,24 @@ class NativeInformerFetcher {
    * @param {object} options.defaultFetcher Backstage's own fetcher (`getDefault()`)
    * @param {object} [options.logger]
    * @param {number} [options.idleTimeoutMs] close an informer no request used for this long
-   * @param {number} [options.syncTimeoutMs] a first request waits this long for the initial list
-   * @param {boolean} [options.stripManagedFields] answer without `metadata.managedFields`
-   * @param {Set<string>} [options.objectTypes] object types served from informers
+   * @param {number} [options.syncTimeoutMs] the first requests wait this long for the initial list
+   * @param {boolean} [options.stripManagedFields] answer without `metadata.managedFields` (default false)
+   * @param {Set<string>} [options.objectTypes] object types served from informers (default: all but secrets)
+   * @param {number} [options.maxInformers] informers open at most
+   * @param {number} [options.maxCachedBytes] JSON cached at most, over all informers
+   * @param {string[]} [options.rotatingAuthProviders] providers whose rotating tokens keep their informers
    */
   constructor({
     watcher,
     defaultFetcher,
     logger,
-    idleTimeoutMs = 600_000,
-    syncTimeoutMs = 5_000,
-    stripManagedFields = true,
-    objectTypes,
+    idleTimeoutMs = DEFAULTS.idleTimeoutMs,
+    syncTimeoutMs = DEFAULTS.syncTimeoutMs,
+    stripManagedFields = DEFAULTS.stripManagedFields,
+    objectTypes = new Set(DEFAULT_OBJECT_TYPES),
+    maxInformers = DEFAULTS.maxInformers,
+    maxCachedBytes = DEFAULTS.maxCachedBytes,
+    rotatingAuthProviders = DEFAULT_ROTATING_PROVIDERS,
   }) {
     this.#watcher = watcher;
     this.#default = defaultFetcher;
@@ -196,7 +291,10 @@ class NativeInformerFetcher {
     this.#idleTimeoutMs = idleTimeoutMs;
     this.#syncTimeoutMs = syncTimeoutMs;
     this.#stripManagedFields = stripManagedFields;
-    this.#objectTypes = objectTypes ?? null;
+    this.#objectTypes = new Set(objectTypes);
+    this.#maxInformers = maxInformers;
+    this.#maxCachedBytes = maxCachedBytes;
+    this.#rotating = new Set(rotatingAuthProviders);
     const every = Math.min(Math.max(idleTimeoutMs / 4, 50), 30_000);
     this.#sweeper = setInterval(() => this.#sweep(), every);
     this.#sweeper.unref();
@@ -209,7 +307,7 @@ class NativeInformerFetcher {
 
   async fetchObjectsForService(params) {
     const { clusterDetails, credential } = params;
-    if (this.#closed || !this.#sharedCredential(clusterDetails, credential)) return this.#delegate(params);
+    if (this.#closed || !this.#sharedCredential(clusterDetails, credential)) return this.#delegateAll(params);
     const selector = params.labelSelector ?? '';
     let requirements;
     try {
@@ -217,90 +315,85 @@ class NativeInformerFetcher {
     } catch (err) {
       if (!(err instanceof SelectorError)) throw err;
       // The API server's 400 for it, exactly as the default fetcher reports it; no informer.
-      return this.#delegate(params);
+      return this.#delegateAll(params);
     }
-    // No selector would mean caching whole types: left to the default fetcher.
-    if (requirements.length === 0) return this.#delegate(params);
+    // A selector that unlabelled objects match would cache whole types: the default answers.
+    if (matchesUnlabelled(requirements)) return this.#delegateAll(params);
 
-    const cluster = this.#cluster(clusterDetails, credential);
     const types = [...params.objectTypesToFetch];
     const resources = [...types, ...params.customResources];
     const byId = requiresKey(requirements, ID_LABEL);
     const namespace = params.namespace || undefined;
+    const opened = [];
     let entries;
     try {
-      entries = resources.map((resource) =>
-        this.#cached(resource)
-          ? this.#entryFor(cluster, clusterDetails, resource, byId, selector, namespace)
-          : null,
-      );
-    } catch (err) {
-      // The watcher refused the cluster's details (a TypeError naming the field).
-      this.#logger?.warn(`kube-watch-native: cannot cache cluster ${clusterDetails.name}: ${err.message}`);
-      return this.#delegate(params);
-    }
-    await this.#settle(entries);
-    // A credential allowed to list a type in the entity's namespace only: the cluster-wide
-    // informer is refused (403); a namespaced one answers instead.
-    if (byId && namespace) {
-      let fallback = false;
-      entries = entries.map((entry, i) => {
-        if (entry?.currentError()?.statusCode !== 403 || entry.description.namespace) return entry;
-        fallback = true;
-        return this.#entryFor(cluster, clusterDetails, resources[i], byId, selector, namespace, true);
+      const identity = this.#identity(clusterDetails, credential);
+      const entryFor = (resource, namespaced) =>
+        this.#entryFor(identity, clusterDetails, resource, { byId, selector, namespace, namespaced }, opened);
+      entries = resources.map((resource) => {
+        if (!this.#cached(resource)) return null;
+        // A credential refused the cluster-wide list of a type: namespaced informers answer.
+        const refused = byId && namespace && this.#avoided(this.#entryKey(identity, resource, ID_LABEL));
+        return entryFor(resource, Boolean(refused));
       });
-      if (fallback) await this.#settle(entries);
+      await this.#settle(entries);
+      // A credential allowed to list a type in the entity's namespace only: the cluster-wide
+      // informer is refused (403); a namespaced one answers instead, and the cluster-wide one
+      // is not tried again while requests keep coming.
+      if (byId && namespace) {
+        let fallback = false;
+        entries = entries.map((entry, i) => {
+          if (!entry || entry.description.namespace || entry.informer.state().error?.statusCode !== 403) {
+            return entry;
+          }
+          fallback = true;
+          this.#avoid.set(entry.key, { until: Date.now() + this.#idleTimeoutMs, refresh: true });
+          this.#drop(entry);
+          return entryFor(resources[i], true);
+        });
+        if (fallback) await this.#settle(entries);
+      }
+    } catch (err) {
+      // The watcher refused the cluster's details (a TypeError naming the field): what this
+      // request opened closes now, not at idle.
+      for (const entry of opened) this.#drop(entry);
+      this.#logger?.warn(`kube-watch-native: cannot cache cluster ${clusterDetails.name}: ${err.message}`);
+      return this.#delegateAll(params);
     }
 
     const results = resources.map((resource, i) => {
-      const custom = i >= types.length;
-      const entry = entries[i];
-      const live = () => this.#live(params, resource, custom);
-      if (!entry) return live();
-      entry.lastUsed = Date.now();
-      if (entry.ended) {
-        this.#drop(entry);
-        return live();
-      }
-      const error = entry.currentError();
-      if (error) {
-        // Below HTTP (connect, TLS, reset): the default fetcher's own FetchError, or its fresh
-        // answer once the cluster is back and before the informer has shown it. A 401: this
-        // request's credential may be newer than the one the informer was refused with (a
-        // rotated token), and the informer takes it only at its next retry.
-        if (!error.statusCode || error.statusCode === 401) return live();
-        return {
-          errorType: statusCodeToErrorType(error.statusCode),
-          statusCode: error.statusCode,
-          resourcePath: resourcePathFor(clusterDetails, resource, namespace),
-        };
-      }
-      if (!entry.synced) return live();
-      let items;
-      try {
-        items = entry.informer.list({ namespace, labelSelector: selector });
-      } catch {
-        // A selector the native cache reads otherwise than this parser: the API server decides.
-        return live();
-      }
-      const answered = this.#transform(resource, items);
-      return answered ?? live();
+      const answer = this.#answer(params, resource, i >= types.length, entries[i], selector, namespace);
+      this.#answered[answer instanceof Promise ? 'delegated' : 'cached']++;
+      return answer;
     });
     return Promise.all(results).then((all) => ({
-      errors: all.filter((r) => Object.hasOwn(r, 'errorType')),
-      responses: all.filter((r) => !Object.hasOwn(r, 'errorType')),
+      errors: all.filter(isError),
+      responses: all.filter((r) => !isError(r)),
     }));
   }
 
   /** What the fetcher's informers are, for diagnostics and tests. */
   informers() {
-    return [...this.#entries.values()].map((entry) => ({
-      ...entry.description,
-      synced: entry.synced,
-      size: entry.informer.size,
-      error: entry.error,
-      idleMs: Date.now() - entry.lastUsed,
-    }));
+    return [...this.#entries.values()].map((entry) => {
+      const state = entry.informer.state();
+      return {
+        ...entry.description,
+        synced: state.synced,
+        size: state.size,
+        error: state.error,
+        idleMs: Date.now() - entry.lastUsed,
+      };
+    });
+  }
+
+  /** How many resources were answered from a cache, and how many by the default fetcher. */
+  answered() {
+    return { ...this.#answered };
+  }
+
+  /** Identities holding credentials now (for tests: they are pruned with their informers). */
+  identities() {
+    return this.#identities.size;
   }
 
   /** Closes every informer; requests after this go to the default fetcher. */
@@ -309,7 +402,8 @@ class NativeInformerFetcher {
     clearInterval(this.#sweeper);
     for (const entry of this.#entries.values()) entry.close();
     this.#entries.clear();
-    this.#clusters.clear();
+    this.#identities.clear();
+    this.#avoid.clear();
   }
 
   #sharedCredential(clusterDetails, credential) {
@@ -318,48 +412,74 @@ class NativeInformerFetcher {
     return credential.type !== 'anonymous' || provider === 'localKubectlProxy';
   }
 
+  /** Configured to be cached; secrets only when named, whatever route asks for them. */
   #cached(resource) {
-    return this.#objectTypes === null || this.#objectTypes.has(resource.objectType);
+    if (isSecrets(resource)) return this.#objectTypes.has('secrets');
+    return this.#objectTypes.has(resource.objectType);
   }
 
-  /** The cluster's credential holder, updated with this request's credential. */
-  #cluster(clusterDetails, credential) {
-    const key = JSON.stringify([
-      clusterDetails.name,
-      clusterDetails.url,
-      clusterDetails.authMetadata['kubernetes.io/auth-provider'],
-      clusterDetails.caData ?? '',
-      clusterDetails.caFile ?? '',
-      Boolean(clusterDetails.skipTLSVerify),
-    ]);
-    let cluster = this.#clusters.get(key);
-    if (!cluster) {
-      cluster = { key, credential };
-      // One function per cluster, so the watcher shares its informers between requests.
-      cluster.getCredential = () => cluster.credential;
-      this.#clusters.set(key, cluster);
+  /** The identity the default fetcher would send this request as (see the top of the file). */
+  #identity(clusterDetails, credential) {
+    const authMetadata = clusterDetails.authMetadata ?? {};
+    const provider = authMetadata['kubernetes.io/auth-provider'];
+    const rotating =
+      this.#rotating.has(provider) || (provider === 'serviceAccount' && !authMetadata.serviceAccountToken);
+    const key = keyedHash(
+      JSON.stringify([
+        clusterDetails.url,
+        clusterDetails.caData ?? '',
+        clusterDetails.caFile ?? '',
+        Boolean(clusterDetails.skipTLSVerify),
+        Object.keys(authMetadata)
+          .sort()
+          .map((k) => [k, authMetadata[k]]),
+        rotating ? `rotating\n${credential.type}` : credentialSecret(credential),
+      ]),
+    );
+    let identity = this.#identities.get(key);
+    if (!identity) {
+      identity = new Identity(key, credential, clusterDetails.name);
+      this.#identities.set(key, identity);
     }
-    cluster.credential = credential;
-    return cluster;
+    // The same identity's newest credential (a rotated token); for any other provider it is
+    // the same credential, since the key holds its hash.
+    identity.credential = credential;
+    identity.lastUsed = Date.now();
+    return identity;
   }
 
-  #entryFor(cluster, clusterDetails, resource, byId, selector, namespace, namespaced = false) {
+  #entryKey(identity, { group = '', apiVersion, plural }, selector, namespace) {
+    return JSON.stringify([identity.key, group, apiVersion, plural, namespace ?? '', selector]);
+  }
+
+  /** Whether `key` is to be avoided now (refreshing its time when it is kept while used). */
+  #avoided(key) {
+    const avoid = this.#avoid.get(key);
+    if (!avoid) return false;
+    const now = Date.now();
+    if (now >= avoid.until) {
+      this.#avoid.delete(key);
+      return false;
+    }
+    if (avoid.refresh) avoid.until = now + this.#idleTimeoutMs;
+    return true;
+  }
+
+  /** The entry that answers `resource`, opened if need be; null when none may be opened. */
+  #entryFor(identity, clusterDetails, resource, { byId, selector, namespace, namespaced }, opened) {
     const informerSelector = byId ? ID_LABEL : selector;
     const informerNamespace = byId && !namespaced ? undefined : namespace;
-    const { group = '', apiVersion, plural } = resource;
-    const key = JSON.stringify([
-      cluster.key,
-      group,
-      apiVersion,
-      plural,
-      informerNamespace ?? '',
-      informerSelector,
-    ]);
+    const key = this.#entryKey(identity, resource, informerSelector, informerNamespace);
     let entry = this.#entries.get(key);
-    if (entry && !entry.ended) return entry;
+    if (entry && !entry.informer.state().finished) {
+      entry.touch();
+      return entry;
+    }
     if (entry) this.#drop(entry);
+    if (this.#avoided(key) || !this.#roomForOne()) return null;
+    const { group = '', apiVersion, plural } = resource;
     const informer = this.#watcher.informer(
-      { clusterDetails, getCredential: cluster.getCredential, group, apiVersion, plural },
+      { clusterDetails, getCredential: identity.getCredential, group, apiVersion, plural },
       {
         labelSelector: informerSelector,
         namespace: informerNamespace,
@@ -367,7 +487,7 @@ class NativeInformerFetcher {
         ...(this.#stripManagedFields ? { strip: ['metadata.managedFields'] } : {}),
       },
     );
-    entry = new Entry(key, informer, {
+    entry = new Entry(key, identity, informer, {
       cluster: clusterDetails.name,
       group,
       apiVersion,
@@ -376,6 +496,9 @@ class NativeInformerFetcher {
       labelSelector: informerSelector,
     });
     this.#entries.set(key, entry);
+    identity.entries.add(entry);
+    opened.push(entry);
+    entry.touch();
     this.#logger?.debug?.(
       `kube-watch-native: informer for ${plural} of cluster ${clusterDetails.name} (${informerSelector}${
         informerNamespace ? ` in ${informerNamespace}` : ''
@@ -384,9 +507,104 @@ class NativeInformerFetcher {
     return entry;
   }
 
+  /** Whether the bounds leave room for one more informer; warns (rate-limited) when not. */
+  #roomForOne() {
+    if (this.#entries.size >= this.#maxInformers) {
+      this.#warnBound('maxInformers', `${this.#maxInformers} informers are open`);
+      return false;
+    }
+    const now = Date.now();
+    if (now - this.#cachedBytes.at >= 1000) {
+      let bytes = 0;
+      for (const entry of this.#entries.values()) bytes += entry.informer.state().cachedBytes;
+      this.#cachedBytes = { at: now, bytes };
+    }
+    if (this.#cachedBytes.bytes >= this.#maxCachedBytes) {
+      this.#warnBound('maxCachedBytes', `the informers hold ${this.#cachedBytes.bytes} bytes of JSON`);
+      return false;
+    }
+    return true;
+  }
+
+  #warnBound(bound, why) {
+    const now = Date.now();
+    if (now - (this.#warned.get(bound) ?? -Infinity) < WARN_EVERY_MS) return;
+    this.#warned.set(bound, now);
+    this.#logger?.warn(
+      `kube-watch-native: kubernetes.nativeInformers.${bound} reached (${why}): requests that need another informer are answered by the default fetcher; what is cached stays`,
+    );
+  }
+
   async #settle(entries) {
-    const pending = entries.filter((entry) => entry && !entry.settled);
-    if (pending.length > 0) await Promise.all(pending.map((entry) => entry.wait(this.#syncTimeoutMs)));
+    const pending = entries.filter(Boolean).map((entry) => entry.wait(this.#syncTimeoutMs));
+    if (pending.length > 0) await Promise.all(pending);
+  }
+
+  /** One resource's answer: from the cache when it equals the default's, else the default's. */
+  #answer(params, resource, custom, entry, selector, namespace) {
+    const live = () => this.#live(params, resource, custom);
+    if (!entry) return live();
+    const state = entry.informer.state();
+    if (state.finished) {
+      this.#drop(entry);
+      return live();
+    }
+    if (state.error) {
+      // A type the cluster does not serve: closed now, and not opened again for a while.
+      if (state.error.statusCode === 404 && !state.synced) {
+        this.#avoid.set(entry.key, { until: Date.now() + MISSING_TTL_MS, refresh: false });
+        this.#drop(entry);
+      }
+      // Any other failure not yet over (the informer retries): the default's fresh answer,
+      // whatever it is, until a successful request, an event or a bookmark shows the cache
+      // is live again.
+      return live();
+    }
+    // Not synced yet, or between watches (a backoff after a watch ended, a reconnect, a relist):
+    // the cache may be behind the server, so the default's fresh answer.
+    if (!state.synced || state.watchingSince === null || Date.now() - state.watchingSince < WATCH_SETTLE_MS) {
+      return live();
+    }
+    // A cluster-wide informer asked for a namespace: the default's namespaced LIST of a
+    // cluster-scoped type is a 404, learnt from its answer once.
+    if (namespace && !entry.description.namespace && entry.scope !== 'namespaced') {
+      if (entry.scope === 'cluster') {
+        return {
+          errorType: 'NOT_FOUND',
+          statusCode: 404,
+          resourcePath: resourcePathFor(params.clusterDetails, resource, namespace),
+        };
+      }
+      return live().then((result) => {
+        if (!isError(result)) entry.scope = 'namespaced';
+        else if (result.statusCode === 404) entry.scope = 'cluster';
+        return result;
+      });
+    }
+    // The answer's form depends on how the type was asked for (a default type, or the same
+    // type as a custom resource, which gets `kind`).
+    const memoKey = `${resource.objectType}\0${namespace ?? ''}\0${selector}`;
+    const memo = entry.memo.get(memoKey);
+    if (memo && memo.generation === state.generation) return memo.answer;
+    let items;
+    try {
+      items = entry.informer.list({ namespace, labelSelector: selector });
+    } catch {
+      // A selector the native cache reads otherwise than this parser: the API server decides.
+      return live();
+    }
+    const answer = this.#transform(resource, items);
+    if (answer === undefined) return live();
+    if (entry.memo.size >= MEMO_LIMIT) entry.memo.clear();
+    // The generation read before the list: a change in between only makes the memo stale early.
+    entry.memo.set(memoKey, { generation: state.generation, answer });
+    return answer;
+  }
+
+  /** The whole request answered by the default fetcher. */
+  #delegateAll(params) {
+    this.#answered.delegated += params.objectTypesToFetch.size + params.customResources.length;
+    return this.#delegate(params);
   }
 
   /** The default fetcher's answer, without `managedFields` when configured (as cached answers are). */
@@ -413,28 +631,34 @@ class NativeInformerFetcher {
   }
 
   /**
-   * The cached objects as the default fetcher returns a LIST's: in the API server's order,
-   * without the `kind` and `apiVersion` list items lack (custom resources get `kind`, as the
-   * default gives them), secrets' values redacted (`managedFields` never reached the cache when
+   * The cached objects as the default fetcher returns a LIST's: in the API server's order; the
+   * `kind` and `apiVersion` that built-in types' list items lack are dropped (a custom resource
+   * of a built-in group gets `kind`, as the default gives it; a CRD's items keep both, as the
+   * server sends them); secrets' values redacted (`managedFields` never reached the cache when
    * `stripManagedFields` is on: the informer strips them).
    * Undefined when a custom resource has no kind (the default's answer is then its error).
    */
   #transform(resource, items) {
     const custom = resource.objectType === 'customresources';
-    const secrets =
-      resource.objectType === 'secrets' ||
-      (resource.group === '' && resource.apiVersion === 'v1' && resource.plural === 'secrets');
+    const crd = custom && !BUILT_IN_GROUPS.has(resource.group ?? '');
+    const secrets = isSecrets(resource);
     const keyed = items.map((item) => [storageKey(item), item]);
     keyed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const out = [];
     for (const [, item] of keyed) {
-      const { kind, apiVersion: _apiVersion, ...rest } = item;
-      if (custom && kind === undefined) return undefined;
-      if (secrets || kind === 'Secret') {
-        if (rest.data && typeof rest.data === 'object') rest.data = redact(rest.data);
-        if (rest.stringData && typeof rest.stringData === 'object') rest.stringData = redact(rest.stringData);
+      if (custom && item.kind === undefined) return undefined;
+      let object = item;
+      if (!crd) {
+        const { kind, apiVersion: _apiVersion, ...rest } = item;
+        object = custom ? { ...rest, kind } : rest;
       }
-      out.push(custom ? { ...rest, kind } : rest);
+      if (secrets || object.kind === 'Secret') {
+        if (object.data && typeof object.data === 'object') object.data = redact(object.data);
+        if (object.stringData && typeof object.stringData === 'object') {
+          object.stringData = redact(object.stringData);
+        }
+      }
+      out.push(object);
     }
     return { type: resource.objectType, resources: out };
   }
@@ -451,10 +675,17 @@ class NativeInformerFetcher {
         this.#drop(entry);
       }
     }
+    for (const [key, identity] of this.#identities) {
+      if (identity.entries.size === 0 && now - identity.lastUsed >= this.#idleTimeoutMs) {
+        this.#identities.delete(key);
+      }
+    }
+    for (const [key, avoid] of this.#avoid) if (now >= avoid.until) this.#avoid.delete(key);
   }
 
   #drop(entry) {
     if (this.#entries.get(entry.key) === entry) this.#entries.delete(entry.key);
+    entry.identity.entries.delete(entry);
     entry.close();
   }
 }
@@ -465,4 +696,5 @@ module.exports = {
   resourcePathFor,
   ID_LABEL,
   SERVER_SIDE_PROVIDERS,
+  BUILT_IN_GROUPS,
 };

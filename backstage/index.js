@@ -33,13 +33,20 @@ const nativeWatcherServiceRef = createServiceRef({
   defaultFactory: async () => nativeWatcherServiceFactory,
 });
 
-/** Builds the watcher on first use, logging through Backstage's root logger. */
+/**
+ * Builds the watcher on first use, logging through Backstage's root logger; the backend's
+ * shutdown closes it (every watch and informer any plugin opened through it).
+ */
 const nativeWatcherServiceFactory = createServiceFactory({
   service: nativeWatcherServiceRef,
   initialization: 'lazy',
-  deps: { rootLogger: coreServices.rootLogger },
-  factory({ rootLogger }) {
-    return new NativeKubernetesWatcher({ logger: rootLogger.child({ service: 'kube-watch-native' }) });
+  deps: { rootLogger: coreServices.rootLogger, rootLifecycle: coreServices.rootLifecycle },
+  factory({ rootLogger, rootLifecycle }) {
+    const watcher = new NativeKubernetesWatcher({
+      logger: rootLogger.child({ service: 'kube-watch-native' }),
+    });
+    rootLifecycle.addShutdownHook(() => watcher.close());
+    return watcher;
   },
 });
 

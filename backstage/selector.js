@@ -141,4 +141,13 @@ function requiresKey(requirements, key) {
   return requirements.some((r) => r.key === key && NEEDS_KEY.has(r.operator));
 }
 
-module.exports = { parseSelector, requiresKey, SelectorError };
+/**
+ * Whether an object without any label can match: every requirement is negative (`!=`, `notin`,
+ * `!key`), or there are none. Such a selector selects the whole type, unlabelled objects
+ * included, so it is never cached.
+ */
+function matchesUnlabelled(requirements) {
+  return requirements.every((r) => !NEEDS_KEY.has(r.operator));
+}
+
+module.exports = { parseSelector, requiresKey, matchesUnlabelled, SelectorError };

@@ -270,6 +270,8 @@ class KubernetesInformer {
   #consumers = new Set();
   #synced;
   #settleSynced = null;
+  /** Called when the informer syncs, fails or ends (onStateChange). */
+  #stateListeners = new Set();
 
   constructor(watcher, spec, { signal, getCredential, namespace }) {
     this.#watcher = watcher;
@@ -330,6 +332,38 @@ class KubernetesInformer {
     }
   }
 
+  /**
+   * The informer's health, read natively without following its events: `{ synced, finished,
+   * generation, size, cachedBytes, watchingSince, error }`, where `generation` changes with
+   * every change to the cache, `watchingSince` is when the watch being read opened (null
+   * between watches) and `error` is the failure not yet over (until a request succeeds, or an
+   * event or bookmark arrives).
+   */
+  state() {
+    if (!this.#native) {
+      return {
+        synced: false,
+        finished: true,
+        generation: 0,
+        size: 0,
+        cachedBytes: 0,
+        watchingSince: null,
+        error: null,
+      };
+    }
+    const state = this.#native.state();
+    state.error ??= null;
+    state.watchingSince ??= null;
+    return state;
+  }
+
+  /** `listener()` runs when the informer syncs, fails or ends; returns its remover. */
+  onStateChange(listener) {
+    if (typeof listener !== 'function') throw fail('onStateChange() listener', 'a function', listener);
+    this.#stateListeners.add(listener);
+    return () => this.#stateListeners.delete(listener);
+  }
+
   /** Counters of the shared informer, and the process's connections. */
   stats() {
     const own = this.#native ? JSON.parse(this.#native.statsJson()) : {};
@@ -345,6 +379,7 @@ class KubernetesInformer {
     this.#native?.close();
     this.#rejectSynced('the informer was closed before its initial list was cached');
     this.#release();
+    this.#watcher.closed?.(this);
   }
 
   [Symbol.asyncIterator]() {
@@ -370,17 +405,32 @@ class KubernetesInformer {
         break;
       case 'synced':
         this.#resolveSynced();
+        this.#stateChanged();
+        break;
+      case 'failed':
+        this.#stateChanged();
         break;
       case 'ended':
         this.#finished = true;
         this.#rejectSynced('the informer ended before its initial list was cached');
         this.#release();
+        this.#stateChanged();
         break;
       case 'credential':
         this.#answerCredential(message.id);
         break;
       default:
         break;
+    }
+  }
+
+  #stateChanged() {
+    for (const listener of [...this.#stateListeners]) {
+      try {
+        listener();
+      } catch (err) {
+        this.#watcher.warn(`kube-watch-native: an onStateChange listener threw: ${err?.message ?? err}`);
+      }
     }
   }
 

@@ -35,6 +35,9 @@ class NativeKubernetesWatcher {
   /** getCredential functions by identity, for the sharing key. */
   #functionIds = new WeakMap();
   #nextFunctionId = 1;
+  /** Watches and informers open through this watcher, for close(). */
+  #open = new Set();
+  #closed = false;
 
   /**
    * @param {{ logger?: import('..').LoggerService, serviceAccountDir?: string }} [options]
@@ -56,11 +59,23 @@ class NativeKubernetesWatcher {
    */
   watchResource(params, options = {}) {
     const spec = toSpec(params, options ?? {}, this.#serviceAccountDir);
-    return new EventStream(
-      () => startWatch(spec, this.#watchMetrics),
-      signalOf(options ?? {}),
-      (message) => this.#warn(message),
-    );
+    const open = this.#open;
+    const start = () => {
+      const watch = startWatch(spec, this.#watchMetrics);
+      // A stream ends by cancelling its source: that is also when close() forgets it.
+      const source = {
+        takeBatch: () => watch.takeBatch(),
+        wait: (onBatch) => watch.wait(onBatch),
+        cancel: () => {
+          open.delete(source);
+          watch.cancel();
+        },
+      };
+      if (this.#closed) source.cancel();
+      else open.add(source);
+      return source;
+    };
+    return new EventStream(start, signalOf(options ?? {}), (message) => this.#warn(message));
   }
 
   /**
@@ -80,8 +95,25 @@ class NativeKubernetesWatcher {
       },
       warn: (message) => this.#warn(message),
       info: (message) => this.#info(message),
+      closed: (informer) => this.#open.delete(informer),
     };
-    return openInformer(context, params, options);
+    const informer = openInformer(context, params, options);
+    if (this.#closed) informer.close();
+    else this.#open.add(informer);
+    return informer;
+  }
+
+  /**
+   * Ends every watch and closes every informer opened through this watcher (a backend's
+   * shutdown); ones opened later end at once. Idempotent.
+   */
+  close() {
+    this.#closed = true;
+    for (const open of [...this.#open]) {
+      if (typeof open.close === 'function') open.close();
+      else open.cancel();
+    }
+    this.#open.clear();
   }
 
   /**

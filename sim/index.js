@@ -37,6 +37,7 @@ const {
 } = require('./server-faults');
 const { startChaos } = require('./chaos');
 const { partialKind } = require('./metadata');
+const { authenticate, forbidden, validateTokens } = require('./rbac');
 
 function peerCommonName(req) {
   const sock = req.socket;
@@ -56,6 +57,7 @@ const OPTION_KEYS = new Set([
   'http2',
   'requireClientCert',
   'token',
+  'tokens',
   'pathPrefix',
   'bookmarkIntervalMs',
   'defaultTimeoutSeconds',
@@ -157,6 +159,7 @@ class Simulator extends EventEmitter {
       );
     if (options.expiredAs !== undefined && options.expiredAs !== 'event' && options.expiredAs !== 'status')
       throw new TypeError(`expiredAs must be 'event' or 'status', not ${JSON.stringify(options.expiredAs)}`);
+    validateTokens(options.tokens);
     const prefix = (options.pathPrefix || '').replace(/\/+$/, '');
     this.options = {
       bookmarkIntervalMs: 60000,
@@ -171,7 +174,7 @@ class Simulator extends EventEmitter {
     this.store = new Store({ historyLimit: this.options.historyLimit });
     /** Discovery-only names of a resource type (shortNames, singularName, categories), by key. */
     this.discoveryNames = new Map();
-    for (const key of BUILTIN_RESOURCES) this.store.defineResource(key);
+    for (const key of BUILTIN_RESOURCES) this.store.defineResource(key, { builtin: true });
     this.requests = [];
     this.sockets = new Map();
     this.socketsByPort = new Map();
@@ -295,6 +298,8 @@ class Simulator extends EventEmitter {
         done = sendHugePage(this, res, lookupResource(this.store, r), this.hugePages.shift());
       else if (isWatchRequest(req, r, params)) done = this.serveWatch(req, res, r, params, record);
       else if (!this.authorized(req, record)) done = sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
+      else if (!this.permitted(req, res, r, record, r && r.name === undefined ? 'list' : 'get'))
+        done = undefined;
       else done = route(this, req, res, r, params);
       if (done && typeof done.catch === 'function') done.catch(fail);
     } catch (err) {
@@ -303,15 +308,19 @@ class Simulator extends EventEmitter {
     return undefined;
   }
 
+  /** Whether the request is authenticated (sim/rbac.js); remembers who it is in `record.user`. */
   authorized(req, record) {
-    const { token, requireClientCert } = this.options;
-    if (!token) return true;
-    if (requireClientCert && record.clientCertCN && req.socket.authorized) return true;
-    // The API server's bearer authenticator: trimmed header, case-insensitive scheme.
-    const parts = String(req.headers.authorization || '')
-      .trim()
-      .split(' ');
-    return parts.length >= 2 && parts[0].toLowerCase() === 'bearer' && parts[1] === token;
+    const identity = authenticate(this.options, req, record);
+    record.identity = identity;
+    return identity !== null;
+  }
+
+  /** RBAC, after authentication: false having answered 403 when the identity may not `verb` it. */
+  permitted(req, res, r, record, verb) {
+    const refusal = r ? forbidden(record.identity, r, verb) : null;
+    if (refusal === null) return true;
+    sendStatus(res, 403, refusal.message, 'Forbidden', refusal.details);
+    return false;
   }
 
   /**
@@ -367,6 +376,7 @@ class Simulator extends EventEmitter {
     if (fault.onWatch) return fault.onWatch(watchContext(req, res, rawSocket, params, this.store));
     if (fault.status) return sendFaultStatus(res, r, fault);
     if (!this.authorized(req, record)) return sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
+    if (!this.permitted(req, res, r, record, 'watch')) return undefined;
 
     const def = lookupResource(this.store, r);
     if (!def) return sendResourceNotFound(this.store, res, r);

@@ -1,6 +1,7 @@
 'use strict';
 
-// Lists as the API server serves them: items without kind/apiVersion (the list carries them),
+// Lists as the API server serves them: items of built-in types without kind/apiVersion (the list
+// carries them; a CRD's items keep both),
 // and pagination with `limit` and opaque `continue` tokens. A paginated list is a consistent
 // snapshot at the first page's resourceVersion, as etcd serves it; once the store is compacted
 // past that version, the token has expired and the next page is 410 Expired, as on a real
@@ -11,7 +12,7 @@ const { sendJson, sendStatus, commonHeaders } = require('./status');
 const { compileSelector, SelectorError } = require('./selector');
 const { compileFieldSelector } = require('./field-selector');
 const { asPartial, API_VERSION: PARTIAL_API_VERSION } = require('./metadata');
-const { itemBody } = require('./text');
+const { itemBody, fullItemBody } = require('./text');
 
 // Snapshots of lists still being paged; the oldest are forgotten (their tokens then expire).
 const MAX_SNAPSHOTS = 64;
@@ -107,12 +108,18 @@ function sendList(sim, res, def, route, params, gzip, partial = false) {
       if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
       throw err;
     }
-    // Each item's text without its opening brace (sim/text.js): list items carry no
-    // kind/apiVersion on the real server; the list itself does.
+    // Each item's text without its opening brace (sim/text.js): items of built-in types carry
+    // no kind/apiVersion on the real server (the list does); a CRD's items keep both.
     const items = store
       .snapshot(def.key, { namespace: route.namespace })
       .filter((obj) => matches(obj.metadata.labels) && fieldMatches(obj))
-      .map((obj) => (partial ? Buffer.from(JSON.stringify(asPartial(obj)).slice(1)) : itemBody(obj)));
+      .map((obj) =>
+        partial
+          ? Buffer.from(JSON.stringify(asPartial(obj)).slice(1))
+          : def.builtin
+            ? itemBody(obj)
+            : fullItemBody(obj),
+      );
     snapshot = { rv: Number(store.resourceVersion), items };
   }
   const end = limit > 0 ? Math.min(offset + limit, snapshot.items.length) : snapshot.items.length;

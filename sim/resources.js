@@ -160,6 +160,9 @@ function describeResource(key, options = {}) {
     namespaced: options.namespaced ?? !CLUSTER_SCOPED.has(plural),
     kind,
     listKind: options.listKind || `${kind}List`,
+    // Served by the API server's own types (whose list items carry no kind or apiVersion),
+    // not from a CRD's unstructured JSON (whose items keep both).
+    builtin: Boolean(options.builtin),
   };
 }
 

@@ -71,7 +71,7 @@ class Store {
     const canonical = resourceKey(key);
     const existing = this.defs.get(canonical);
     const def = describeResource(canonical, {
-      ...(existing && { namespaced: existing.namespaced, kind: existing.kind }),
+      ...(existing && { namespaced: existing.namespaced, kind: existing.kind, builtin: existing.builtin }),
       ...options,
     });
     def.objects = existing ? existing.objects : new Map();
@@ -245,18 +245,21 @@ class Store {
     return out;
   }
 
-  // The ids of `def` as etcd lists them (namespace, then name); updates keep them, so the
-  // order is sorted again only after a create or a delete.
+  // The ids of `def` as etcd lists them: by storage key, `namespace/name` (just `name` for a
+  // cluster-scoped object), compared as strings, so namespace `team-a` comes before `team`
+  // ('-' sorts before '/'). Updates keep the order: it is sorted again only after a create or a
+  // delete.
   order(def) {
     if (!def.order) {
-      const key = (id) => def.objects.get(id).metadata;
+      const keys = new Map();
+      for (const [id, obj] of def.objects) {
+        const { namespace, name } = obj.metadata;
+        keys.set(id, namespace ? `${namespace}/${name}` : name);
+      }
       def.order = [...def.objects.keys()].sort((x, y) => {
-        const a = key(x);
-        const b = key(y);
-        const na = a.namespace || '';
-        const nb = b.namespace || '';
-        if (na !== nb) return na < nb ? -1 : 1;
-        return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+        const a = keys.get(x);
+        const b = keys.get(y);
+        return a < b ? -1 : a > b ? 1 : 0;
       });
     }
     return def.order;

@@ -61,9 +61,19 @@ function itemBody(obj) {
   return Buffer.from(JSON.stringify(rest).slice(1));
 }
 
+/**
+ * `obj` as an item of a custom resource's list, without the item's opening `{`: custom
+ * resources are served from their unstructured JSON, whose list items keep the `kind` and
+ * `apiVersion` that built-in types' items leave to the list.
+ */
+function fullItemBody(obj) {
+  const { line } = textOf(obj);
+  return line.subarray(PREFIX.ADDED.length + 1, line.length - EOL_BYTES);
+}
+
 /** The byte length of the JSON text of `obj` as the store holds it. */
 function textBytes(obj) {
   return addedLine(obj).length - PREFIX.ADDED.length - EOL_BYTES;
 }
 
-module.exports = { addedLine, eventLineOf, itemBody, textBytes };
+module.exports = { addedLine, eventLineOf, itemBody, fullItemBody, textBytes };

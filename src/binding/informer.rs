@@ -252,6 +252,12 @@ impl Reporter for JsReporter {
         }
     }
 
+    fn failed(&self) {
+        for sink in self.sinks.all() {
+            sink.send("failed", None, None);
+        }
+    }
+
     fn ended(&self) {
         for sink in self.sinks.all() {
             sink.send("ended", None, None);
@@ -734,6 +740,37 @@ impl SeriesMetrics {
     }
 }
 
+/// What [`NativeInformer::state`] reports.
+#[napi(object)]
+pub struct InformerState {
+    /// The initial list is cached.
+    pub synced: bool,
+    /// The informer ended (closed, or a terminal error).
+    pub finished: bool,
+    /// Bumped by every change to the cache: an answer computed from it holds while this does.
+    pub generation: f64,
+    /// Objects cached.
+    pub size: u32,
+    /// Bytes of JSON cached.
+    pub cached_bytes: f64,
+    /// Since when (ms since the epoch) a watch stream has been read, while one is (0 for a
+    /// streaming list's, current once synced): absent between watches (a backoff, a
+    /// reconnect), when the cache may be behind the server.
+    pub watching_since: Option<f64>,
+    /// The failure not yet over: until a request succeeds, or an event or bookmark comes.
+    pub error: Option<InformerStateError>,
+}
+
+/// A failure in [`InformerState`].
+#[napi(object)]
+pub struct InformerStateError {
+    pub error_type: String,
+    /// The HTTP status, or 0 below HTTP.
+    pub status_code: u32,
+    /// False when the informer gave up.
+    pub retrying: bool,
+}
+
 /// One `informer()` handle.
 #[napi]
 pub struct NativeInformer {
@@ -824,6 +861,27 @@ impl NativeInformer {
     #[napi]
     pub fn is_finished(&self) -> bool {
         self.handle.reflector().is_finished()
+    }
+
+    /// The informer's health, read without following its events: one call, no JSON.
+    #[napi]
+    pub fn state(&self) -> InformerState {
+        let reflector = self.handle.reflector();
+        let cache = reflector.cache();
+        let health = cache.health();
+        InformerState {
+            synced: health.synced,
+            finished: reflector.is_finished(),
+            generation: health.generation as f64,
+            size: cache.len() as u32,
+            cached_bytes: cache.cached_bytes() as f64,
+            watching_since: health.watching_since.map(|ms| ms as f64),
+            error: health.failure.map(|last| InformerStateError {
+                error_type: last.failure.error_type.as_str().to_owned(),
+                status_code: u32::from(last.failure.status_code),
+                retrying: last.retrying,
+            }),
+        }
     }
 
     /// This handle joined an informer that was already running.

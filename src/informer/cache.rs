@@ -4,7 +4,7 @@
 //! under its read lock. Readers (`get`, `list`) share the read lock with each other; taking a
 //! consumer's batch locks only that consumer's queue, so a slow consumer holds up nobody.
 
-use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::fanout::{Cursor, Fanout};
 use super::memory::{Footprint, arc_bytes};
@@ -20,6 +20,43 @@ struct Progress {
     resource_version: String,
     /// The initial list is complete.
     synced: bool,
+    /// Bumped after every change to the store (and every complete list), so a reader can tell
+    /// that an answer it computed from the store still holds without reading the store again.
+    generation: u64,
+    /// The last failure, until a sign of life (a successful request, an event, a bookmark).
+    failure: Option<LastFailure>,
+    /// Since when (ms since the epoch) a watch stream has been read, while one is; None
+    /// between watches (a backoff after a watch that ended, a reconnect), when the cache may
+    /// be behind the server.
+    watching_since: Option<u64>,
+}
+
+/// An informer's last failure, as readers see it until the informer shows it works again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastFailure {
+    pub failure: Failure,
+    /// Whether the informer retries (false: it has ended).
+    pub retrying: bool,
+}
+
+/// What a reader learns of the informer without following its events: what the fetcher of
+/// the Backstage module asks once per answer, so a busy type costs the main thread nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    pub synced: bool,
+    pub generation: u64,
+    pub failure: Option<LastFailure>,
+    pub watching_since: Option<u64>,
+}
+
+/// While it lives, the cache's health says a watch stream is being read (see
+/// [`Cache::watching`]).
+pub struct Watching(Arc<Cache>);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.0.progress().watching_since = None;
+    }
 }
 
 /// One informer's cache and consumers.
@@ -61,8 +98,14 @@ impl Cache {
         let changes = store.apply(kind, object);
         self.fanout.push(&changes);
         drop(store);
+        let mut progress = self.progress();
+        if !changes.is_empty() {
+            progress.generation += 1;
+        }
+        progress.failure = None;
         if !applied.rv().is_empty() {
-            self.bookmark(applied.rv());
+            progress.resource_version.clear();
+            progress.resource_version.push_str(applied.rv());
         }
         changes.len()
     }
@@ -70,6 +113,7 @@ impl Cache {
     /// A bookmark moved the resourceVersion on without a change.
     pub fn bookmark(&self, rv: &str) {
         let mut progress = self.progress();
+        progress.failure = None;
         progress.resource_version.clear();
         progress.resource_version.push_str(rv);
     }
@@ -97,6 +141,8 @@ impl Cache {
         progress.resource_version.clear();
         progress.resource_version.push_str(rv);
         progress.synced = true;
+        progress.generation += 1;
+        progress.failure = None;
         drop(progress);
         self.fanout.synced(rv, relist);
         drop(store);
@@ -170,7 +216,48 @@ impl Cache {
 
     /// An ERROR event for every consumer; one not retried ends them all.
     pub fn error(&self, failure: &Failure, retrying: bool) {
+        self.progress().failure = Some(LastFailure {
+            failure: *failure,
+            retrying,
+        });
         self.fanout.error(failure, retrying);
+    }
+
+    /// A request succeeded after a failure (the server answered 200): the failure is over,
+    /// even before an event or a bookmark shows it.
+    pub fn recovered(&self) {
+        let mut progress = self.progress();
+        if progress.failure.is_some_and(|last| last.retrying) {
+            progress.failure = None;
+        }
+    }
+
+    /// Synced, the generation of the store, the failure not yet over, and since when a watch
+    /// has been read.
+    pub fn health(&self) -> Health {
+        let progress = self.progress();
+        Health {
+            synced: progress.synced,
+            generation: progress.generation,
+            failure: progress.failure,
+            watching_since: progress.watching_since,
+        }
+    }
+
+    /// A watch stream is read from now until the guard is dropped. `initial`: the stream is a
+    /// streaming list's, whose end (the initial-events-end bookmark) proves the cache current
+    /// by itself, so it counts as watching since 0; a resumed watch first replays what changed
+    /// while it was closed, so readers count from when it opened.
+    pub fn watching(self: &Arc<Self>, initial: bool) -> Watching {
+        let since = if initial {
+            0
+        } else {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis() as u64)
+        };
+        self.progress().watching_since = Some(since);
+        Watching(Arc::clone(self))
     }
 
     /// The informer stopped: consumers take what is pending, then end.
@@ -269,6 +356,64 @@ mod tests {
         assert_eq!(cache.consumers(), 2);
         drop(late);
         assert_eq!(cache.consumers(), 1);
+    }
+
+    #[test]
+    fn health_counts_changes_and_keeps_a_failure_until_a_sign_of_life() {
+        let cache = Cache::new("/api/v1/pods".into());
+        let start = cache.health();
+        assert!(!start.synced && start.failure.is_none());
+        let unavailable = Failure::from_status(503);
+        cache.error(&unavailable, true);
+        assert_eq!(
+            cache.health().failure,
+            Some(LastFailure {
+                failure: unavailable,
+                retrying: true
+            })
+        );
+        cache.replace(a_and_b(), "10", false);
+        let synced = cache.health();
+        assert!(synced.synced && synced.failure.is_none());
+        assert!(synced.generation > start.generation);
+        cache.apply(ChangeKind::Modified, object("a", "1", "5", "x"));
+        assert_eq!(
+            cache.health().generation,
+            synced.generation,
+            "a repeat changes nothing"
+        );
+        cache.apply(ChangeKind::Modified, object("a", "1", "11", "x"));
+        let changed = cache.health().generation;
+        assert!(changed > synced.generation);
+        cache.error(&unavailable, true);
+        cache.bookmark("12");
+        assert!(
+            cache.health().failure.is_none(),
+            "a bookmark is a sign of life"
+        );
+        cache.error(&unavailable, true);
+        cache.recovered();
+        assert!(
+            cache.health().failure.is_none(),
+            "so is a request answered 200"
+        );
+        let cache = Arc::new(cache);
+        let watching = cache.watching(false);
+        assert!(cache.health().watching_since.is_some());
+        drop(watching);
+        assert!(
+            cache.health().watching_since.is_none(),
+            "not between watches"
+        );
+        assert_eq!(cache.health().generation, changed);
+        let refused = Failure::from_status(400);
+        cache.error(&refused, false);
+        cache.recovered();
+        assert_eq!(
+            cache.health().failure.map(|last| last.retrying),
+            Some(false),
+            "a terminal failure stays"
+        );
     }
 
     #[test]

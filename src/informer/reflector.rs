@@ -117,6 +117,9 @@ pub trait Reporter: Send + Sync {
     fn synced(&self);
     /// The reflector stopped (closed, or a terminal error).
     fn ended(&self);
+    /// A failure was recorded in the cache's health (see [`super::cache::Health`]): readers
+    /// that wait for the informer to settle look again.
+    fn failed(&self) {}
 }
 
 /// What a watcher's informers learn of their clusters and share: the cluster URLs found not
@@ -416,6 +419,7 @@ impl<A: ListWatch> Run<A> {
 
     /// A request was answered 200: after failures, news for the cluster's other informers.
     fn succeeded(&mut self) {
+        self.cache.recovered();
         if std::mem::take(&mut self.failing)
             && let Some(news) = self.news.as_mut()
         {
@@ -584,6 +588,7 @@ impl<A: ListWatch> Run<A> {
         if terminal {
             self.warn(&format!("{}; giving up", fault.describe()));
             self.cache.error(&failure, false);
+            self.reporter.failed();
             return State::Closed;
         }
         if let Fault::Status {
@@ -602,6 +607,7 @@ impl<A: ListWatch> Run<A> {
         // here is one per step. Keying it on the step number instead would swallow the first
         // ERROR after a healthy minute, when the count starts over at a step already reported.
         self.cache.error(&failure, true);
+        self.reporter.failed();
         self.warn(&format!(
             "{}; retrying in {:.1} s",
             fault.describe(),
@@ -861,6 +867,7 @@ impl<A: ListWatch> Run<A> {
     /// initial events first. Returns how it ended and whether the initial list completed.
     async fn stream(&mut self, mut lines: A::Lines, initial: Option<Initial>) -> (StreamEnd, bool) {
         let _open = self.stats.watch_open();
+        let _watching = self.cache.watching(initial.is_some());
         self.progress.initial = initial;
         self.progress.saw_events = false;
         let end = loop {
