@@ -35,8 +35,12 @@ class NativeKubernetesWatcher {
   /** getCredential functions by identity, for the sharing key. */
   #functionIds = new WeakMap();
   #nextFunctionId = 1;
-  /** Watches and informers open through this watcher, for close(). */
+  /**
+   * Watches and informers open through this watcher, for close(): held weakly, so a generator
+   * or an informer its owner abandoned is still collected (and its connection closed).
+   */
   #open = new Set();
+  #refs = new WeakMap();
   #closed = false;
 
   /**
@@ -59,7 +63,6 @@ class NativeKubernetesWatcher {
    */
   watchResource(params, options = {}) {
     const spec = toSpec(params, options ?? {}, this.#serviceAccountDir);
-    const open = this.#open;
     const start = () => {
       const watch = startWatch(spec, this.#watchMetrics);
       // A stream ends by cancelling its source: that is also when close() forgets it.
@@ -67,12 +70,12 @@ class NativeKubernetesWatcher {
         takeBatch: () => watch.takeBatch(),
         wait: (onBatch) => watch.wait(onBatch),
         cancel: () => {
-          open.delete(source);
+          this.#release(source);
           watch.cancel();
         },
       };
       if (this.#closed) source.cancel();
-      else open.add(source);
+      else this.#hold(source);
       return source;
     };
     return new EventStream(start, signalOf(options ?? {}), (message) => this.#warn(message));
@@ -95,11 +98,11 @@ class NativeKubernetesWatcher {
       },
       warn: (message) => this.#warn(message),
       info: (message) => this.#info(message),
-      closed: (informer) => this.#open.delete(informer),
+      closed: (informer) => this.#release(informer),
     };
     const informer = openInformer(context, params, options);
     if (this.#closed) informer.close();
-    else this.#open.add(informer);
+    else this.#hold(informer);
     return informer;
   }
 
@@ -109,11 +112,28 @@ class NativeKubernetesWatcher {
    */
   close() {
     this.#closed = true;
-    for (const open of [...this.#open]) {
+    for (const ref of [...this.#open]) {
+      const open = ref.deref();
+      if (open === undefined) continue;
       if (typeof open.close === 'function') open.close();
       else open.cancel();
     }
     this.#open.clear();
+  }
+
+  #hold(open) {
+    // Collected ones leave a dead reference behind: swept now and then.
+    if (this.#open.size >= 256 && (this.#open.size & (this.#open.size - 1)) === 0) {
+      for (const ref of this.#open) if (ref.deref() === undefined) this.#open.delete(ref);
+    }
+    const ref = new WeakRef(open);
+    this.#refs.set(open, ref);
+    this.#open.add(ref);
+  }
+
+  #release(open) {
+    const ref = this.#refs.get(open);
+    if (ref !== undefined) this.#open.delete(ref);
   }
 
   /**
