@@ -18,10 +18,23 @@ const {
   createServiceFactory,
   createServiceRef,
 } = require('@backstage/backend-plugin-api');
-const { kubernetesFetcherExtensionPoint } = require('@backstage/plugin-kubernetes-node');
+const {
+  kubernetesFetcherExtensionPoint,
+  kubernetesObjectsProviderExtensionPoint,
+} = require('@backstage/plugin-kubernetes-node');
 const { NativeKubernetesWatcher } = require('../lib/watcher');
 const { NativeInformerFetcher } = require('./fetcher');
 const { readNativeInformersConfig } = require('./config');
+const { setUpLive, loadSignalsNode } = require('./live-provider');
+
+/** The live tab's dependencies, only where the app has @backstage/plugin-signals-node (./live-provider.js). */
+const signalsNode = loadSignalsNode();
+const liveDeps = signalsNode && {
+  signals: signalsNode.signalsServiceRef,
+  objectsProviders: kubernetesObjectsProviderExtensionPoint,
+  auth: coreServices.auth,
+  instanceMetadata: coreServices.rootInstanceMetadata,
+};
 
 /**
  * The process's NativeKubernetesWatcher, as a root service: every plugin that depends on it gets
@@ -62,8 +75,9 @@ const kubernetesModuleNativeInformers = createBackendModule({
         logger: coreServices.logger,
         lifecycle: coreServices.lifecycle,
         watcher: nativeWatcherServiceRef,
+        ...liveDeps,
       },
-      async init({ fetchers, config, logger, lifecycle, watcher }) {
+      async init({ fetchers, config, logger, lifecycle, watcher, ...live }) {
         const options = readNativeInformersConfig(config);
         if (!options.enabled) {
           logger.info(
@@ -71,17 +85,22 @@ const kubernetesModuleNativeInformers = createBackendModule({
           );
           return;
         }
+        const publisher = await setUpLive({ config, logger, ...live });
         let fetcher;
         fetchers.addFetcher(async ({ getDefault }) => {
           fetcher = new NativeInformerFetcher({
             watcher,
             defaultFetcher: await getDefault(),
             logger,
+            live: publisher,
             ...options,
           });
           return fetcher;
         });
-        lifecycle.addShutdownHook(() => fetcher?.close());
+        lifecycle.addShutdownHook(() => {
+          fetcher?.close();
+          publisher?.close();
+        });
       },
     });
   },

@@ -1,0 +1,322 @@
+'use strict';
+// frontend/live-api.mjs, the live tab's KubernetesApi, against a fake default client and a fake
+// signals client shaped like @backstage/plugin-signals' SignalClient, under a fake clock: what
+// it serves from memory, when it goes to the network, and when it subscribes.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+
+const load = () => import('../frontend/live-api.mjs');
+
+const entity = (name) => ({ apiVersion: 'backstage.io/v1alpha1', kind: 'Component', metadata: { name } });
+const SVC_A = entity('svc-a');
+const SVC_B = entity('svc-b');
+
+/** A SignalClient look-alike: the fields LiveKubernetesApi reads, and a way to emit. */
+function fakeSignals() {
+  const subscriptions = new Map();
+  let id = 0;
+  const api = {
+    ws: { readyState: 1 },
+    connecting: undefined,
+    subscribedChannels: new Set(),
+    subscribe(channel, onMessage) {
+      const key = ++id;
+      subscriptions.set(key, { channel, onMessage });
+      if (api.ws) api.subscribedChannels.add(channel);
+      return {
+        unsubscribe() {
+          subscriptions.delete(key);
+          if (![...subscriptions.values()].some((s) => s.channel === channel))
+            api.subscribedChannels.delete(channel);
+        },
+      };
+    },
+    emit(channel, message = { clusters: ['alpha'], at: 0 }) {
+      for (const s of subscriptions.values()) if (s.channel === channel) s.onMessage(message);
+    },
+    /** The WebSocket closed: the client forgets its channels until it reconnects. */
+    drop() {
+      api.ws = null;
+      api.subscribedChannels.clear();
+    },
+    /** A new WebSocket, and the channels subscribed again on it. */
+    reconnect() {
+      api.ws = { readyState: 1 };
+      for (const s of subscriptions.values()) api.subscribedChannels.add(s.channel);
+    },
+    get channels() {
+      return [...new Set([...subscriptions.values()].map((s) => s.channel))];
+    },
+  };
+  return api;
+}
+
+/** A default client that counts its calls and answers a new object each time. */
+function fakeClient() {
+  const calls = [];
+  let n = 0;
+  const answer = (method) => async (request) => {
+    calls.push(method);
+    if (request?.entity?.metadata?.name === 'broken') throw new Error('HTTP 500');
+    return { items: [], n: ++n };
+  };
+  return {
+    calls,
+    getObjectsByEntity: answer('objects'),
+    getWorkloadsByEntity: answer('workloads'),
+    getCustomObjectsByEntity: answer('custom'),
+    getClusters: async () => {
+      calls.push('clusters');
+      return [{ name: 'alpha', authProvider: 'serviceAccount' }];
+    },
+    getCluster: async (name) => {
+      calls.push(`cluster:${name}`);
+      if (name !== 'alpha') throw new Error(`Cluster ${name} not found`);
+      return { name, authProvider: 'serviceAccount' };
+    },
+    proxy: async () => {
+      calls.push('proxy');
+      return 'response';
+    },
+  };
+}
+
+function fakeClock() {
+  let t = 0;
+  const timers = new Set();
+  return {
+    now: () => t,
+    setTimer(fn, ms) {
+      const timer = { at: t + ms, fn };
+      timers.add(timer);
+      return () => timers.delete(timer);
+    },
+    advance(ms) {
+      const end = t + ms;
+      for (;;) {
+        const due = [...timers].filter((x) => x.at <= end).sort((a, b) => a.at - b.at)[0];
+        if (!due) break;
+        timers.delete(due);
+        t = due.at;
+        due.fn();
+      }
+      t = end;
+    },
+    get pending() {
+      return timers.size;
+    },
+  };
+}
+
+async function setUp(options = {}) {
+  const { LiveKubernetesApi } = await load();
+  const client = fakeClient();
+  const signals = fakeSignals();
+  const clock = fakeClock();
+  const api = new LiveKubernetesApi({
+    client,
+    signalApi: signals,
+    now: clock.now,
+    setTimer: clock.setTimer,
+    ...options,
+  });
+  return { api, client, signals, clock };
+}
+
+test('served from memory until a signal on the entity channel, then fetched once', async () => {
+  const { api, client, signals } = await setUp();
+  const first = await api.getObjectsByEntity({ entity: SVC_A, auth: {} });
+  assert.deepEqual(signals.channels, ['kubernetes:component:default/svc-a']);
+  const again = await api.getObjectsByEntity({ entity: SVC_A, auth: {} });
+  assert.equal(again, first, 'the same answer, from memory');
+  assert.deepEqual(client.calls, ['objects']);
+  signals.emit('kubernetes:component:default/svc-a');
+  const fresh = await api.getObjectsByEntity({ entity: SVC_A, auth: {} });
+  assert.notEqual(fresh, first);
+  await api.getObjectsByEntity({ entity: SVC_A, auth: {} });
+  assert.deepEqual(client.calls, ['objects', 'objects'], 'one refetch per signal');
+});
+
+test("another entity's signal leaves this one's answer in memory", async () => {
+  const { api, client, signals } = await setUp();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_B });
+  signals.emit('kubernetes:component:default/svc-b');
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_B });
+  assert.deepEqual(client.calls, ['objects', 'objects', 'objects']);
+});
+
+test('while the connection is down every call goes to the network; a reconnect refetches once', async () => {
+  const { api, client, signals } = await setUp();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  signals.drop();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 3, 'down: like the default client');
+  signals.reconnect();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 4, 'up again: one refetch, then memory');
+});
+
+test('a closing WebSocket, or a channel the server was not told of yet, is no connection', async () => {
+  const { api, client, signals } = await setUp();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  signals.ws.readyState = 2; // CLOSING: onclose has not run yet
+  await api.getObjectsByEntity({ entity: SVC_A });
+  signals.ws.readyState = 1;
+  signals.subscribedChannels.delete('kubernetes:component:default/svc-a'); // subscribe not sent yet
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  signals.connecting = Promise.resolve(true); // a connect in progress
+  signals.subscribedChannels.add('kubernetes:component:default/svc-a');
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 5);
+  signals.connecting = undefined;
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 6);
+});
+
+test('a reconnect without a visible drop (a new WebSocket) refetches once too', async () => {
+  const { api, client, signals } = await setUp();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  signals.reconnect(); // a backend restart seen only as a new connection
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 2);
+});
+
+test('an answer fetched before the channel was subscribed on the server is not kept', async () => {
+  const { api, client, signals } = await setUp();
+  signals.drop(); // subscribe() before the WebSocket is open: the channel is not live yet
+  await api.getObjectsByEntity({ entity: SVC_A });
+  signals.reconnect();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 2);
+});
+
+test('a signal while the request is out: that answer is not kept', async () => {
+  const { LiveKubernetesApi } = await load();
+  const signals = fakeSignals();
+  let calls = 0;
+  const client = {
+    ...fakeClient(),
+    async getObjectsByEntity() {
+      calls += 1;
+      if (calls === 1) signals.emit('kubernetes:component:default/svc-a'); // the change races the LIST
+      return { items: [], calls };
+    },
+  };
+  const api = new LiveKubernetesApi({ client, signalApi: signals });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(calls, 2);
+  api.close();
+});
+
+test('maxAge: an answer older than it goes to the network', async () => {
+  const { api, client, clock } = await setUp({ maxAgeMs: 5000, idleMs: 60_000 });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  clock.advance(4999);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 1);
+  clock.advance(1);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 2);
+});
+
+test('requests differ by method, body and credentials; each is remembered on its own', async () => {
+  const { api, client } = await setUp();
+  const matchers = [{ group: 'example.com', apiVersion: 'v1', plural: 'widgets' }];
+  for (let i = 0; i < 2; i++) {
+    await api.getObjectsByEntity({ entity: SVC_A, auth: {} });
+    await api.getWorkloadsByEntity({ entity: SVC_A, auth: {} });
+    await api.getCustomObjectsByEntity({ entity: SVC_A, auth: {}, customResources: matchers });
+    await api.getCustomObjectsByEntity({ entity: SVC_A, auth: {}, customResources: [] });
+  }
+  assert.deepEqual(client.calls, ['objects', 'workloads', 'custom', 'custom']);
+  await api.getObjectsByEntity({ entity: SVC_A, auth: { oidc: { okta: 'new-token' } } });
+  assert.equal(client.calls.length, 5, 'new credentials: from the network');
+});
+
+test('errors are not remembered', async () => {
+  const { api, client } = await setUp();
+  const broken = entity('broken');
+  await assert.rejects(api.getObjectsByEntity({ entity: broken }), /HTTP 500/);
+  await assert.rejects(api.getObjectsByEntity({ entity: broken }), /HTTP 500/);
+  assert.equal(client.calls.length, 2);
+});
+
+test('subscribes on first use and unsubscribes when nobody asked for idleMs', async () => {
+  const { api, client, signals, clock } = await setUp({ idleMs: 10_000 });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  for (let i = 0; i < 5; i++) {
+    clock.advance(5000);
+    await api.getObjectsByEntity({ entity: SVC_A }); // asked every 5 s: kept
+  }
+  assert.deepEqual(api.watchedEntities, ['component:default/svc-a']);
+  assert.equal(client.calls.length, 1);
+  clock.advance(10_000);
+  assert.deepEqual(api.watchedEntities, []);
+  assert.deepEqual(signals.channels, [], 'unsubscribed');
+  assert.equal(clock.pending, 0, 'no timer left');
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 2, 'and the memory went with it');
+  assert.deepEqual(signals.channels, ['kubernetes:component:default/svc-a']);
+});
+
+test('getClusters: from memory while a channel is live, from the network otherwise', async () => {
+  const { api, client, signals } = await setUp();
+  await api.getClusters();
+  await api.getClusters();
+  assert.equal(client.calls.filter((c) => c === 'clusters').length, 2, 'nothing watched yet');
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getClusters();
+  await api.getClusters();
+  assert.deepEqual(await api.getCluster('alpha'), { name: 'alpha', authProvider: 'serviceAccount' });
+  assert.equal(client.calls.filter((c) => c === 'clusters').length, 3);
+  await assert.rejects(api.getCluster('nope'), /not found/);
+  signals.drop();
+  await api.getClusters();
+  await api.getCluster('alpha');
+  assert.equal(client.calls.filter((c) => c === 'clusters').length, 4);
+  assert.ok(client.calls.includes('cluster:alpha'), 'down: the default client answers getCluster');
+  assert.equal(await api.proxy({ clusterName: 'alpha', path: '/x' }), 'response');
+});
+
+test('a signal API whose connection state cannot be read: always the network', async () => {
+  const { LiveKubernetesApi } = await load();
+  const client = fakeClient();
+  const signalApi = { subscribe: () => ({ unsubscribe() {} }) };
+  const api = new LiveKubernetesApi({ client, signalApi });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 2);
+  api.close();
+});
+
+test('close() unsubscribes, cancels the idle timers and is safe twice', async () => {
+  const { api, signals, clock } = await setUp();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_B });
+  api.close();
+  api.close();
+  assert.deepEqual(signals.channels, []);
+  assert.equal(clock.pending, 0);
+});
+
+test('the channel name matches the backend publisher', async () => {
+  const { entityRefOf, channelOf } = await load();
+  const { channelOf: backendChannelOf } = require('../backstage/live');
+  const { entityRefOf: backendEntityRefOf } = require('../backstage/live-provider');
+  const { stringifyEntityRef } = require('@backstage/catalog-model');
+  const e = { kind: 'Component', metadata: { name: 'Svc-A', namespace: 'Team' } };
+  assert.equal(entityRefOf(e), stringifyEntityRef(e));
+  assert.equal(backendEntityRefOf(e), stringifyEntityRef(e));
+  assert.equal(channelOf(entityRefOf(SVC_A)), backendChannelOf(backendEntityRefOf(SVC_A)));
+});

@@ -1,0 +1,193 @@
+'use strict';
+// Shared pieces of the live tab's end-to-end tests: a real Backstage backend with the Kubernetes
+// and Signals backend plugins and kube-watch-native/backstage, whose root HTTP router takes
+// WebSocket upgrades, a simulated cluster it reads, and a handle on the Kubernetes plugin's
+// signals service, so a test can publish as the module will.
+//
+// Why not startTestBackend: @backstage/backend-test-utils 1.11.7 builds its HTTP router from its
+// own copy of @backstage/backend-defaults 0.18.0, which has no `addWebSocketHandler` (the Signals
+// backend 0.3.21 needs it), and its `server` getter throws when another root router is given.
+// So this is startTestBackend's own recipe (createSpecializedBackend over the same mock
+// services) with the root router, HTTP router and discovery of backend-defaults 0.19.0, and the
+// real events service.
+
+const express = require('express');
+const { createBackendModule, createServiceFactory, coreServices } = require('@backstage/backend-plugin-api');
+const { createSpecializedBackend } = require('@backstage/backend-app-api');
+const { mockServices } = require('@backstage/backend-test-utils');
+const {
+  actionsRegistryServiceMock,
+  actionsServiceMock,
+  metricsServiceMock,
+  tracingServiceMock,
+} = require('@backstage/backend-test-utils/alpha');
+const { catalogServiceMock } = require('@backstage/plugin-catalog-node/testUtils');
+const {
+  DefaultRootHttpRouter,
+  MiddlewareFactory,
+  createHealthRouter,
+  createHttpServer,
+} = require('@backstage/backend-defaults/rootHttpRouter');
+const { httpRouterServiceFactory } = require('@backstage/backend-defaults/httpRouter');
+const { HostDiscovery } = require('@backstage/backend-defaults/discovery');
+const { ConfigReader } = require('@backstage/config');
+const { signalsServiceRef } = require('@backstage/plugin-signals-node');
+const { eventsServiceFactory } = require('@backstage/plugin-events-node');
+const { createSimulator, certs } = require('../sim');
+
+const ID = 'backstage.io/kubernetes-id';
+const TOKEN = 'tok-live-7e4d';
+
+/** The entity the tab shows, and one another user looks at. */
+const entity = (name) => ({
+  apiVersion: 'backstage.io/v1alpha1',
+  kind: 'Component',
+  metadata: { name, namespace: 'default', annotations: { [ID]: name } },
+  spec: { type: 'service', owner: 'team', lifecycle: 'production' },
+});
+const LIVE_SVC = entity('live-svc');
+const OTHER_SVC = entity('other-svc');
+
+const pod = (name, app, phase = 'Running') => ({
+  metadata: { name, namespace: 'default', labels: { [ID]: app }, uid: `uid-${name}` },
+  spec: { containers: [{ name: 'main', image: 'example/app:1' }] },
+  status: { phase, containerStatuses: [{ name: 'main', ready: true, restartCount: 0 }] },
+});
+
+/** One simulated cluster with a pod for each entity. */
+async function startCluster() {
+  const sim = await createSimulator({ tls: true, token: TOKEN, bookmarkIntervalMs: 300 });
+  sim.create('pods', pod('live-svc-1', 'live-svc'));
+  sim.create('pods', pod('other-svc-1', 'other-svc'));
+  return sim;
+}
+
+/** startTestBackend's default services, but its HTTP routing and discovery. */
+const MOCK_SERVICES = [
+  mockServices.auth.factory(),
+  mockServices.auditor.factory(),
+  mockServices.cache.factory(),
+  mockServices.database.factory(),
+  mockServices.httpAuth.factory(),
+  mockServices.lifecycle.factory(),
+  mockServices.logger.factory(),
+  mockServices.permissions.factory(),
+  mockServices.permissionsRegistry.factory(),
+  mockServices.rootHealth.factory(),
+  mockServices.rootLifecycle.factory(),
+  mockServices.rootLogger.factory({ level: process.env.LIVE_TEST_LOG_LEVEL ?? 'none' }),
+  mockServices.scheduler.factory(),
+  mockServices.userInfo.factory(),
+  mockServices.urlReader.factory(),
+  // The real events service: one in-process bus for all plugins (the mock gives each its own,
+  // and the Kubernetes plugin's signals would never reach the Signals backend's subscriber).
+  eventsServiceFactory,
+  actionsRegistryServiceMock.factory(),
+  actionsServiceMock.factory(),
+  metricsServiceMock.factory(),
+  tracingServiceMock.factory(),
+];
+
+/** A root HTTP router that routes WebSocket upgrades, on 127.0.0.1 and a free port. */
+function webSocketRouting() {
+  let server;
+  const rootHttpRouter = createServiceFactory({
+    service: coreServices.rootHttpRouter,
+    deps: {
+      config: coreServices.rootConfig,
+      lifecycle: coreServices.rootLifecycle,
+      rootLogger: coreServices.rootLogger,
+      health: coreServices.rootHealth,
+    },
+    async factory({ config, lifecycle, rootLogger, health }) {
+      const logger = rootLogger.child({ service: 'rootHttpRouter' });
+      const app = express();
+      server = await createHttpServer(app, { listen: { host: '127.0.0.1', port: 0 } }, { logger });
+      const router = DefaultRootHttpRouter.create({ server, lifecycle, logger });
+      const middleware = MiddlewareFactory.create({ config, logger });
+      app.use(createHealthRouter({ config, health }));
+      app.use(router.handler());
+      app.use(middleware.notFound());
+      app.use(middleware.error());
+      lifecycle.addShutdownHook(() => server.stop(), { logger });
+      await server.start();
+      return router;
+    },
+  });
+  const discovery = createServiceFactory({
+    service: coreServices.discovery,
+    deps: { rootHttpRouter: coreServices.rootHttpRouter },
+    factory() {
+      const port = server.port();
+      return HostDiscovery.fromConfig(
+        new ConfigReader({ backend: { baseUrl: `http://127.0.0.1:${port}`, listen: { port } } }),
+      );
+    },
+  });
+  return { features: [rootHttpRouter, httpRouterServiceFactory, discovery], port: () => server.port() };
+}
+
+/**
+ * The real backend: Kubernetes + Signals backend plugins, kube-watch-native/backstage, a catalog
+ * holding LIVE_SVC and OTHER_SVC, the cluster `sim`.
+ * @returns {Promise<{ url: string, port: number, signals: { publish(signal: object): Promise<void> }, stop(): Promise<void> }>}
+ */
+async function startLiveBackend(sim, { live } = {}) {
+  const captured = {};
+  // A test module of the Kubernetes plugin holding its signals service: what the module publishes with.
+  const captureSignals = createBackendModule({
+    pluginId: 'kubernetes',
+    moduleId: 'test-signals',
+    register(env) {
+      env.registerInit({
+        deps: { signals: signalsServiceRef },
+        async init({ signals }) {
+          captured.signals = signals;
+        },
+      });
+    },
+  });
+  const config = {
+    kubernetes: {
+      serviceLocatorMethod: { type: 'multiTenant' },
+      clusterLocatorMethods: [
+        {
+          type: 'config',
+          clusters: [
+            {
+              name: 'sim',
+              url: sim.url,
+              authProvider: 'serviceAccount',
+              serviceAccountToken: TOKEN,
+              caData: Buffer.from(certs.ca).toString('base64'),
+              skipMetricsLookup: true,
+            },
+          ],
+        },
+      ],
+      objectTypes: ['pods', 'services', 'deployments', 'replicasets'],
+      nativeInformers: {
+        objectTypes: ['pods', 'services', 'deployments', 'replicasets'],
+        ...(live && { live }),
+      },
+    },
+  };
+  const routing = webSocketRouting();
+  const backend = createSpecializedBackend({
+    defaultServiceFactories: [
+      ...MOCK_SERVICES,
+      ...routing.features,
+      mockServices.rootConfig.factory({ data: config }),
+    ],
+  });
+  backend.add(import('@backstage/plugin-kubernetes-backend'));
+  backend.add(import('@backstage/plugin-signals-backend'));
+  backend.add(import('kube-watch-native/backstage'));
+  backend.add(captureSignals);
+  backend.add(catalogServiceMock.factory({ entities: [LIVE_SVC, OTHER_SVC] }));
+  await backend.start();
+  const port = routing.port();
+  return { url: `http://127.0.0.1:${port}`, port, signals: captured.signals, stop: () => backend.stop() };
+}
+
+module.exports = { ID, LIVE_SVC, OTHER_SVC, pod, startCluster, startLiveBackend };

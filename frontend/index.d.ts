@@ -1,0 +1,82 @@
+// Types of kube-watch-native/live-frontend (browser only), written by hand against the published
+// @backstage/plugin-kubernetes-react, @backstage/plugin-signals-react and @backstage/core-plugin-api.
+
+import type { AnyApiFactory, DiscoveryApi, FetchApi } from '@backstage/core-plugin-api';
+import type { KubernetesApi, KubernetesAuthProvidersApi } from '@backstage/plugin-kubernetes-react';
+import type { SignalApi } from '@backstage/plugin-signals-react';
+
+/** Options of {@link LiveKubernetesApi}. */
+export interface LiveKubernetesApiOptions {
+  /** An answer is served from memory for at most this long. Default 300 000 (5 minutes). */
+  maxAgeMs?: number;
+  /** An entity no component asked about for this long is unsubscribed and forgotten. Default 60 000. */
+  idleMs?: number;
+  /**
+   * The live connection for a channel (any object; a reconnect must give a new one), or null
+   * while signals on it would not arrive. Default: {@link signalClientConnection}.
+   */
+  connectionOf?: (signalApi: SignalApi, channel: string) => object | null;
+  /** The clock, in ms (tests). */
+  now?: () => number;
+  /** Schedules `fn`; returns its cancel function (tests). */
+  setTimer?: (fn: () => void, ms: number) => () => void;
+}
+
+/**
+ * A KubernetesApi that serves the last answer to each request from memory until a signal on
+ * `kubernetes:<entityRef>` arrives, `maxAgeMs` passes or the signals connection changes; while
+ * the connection is down every call goes to the wrapped client.
+ */
+export declare class LiveKubernetesApi implements KubernetesApi {
+  constructor(options: LiveKubernetesApiOptions & { client: KubernetesApi; signalApi: SignalApi });
+  getObjectsByEntity: KubernetesApi['getObjectsByEntity'];
+  getWorkloadsByEntity: KubernetesApi['getWorkloadsByEntity'];
+  getCustomObjectsByEntity: KubernetesApi['getCustomObjectsByEntity'];
+  getClusters: KubernetesApi['getClusters'];
+  getCluster: KubernetesApi['getCluster'];
+  proxy: KubernetesApi['proxy'];
+  /** Entities subscribed now. */
+  readonly watchedEntities: string[];
+  /** Unsubscribes everything and forgets every answer; safe to call twice. */
+  close(): void;
+}
+
+/**
+ * The connection `@backstage/plugin-signals`' SignalClient has for `channel` (its WebSocket),
+ * or null: read from the client's fields, since it exposes no connection state.
+ */
+export declare function signalClientConnection(signalApi: SignalApi, channel: string): object | null;
+
+/** `stringifyEntityRef` of `@backstage/catalog-model`. */
+export declare function entityRefOf(entity: {
+  kind: string;
+  metadata: { name: string; namespace?: string };
+}): string;
+
+/** The signals channel of an entity's Kubernetes tab: `kubernetes:<entityRef>`. */
+export declare function channelOf(entityRef: string): string;
+
+/** The deps of the API factory. */
+export declare const liveKubernetesApiDeps: {
+  discoveryApi: import('@backstage/core-plugin-api').ApiRef<DiscoveryApi>;
+  fetchApi: import('@backstage/core-plugin-api').ApiRef<FetchApi>;
+  kubernetesAuthProvidersApi: import('@backstage/core-plugin-api').ApiRef<KubernetesAuthProvidersApi>;
+  signalApi: import('@backstage/core-plugin-api').ApiRef<SignalApi>;
+};
+
+/** A LiveKubernetesApi around a new KubernetesBackendClient. */
+export declare function createLiveKubernetesApi(
+  deps: {
+    discoveryApi: DiscoveryApi;
+    fetchApi: FetchApi;
+    kubernetesAuthProvidersApi: KubernetesAuthProvidersApi;
+    signalApi: SignalApi;
+  },
+  options?: LiveKubernetesApiOptions,
+): LiveKubernetesApi;
+
+/** An API factory for `kubernetesApiRef` with these options. */
+export declare function createLiveKubernetesApiFactory(options?: LiveKubernetesApiOptions): AnyApiFactory;
+
+/** The legacy app's override of `kubernetesApiRef` (add it to `apis.ts`). */
+export declare const liveKubernetesApiFactory: AnyApiFactory;

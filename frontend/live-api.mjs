@@ -1,0 +1,237 @@
+// LiveKubernetesApi: the Kubernetes tab's KubernetesApi, answered from memory while the Signals
+// connection is up, refetched when the backend says an entity's objects changed.
+//
+// It wraps the default client (KubernetesBackendClient). The tab keeps polling (every
+// `refreshIntervalMs` of EntityKubernetesContent), but a poll of an unchanged entity costs no
+// request: the last answer to the same request is served until a signal arrives on
+// `kubernetes:<entityRef>` (published by kube-watch-native/backstage to the user who loaded it),
+// until `maxAgeMs` passes, or until the connection changes. While the signals connection is down,
+// or its state cannot be read, every call goes to the network, exactly as the default client's.
+//
+// Plain ESM with no imports, so it runs (and is tested) in Node as it runs in the browser.
+
+/** `@backstage/catalog-model`'s stringifyEntityRef; the backend names the channel the same way. */
+export function entityRefOf(entity) {
+  const namespace = entity.metadata.namespace ?? 'default';
+  return `${entity.kind}:${namespace}/${entity.metadata.name}`.toLowerCase();
+}
+
+/** The signals channel of an entity's Kubernetes tab. */
+export const channelOf = (entityRef) => `kubernetes:${entityRef}`;
+
+const WEBSOCKET_OPEN = 1;
+
+/**
+ * The connection `@backstage/plugin-signals`' SignalClient has for `channel` now, or null when
+ * there is none that delivers it. The client exposes no connection state, so this reads its
+ * fields: `ws` (its WebSocket, replaced by a new one on every reconnect), `connecting` (a
+ * connect in progress) and `subscribedChannels` (the channels the server was told about on
+ * `ws`). The WebSocket object itself is the connection's identity: a reconnect is a new one.
+ * A signal API without those fields (another implementation, or a changed client) reads as no
+ * connection: the tab then polls the network as it does without this package.
+ */
+export function signalClientConnection(signalApi, channel) {
+  const ws = signalApi?.ws;
+  const channels = signalApi?.subscribedChannels;
+  if (!ws || !(channels instanceof Set) || signalApi.connecting) return null;
+  if (ws.readyState !== WEBSOCKET_OPEN || !channels.has(channel)) return null;
+  return ws;
+}
+
+function defaultSetTimer(fn, ms) {
+  const timer = setTimeout(fn, ms);
+  return () => clearTimeout(timer);
+}
+
+/** The request's identity without its entity object (its ref stands in) or credentials. */
+function requestKey(method, entityRef, request) {
+  const { entity: _entity, auth: _auth, ...rest } = request;
+  return `${method}\n${entityRef}\n${JSON.stringify(rest)}`;
+}
+
+/**
+ * A KubernetesApi that serves the last answer from memory while the entity's signals channel is
+ * live and silent.
+ */
+export class LiveKubernetesApi {
+  #client;
+  #signalApi;
+  #maxAgeMs;
+  #idleMs;
+  #now;
+  #setTimer;
+  #connectionOf;
+  /** entityRef -> { subscription, version, lastAsked, cancelIdle } while some component asks. */
+  #entities = new Map();
+  /** requestKey -> { entityRef, body, value, at, version, connection }. */
+  #answers = new Map();
+  /** The clusters' answer: { value, at, connection }. */
+  #clusters = null;
+
+  /**
+   * @param {object} options
+   * @param {import('@backstage/plugin-kubernetes-react').KubernetesApi} options.client the default client
+   * @param {import('@backstage/plugin-signals-react').SignalApi} options.signalApi
+   * @param {number} [options.maxAgeMs] an answer is served from memory for at most this long (5 min)
+   * @param {number} [options.idleMs] an entity nobody asked about for this long is unsubscribed (60 s)
+   * @param {(signalApi: object, channel: string) => object | null} [options.connectionOf]
+   *   the live connection for a channel (its identity changes on reconnect), or null when down
+   */
+  constructor({
+    client,
+    signalApi,
+    maxAgeMs = 300_000,
+    idleMs = 60_000,
+    now = Date.now,
+    setTimer = defaultSetTimer,
+    connectionOf = signalClientConnection,
+  }) {
+    if (!client) throw new TypeError('LiveKubernetesApi: options.client is required');
+    if (!signalApi || typeof signalApi.subscribe !== 'function') {
+      throw new TypeError('LiveKubernetesApi: options.signalApi must have a subscribe() method');
+    }
+    this.#client = client;
+    this.#signalApi = signalApi;
+    this.#maxAgeMs = maxAgeMs;
+    this.#idleMs = idleMs;
+    this.#now = now;
+    this.#setTimer = setTimer;
+    this.#connectionOf = connectionOf;
+  }
+
+  getObjectsByEntity(requestBody) {
+    return this.#answer('objects', requestBody, () => this.#client.getObjectsByEntity(requestBody));
+  }
+
+  getWorkloadsByEntity(request) {
+    return this.#answer('workloads', request, () => this.#client.getWorkloadsByEntity(request));
+  }
+
+  getCustomObjectsByEntity(request) {
+    return this.#answer('custom', request, () => this.#client.getCustomObjectsByEntity(request));
+  }
+
+  /**
+   * The configured clusters: the tab asks before every poll (to decorate the request with the
+   * viewer's credentials). Served from memory while any watched entity's channel is live, for
+   * at most `maxAgeMs`; refetched after a reconnect (a backend restart is one).
+   */
+  async getClusters() {
+    const connection = this.#anyConnection();
+    const hit = this.#clusters;
+    if (connection && hit && hit.connection === connection && this.#now() - hit.at < this.#maxAgeMs) {
+      return hit.value;
+    }
+    const at = this.#now();
+    const value = await this.#client.getClusters();
+    this.#clusters = connection && this.#anyConnection() === connection ? { value, at, connection } : null;
+    return value;
+  }
+
+  async getCluster(clusterName) {
+    if (!this.#anyConnection()) return this.#client.getCluster(clusterName);
+    const cluster = (await this.getClusters()).find((c) => c.name === clusterName);
+    // Not found: the default client's own answer (its NotFoundError), from the network.
+    return cluster ?? this.#client.getCluster(clusterName);
+  }
+
+  proxy(options) {
+    return this.#client.proxy(options);
+  }
+
+  /** Entities subscribed now (for tests and diagnostics). */
+  get watchedEntities() {
+    return [...this.#entities.keys()];
+  }
+
+  /** Unsubscribes everything and forgets every answer; safe to call twice. */
+  close() {
+    for (const entityRef of [...this.#entities.keys()]) this.#unwatch(entityRef);
+    this.#clusters = null;
+  }
+
+  async #answer(method, request, call) {
+    const entityRef = entityRefOf(request.entity);
+    const watched = this.#watch(entityRef);
+    const key = requestKey(method, entityRef, request);
+    const body = JSON.stringify(request);
+    const connection = this.#connectionOf(this.#signalApi, channelOf(entityRef));
+    const hit = this.#answers.get(key);
+    if (
+      hit &&
+      hit.connection === connection && // never null: an answer is kept only while live
+      hit.body === body &&
+      this.#now() - hit.at < this.#maxAgeMs
+    ) {
+      return hit.value;
+    }
+    // From the network. Kept only if the channel was live before the request left and nothing
+    // was signalled while it was out: else the answer may predate a change nobody will signal again.
+    const version = watched.version;
+    const at = this.#now();
+    let value;
+    try {
+      value = await call();
+    } catch (error) {
+      this.#answers.delete(key);
+      throw error;
+    }
+    const still =
+      connection &&
+      this.#entities.get(entityRef) === watched &&
+      watched.version === version &&
+      this.#connectionOf(this.#signalApi, channelOf(entityRef)) === connection;
+    if (still) this.#answers.set(key, { entityRef, body, value, at, version, connection });
+    else this.#answers.delete(key);
+    return value;
+  }
+
+  /** Subscribes on first use; notes the ask, so the idle check keeps the subscription. */
+  #watch(entityRef) {
+    let watched = this.#entities.get(entityRef);
+    if (!watched) {
+      watched = { subscription: null, version: 0, lastAsked: 0, cancelIdle: null };
+      this.#entities.set(entityRef, watched);
+      watched.subscription = this.#signalApi.subscribe(channelOf(entityRef), () => {
+        watched.version += 1;
+        this.#forgetAnswers(entityRef);
+      });
+      this.#armIdle(entityRef, watched, this.#idleMs);
+    }
+    watched.lastAsked = this.#now();
+    return watched;
+  }
+
+  /** One timer per entity, re-armed when it fires and someone asked meanwhile. */
+  #armIdle(entityRef, watched, ms) {
+    watched.cancelIdle = this.#setTimer(() => {
+      watched.cancelIdle = null;
+      if (this.#entities.get(entityRef) !== watched) return;
+      const quiet = this.#now() - watched.lastAsked;
+      if (quiet >= this.#idleMs) this.#unwatch(entityRef);
+      else this.#armIdle(entityRef, watched, this.#idleMs - quiet);
+    }, ms);
+  }
+
+  #unwatch(entityRef) {
+    const watched = this.#entities.get(entityRef);
+    if (!watched) return;
+    this.#entities.delete(entityRef);
+    watched.cancelIdle?.();
+    watched.subscription?.unsubscribe();
+    this.#forgetAnswers(entityRef);
+  }
+
+  #forgetAnswers(entityRef) {
+    for (const [key, answer] of this.#answers) if (answer.entityRef === entityRef) this.#answers.delete(key);
+  }
+
+  /** A live connection of any watched entity's channel (they share one WebSocket), or null. */
+  #anyConnection() {
+    for (const entityRef of this.#entities.keys()) {
+      const connection = this.#connectionOf(this.#signalApi, channelOf(entityRef));
+      if (connection) return connection;
+    }
+    return null;
+  }
+}
