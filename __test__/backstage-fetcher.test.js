@@ -131,11 +131,8 @@ function recordingDefault() {
 
 const PODS = { group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' };
 
-async function setup(t, options = {}) {
-  const sim = await createSimulator({ token: 'tok-unit-77' });
-  t.after(() => sim.close());
-  sim.create('pods', { metadata: { name: 'p1', namespace: 'team', labels: { [ID]: 'svc' } } });
-  sim.create('pods', { metadata: { name: 'p2', namespace: 'other', labels: { [ID]: 'svc' } } });
+/** A fetcher with its own watcher, logger and recording default fetcher, closed after `t`. */
+function fetcherFor(t, options) {
   const logger = recordingLogger();
   const defaultFetcher = recordingDefault();
   const fetcher = new NativeInformerFetcher({
@@ -145,6 +142,15 @@ async function setup(t, options = {}) {
     ...options,
   });
   t.after(() => fetcher.close());
+  return { logger, defaultFetcher, fetcher };
+}
+
+async function setup(t, options = {}) {
+  const sim = await createSimulator({ token: 'tok-unit-77' });
+  t.after(() => sim.close());
+  sim.create('pods', { metadata: { name: 'p1', namespace: 'team', labels: { [ID]: 'svc' } } });
+  sim.create('pods', { metadata: { name: 'p2', namespace: 'other', labels: { [ID]: 'svc' } } });
+  const { logger, defaultFetcher, fetcher } = fetcherFor(t, options);
   const params = (overrides = {}) => ({
     serviceId: 'svc',
     clusterDetails: {
@@ -314,15 +320,7 @@ async function twoTokens(t, options = {}) {
   t.after(() => sim.close());
   sim.create('pods', { metadata: { name: 'p1', namespace: 'team', labels: { [ID]: 'svc', app: 'web' } } });
   sim.create('configmaps', { metadata: { name: 'c1', namespace: 'team', labels: { [ID]: 'svc' } } });
-  const logger = recordingLogger();
-  const defaultFetcher = recordingDefault();
-  const fetcher = new NativeInformerFetcher({
-    watcher: new NativeKubernetesWatcher({ logger }),
-    defaultFetcher,
-    logger,
-    ...options,
-  });
-  t.after(() => fetcher.close());
+  const { logger, defaultFetcher, fetcher } = fetcherFor(t, options);
   const as = (token, overrides = {}) => ({
     serviceId: 'svc',
     clusterDetails: {

@@ -104,3 +104,28 @@ test('a rejected synced that nobody awaits does not crash the process', async (t
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stderr, /^alive; synced rejected: .*closed before its initial list was cached/m);
 });
+
+test('watcher.close() closes every informer opened through it, and any opened later', async (t) => {
+  const s = await sim(t);
+  const result = await child(
+    s.url,
+    `const a = watcher.informer(params);
+     const b = watcher.informer({ ...params, plural: 'pods' });
+     const other = new NativeKubernetesWatcher({ logger: { warn() {}, error() {} } });
+     const kept = other.informer({ ...params, plural: 'secrets' });
+     Promise.all([a.synced, b.synced, kept.synced]).then(() => {
+       watcher.close();
+       watcher.close();
+       const late = watcher.informer({ ...params, plural: 'services' });
+       if (late.state().finished !== true) process.stderr.write('a late informer is open\\n');
+       // Only the other watcher's informer keeps the process alive; closing it lets it exit.
+       setTimeout(() => kept.close(), 300);
+     });`,
+    10_000,
+  );
+  assert.equal(result.killed, false, `the child still ran: ${result.stderr}`);
+  assert.equal(result.code, 0);
+  assert.equal(result.stderr, '');
+  const watches = s.requests.filter((r) => r.query.watch === 'true').map((r) => r.path);
+  assert.ok(!watches.includes('/api/v1/services'), 'the late informer sent nothing');
+});

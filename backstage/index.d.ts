@@ -49,12 +49,27 @@ export interface NativeInformerFetcherOptions {
   logger?: LoggerService;
   /** An informer no request used for this long closes. Default 600 000 (10 minutes). */
   idleTimeoutMs?: number;
-  /** A first request waits this long for an informer's initial list, then asks the default fetcher. Default 5 000. */
+  /**
+   * The first requests wait this long (once per informer) for its initial list, then ask the
+   * default fetcher. Default 5 000.
+   */
   syncTimeoutMs?: number;
-  /** Answer without `metadata.managedFields`. Default true. */
+  /** Cache and answer without `metadata.managedFields`. Default false (answers as the default's). */
   stripManagedFields?: boolean;
-  /** The `objectType`s served from informers (`customresources` for all custom resources). Default: every type but secrets. */
+  /**
+   * The `objectType`s served from informers (`customresources` for all custom resources).
+   * Default: every type but secrets; secrets are cached only when named here, by any route.
+   */
   objectTypes?: Set<string>;
+  /** Informers open at most; past it the default fetcher answers. Default 2 000. */
+  maxInformers?: number;
+  /** Bytes of JSON cached at most over every informer; past it no informer opens. Default 1 GiB. */
+  maxCachedBytes?: number;
+  /**
+   * Auth providers whose rotating tokens keep their informers (any other provider's informers
+   * belong to the exact credential). Default `['aws', 'azure', 'googleServiceAccount']`.
+   */
+  rotatingAuthProviders?: string[];
 }
 
 /** What {@link NativeInformerFetcher.informers} reports about one informer. */
@@ -68,8 +83,8 @@ export interface NativeInformerInfo {
   synced: boolean;
   /** Objects cached. */
   size: number;
-  /** The failure it reports until it works again. */
-  error: { errorType: string; statusCode?: number; resourcePath?: string } | null;
+  /** The failure not yet over (until a request succeeds, or an event or bookmark comes). */
+  error: { errorType: string; statusCode: number; retrying: boolean } | null;
   /** Since a request last used it. */
   idleMs: number;
 }
@@ -86,6 +101,10 @@ export declare class NativeInformerFetcher implements KubernetesFetcher {
   ): Promise<FetchResponseWrapper>;
   /** The informers open now. */
   informers(): NativeInformerInfo[];
+  /** How many resources were answered from a cache and how many by the default fetcher. */
+  answered(): { cached: number; delegated: number };
+  /** Identities (credential holders) kept now; pruned with their informers. */
+  identities(): number;
   /** Closes every informer; later requests go to the default fetcher. */
   close(): void;
 }

@@ -36,11 +36,11 @@ class NativeKubernetesWatcher {
   #functionIds = new WeakMap();
   #nextFunctionId = 1;
   /**
-   * Watches and informers open through this watcher, for close(): held weakly, so a generator
-   * or an informer its owner abandoned is still collected (and its connection closed).
+   * Informers open through this watcher, for close(). Held strongly, as the informer hub holds
+   * an open informer anyway; plain watches are not tracked (a generator its owner abandons must
+   * still be collected and close its connection: __test__/lifetime.test.js).
    */
-  #open = new Set();
-  #refs = new WeakMap();
+  #informersOpen = new Set();
   #closed = false;
 
   /**
@@ -63,22 +63,11 @@ class NativeKubernetesWatcher {
    */
   watchResource(params, options = {}) {
     const spec = toSpec(params, options ?? {}, this.#serviceAccountDir);
-    const start = () => {
-      const watch = startWatch(spec, this.#watchMetrics);
-      // A stream ends by cancelling its source: that is also when close() forgets it.
-      const source = {
-        takeBatch: () => watch.takeBatch(),
-        wait: (onBatch) => watch.wait(onBatch),
-        cancel: () => {
-          this.#release(source);
-          watch.cancel();
-        },
-      };
-      if (this.#closed) source.cancel();
-      else this.#hold(source);
-      return source;
-    };
-    return new EventStream(start, signalOf(options ?? {}), (message) => this.#warn(message));
+    return new EventStream(
+      () => startWatch(spec, this.#watchMetrics),
+      signalOf(options ?? {}),
+      (message) => this.#warn(message),
+    );
   }
 
   /**
@@ -98,42 +87,23 @@ class NativeKubernetesWatcher {
       },
       warn: (message) => this.#warn(message),
       info: (message) => this.#info(message),
-      closed: (informer) => this.#release(informer),
+      closed: (informer) => this.#informersOpen.delete(informer),
     };
     const informer = openInformer(context, params, options);
     if (this.#closed) informer.close();
-    else this.#hold(informer);
+    else this.#informersOpen.add(informer);
     return informer;
   }
 
   /**
-   * Ends every watch and closes every informer opened through this watcher (a backend's
-   * shutdown); ones opened later end at once. Idempotent.
+   * Closes every informer opened through this watcher (a backend's shutdown); ones opened
+   * later close at once. Plain watches end by their own signal, `break` or `return()`.
+   * Idempotent.
    */
   close() {
     this.#closed = true;
-    for (const ref of [...this.#open]) {
-      const open = ref.deref();
-      if (open === undefined) continue;
-      if (typeof open.close === 'function') open.close();
-      else open.cancel();
-    }
-    this.#open.clear();
-  }
-
-  #hold(open) {
-    // Collected ones leave a dead reference behind: swept now and then.
-    if (this.#open.size >= 256 && (this.#open.size & (this.#open.size - 1)) === 0) {
-      for (const ref of this.#open) if (ref.deref() === undefined) this.#open.delete(ref);
-    }
-    const ref = new WeakRef(open);
-    this.#refs.set(open, ref);
-    this.#open.add(ref);
-  }
-
-  #release(open) {
-    const ref = this.#refs.get(open);
-    if (ref !== undefined) this.#open.delete(ref);
+    for (const informer of [...this.#informersOpen]) informer.close();
+    this.#informersOpen.clear();
   }
 
   /**

@@ -147,13 +147,22 @@ export async function informerUsage(
   const pods = informer.list({ labelSelector: 'app=web' });
   const stats = informer.stats();
   const lag: number = stats.slowestConsumerPending + stats.secondsSinceLastEvent + stats.delivered;
+  const state = informer.state();
+  const stop: () => void = informer.onStateChange(() => {});
+  stop();
+  const healthy: boolean =
+    state.synced && !state.finished && state.error === null && (state.watchingSince ?? 0) >= 0;
+  const failing: number = state.error?.statusCode ?? state.generation + state.size + state.cachedBytes;
   informer.close();
+  watcher.close();
   return (
     relists +
     pods.length +
     (pod ? 1 : 0) +
     stats.reconnects +
     lag +
+    (healthy ? 1 : 0) +
+    failing +
     informer.size +
     (informer.resourceVersion ?? '').length
   );

@@ -50,6 +50,12 @@ const fetcher: KubernetesFetcher = new NativeInformerFetcher({
   watcher,
   defaultFetcher,
   idleTimeoutMs: 60_000,
+  maxInformers: 500,
+  maxCachedBytes: 256 * 1024 * 1024,
+  rotatingAuthProviders: ['aws'],
+  stripManagedFields: false,
 });
 export const answer = fetcher.fetchObjectsForService(params);
-export const info: NativeInformerInfo[] = new NativeInformerFetcher({ watcher, defaultFetcher }).informers();
+const own = new NativeInformerFetcher({ watcher, defaultFetcher });
+export const info: NativeInformerInfo[] = own.informers();
+export const counts: number = own.answered().cached + own.answered().delegated + own.identities();
