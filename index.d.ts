@@ -350,8 +350,19 @@ export interface KubernetesInformer extends AsyncIterable<KubernetesInformerEven
    * change): for a reader that only needs to know whether the cache can answer.
    */
   state(): KubernetesInformerState;
-  /** `listener()` runs when the informer syncs, fails or ends; returns a function that removes it. */
+  /**
+   * `listener()` runs when the informer syncs, fails, recovers or ends, and at the change a
+   * caller armed with {@link armChangeNotice}; returns a function that removes it.
+   */
   onStateChange(listener: () => void): () => void;
+  /**
+   * Asks for one more onStateChange call at the cache's next change after `generation` (a
+   * `state().generation`); false, with nothing asked, when it has changed since already. A busy
+   * informer then wakes its reader at the pace the reader re-arms, not once per change.
+   */
+  armChangeNotice(generation: number): boolean;
+  /** The JSON array text `list(options)` parses: for a reader that only compares answers. */
+  listText(options?: { namespace?: string; labelSelector?: string }): string;
   /** Ends this handle's consumers normally; the last handle stops the list-watch. */
   close(): void;
 }
@@ -374,8 +385,8 @@ export declare class NativeKubernetesWatcher implements KubernetesWatcher {
   /** A shared, self-healing list-watch with a native cache. */
   informer(params: KubernetesInformerParams, options?: KubernetesInformerOptions): KubernetesInformer;
   /**
-   * Ends every watch and closes every informer opened through this watcher (a backend's
-   * shutdown); any opened later ends at once. Idempotent.
+   * Closes every informer opened through this watcher (a backend's shutdown); any opened later
+   * closes at once. Plain watches end by their own signal, `break` or `return()`. Idempotent.
    */
   close(): void;
   /** Reports this watcher's informers, its plain watches and the process's connections as OpenTelemetry metrics. */

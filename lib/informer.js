@@ -357,7 +357,39 @@ class KubernetesInformer {
     return state;
   }
 
-  /** `listener()` runs when the informer syncs, fails or ends; returns its remover. */
+  /**
+   * Asks for one more onStateChange call, at the cache's next change after `generation` (a
+   * `state().generation`): false, with nothing asked, when it has changed since already.
+   */
+  armChangeNotice(generation) {
+    if (!this.#native) return false;
+    if (!Number.isInteger(generation) || generation < 0) {
+      throw fail('armChangeNotice() generation', 'a state().generation', generation);
+    }
+    return this.#native.armChangeNotice(generation);
+  }
+
+  /**
+   * The JSON array text of the cached objects `list(options)` would return, unparsed: for a
+   * reader that only compares answers.
+   */
+  listText(options = {}) {
+    if (options === null || typeof options !== 'object')
+      throw fail('listText() options', 'an object', options);
+    const namespace = optionalString(options.namespace, 'listText() options.namespace');
+    const labelSelector = optionalString(options.labelSelector, 'listText() options.labelSelector');
+    if (!this.#native) return '[]';
+    try {
+      return this.#native.list(namespace, labelSelector);
+    } catch (err) {
+      throw new TypeError(err.message);
+    }
+  }
+
+  /**
+   * `listener()` runs when the informer syncs, fails, recovers or ends, and at a change the
+   * caller armed with armChangeNotice(); returns its remover.
+   */
   onStateChange(listener) {
     if (typeof listener !== 'function') throw fail('onStateChange() listener', 'a function', listener);
     this.#stateListeners.add(listener);
@@ -408,6 +440,8 @@ class KubernetesInformer {
         this.#stateChanged();
         break;
       case 'failed':
+      case 'recovered':
+      case 'changed':
         this.#stateChanged();
         break;
       case 'ended':

@@ -258,6 +258,18 @@ impl Reporter for JsReporter {
         }
     }
 
+    fn recovered(&self) {
+        for sink in self.sinks.all() {
+            sink.send("recovered", None, None);
+        }
+    }
+
+    fn changed(&self) {
+        for sink in self.sinks.all() {
+            sink.send("changed", None, None);
+        }
+    }
+
     fn ended(&self) {
         for sink in self.sinks.all() {
             sink.send("ended", None, None);
@@ -882,6 +894,16 @@ impl NativeInformer {
                 retrying: last.retrying,
             }),
         }
+    }
+
+    /// Asks for one `changed` news at the next change of the cache; false (nothing armed)
+    /// when it has changed since `generation` already, so the caller looks now.
+    #[napi]
+    pub fn arm_change_notice(&self, generation: f64) -> bool {
+        self.handle
+            .reflector()
+            .cache()
+            .arm_change_notice(generation as u64)
     }
 
     /// This handle joined an informer that was already running.

@@ -25,6 +25,8 @@ struct Progress {
     generation: u64,
     /// The last failure, until a sign of life (a successful request, an event, a bookmark).
     failure: Option<LastFailure>,
+    /// A reader asked to hear of the next change (see [`Cache::arm_change_notice`]).
+    change_notice: bool,
     /// Since when (ms since the epoch) a watch stream has been read, while one is; None
     /// between watches (a backoff after a watch that ended, a reconnect), when the cache may
     /// be behind the server.
@@ -232,6 +234,22 @@ impl Cache {
         }
     }
 
+    /// Arms a notice of the next change (the reflector's `Reporter::changed`), unless the
+    /// store has changed since `generation` already: then false, and the reader looks now.
+    pub fn arm_change_notice(&self, generation: u64) -> bool {
+        let mut progress = self.progress();
+        if progress.generation != generation {
+            return false;
+        }
+        progress.change_notice = true;
+        true
+    }
+
+    /// Whether a notice of this change is due (it is then disarmed).
+    pub fn take_change_notice(&self) -> bool {
+        std::mem::take(&mut self.progress().change_notice)
+    }
+
     /// Synced, the generation of the store, the failure not yet over, and since when a watch
     /// has been read.
     pub fn health(&self) -> Health {
@@ -397,6 +415,11 @@ mod tests {
             cache.health().failure.is_none(),
             "so is a request answered 200"
         );
+        let now = cache.health().generation;
+        assert!(!cache.arm_change_notice(now - 1), "changed since: look now");
+        assert!(cache.arm_change_notice(now));
+        assert!(cache.take_change_notice());
+        assert!(!cache.take_change_notice(), "once per arming");
         let cache = Arc::new(cache);
         let watching = cache.watching(false);
         assert!(cache.health().watching_since.is_some());

@@ -120,6 +120,11 @@ pub trait Reporter: Send + Sync {
     /// A failure was recorded in the cache's health (see [`super::cache::Health`]): readers
     /// that wait for the informer to settle look again.
     fn failed(&self) {}
+    /// A request succeeded after failures: the failure in the cache's health is over.
+    fn recovered(&self) {}
+    /// The cache changed after a reader armed a notice of it (once per arming, so a busy
+    /// informer says so at the pace its reader asks).
+    fn changed(&self) {}
 }
 
 /// What a watcher's informers learn of their clusters and share: the cluster URLs found not
@@ -420,10 +425,19 @@ impl<A: ListWatch> Run<A> {
     /// A request was answered 200: after failures, news for the cluster's other informers.
     fn succeeded(&mut self) {
         self.cache.recovered();
-        if std::mem::take(&mut self.failing)
-            && let Some(news) = self.news.as_mut()
-        {
-            news.recovered();
+        if std::mem::take(&mut self.failing) {
+            self.reporter.recovered();
+            if let Some(news) = self.news.as_mut() {
+                news.recovered();
+            }
+        }
+    }
+
+    /// The cache changed: a reader that asked to hear of it ([`Cache::arm_change_notice`])
+    /// is told, once.
+    fn changed(&self) {
+        if self.cache.take_change_notice() {
+            self.reporter.changed();
         }
     }
 
@@ -787,6 +801,7 @@ impl<A: ListWatch> Run<A> {
 
     fn synced(&mut self, objects: Listed, rv: &str, relist: bool) {
         let changes = self.cache.replace(objects, rv, relist);
+        self.changed();
         self.progress.rv = Some(rv.to_owned());
         // What a large list left free goes back to the system (see `heap`); small lists
         // leave little, and the call walks every heap of the process.
@@ -894,7 +909,9 @@ impl<A: ListWatch> Run<A> {
                 Step::Skip | Step::Collected => {}
                 Step::Warn(text) => self.warn(&text),
                 Step::Change(kind, object) => {
-                    self.cache.apply(kind, object);
+                    if self.cache.apply(kind, object) > 0 {
+                        self.changed();
+                    }
                 }
                 Step::Bookmark(rv) => {
                     if let Some(rv) = rv {
