@@ -1,13 +1,17 @@
 'use strict';
 // The Backstage benchmark's backend: a real Backstage backend (startTestBackend with the real
 // @backstage/plugin-kubernetes-backend and a catalog of `entities` entities) in its own process,
-// forked by bench/backstage.js, with kube-watch-native/backstage (`native`) or without
-// (`default`). It tells its parent its HTTP port; the parent measures it from outside
+// forked by bench/backstage.js, with kube-watch-native/backstage (`native`), without it
+// (`default`), or with the floor's fetcher (`floor`): the default fetcher's first answer to each
+// request, kept and handed back as it is from then on, so what remains of a load is Backstage's
+// own router, fan-out and JSON, the part no fetcher can take away. It tells its parent its HTTP port; the parent measures it from outside
 // (/proc for CPU and memory, the clusters for requests, its own clock for latency).
 //
 // argv: <variant> <entities> <clusters JSON from backstage-clusters.js's info>
 
 const { startTestBackend, mockServices } = require('@backstage/backend-test-utils');
+const { createBackendModule } = require('@backstage/backend-plugin-api');
+const { kubernetesFetcherExtensionPoint } = require('@backstage/plugin-kubernetes-node');
 const { catalogServiceMock } = require('@backstage/plugin-catalog-node/testUtils');
 
 const [variant, entityCount, infoJson] = process.argv.slice(2);
@@ -23,6 +27,41 @@ const entities = Array.from({ length: Number(entityCount) }, (_, i) => ({
   },
   spec: { type: 'service', owner: 'team', lifecycle: 'production' },
 }));
+
+/** The floor: each request's answer, asked of the default fetcher once (at warm-up), then kept. */
+const floorModule = createBackendModule({
+  pluginId: 'kubernetes',
+  moduleId: 'bench-floor',
+  register(env) {
+    env.registerInit({
+      deps: { fetchers: kubernetesFetcherExtensionPoint },
+      async init({ fetchers }) {
+        fetchers.addFetcher(async ({ getDefault }) => {
+          const fetcher = await getDefault();
+          const prepared = new Map();
+          return {
+            fetchPodMetricsByNamespaces: (...args) => fetcher.fetchPodMetricsByNamespaces(...args),
+            fetchObjectsForService(params) {
+              const key = JSON.stringify([
+                params.clusterDetails.name,
+                params.labelSelector,
+                params.namespace,
+                [...params.objectTypesToFetch].map((t) => t.plural),
+                params.customResources.map((c) => c.plural),
+              ]);
+              let answer = prepared.get(key);
+              if (!answer) {
+                answer = fetcher.fetchObjectsForService(params);
+                prepared.set(key, answer);
+              }
+              return answer;
+            },
+          };
+        });
+      },
+    });
+  },
+});
 
 async function main() {
   const config = {
@@ -52,6 +91,7 @@ async function main() {
     mockServices.rootLogger.factory({ level: 'warn' }),
   ];
   if (variant === 'native') features.push(import('kube-watch-native/backstage'));
+  if (variant === 'floor') features.push(floorModule);
   const backend = await startTestBackend({ features });
   process.send({ type: 'ready', port: backend.server.address().port });
   process.on('message', async (msg) => {
