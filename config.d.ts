@@ -51,6 +51,22 @@ export interface Config {
        */
       rotatingAuthProviders?: string[];
       /**
+       * The live tab, when the Signals backend plugin is installed: each user who loaded an
+       * entity gets a signal on `kubernetes:<entityRef>` (no object data) when an informer
+       * that served the load sees a change to what the entity's request selects, and the
+       * frontend's LiveKubernetesApi (kube-watch-native/live-frontend) refetches.
+       */
+      live?: {
+        /** Default true (with the Signals backend plugin installed). */
+        enabled?: boolean;
+        /** How long after a load its user is still signalled. Default 10 minutes. */
+        viewerTtl?: HumanDuration | string;
+        /** At most one signal per entity and user this often. Default 250 ms. */
+        minInterval?: HumanDuration | string;
+        /** (user, entity) pairs remembered at most; the oldest go first. Default 10 000. */
+        maxViewers?: number;
+      };
+      /**
        * The object types answered from informers, by Backstage's `objectType` names (`pods`,
        * `services`, …, `customresources` for every custom resource). Other types go to the
        * default fetcher. Default: every type but `secrets`, whose data is then never cached,

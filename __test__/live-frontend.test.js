@@ -20,7 +20,12 @@ function fakeSignals() {
     ws: { readyState: 1 },
     connecting: undefined,
     subscribedChannels: new Set(),
+    subscribes: 0,
+    /** As SignalClient: a subscribe() connects when there is no WebSocket (after a normal close). */
+    connectOnSubscribe: false,
     subscribe(channel, onMessage) {
+      api.subscribes += 1;
+      if (!api.ws && api.connectOnSubscribe) api.reconnect();
       const key = ++id;
       subscriptions.set(key, { channel, onMessage });
       if (api.ws) api.subscribedChannels.add(channel);
@@ -159,6 +164,25 @@ test('while the connection is down every call goes to the network; a reconnect r
   await api.getObjectsByEntity({ entity: SVC_A });
   await api.getObjectsByEntity({ entity: SVC_A });
   assert.equal(client.calls.length, 4, 'up again: one refetch, then memory');
+});
+
+test('a connection the client closed for good (a graceful backend restart) is opened again by a new subscribe, at most every resubscribeMs', async () => {
+  const { api, client, signals, clock } = await setUp();
+  signals.connectOnSubscribe = true;
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(signals.subscribes, 1);
+  signals.drop(); // closed with 1001: SignalClient does not reconnect by itself
+  clock.advance(1000);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(signals.subscribes, 1, 'not again within resubscribeMs');
+  assert.equal(client.calls.length, 2, 'down: the network');
+  clock.advance(5000);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(signals.subscribes, 2, 'subscribed again, which connects');
+  assert.deepEqual(signals.channels, ['kubernetes:component:default/svc-a'], 'the old subscription is gone');
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 4, 'live again: one refetch, then memory');
 });
 
 test('a closing WebSocket, or a channel the server was not told of yet, is no connection', async () => {

@@ -10,8 +10,8 @@ const assert = require('node:assert/strict');
 const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
 const { NativeInformerFetcher } = require('../backstage/fetcher');
-const { liveRequestContext, createLivePublisher } = require('../backstage/live');
-const { startCluster, startLiveBackend, LIVE_SVC, OTHER_SVC } = require('./live-helpers');
+const { liveRequestContext } = require('../backstage/live');
+const { startCluster, startLiveBackend, LIVE_SVC, OTHER_SVC, pod } = require('./live-helpers');
 
 const ALICE = 'user:default/mock'; // mock-user-token
 const BOB = 'user:default/other';
@@ -44,49 +44,98 @@ async function load(backend, token, entity) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-test('a change reaches the user who loaded the entity, not another user', { timeout: 30_000 }, async (t) => {
-  // What the fetcher sees of each load: the context the objects provider set.
-  const seen = [];
-  const original = NativeInformerFetcher.prototype.fetchObjectsForService;
-  NativeInformerFetcher.prototype.fetchObjectsForService = function (params) {
-    seen.push(liveRequestContext.getStore());
-    return original.call(this, params);
-  };
-  t.after(() => {
-    NativeInformerFetcher.prototype.fetchObjectsForService = original;
-  });
+/** Waits until `check()` holds, polling every 20 ms, for at most `ms`. */
+async function until(check, ms, what) {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(20);
+  }
+}
 
-  const sim = await startCluster();
-  t.after(() => sim.close?.());
-  const backend = await startLiveBackend(sim);
-  t.after(() => backend.stop());
+test(
+  'a change reaches the user who loaded the entity, not another user; coalesced, scoped to the selector, until viewerTtl',
+  { timeout: 60_000 },
+  async (t) => {
+    // What the fetcher sees of each load: the context the objects provider set.
+    const seen = [];
+    const original = NativeInformerFetcher.prototype.fetchObjectsForService;
+    NativeInformerFetcher.prototype.fetchObjectsForService = function (params) {
+      seen.push(liveRequestContext.getStore());
+      return original.call(this, params);
+    };
+    t.after(() => {
+      NativeInformerFetcher.prototype.fetchObjectsForService = original;
+    });
 
-  const alice = await connect(backend.port, 'mock-user-token', CHANNEL);
-  const bob = await connect(backend.port, BOB_TOKEN, CHANNEL); // same channel, never loaded it
-  t.after(() => {
-    alice.ws.terminate();
-    bob.ws.terminate();
-  });
+    const sim = await startCluster();
+    t.after(() => sim.close?.());
+    const VIEWER_TTL_MS = 6000;
+    const backend = await startLiveBackend(sim, {
+      live: { viewerTtl: `${VIEWER_TTL_MS}ms`, minInterval: '250ms' },
+    });
+    t.after(() => backend.stop());
 
-  await load(backend, 'mock-user-token', LIVE_SVC);
-  await load(backend, BOB_TOKEN, OTHER_SVC);
-  assert.deepEqual(seen, [
-    { userEntityRef: ALICE, entityRef: 'component:default/live-svc' },
-    { userEntityRef: BOB, entityRef: 'component:default/other-svc' },
-  ]);
+    const alice = await connect(backend.port, 'mock-user-token', CHANNEL);
+    const bob = await connect(backend.port, BOB_TOKEN, CHANNEL); // same channel, never loaded it
+    t.after(() => {
+      alice.ws.terminate();
+      bob.ws.terminate();
+    });
 
-  // The fetcher's part, done here until it does it: viewed() per load, changed() per change.
-  const publisher = createLivePublisher({ signals: backend.signals, minIntervalMs: 250 });
-  t.after(() => publisher.close());
-  for (const { userEntityRef, entityRef } of seen)
-    publisher.viewed(userEntityRef, entityRef, [`sim|pods|${entityRef}`]);
-  await sleep(200); // the subscribe messages are in
-  publisher.changed('sim|pods|component:default/live-svc', { clusters: ['sim'] });
-  for (let i = 0; i < 100 && alice.received.length === 0; i++) await sleep(20);
-  await sleep(300);
-  assert.equal(alice.received.length, 1);
-  assert.equal(alice.received[0].channel, CHANNEL);
-  assert.deepEqual(alice.received[0].message.clusters, ['sim']);
-  assert.deepEqual(Object.keys(alice.received[0].message).sort(), ['at', 'clusters'], 'no object data');
-  assert.deepEqual(bob.received, [], 'Bob subscribed to the channel but never loaded the entity');
-});
+    await load(backend, 'mock-user-token', LIVE_SVC);
+    const loadedAt = Date.now();
+    await load(backend, BOB_TOKEN, OTHER_SVC);
+    assert.deepEqual(seen.slice(0, 2), [
+      { userEntityRef: ALICE, entityRef: 'component:default/live-svc' },
+      { userEntityRef: BOB, entityRef: 'component:default/other-svc' },
+    ]);
+    await sleep(300); // the subscribe messages are in, the informers watching
+    alice.received.length = 0;
+
+    // A pod of live-svc is added: Alice, who loaded it, is told; Bob, on the same channel, is not.
+    const changedAt = Date.now();
+    sim.create('pods', pod('live-svc-2', 'live-svc'));
+    await until(() => alice.received.length > 0, 1000, 'Alice’s signal within 1 s');
+    t.diagnostic(`change to signal: ${Date.now() - changedAt} ms`);
+    await sleep(400);
+    assert.equal(alice.received.length, 1, 'one signal for one change');
+    assert.equal(alice.received[0].channel, CHANNEL);
+    assert.deepEqual(alice.received[0].message.clusters, ['sim']);
+    assert.deepEqual(Object.keys(alice.received[0].message).sort(), ['at', 'clusters'], 'no object data');
+    assert.deepEqual(bob.received, [], 'Bob subscribed to the channel but never loaded the entity');
+
+    // An object no loaded entity selects: nobody.
+    sim.create('pods', pod('unrelated-1', 'unrelated'));
+    sim.patch(
+      'pods',
+      'default',
+      'other-svc-1',
+      (p) => void (p.metadata.annotations = { seen: 'by Bob only' }),
+    );
+    await sleep(600);
+    assert.equal(alice.received.length, 1, 'no signal for objects outside Alice’s entity');
+
+    // 1 000 changes in one second: at most 1 s / minInterval + 1 signals.
+    const before = alice.received.length;
+    const burstStart = Date.now();
+    for (let i = 0; i < 1000; i++) {
+      sim.patch('pods', 'default', 'live-svc-1', (p) => void (p.metadata.annotations = { n: String(i) }));
+      if (i % 100 === 99) await sleep(Math.max(0, burstStart + ((i + 1) / 1000) * 1000 - Date.now()));
+    }
+    const burstMs = Date.now() - burstStart;
+    await sleep(600);
+    const burst = alice.received.length - before;
+    // The first at once, then one per 250 ms while changes come: 1 s / minInterval + 1 for 1 s.
+    const most = Math.ceil(burstMs / 250) + 1;
+    t.diagnostic(`1000 changes in ${burstMs} ms: ${burst} signals (at most ${most})`);
+    assert.ok(burst >= 2 && burst <= most, `${burst} signals for 1000 changes in ${burstMs} ms`);
+
+    // Past viewerTtl since Alice's load, her changes signal nobody.
+    await sleep(Math.max(0, loadedAt + VIEWER_TTL_MS + 200 - Date.now()));
+    const expired = alice.received.length;
+    sim.create('pods', pod('live-svc-3', 'live-svc'));
+    await sleep(700);
+    assert.equal(alice.received.length, expired, 'no signal once viewerTtl has passed');
+  },
+);

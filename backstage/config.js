@@ -54,6 +54,8 @@ const DEFAULTS = {
   // bench/fleet.js holds 1.1 GB of JSON, 0.4 GB with managedFields stripped.
   maxCachedBytes: 1024 * 1024 * 1024,
   rotatingAuthProviders: DEFAULT_ROTATING_PROVIDERS,
+  /** The live tab (./live.js), when the Signals backend plugin is installed. */
+  live: { enabled: true, viewerTtlMs: 10 * 60_000, maxViewers: 10_000, minIntervalMs: 250 },
 };
 
 function configError(key, message) {
@@ -67,22 +69,26 @@ function configError(key, message) {
 function readNativeInformersConfig(config) {
   const section = config.getOptionalConfig(PREFIX);
   if (!section) return { ...DEFAULTS, objectTypes: new Set(DEFAULT_OBJECT_TYPES) };
-  const duration = (key, fallback) => {
-    if (section.getOptional(key) === undefined) return fallback;
+  const live = section.getOptionalConfig('live');
+  /** `key` of `within` (the section, or its `live`), named as the operator writes it. */
+  const name = (key, within) => (within === section ? key : `live.${key}`);
+  const duration = (key, fallback, within = section) => {
+    if (within.getOptional(key) === undefined) return fallback;
     let ms;
     try {
-      ms = durationToMilliseconds(readDurationFromConfig(section, { key }));
+      ms = durationToMilliseconds(readDurationFromConfig(within, { key }));
     } catch (err) {
-      throw configError(key, err.message);
+      throw configError(name(key, within), err.message);
     }
-    if (!Number.isFinite(ms) || ms <= 0) throw configError(key, 'must be longer than zero');
+    if (!Number.isFinite(ms) || ms <= 0) throw configError(name(key, within), 'must be longer than zero');
     return ms;
   };
-  const count = (key, fallback) => {
-    const value = section.getOptionalNumber(key);
+  const count = (key, fallback, within = section) => {
+    const value = within.getOptionalNumber(key);
     if (value === undefined) return fallback;
-    if (!Number.isInteger(value) || value < 1)
-      throw configError(key, `must be a whole number above zero, got ${value}`);
+    if (!Number.isInteger(value) || value < 1) {
+      throw configError(name(key, within), `must be a whole number above zero, got ${value}`);
+    }
     return value;
   };
   const types = section.getOptionalStringArray('objectTypes');
@@ -105,6 +111,14 @@ function readNativeInformersConfig(config) {
     rotatingAuthProviders:
       section.getOptionalStringArray('rotatingAuthProviders') ?? DEFAULTS.rotatingAuthProviders,
     objectTypes: new Set(types ?? DEFAULT_OBJECT_TYPES),
+    live: live
+      ? {
+          enabled: live.getOptionalBoolean('enabled') ?? DEFAULTS.live.enabled,
+          viewerTtlMs: duration('viewerTtl', DEFAULTS.live.viewerTtlMs, live),
+          maxViewers: count('maxViewers', DEFAULTS.live.maxViewers, live),
+          minIntervalMs: duration('minInterval', DEFAULTS.live.minIntervalMs, live),
+        }
+      : DEFAULTS.live,
   };
 }
 

@@ -33,6 +33,7 @@
 const crypto = require('node:crypto');
 const { parseSelector, requiresKey, matchesUnlabelled, SelectorError } = require('./selector');
 const { DEFAULT_OBJECT_TYPES, DEFAULT_ROTATING_PROVIDERS, DEFAULTS } = require('./config');
+const { liveRequestContext } = require('./live');
 
 /** The label the Kubernetes plugin selects entities' objects by. */
 const ID_LABEL = 'backstage.io/kubernetes-id';
@@ -91,24 +92,14 @@ const WARN_EVERY_MS = 60_000;
  * changed while it was closed, which the API server writes right after the headers.
  */
 const WATCH_SETTLE_MS = 250;
-/** Answers remembered per informer (per namespace and selector). */
+/** Answers remembered per informer (per namespace and selector); likewise the live tab's keys. */
 const MEMO_LIMIT = 256;
-
-/** Backstage's `statusCodeToErrorType` (KubernetesConnection). */
-function statusCodeToErrorType(statusCode) {
-  switch (statusCode) {
-    case 400:
-      return 'BAD_REQUEST';
-    case 401:
-      return 'UNAUTHORIZED_ERROR';
-    case 404:
-      return 'NOT_FOUND';
-    case 500:
-      return 'SYSTEM_ERROR';
-    default:
-      return 'UNKNOWN_ERROR';
-  }
-}
+/**
+ * An informer with live viewers is looked at again at most this often: a busy type's changes
+ * cost its answers' comparison a few times a second, not once per change (the publisher then
+ * sends at most one signal per viewer per `live.minInterval`).
+ */
+const LIVE_CHECK_MS = 100;
 
 /** The path the default fetcher's LIST goes to, as its KubernetesFetchError names it. */
 function resourcePathFor(clusterDetails, { group, apiVersion, plural }, namespace) {
@@ -188,6 +179,12 @@ class Entry {
     this.scope = undefined;
     /** `${objectType}\0${namespace}\0${selector}` → { generation, answer }. */
     this.memo = new Map();
+    /** The live tab's watch keys on this informer → { namespace, selector, last fingerprint }. */
+    this.watched = new Map();
+    /** Ends the live tab's following of this informer; null while not followed. */
+    this.unfollow = null;
+    this.checkTimer = null;
+    this.checkedAt = 0;
   }
 
   touch() {
@@ -226,6 +223,10 @@ class Entry {
 
   close() {
     this.memo.clear();
+    this.watched.clear();
+    this.unfollow?.();
+    this.unfollow = null;
+    clearTimeout(this.checkTimer);
     this.informer.close();
   }
 }
@@ -241,6 +242,8 @@ class NativeInformerFetcher {
   #maxInformers;
   #maxCachedBytes;
   #rotating;
+  /** The live tab's publisher (./live.js), when the Signals plugin is installed. */
+  #publisher;
   /** Entry by informer key. */
   #entries = new Map();
   /** Identity by identity key: what holds credentials, pruned with the informers. */
@@ -272,6 +275,7 @@ class NativeInformerFetcher {
    * @param {number} [options.maxInformers] informers open at most
    * @param {number} [options.maxCachedBytes] JSON cached at most, over all informers
    * @param {string[]} [options.rotatingAuthProviders] providers whose rotating tokens keep their informers
+   * @param {ReturnType<import('./live').createLivePublisher>} [options.live] the live tab's publisher
    */
   constructor({
     watcher,
@@ -284,6 +288,7 @@ class NativeInformerFetcher {
     maxInformers = DEFAULTS.maxInformers,
     maxCachedBytes = DEFAULTS.maxCachedBytes,
     rotatingAuthProviders = DEFAULT_ROTATING_PROVIDERS,
+    live,
   }) {
     this.#watcher = watcher;
     this.#default = defaultFetcher;
@@ -295,6 +300,7 @@ class NativeInformerFetcher {
     this.#maxInformers = maxInformers;
     this.#maxCachedBytes = maxCachedBytes;
     this.#rotating = new Set(rotatingAuthProviders);
+    this.#publisher = live ?? null;
     const every = Math.min(Math.max(idleTimeoutMs / 4, 50), 30_000);
     this.#sweeper = setInterval(() => this.#sweep(), every);
     this.#sweeper.unref();
@@ -366,6 +372,7 @@ class NativeInformerFetcher {
       this.#answered[answer instanceof Promise ? 'delegated' : 'cached']++;
       return answer;
     });
+    if (this.#publisher) this.#viewed(entries, selector, namespace);
     return Promise.all(results).then((all) => ({
       errors: all.filter(isError),
       responses: all.filter((r) => !isError(r)),
@@ -663,6 +670,87 @@ class NativeInformerFetcher {
     return { type: resource.objectType, resources: out };
   }
 
+  /**
+   * The live tab: a user's load (the objects provider's `liveRequestContext`) depends on these
+   * informers' answers for its selector and namespace; the publisher is told, and each informer
+   * is followed, so that a change to any of those answers signals the user.
+   */
+  #viewed(entries, selector, namespace) {
+    const viewer = liveRequestContext.getStore();
+    if (!viewer) return;
+    const keys = [];
+    for (const entry of entries) {
+      if (!entry || this.#entries.get(entry.key) !== entry) continue;
+      const key = `${entry.key}\0${namespace ?? ''}\0${selector}`;
+      if (!entry.watched.has(key)) {
+        if (entry.watched.size >= MEMO_LIMIT) entry.watched.delete(entry.watched.keys().next().value);
+        entry.watched.set(key, { namespace, selector, last: this.#fingerprint(entry, namespace, selector) });
+      }
+      this.#follow(entry);
+      keys.push(key);
+    }
+    if (keys.length > 0) this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys);
+  }
+
+  /**
+   * What a viewer's answer from `entry` is now, as a short string: its failure, whether it is
+   * synced, and a hash of the objects it selects (the text, unparsed).
+   */
+  #fingerprint(entry, namespace, selector) {
+    const state = entry.informer.state();
+    let text = '';
+    if (state.synced) {
+      try {
+        text = entry.informer.listText({ namespace, labelSelector: selector });
+      } catch {
+        // A selector the native cache refuses: its answer is the default's, which never changes here.
+      }
+    }
+    const digest = crypto.createHash('sha256').update(text).digest('base64url');
+    return `${state.error?.statusCode ?? ''}|${state.synced}|${digest}`;
+  }
+
+  /** Looks again at `entry` when it syncs, fails, recovers, ends or (once armed) changes. */
+  #follow(entry) {
+    if (entry.unfollow) return;
+    entry.unfollow = entry.informer.onStateChange(() => this.#scheduleCheck(entry));
+    if (!entry.informer.armChangeNotice(entry.informer.state().generation)) this.#scheduleCheck(entry);
+  }
+
+  #scheduleCheck(entry) {
+    if (entry.checkTimer !== null) return;
+    const wait = Math.max(0, entry.checkedAt + LIVE_CHECK_MS - Date.now());
+    entry.checkTimer = setTimeout(() => {
+      entry.checkTimer = null;
+      this.#check(entry);
+    }, wait);
+    entry.checkTimer.unref?.();
+  }
+
+  /** Signals every watch key of `entry` whose answer changed; forgets the keys nobody watches. */
+  #check(entry) {
+    if (this.#entries.get(entry.key) !== entry || !this.#publisher) return;
+    entry.checkedAt = Date.now();
+    // Read before the answers, so a change while they are compared arms no stale notice.
+    const { generation } = entry.informer.state();
+    for (const [key, watched] of entry.watched) {
+      if (!this.#publisher.watching(key)) {
+        entry.watched.delete(key);
+        continue;
+      }
+      const now = this.#fingerprint(entry, watched.namespace, watched.selector);
+      if (now === watched.last) continue;
+      watched.last = now;
+      this.#publisher.changed(key, { clusters: [entry.description.cluster] });
+    }
+    if (entry.watched.size === 0) {
+      entry.unfollow?.();
+      entry.unfollow = null;
+      return;
+    }
+    if (!entry.informer.armChangeNotice(generation)) this.#scheduleCheck(entry);
+  }
+
   #sweep() {
     const now = Date.now();
     for (const entry of this.#entries.values()) {
@@ -692,7 +780,6 @@ class NativeInformerFetcher {
 
 module.exports = {
   NativeInformerFetcher,
-  statusCodeToErrorType,
   resourcePathFor,
   ID_LABEL,
   SERVER_SIDE_PROVIDERS,

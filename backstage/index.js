@@ -85,15 +85,15 @@ const kubernetesModuleNativeInformers = createBackendModule({
           );
           return;
         }
-        const publisher = await setUpLive({ config, logger, ...live });
+        const publisher = await setUpLive({ options: options.live, logger, ...live });
         let fetcher;
         fetchers.addFetcher(async ({ getDefault }) => {
           fetcher = new NativeInformerFetcher({
             watcher,
             defaultFetcher: await getDefault(),
             logger,
-            live: publisher,
             ...options,
+            live: publisher,
           });
           return fetcher;
         });

@@ -13,9 +13,6 @@
 
 const { createLivePublisher, liveRequestContext } = require('./live');
 
-/** Defaults of `kubernetes.nativeInformers.live`. */
-const LIVE_DEFAULTS = { enabled: true, viewerTtlMs: 600_000, maxViewers: 10_000, minIntervalMs: 250 };
-
 /** `@backstage/plugin-signals-node` if the app has it installed, else null. */
 function loadSignalsNode() {
   try {
@@ -24,28 +21,6 @@ function loadSignalsNode() {
     if (error?.code === 'MODULE_NOT_FOUND') return null;
     throw error;
   }
-}
-
-/** Milliseconds from a config value: a number (ms), or a duration (`'10m'`, `{ minutes: 10 }`, ISO). */
-function readMs(config, key, fallback) {
-  if (!config.has(key)) return fallback;
-  const value = config.getOptional(key);
-  if (typeof value === 'number') return value;
-  const { readDurationFromConfig } = require('@backstage/config');
-  const { durationToMilliseconds } = require('@backstage/types');
-  return durationToMilliseconds(readDurationFromConfig(config, { key }));
-}
-
-/** `kubernetes.nativeInformers.live`, with its defaults. */
-function readLiveConfig(rootConfig) {
-  const config = rootConfig.getOptionalConfig('kubernetes.nativeInformers.live');
-  if (!config) return { ...LIVE_DEFAULTS };
-  return {
-    enabled: config.getOptionalBoolean('enabled') ?? LIVE_DEFAULTS.enabled,
-    viewerTtlMs: readMs(config, 'viewerTtl', LIVE_DEFAULTS.viewerTtlMs),
-    maxViewers: config.getOptionalNumber('maxViewers') ?? LIVE_DEFAULTS.maxViewers,
-    minIntervalMs: readMs(config, 'minInterval', LIVE_DEFAULTS.minIntervalMs),
-  };
 }
 
 /** `catalog-model`'s stringifyEntityRef, which the frontend uses for the channel name too. */
@@ -93,9 +68,8 @@ class LiveObjectsProvider {
  * is installed and `kubernetes.nativeInformers.live.enabled` is not false; else undefined.
  * Called from the module's init, where extension points still take registrations.
  */
-async function setUpLive({ config, logger, signals, objectsProviders, auth, instanceMetadata }) {
+async function setUpLive({ options, logger, signals, objectsProviders, auth, instanceMetadata }) {
   if (!signals) return undefined; // @backstage/plugin-signals-node is not installed
-  const options = readLiveConfig(config);
   if (!options.enabled) {
     logger.info(
       'kube-watch-native: kubernetes.nativeInformers.live.enabled is false; the tab polls as usual',
@@ -119,8 +93,6 @@ async function setUpLive({ config, logger, signals, objectsProviders, auth, inst
 module.exports = {
   setUpLive,
   loadSignalsNode,
-  readLiveConfig,
   LiveObjectsProvider,
   entityRefOf,
-  LIVE_DEFAULTS,
 };

@@ -203,6 +203,15 @@ function createLivePublisher({
       }
     },
 
+    /** Whether a viewer not yet expired depends on this watch key. */
+    watching(watchKey) {
+      const ids = byKey.get(watchKey);
+      if (!ids) return false;
+      const t = now();
+      for (const id of ids) if (viewers.get(id)?.expiresAt > t) return true;
+      return false;
+    },
+
     /** (user, entity) pairs remembered now. */
     get size() {
       return viewers.size;

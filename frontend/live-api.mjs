@@ -61,7 +61,8 @@ export class LiveKubernetesApi {
   #now;
   #setTimer;
   #connectionOf;
-  /** entityRef -> { subscription, version, lastAsked, cancelIdle } while some component asks. */
+  #resubscribeMs;
+  /** entityRef -> { subscription, version, lastAsked, cancelIdle, subscribedAt } while some component asks. */
   #entities = new Map();
   /** requestKey -> { entityRef, body, value, at, version, connection }. */
   #answers = new Map();
@@ -76,6 +77,9 @@ export class LiveKubernetesApi {
    * @param {number} [options.idleMs] an entity nobody asked about for this long is unsubscribed (60 s)
    * @param {(signalApi: object, channel: string) => object | null} [options.connectionOf]
    *   the live connection for a channel (its identity changes on reconnect), or null when down
+   * @param {number} [options.resubscribeMs] while a watched channel has no connection, subscribe
+   *   it again at most this often (5 s): the signals client does not reconnect by itself after a
+   *   normal close (a backend's graceful restart closes with 1001), but a subscribe() connects
    */
   constructor({
     client,
@@ -85,6 +89,7 @@ export class LiveKubernetesApi {
     now = Date.now,
     setTimer = defaultSetTimer,
     connectionOf = signalClientConnection,
+    resubscribeMs = 5000,
   }) {
     if (!client) throw new TypeError('LiveKubernetesApi: options.client is required');
     if (!signalApi || typeof signalApi.subscribe !== 'function') {
@@ -97,6 +102,7 @@ export class LiveKubernetesApi {
     this.#now = now;
     this.#setTimer = setTimer;
     this.#connectionOf = connectionOf;
+    this.#resubscribeMs = resubscribeMs;
   }
 
   getObjectsByEntity(requestBody) {
@@ -156,6 +162,7 @@ export class LiveKubernetesApi {
     const key = requestKey(method, entityRef, request);
     const body = JSON.stringify(request);
     const connection = this.#connectionOf(this.#signalApi, channelOf(entityRef));
+    if (connection === null) this.#resubscribe(entityRef, watched);
     const hit = this.#answers.get(key);
     if (
       hit &&
@@ -190,16 +197,33 @@ export class LiveKubernetesApi {
   #watch(entityRef) {
     let watched = this.#entities.get(entityRef);
     if (!watched) {
-      watched = { subscription: null, version: 0, lastAsked: 0, cancelIdle: null };
+      watched = { subscription: null, version: 0, lastAsked: 0, cancelIdle: null, subscribedAt: 0 };
       this.#entities.set(entityRef, watched);
-      watched.subscription = this.#signalApi.subscribe(channelOf(entityRef), () => {
-        watched.version += 1;
-        this.#forgetAnswers(entityRef);
-      });
+      this.#subscribe(entityRef, watched);
       this.#armIdle(entityRef, watched, this.#idleMs);
     }
     watched.lastAsked = this.#now();
     return watched;
+  }
+
+  #subscribe(entityRef, watched) {
+    watched.subscribedAt = this.#now();
+    watched.subscription = this.#signalApi.subscribe(channelOf(entityRef), () => {
+      watched.version += 1;
+      this.#forgetAnswers(entityRef);
+    });
+  }
+
+  /**
+   * The channel has no connection: subscribe it again (at most every `resubscribeMs`), which
+   * makes the signals client connect if it gave up; the new subscription is made before the old
+   * one goes, so the client never has none (it would close its connection).
+   */
+  #resubscribe(entityRef, watched) {
+    if (this.#now() - watched.subscribedAt < this.#resubscribeMs) return;
+    const old = watched.subscription;
+    this.#subscribe(entityRef, watched);
+    old?.unsubscribe();
   }
 
   /** One timer per entity, re-armed when it fires and someone asked meanwhile. */
