@@ -484,3 +484,26 @@ test('identities are pruned with their informers; a request whose open fails clo
   await fetcher.fetchObjectsForService(broken);
   assert.deepEqual(fetcher.informers(), [], 'the pods informer the request opened first is closed too');
 });
+
+test('an idle sweep during the sync wait leaves the entry a request is about to use', async (t) => {
+  const { sim, fetcher, defaultFetcher, as } = await twoTokens(t, {
+    idleTimeoutMs: 100,
+    syncTimeoutMs: 2000,
+  });
+  sim.nextWatchFault({ delayMs: 600 });
+  const answer = await fetcher.fetchObjectsForService(as('tok-good-1'));
+  assert.deepEqual(names(answer), ['p1'], 'answered from the informer it waited for');
+  assert.equal(defaultFetcher.calls.length, 0);
+});
+
+test('a cluster-wide informer refused (403) is not opened again while namespaced loads keep coming', async (t) => {
+  const { sim, fetcher, as } = await twoTokens(t);
+  sim.options.tokens['tok-team-3'] = { user: 'team', rules: [{ namespaces: ['team'] }] };
+  for (let i = 0; i < 5; i++) {
+    assert.deepEqual(names(await fromCache(fetcher, as('tok-team-3', { namespace: 'team' }))), ['p1']);
+  }
+  const clusterWide = sim.requests.filter(
+    (r) => r.query.watch && r.path === '/api/v1/pods' && r.headers.authorization === 'Bearer tok-team-3',
+  );
+  assert.equal(clusterWide.length, 1, 'tried once');
+});

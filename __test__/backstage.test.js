@@ -332,8 +332,25 @@ test('the watcher service is one NativeKubernetesWatcher for every plugin', asyn
       },
     });
   const backend = await startTestBackend({ features: [plugin('one'), plugin('two')] });
-  await backend.stop();
   assert.equal(seen.length, 2);
   assert.ok(seen[0] instanceof NativeKubernetesWatcher);
   assert.equal(seen[0], seen[1]);
+  // A plugin's informer of that watcher: the backend's shutdown (rootLifecycle) closes it.
+  const sim = await createSimulator({});
+  try {
+    const informer = seen[0].informer({
+      clusterDetails: { name: 'plain', url: sim.url, authMetadata: {} },
+      credential: { type: 'bearer token', token: 't' },
+      group: '',
+      apiVersion: 'v1',
+      plural: 'pods',
+    });
+    await informer.synced;
+    assert.equal(sim.activeWatches(), 1);
+    await backend.stop();
+    assert.equal(informer.state().finished, true, 'closed by the shutdown');
+    await eventually(() => sim.activeWatches() === 0, { what: 'the watch to end' });
+  } finally {
+    await sim.close();
+  }
 });

@@ -173,6 +173,8 @@ class Entry {
     this.informer = informer;
     this.description = description;
     this.lastUsed = Date.now();
+    /** Requests between choosing this entry and answering from it: the idle sweep leaves it be. */
+    this.inUse = 0;
     /** Until when the first requests wait for the initial list; null before the first. */
     this.waitUntil = null;
     /** 'namespaced' or 'cluster' once known (a cluster-wide informer asked for a namespace). */
@@ -367,6 +369,8 @@ class NativeInformerFetcher {
       return this.#delegateAll(params);
     }
 
+    // Answered now: the entries are used as of this moment, whatever the wait took.
+    for (const entry of entries) entry?.touch();
     const results = resources.map((resource, i) => {
       const answer = this.#answer(params, resource, i >= types.length, entries[i], selector, namespace);
       this.#answered[answer instanceof Promise ? 'delegated' : 'cached']++;
@@ -542,9 +546,15 @@ class NativeInformerFetcher {
     );
   }
 
+  /** Waits for the entries to settle (at most syncTimeout), kept from the idle sweep meanwhile. */
   async #settle(entries) {
-    const pending = entries.filter(Boolean).map((entry) => entry.wait(this.#syncTimeoutMs));
-    if (pending.length > 0) await Promise.all(pending);
+    const held = entries.filter(Boolean);
+    for (const entry of held) entry.inUse++;
+    try {
+      await Promise.all(held.map((entry) => entry.wait(this.#syncTimeoutMs)));
+    } finally {
+      for (const entry of held) entry.inUse--;
+    }
   }
 
   /** One resource's answer: from the cache when it equals the default's, else the default's. */
@@ -754,7 +764,7 @@ class NativeInformerFetcher {
   #sweep() {
     const now = Date.now();
     for (const entry of this.#entries.values()) {
-      if (now - entry.lastUsed >= this.#idleTimeoutMs) {
+      if (entry.inUse === 0 && now - entry.lastUsed >= this.#idleTimeoutMs) {
         this.#logger?.debug?.(
           `kube-watch-native: informer for ${entry.description.plural} of cluster ${entry.description.cluster} closed after ${Math.round(
             (now - entry.lastUsed) / 1000,

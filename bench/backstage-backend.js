@@ -1,7 +1,8 @@
 'use strict';
 // The Backstage benchmark's backend: a real Backstage backend (startTestBackend with the real
 // @backstage/plugin-kubernetes-backend and a catalog of `entities` entities) in its own process,
-// forked by bench/backstage.js, with kube-watch-native/backstage (`native`), without it
+// forked by bench/backstage.js, with kube-watch-native/backstage (`native`; `native-strip` with
+// `stripManagedFields: true`), without it
 // (`default`), or with the floor's fetcher (`floor`): the default fetcher's first answer to each
 // request, kept and handed back as it is from then on, so what remains of a load is Backstage's
 // own router, fan-out and JSON, the part no fetcher can take away. It tells its parent its HTTP port; the parent measures it from outside
@@ -81,6 +82,7 @@ async function main() {
         },
       ],
       customResources: [{ group: 'example.com', apiVersion: 'v1', plural: 'widgets' }],
+      ...(variant === 'native-strip' && { nativeInformers: { stripManagedFields: true } }),
     },
   };
   const features = [
@@ -90,7 +92,7 @@ async function main() {
     // The plugin logs a line per load at info: both variants alike, at warn.
     mockServices.rootLogger.factory({ level: 'warn' }),
   ];
-  if (variant === 'native') features.push(import('kube-watch-native/backstage'));
+  if (variant.startsWith('native')) features.push(import('kube-watch-native/backstage'));
   if (variant === 'floor') features.push(floorModule);
   const backend = await startTestBackend({ features });
   process.send({ type: 'ready', port: backend.server.address().port });

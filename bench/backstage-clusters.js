@@ -11,6 +11,8 @@
 //   { cmd: 'requests' } → { requests }: requests received by all clusters since the last ask
 //   { cmd: 'change' }  → { entity, cluster, name, value }: a pod of the next entity that has one
 //                        gets the annotation `bench/changed: <value>`
+//   { cmd: 'churn', perSecond, seconds } → { changes }: that many pod changes a second, spread
+//                        over the entities' pods, for that long, then the answer
 //   { cmd: 'stop' }
 
 const { createSimulator, certs } = require('../sim');
@@ -138,6 +140,20 @@ async function main() {
         pod.metadata.annotations = { ...pod.metadata.annotations, 'bench/changed': value };
       });
       reply({ id: msg.id, entity, cluster: `cluster-${target.c}`, name, value });
+    } else if (msg.cmd === 'churn') {
+      const targets = [...byEntity.values()];
+      const total = msg.perSecond * msg.seconds;
+      const started = Date.now();
+      for (let n = 0; n < total; n++) {
+        const target = targets[n % targets.length];
+        const { name, namespace } = target.stored.metadata;
+        sims[target.c].patch('pods', namespace, name, (pod) => {
+          pod.metadata.annotations = { ...pod.metadata.annotations, 'bench/churn': String(n) };
+        });
+        const due = started + ((n + 1) * 1000) / msg.perSecond;
+        if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+      }
+      reply({ id: msg.id, changes: total });
     } else if (msg.cmd === 'stop') {
       await Promise.all(sims.map((s) => s.close()));
       process.exit(0);

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict';
-// `npm run bench:backstage` → node bench/backstage.js [--seconds=N] [--runs=N] [--json=file]
+// `npm run bench:backstage` → node bench/backstage.js [--seconds=N] [--runs=N] [--strip] [--json=file]
 //
 // Backstage's Kubernetes tab, with and without kube-watch-native/backstage, side by side in one
 // run. Six simulated clusters (bench/backstage-clusters.js, their own process: 20 ms added to
@@ -27,12 +27,17 @@ const path = require('node:path');
 const argv = process.argv.slice(2);
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 for (const a of argv) {
-  if (!/^--(seconds=\d+|runs=\d+|json=.+)$/.test(a)) {
+  if (!/^--(seconds=\d+|runs=\d+|strip|json=.+)$/.test(a)) {
     console.error(`unknown option ${a}; see the header of bench/backstage.js`);
     process.exit(2);
   }
 }
 const SECONDS = Number(opt('seconds') ?? 120);
+/** `--strip`: a fourth variant, the module with `stripManagedFields: true` (its RSS, mostly). */
+const STRIP = argv.includes('--strip');
+/** Pod changes a second while nobody loads, for the main thread's CPU per change. */
+const CHURN_PER_SECOND = 100;
+const CHURN_SECONDS = 10;
 const RUNS = Number(opt('runs') ?? 1);
 const OBJECTS = 20_000;
 const LABELLED = 3_000;
@@ -136,6 +141,15 @@ async function measure(clusters, info, variant) {
   const cpu1 = { main: threadCpu(pid), all: processCpu(pid) };
   const { requests } = await clusters.request({ cmd: 'requests' });
   const rss = rssBytes(pid);
+  // What a change costs the backend's main thread when nobody loads: the native variants'
+  // informers take the changes on Rust threads and only their state is read at the next load.
+  const churn0 = threadCpu(pid);
+  const { changes } = await clusters.request({
+    cmd: 'churn',
+    perSecond: CHURN_PER_SECOND,
+    seconds: CHURN_SECONDS,
+  });
+  const churnCpu = threadCpu(pid) - churn0;
   // How long until a change shows: poll the entity's tab every 10 ms.
   const visible = [];
   for (let c = 0; c < (variant === 'floor' ? 0 : CHANGES); c++) {
@@ -166,6 +180,7 @@ async function measure(clusters, info, variant) {
     mainCpuMsPerLoad: ((cpu1.main - cpu0.main) * 1000) / loads,
     cpuMsPerLoad: ((cpu1.all - cpu0.all) * 1000) / loads,
     rssMiB: rss / 2 ** 20,
+    mainCpuUsPerChange: (churnCpu * 1e6) / changes,
     visibleMs: visible.length ? median(visible) : NaN,
   };
 }
@@ -177,7 +192,7 @@ async function main() {
   const info = await clusters.request({ cmd: 'info' });
   const runs = [];
   for (let run = 0; run < RUNS; run++) {
-    const variants = ['default', 'native', 'floor'];
+    const variants = ['default', 'native', 'floor', ...(STRIP ? ['native-strip'] : [])];
     const order = variants.map((_, i) => variants[(i + run) % variants.length]);
     const results = {};
     for (const variant of order) {
@@ -199,6 +214,12 @@ async function main() {
     ['main-thread CPU per load (ms)', 'mainCpuMsPerLoad', 2, 'goal ≤ 0.3×'],
     ['process CPU per load (ms)', 'cpuMsPerLoad', 2, ''],
     ['RSS at the end (MiB)', 'rssMiB', 0, ''],
+    [
+      `main-thread CPU per change, ${CHURN_PER_SECOND}/s, no loads (µs)`,
+      'mainCpuUsPerChange',
+      1,
+      '/proc ticks of 10 ms: ± 1 µs',
+    ],
     ['change visible after (ms)', 'visibleMs', 0, 'median of 5'],
   ];
   const lines = [
@@ -216,6 +237,14 @@ async function main() {
     ),
     '',
     `RSS goal: native ≤ default + 1.3 × ${fmt(cachedMiB)} MiB = ${fmt(med('default', 'rssMiB') + 1.3 * cachedMiB, 0)} MiB.`,
+    ...(STRIP
+      ? [
+          '',
+          `With stripManagedFields on (native-strip): RSS ${fmt(med('native-strip', 'rssMiB'), 0)} MiB ` +
+            `(native ${fmt(med('native', 'rssMiB'), 0)}), p99 ${fmt(med('native-strip', 'p99'), 1)} ms, ` +
+            `main-thread CPU per load ${fmt(med('native-strip', 'mainCpuMsPerLoad'), 2)} ms.`,
+        ]
+      : []),
   ];
   console.log(lines.join('\n'));
   const json = opt('json');
