@@ -108,3 +108,46 @@ test(
     assert.equal(info.target, platform.triple);
   },
 );
+
+test('every package the shipped files import is a dependency or a peer dependency', () => {
+  const root = path.join(__dirname, '..');
+  const pkg = require('../package.json');
+  const declared = new Set([
+    ...Object.keys(pkg.dependencies ?? {}),
+    ...Object.keys(pkg.peerDependencies ?? {}),
+    ...Object.keys(pkg.optionalDependencies ?? {}),
+  ]);
+  const builtins = new Set(require('node:module').builtinModules);
+  const files = [];
+  const walk = (dir) => {
+    for (const name of fs.readdirSync(path.join(root, dir))) {
+      const file = path.join(dir, name);
+      if (fs.statSync(path.join(root, file)).isDirectory()) walk(file);
+      else if (/\.(js|mjs|ts)$/.test(name)) files.push(file);
+    }
+  };
+  for (const dir of ['lib', 'backstage', 'frontend']) walk(dir);
+  files.push('index.js', 'index.d.ts', 'config.d.ts');
+  const missing = [];
+  for (const file of files) {
+    // Comments name packages in examples (`backend.add(import('…'))`): only code counts.
+    const text = fs
+      .readFileSync(path.join(root, file), 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
+    const specifiers = [
+      ...text.matchAll(/require\(\s*['"]([^'"]+)['"]\s*\)/g),
+      ...text.matchAll(/\bfrom\s+['"]([^'"]+)['"]/g),
+      ...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
+    ].map((m) => m[1]);
+    for (const specifier of specifiers) {
+      if (specifier.startsWith('.') || specifier.startsWith('node:') || builtins.has(specifier)) continue;
+      const name = specifier.startsWith('@')
+        ? specifier.split('/').slice(0, 2).join('/')
+        : specifier.split('/')[0];
+      if (name === pkg.name || declared.has(name)) continue;
+      missing.push(`${file}: ${specifier}`);
+    }
+  }
+  assert.deepEqual(missing, []);
+});
