@@ -407,8 +407,8 @@ test('a rotating provider’s new token keeps its informer, which takes the new 
 
 test('past maxInformers or maxCachedBytes the default fetcher answers, with one warning naming the bound', async (t) => {
   for (const [bound, options] of [
-    ['maxInformers', { maxInformers: 2 }],
-    ['maxCachedBytes', { maxCachedBytes: 1 }],
+    ['maxInformers', { maxInformers: 2, idleTimeoutMs: 4000 }],
+    ['maxCachedBytes', { maxCachedBytes: 1, idleTimeoutMs: 4000 }],
   ]) {
     const { sim, fetcher, defaultFetcher, logger, as } = await twoTokens(t, options);
     await fromCache(fetcher, as('tok-good-1'));
@@ -428,6 +428,11 @@ test('past maxInformers or maxCachedBytes the default fetcher answers, with one 
     assert.equal(warnings.length, 1, `${bound}: one warning`);
     // What was cached is still answered from the cache.
     assert.deepEqual(names(await fetcher.fetchObjectsForService(as('tok-good-1'))), ['p1']);
+    // And everything closes once unused for idleTimeout: informers, watches, identities.
+    await eventually(
+      () => fetcher.informers().length === 0 && sim.activeWatches() === 0 && fetcher.identities() === 0,
+      { timeoutMs: 10_000, what: `${bound}: everything closed after idleTimeout` },
+    );
   }
 });
 
