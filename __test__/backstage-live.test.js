@@ -4,41 +4,13 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const { fakeClock } = require('./helpers');
 const { createLivePublisher, liveRequestContext, channelOf } = require('../backstage/live');
 
 const ALICE = 'user:default/alice';
 const BOB = 'user:default/bob';
 const SVC_A = 'component:default/svc-a';
 const SVC_B = 'component:default/svc-b';
-
-/** A clock and timers that move only when told to. */
-function fakeClock(start = 1_000_000) {
-  let t = start;
-  const timers = new Set();
-  return {
-    now: () => t,
-    setTimer(fn, ms) {
-      const timer = { at: t + ms, fn };
-      timers.add(timer);
-      return () => timers.delete(timer);
-    },
-    /** Moves the clock to `t + ms`, firing due timers in order. */
-    advance(ms) {
-      const end = t + ms;
-      for (;;) {
-        const due = [...timers].filter((x) => x.at <= end).sort((a, b) => a.at - b.at)[0];
-        if (!due) break;
-        timers.delete(due);
-        t = due.at;
-        due.fn();
-      }
-      t = end;
-    },
-    get pending() {
-      return timers.size;
-    },
-  };
-}
 
 /** A publisher with a recording signals service, a fake clock and its defaults otherwise. */
 function setUp(options = {}) {

@@ -6,6 +6,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 
+const { fakeClock } = require('./helpers');
+
 const load = () => import('../frontend/live-api.mjs');
 
 const entity = (name) => ({ apiVersion: 'backstage.io/v1alpha1', kind: 'Component', metadata: { name } });
@@ -83,33 +85,6 @@ function fakeClient() {
     proxy: async () => {
       calls.push('proxy');
       return 'response';
-    },
-  };
-}
-
-function fakeClock() {
-  let t = 0;
-  const timers = new Set();
-  return {
-    now: () => t,
-    setTimer(fn, ms) {
-      const timer = { at: t + ms, fn };
-      timers.add(timer);
-      return () => timers.delete(timer);
-    },
-    advance(ms) {
-      const end = t + ms;
-      for (;;) {
-        const due = [...timers].filter((x) => x.at <= end).sort((a, b) => a.at - b.at)[0];
-        if (!due) break;
-        timers.delete(due);
-        t = due.at;
-        due.fn();
-      }
-      t = end;
-    },
-    get pending() {
-      return timers.size;
     },
   };
 }

@@ -12,6 +12,7 @@ const { mockCredentials } = require('@backstage/backend-test-utils');
 const { NativeInformerFetcher } = require('../backstage/fetcher');
 const { liveRequestContext } = require('../backstage/live');
 const { startCluster, startLiveBackend, LIVE_SVC, OTHER_SVC, pod } = require('./live-helpers');
+const { until } = require('./sim-helpers');
 
 const ALICE = 'user:default/mock'; // mock-user-token
 const BOB = 'user:default/other';
@@ -43,15 +44,6 @@ async function load(backend, token, entity) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Waits until `check()` holds, polling every 20 ms, for at most `ms`. */
-async function until(check, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 test(
   'a change reaches the user who loaded the entity, not another user; coalesced, scoped to the selector, until viewerTtl',
