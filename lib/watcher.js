@@ -89,9 +89,13 @@ class NativeKubernetesWatcher {
       info: (message) => this.#info(message),
       closed: (informer) => this.#informersOpen.delete(informer),
     };
-    const informer = openInformer(context, params, options);
-    if (this.#closed) informer.close();
-    else this.#informersOpen.add(informer);
+    // After close(), an informer that never starts (as with an aborted signal): no request.
+    const informer = openInformer(
+      context,
+      params,
+      this.#closed ? { ...(options ?? {}), signal: AbortSignal.abort() } : options,
+    );
+    if (!this.#closed) this.#informersOpen.add(informer);
     return informer;
   }
 
