@@ -129,9 +129,15 @@ async function countPerChange(t, informers, changes) {
     const got = new Promise((resolve) => {
       onSeen = resolve;
     });
-    s.patch('configmaps', `ns-${k % informers}`, 'x', (o) => {
-      o.data.v = String(k);
-    });
+    // From a timer, which runs after every microtask, so the consumer's next() is waiting by
+    // then: patched at once, a fast watch thread could queue the change before that next()
+    // polls, and the change was taken without a wake-up (CI once saw 19 for 20 changes). A
+    // timer makes no Promise to count.
+    setTimeout(() => {
+      s.patch('configmaps', `ns-${k % informers}`, 'x', (o) => {
+        o.data.v = String(k);
+      });
+    }, 1);
     assert.equal(await got, String(k));
   }
   counting = false;
