@@ -319,3 +319,147 @@ test('the channel name matches the backend publisher', async () => {
   assert.equal(backendEntityRefOf(e), stringifyEntityRef(e));
   assert.equal(channelOf(entityRefOf(SVC_A)), backendChannelOf(backendEntityRefOf(SVC_A)));
 });
+
+/** A wake source the test fires by hand, counting its starts and stops. */
+function fakeWakes() {
+  const source = { started: 0, stopped: 0, onWake: null };
+  source.wakes = (onWake) => {
+    source.started += 1;
+    source.onWake = onWake;
+    return () => {
+      source.stopped += 1;
+      source.onWake = null;
+    };
+  };
+  source.fire = () => source.onWake?.('test');
+  return source;
+}
+
+test('a wake (sleep, freeze, network back) refetches each request once and reconnects, then memory again', async () => {
+  const wakes = fakeWakes();
+  const restarts = [];
+  const { api, client, signals } = await setUp({
+    wakes: wakes.wakes,
+    restartConnection: (signalApi) => {
+      restarts.push(signalApi);
+      signals.drop();
+    },
+  });
+  signals.connectOnSubscribe = true;
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_B });
+  await api.getClusters();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.deepEqual(client.calls, ['objects', 'objects', 'clusters']);
+  // The WebSocket still says OPEN (a dead one would), yet signals may have been missed.
+  wakes.fire();
+  assert.deepEqual(restarts, [signals], 'the signals connection is restarted');
+  assert.equal(signals.subscribes, 4, 'each watched channel subscribed again, on the new connection');
+  assert.deepEqual(signals.channels.sort(), [
+    'kubernetes:component:default/svc-a',
+    'kubernetes:component:default/svc-b',
+  ]);
+  for (let round = 0; round < 2; round++) {
+    await api.getObjectsByEntity({ entity: SVC_A });
+    await api.getObjectsByEntity({ entity: SVC_B });
+    await api.getClusters();
+  }
+  assert.deepEqual(
+    client.calls.slice(3),
+    ['objects', 'objects', 'clusters'],
+    'one refetch each, then memory',
+  );
+});
+
+test('a wake forgets answers even when the connection cannot be restarted; one fetched across a wake is not kept', async () => {
+  const wakes = fakeWakes();
+  // Another signals implementation: nothing to restart, and its connection looks unchanged.
+  const { api, client, signals } = await setUp({ wakes: wakes.wakes, restartConnection: () => {} });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  wakes.fire();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 2, 'refetched once after the wake, then memory');
+  const { getObjectsByEntity } = client;
+  client.getObjectsByEntity = async (request) => {
+    const answer = await getObjectsByEntity(request);
+    wakes.fire(); // while the request was out
+    return answer;
+  };
+  signals.emit('kubernetes:component:default/svc-a');
+  await api.getObjectsByEntity({ entity: SVC_A });
+  client.getObjectsByEntity = getObjectsByEntity;
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 4, 'the answer from across the wake was fetched again, then kept');
+});
+
+test('the wake source runs only while some entity is watched', async () => {
+  const wakes = fakeWakes();
+  const { api } = await setUp({ wakes: wakes.wakes });
+  assert.equal(wakes.started, 0, 'nothing before the first request');
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_B });
+  assert.deepEqual([wakes.started, wakes.stopped], [1, 0]);
+  api.close();
+  assert.deepEqual([wakes.started, wakes.stopped], [1, 1]);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.deepEqual([wakes.started, wakes.stopped], [2, 1]);
+  api.close();
+});
+
+test('browserWakes: resume, online, shown after a long hide, and a late timer while shown wake; a short hide and a late timer while hidden do not', async (t) => {
+  const { browserWakes } = await load();
+  const doc = new EventTarget();
+  doc.visibilityState = 'visible';
+  const win = new EventTarget();
+  Object.assign(globalThis, { document: doc, window: win });
+  t.after(() => {
+    delete globalThis.document;
+    delete globalThis.window;
+  });
+  let clock = 1_000_000;
+  const woken = [];
+  const stop = browserWakes((reason) => woken.push(reason), { gapMs: 30_000, tickMs: 20, now: () => clock });
+  t.after(stop);
+  const tick = () => new Promise((resolve) => setTimeout(resolve, 60));
+  doc.dispatchEvent(new Event('resume'));
+  win.dispatchEvent(new Event('online'));
+  assert.deepEqual(woken, ['resumed', 'online']);
+  const hide = (ms) => {
+    doc.visibilityState = 'hidden';
+    doc.dispatchEvent(new Event('visibilitychange'));
+    clock += ms;
+    doc.visibilityState = 'visible';
+    doc.dispatchEvent(new Event('visibilitychange'));
+  };
+  hide(5000);
+  assert.equal(woken.length, 2, 'a short hide is no wake');
+  hide(31_000);
+  assert.deepEqual(woken.slice(2), ['shown after hidden']);
+  await tick();
+  assert.equal(woken.length, 3, 'timers on time are no wake');
+  clock += 40_000; // the machine slept with the tab shown
+  await tick();
+  assert.deepEqual(woken.slice(3), ['timer late']);
+  doc.visibilityState = 'hidden';
+  doc.dispatchEvent(new Event('visibilitychange'));
+  clock += 40_000; // a hidden tab's throttled timer
+  await tick();
+  assert.equal(woken.length, 4, 'a late timer while hidden is no wake');
+  stop();
+  doc.dispatchEvent(new Event('resume'));
+  assert.equal(woken.length, 4, 'stopped: no listener left');
+});
+
+test('restartSignalClientConnection closes an open WebSocket with 4000, and nothing else', async () => {
+  const { restartSignalClientConnection } = await load();
+  const closed = [];
+  const ws = (readyState) => ({ readyState, close: (code) => closed.push([readyState, code]) });
+  restartSignalClientConnection({ ws: ws(1) });
+  restartSignalClientConnection({ ws: ws(0) });
+  restartSignalClientConnection({ ws: ws(2) });
+  restartSignalClientConnection({ ws: null });
+  restartSignalClientConnection({});
+  assert.deepEqual(closed, [[1, 4000]]);
+});

@@ -21,3 +21,10 @@ test('a Backstage backend compiled with --strict adds kube-watch-native/backstag
   const run = spawnSync(process.execPath, [tsc, '-p', project], { encoding: 'utf8', timeout: 120_000 });
   assert.equal(run.status, 0, `tsc failed:\n${run.stdout}${run.stderr}`);
 });
+
+test('a Backstage app compiled with --strict uses kube-watch-native/live-frontend as its docs show', () => {
+  const tsc = require.resolve('typescript/bin/tsc');
+  const project = path.join(__dirname, 'types', 'frontend', 'tsconfig.json');
+  const run = spawnSync(process.execPath, [tsc, '-p', project], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(run.status, 0, `tsc failed:\n${run.stdout}${run.stderr}`);
+});

@@ -16,6 +16,16 @@ export interface LiveKubernetesApiOptions {
    * while signals on it would not arrive. Default: {@link signalClientConnection}.
    */
   connectionOf?: (signalApi: SignalApi, channel: string) => object | null;
+  /**
+   * Calls `onWake` when signals may have been missed without the connection saying so (a
+   * sleep, a freeze, the network back); returns its stop function. Default: {@link browserWakes}.
+   */
+  wakes?: (onWake: (reason: string) => void) => () => void;
+  /**
+   * After a wake, makes the signals client drop its connection, which may be dead.
+   * Default: {@link restartSignalClientConnection}.
+   */
+  restartConnection?: (signalApi: SignalApi) => void;
   /** The clock, in ms (tests). */
   now?: () => number;
   /** Schedules `fn`; returns its cancel function (tests). */
@@ -46,6 +56,19 @@ export declare class LiveKubernetesApi implements KubernetesApi {
  * or null: read from the client's fields, since it exposes no connection state.
  */
 export declare function signalClientConnection(signalApi: SignalApi, channel: string): object | null;
+
+/** Closes SignalClient's WebSocket when it has an open one (code 4000), so the next subscribe() opens another. */
+export declare function restartSignalClientConnection(signalApi: SignalApi): void;
+
+/**
+ * Calls `onWake(reason)` on the page's `resume`, on `online`, when the page is shown after
+ * `gapMs` (30 s) hidden, and when, while shown, a `tickMs` (5 s) timer fires `gapMs` late.
+ * Returns its stop function; outside a browser it does nothing.
+ */
+export declare function browserWakes(
+  onWake: (reason: string) => void,
+  options?: { gapMs?: number; tickMs?: number; now?: () => number },
+): () => void;
 
 /** `stringifyEntityRef` of `@backstage/catalog-model`. */
 export declare function entityRefOf(entity: {

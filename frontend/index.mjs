@@ -17,7 +17,14 @@ import {
 import { signalApiRef } from '@backstage/plugin-signals-react';
 import { LiveKubernetesApi } from './live-api.mjs';
 
-export { LiveKubernetesApi, signalClientConnection, entityRefOf, channelOf } from './live-api.mjs';
+export {
+  LiveKubernetesApi,
+  signalClientConnection,
+  restartSignalClientConnection,
+  browserWakes,
+  entityRefOf,
+  channelOf,
+} from './live-api.mjs';
 
 /** The deps both frontend systems give the factory. */
 export const liveKubernetesApiDeps = {

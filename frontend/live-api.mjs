@@ -38,6 +38,64 @@ export function signalClientConnection(signalApi, channel) {
   return ws;
 }
 
+/**
+ * Closes SignalClient's WebSocket, when it has an open one, so that the next subscribe() opens a
+ * new one. After a sleep the old one may be dead without knowing it: the backend terminated it
+ * (it pings every 30 s) while the laptop slept, and the browser, which sends nothing on it, sees
+ * no error. Code 4000 (an application's own), so the client does not take it for a goodbye.
+ */
+export function restartSignalClientConnection(signalApi) {
+  const ws = signalApi?.ws;
+  if (ws && ws.readyState === WEBSOCKET_OPEN && typeof ws.close === 'function') {
+    ws.close(4000, 'kube-watch-native: woke up, reconnecting');
+  }
+}
+
+/**
+ * Calls `onWake(reason)` whenever the page may have missed signals without its WebSocket saying
+ * so: a resume from frozen (the Page Lifecycle API's `resume`), the network coming back
+ * (`online`), the page shown again after `gapMs` hidden, or, while shown, a `tickMs` timer that
+ * fires `gapMs` late (the machine slept). A hidden tab's timers are throttled, so the clock is
+ * not read while hidden. Returns the function that stops it; outside a browser, a no-op.
+ */
+export function browserWakes(onWake, { gapMs = 30_000, tickMs = 5000, now = Date.now } = {}) {
+  const doc = globalThis.document;
+  const win = globalThis.window;
+  if (typeof doc?.addEventListener !== 'function' || typeof win?.addEventListener !== 'function') {
+    return () => {};
+  }
+  const shown = () => doc.visibilityState !== 'hidden';
+  let hiddenAt = shown() ? null : now();
+  let lastTick = now();
+  const onVisibility = () => {
+    if (!shown()) {
+      hiddenAt ??= now();
+      return;
+    }
+    const hiddenFor = hiddenAt === null ? 0 : now() - hiddenAt;
+    hiddenAt = null;
+    lastTick = now();
+    if (hiddenFor >= gapMs) onWake('shown after hidden');
+  };
+  const onResume = () => onWake('resumed');
+  const onOnline = () => onWake('online');
+  const timer = setInterval(() => {
+    const at = now();
+    const late = at - lastTick - tickMs;
+    lastTick = at;
+    if (shown() && hiddenAt === null && late >= gapMs) onWake('timer late');
+  }, tickMs);
+  doc.addEventListener('visibilitychange', onVisibility);
+  doc.addEventListener('resume', onResume);
+  win.addEventListener('online', onOnline);
+  return () => {
+    clearInterval(timer);
+    doc.removeEventListener('visibilitychange', onVisibility);
+    doc.removeEventListener('resume', onResume);
+    win.removeEventListener('online', onOnline);
+  };
+}
+
 function defaultSetTimer(fn, ms) {
   const timer = setTimeout(fn, ms);
   return () => clearTimeout(timer);
@@ -62,6 +120,12 @@ export class LiveKubernetesApi {
   #setTimer;
   #connectionOf;
   #resubscribeMs;
+  #wakes;
+  #restartConnection;
+  /** Stops the wake source; set while any entity is watched. */
+  #stopWakes = null;
+  /** Bumped by every wake: an answer fetched across one is not kept. */
+  #epoch = 0;
   /** entityRef -> { subscription, version, lastAsked, cancelIdle, subscribedAt } while some component asks. */
   #entities = new Map();
   /** requestKey -> { entityRef, body, value, at, version, connection }. */
@@ -80,6 +144,12 @@ export class LiveKubernetesApi {
    * @param {number} [options.resubscribeMs] while a watched channel has no connection, subscribe
    *   it again at most this often (5 s): the signals client does not reconnect by itself after a
    *   normal close (a backend's graceful restart closes with 1001), but a subscribe() connects
+   * @param {(onWake: (reason: string) => void) => () => void} [options.wakes] calls `onWake`
+   *   when signals may have been missed silently (sleep, freeze, network back); returns its
+   *   stop function. Default: {@link browserWakes}
+   * @param {(signalApi: object) => void} [options.restartConnection] after a wake, makes the
+   *   signals client drop its connection, which may be dead. Default:
+   *   {@link restartSignalClientConnection}
    */
   constructor({
     client,
@@ -90,6 +160,8 @@ export class LiveKubernetesApi {
     setTimer = defaultSetTimer,
     connectionOf = signalClientConnection,
     resubscribeMs = 5000,
+    wakes = browserWakes,
+    restartConnection = restartSignalClientConnection,
   }) {
     if (!client) throw new TypeError('LiveKubernetesApi: options.client is required');
     if (!signalApi || typeof signalApi.subscribe !== 'function') {
@@ -103,6 +175,8 @@ export class LiveKubernetesApi {
     this.#setTimer = setTimer;
     this.#connectionOf = connectionOf;
     this.#resubscribeMs = resubscribeMs;
+    this.#wakes = wakes;
+    this.#restartConnection = restartConnection;
   }
 
   getObjectsByEntity(requestBody) {
@@ -129,8 +203,10 @@ export class LiveKubernetesApi {
       return hit.value;
     }
     const at = this.#now();
+    const epoch = this.#epoch;
     const value = await this.#client.getClusters();
-    this.#clusters = connection && this.#anyConnection() === connection ? { value, at, connection } : null;
+    const still = connection && this.#epoch === epoch && this.#anyConnection() === connection;
+    this.#clusters = still ? { value, at, connection } : null;
     return value;
   }
 
@@ -156,6 +232,22 @@ export class LiveKubernetesApi {
     this.#clusters = null;
   }
 
+  /**
+   * Signals may have been missed without the connection saying so (the page slept or froze, the
+   * network came back): forget every answer, so the next poll of each request refetches once,
+   * and open a new connection with every watched channel on it, so the tab is live again.
+   */
+  #wake() {
+    this.#epoch += 1;
+    this.#answers.clear();
+    this.#clusters = null;
+    this.#restartConnection(this.#signalApi);
+    for (const [entityRef, watched] of this.#entities) {
+      watched.subscribedAt = -Infinity;
+      this.#resubscribe(entityRef, watched);
+    }
+  }
+
   async #answer(method, request, call) {
     const entityRef = entityRefOf(request.entity);
     const watched = this.#watch(entityRef);
@@ -175,6 +267,7 @@ export class LiveKubernetesApi {
     // From the network. Kept only if the channel was live before the request left and nothing
     // was signalled while it was out: else the answer may predate a change nobody will signal again.
     const version = watched.version;
+    const epoch = this.#epoch;
     const at = this.#now();
     let value;
     try {
@@ -185,6 +278,7 @@ export class LiveKubernetesApi {
     }
     const still =
       connection &&
+      this.#epoch === epoch &&
       this.#entities.get(entityRef) === watched &&
       watched.version === version &&
       this.#connectionOf(this.#signalApi, channelOf(entityRef)) === connection;
@@ -199,6 +293,7 @@ export class LiveKubernetesApi {
     if (!watched) {
       watched = { subscription: null, version: 0, lastAsked: 0, cancelIdle: null, subscribedAt: 0 };
       this.#entities.set(entityRef, watched);
+      this.#stopWakes ??= this.#wakes(() => this.#wake());
       this.#subscribe(entityRef, watched);
       this.#armIdle(entityRef, watched, this.#idleMs);
     }
@@ -241,6 +336,10 @@ export class LiveKubernetesApi {
     const watched = this.#entities.get(entityRef);
     if (!watched) return;
     this.#entities.delete(entityRef);
+    if (this.#entities.size === 0) {
+      this.#stopWakes?.();
+      this.#stopWakes = null;
+    }
     watched.cancelIdle?.();
     watched.subscription?.unsubscribe();
     this.#forgetAnswers(entityRef);

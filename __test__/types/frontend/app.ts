@@ -1,0 +1,36 @@
+// A Backstage app's use of kube-watch-native/live-frontend, as its docs show it: compiled with
+// --strict against the published frontend packages' types (__test__/types.test.js).
+import type { AnyApiFactory } from '@backstage/core-plugin-api';
+import type { KubernetesApi } from '@backstage/plugin-kubernetes-react';
+import type { SignalApi } from '@backstage/plugin-signals-react';
+import {
+  LiveKubernetesApi,
+  browserWakes,
+  channelOf,
+  createLiveKubernetesApiFactory,
+  entityRefOf,
+  liveKubernetesApiFactory,
+  restartSignalClientConnection,
+  signalClientConnection,
+} from 'kube-watch-native/live-frontend';
+
+export const apis: AnyApiFactory[] = [
+  liveKubernetesApiFactory,
+  createLiveKubernetesApiFactory({ maxAgeMs: 60_000 }),
+];
+
+export function wrap(client: KubernetesApi, signalApi: SignalApi): KubernetesApi {
+  const stop = browserWakes((reason: string) => console.log(reason), { gapMs: 10_000 });
+  stop();
+  const api = new LiveKubernetesApi({
+    client,
+    signalApi,
+    idleMs: 30_000,
+    wakes: (onWake) => browserWakes(onWake),
+    restartConnection: restartSignalClientConnection,
+    connectionOf: signalClientConnection,
+  });
+  const watched: string[] = api.watchedEntities;
+  console.log(watched, channelOf(entityRefOf({ kind: 'Component', metadata: { name: 'a' } })));
+  return api;
+}
