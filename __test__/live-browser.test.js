@@ -16,10 +16,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const http = require('node:http');
-const net = require('node:net');
 const path = require('node:path');
-const { startCluster, startLiveBackend, LIVE_SVC, pod } = require('./live-helpers');
+const { startCluster, startLiveBackend, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
 
 const CHROMIUM = '/usr/bin/chromium';
 const NODE_LINE = 20;
@@ -34,108 +32,6 @@ const skip =
       ? `${CHROMIUM} is absent (.ci/run installs Debian's chromium)`
       : false;
 
-/** The page bundle: app.jsx with React, Backstage's app and the Kubernetes and Signals plugins. */
-async function bundle() {
-  const esbuild = require('esbuild');
-  const result = await esbuild.build({
-    entryPoints: [path.join(__dirname, 'fixtures', 'live-tab', 'app.jsx')],
-    bundle: true,
-    write: false,
-    outdir: '/bundle',
-    format: 'iife',
-    jsx: 'automatic',
-    // Backstage's frontend packages expect a bundler's `global` and `process.env`.
-    define: { global: 'globalThis', 'process.env.NODE_ENV': '"production"' },
-    banner: { js: 'globalThis.process = globalThis.process || { env: {} };' },
-    loader: {
-      '.svg': 'dataurl',
-      '.png': 'dataurl',
-      '.woff': 'dataurl',
-      '.woff2': 'dataurl',
-      '.ttf': 'dataurl',
-    },
-    logLevel: 'error',
-  });
-  return Object.fromEntries(result.outputFiles.map((f) => [path.basename(f.path), f.contents]));
-}
-
-/**
- * The page's origin: the page and its bundle, and /api/* proxied to the backend (WebSocket
- * upgrades too), counting the requests to /api/kubernetes.
- */
-async function startOrigin(files, firstBackendPort) {
-  let backendPort = firstBackendPort;
-  const kubernetesRequests = [];
-  const page = `<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet" href="/app.css">
-<script>window.LIVE_TAB = ${JSON.stringify({ entity: LIVE_SVC, refreshIntervalMs: REFRESH_INTERVAL_MS })};</script>
-</head><body><div id="root"></div><script src="/app.js"></script></body></html>`;
-  const server = http.createServer((req, res) => {
-    if (req.url.startsWith('/api/')) {
-      if (req.url.startsWith('/api/kubernetes')) kubernetesRequests.push({ at: Date.now(), url: req.url });
-      const upstream = http.request(
-        { host: '127.0.0.1', port: backendPort, method: req.method, path: req.url, headers: req.headers },
-        (answer) => {
-          res.writeHead(answer.statusCode, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      upstream.on('error', () => res.destroy());
-      req.pipe(upstream);
-      return;
-    }
-    const name = req.url.slice(1);
-    if (files[name]) {
-      res.writeHead(200, { 'content-type': name.endsWith('.css') ? 'text/css' : 'text/javascript' });
-      return res.end(files[name]);
-    }
-    res.writeHead(200, { 'content-type': 'text/html' });
-    res.end(page);
-  });
-  // A WebSocket upgrade is passed through as bytes, head and all; close() ends them too.
-  const tunnels = new Map();
-  server.on('upgrade', (req, socket, head) => {
-    const upstream = net.connect(backendPort, '127.0.0.1', () => {
-      const lines = [`${req.method} ${req.url} HTTP/1.1`];
-      for (let i = 0; i < req.rawHeaders.length; i += 2)
-        lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
-      upstream.write(head);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-    });
-    tunnels.set(socket, upstream);
-    socket.once('close', () => tunnels.delete(socket));
-    upstream.on('error', () => socket.destroy());
-    socket.on('error', () => upstream.destroy());
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${server.address().port}`,
-    kubernetesRequests,
-    /** From now on /api/* goes to this backend. */
-    setBackend: (port) => {
-      backendPort = port;
-    },
-    /**
-     * Every WebSocket open now dies without the browser being told, as one does while a laptop
-     * sleeps: the backend's end closes; the browser's stays open and hears nothing more.
-     */
-    silenceWebSockets: () => {
-      for (const [socket, upstream] of tunnels) {
-        upstream.unpipe(socket);
-        socket.unpipe(upstream);
-        socket.on('data', () => {});
-        upstream.destroy();
-      }
-    },
-    close: () => {
-      for (const socket of tunnels.keys()) socket.destroy();
-      server.closeAllConnections?.();
-      return new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
 test(
   'the live tab: a pod added, changed and deleted shows within 1 s; an idle tab sends nothing; a backend restart comes back live',
   { skip, timeout: 180_000 },
@@ -147,7 +43,10 @@ test(
     const backend = await startLiveBackend(sim);
     let backendStopped = false;
     t.after(() => backendStopped || backend.stop());
-    const origin = await startOrigin(await bundle(), backend.port);
+    const origin = await startOrigin(await bundle(), backend.port, () => ({
+      entity: LIVE_SVC,
+      refreshIntervalMs: REFRESH_INTERVAL_MS,
+    }));
     t.after(() => origin.close());
     const browser = await chromium.launch({
       executablePath: CHROMIUM,

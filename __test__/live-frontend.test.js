@@ -157,7 +157,9 @@ test('a connection the client closed for good (a graceful backend restart) is op
   assert.deepEqual(signals.channels, ['kubernetes:component:default/svc-a'], 'the old subscription is gone');
   await api.getObjectsByEntity({ entity: SVC_A });
   await api.getObjectsByEntity({ entity: SVC_A });
-  assert.equal(client.calls.length, 4, 'live again: one refetch, then memory');
+  // This fake connects within subscribe(), so the request that poll sent already left on a live
+  // channel, and is kept: live again with that one refetch, then memory.
+  assert.equal(client.calls.length, 3, 'live again: one refetch, then memory');
 });
 
 test('a closing WebSocket, or a channel the server was not told of yet, is no connection', async () => {
@@ -462,4 +464,69 @@ test('restartSignalClientConnection closes an open WebSocket with 4000, and noth
   restartSignalClientConnection({ ws: null });
   restartSignalClientConnection({});
   assert.deepEqual(closed, [[1, 4000]]);
+});
+
+test('a signal refetches at once each request asked within prefetchWithinMs; the next poll takes that answer', async () => {
+  const { api, client, signals, clock } = await setUp();
+  const first = await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getWorkloadsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_B });
+  signals.emit('kubernetes:component:default/svc-a');
+  assert.deepEqual(
+    client.calls,
+    ['objects', 'workloads', 'objects', 'objects', 'workloads'],
+    'sent at the signal',
+  );
+  const polled = await api.getObjectsByEntity({ entity: SVC_A });
+  assert.notEqual(polled, first);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getWorkloadsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 5, 'the polls took the refetched answers: one request per signal');
+  // Nobody asked for svc-b for longer than prefetchWithinMs (a closed tab): its next poll fetches.
+  clock.advance(16_000);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  signals.emit('kubernetes:component:default/svc-b');
+  assert.equal(client.calls.length, 5, 'no refetch for an entity nobody polls');
+  await api.getObjectsByEntity({ entity: SVC_B });
+  assert.equal(client.calls.length, 6);
+});
+
+test('a signal while a request is out sends it again, and that newer answer is the one kept', async () => {
+  const { api, client, signals } = await setUp();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  const { getObjectsByEntity } = client;
+  const held = [];
+  client.getObjectsByEntity = (request) =>
+    new Promise((resolve) => held.push(() => resolve(getObjectsByEntity(request))));
+  signals.emit('kubernetes:component:default/svc-a'); // the refetch goes out and is held
+  assert.equal(held.length, 1);
+  signals.emit('kubernetes:component:default/svc-a'); // a second change while it is out
+  assert.equal(held.length, 2, 'sent again at the second signal');
+  const poll = api.getObjectsByEntity({ entity: SVC_A });
+  held[0]();
+  held[1]();
+  const newest = await poll;
+  client.getObjectsByEntity = getObjectsByEntity;
+  assert.equal(newest.n, 3, 'the poll was given the request sent after the last signal');
+  assert.equal(await api.getObjectsByEntity({ entity: SVC_A }), newest, 'and that answer is kept');
+  assert.equal(client.calls.length, 3);
+});
+
+test('a refetch that fails: the next poll sees the error, as from its own request, and then goes to the network', async () => {
+  const { api, client, signals } = await setUp();
+  await api.getObjectsByEntity({ entity: SVC_A });
+  const { getObjectsByEntity } = client;
+  let failing = true;
+  client.getObjectsByEntity = async (request) => {
+    if (!failing) return getObjectsByEntity(request);
+    client.calls.push('objects');
+    throw new Error('HTTP 503');
+  };
+  signals.emit('kubernetes:component:default/svc-a');
+  await new Promise((resolve) => setImmediate(resolve)); // the refetch has failed, unawaited
+  await assert.rejects(api.getObjectsByEntity({ entity: SVC_A }), /HTTP 503/);
+  failing = false;
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 4, 'the failure was not kept; the next answer was');
 });

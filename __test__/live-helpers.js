@@ -11,6 +11,9 @@
 // services) with the root router, HTTP router and discovery of backend-defaults 0.19.0, and the
 // real events service.
 
+const http = require('node:http');
+const net = require('node:net');
+const path = require('node:path');
 const express = require('express');
 const { createBackendModule, createServiceFactory, coreServices } = require('@backstage/backend-plugin-api');
 const { createSpecializedBackend } = require('@backstage/backend-app-api');
@@ -127,12 +130,19 @@ function webSocketRouting() {
   return { features: [rootHttpRouter, httpRouterServiceFactory, discovery], port: () => server.port() };
 }
 
+const LIVE_TYPES = ['pods', 'services', 'deployments', 'replicasets'];
+
 /**
  * The real backend: Kubernetes + Signals backend plugins, kube-watch-native/backstage, a catalog
- * holding LIVE_SVC and OTHER_SVC, the cluster `sim`.
+ * holding LIVE_SVC and OTHER_SVC, the cluster `sim`. The benchmark (bench/backstage-live.js)
+ * gives its own `clusters` (config entries), `entities`, `objectTypes` (null: the plugin's
+ * defaults) and, for the stock backend, `native: false` (no kube-watch-native/backstage).
  * @returns {Promise<{ url: string, port: number, signals: { publish(signal: object): Promise<void> }, stop(): Promise<void> }>}
  */
-async function startLiveBackend(sim, { live } = {}) {
+async function startLiveBackend(
+  sim,
+  { live, clusters, entities = [LIVE_SVC, OTHER_SVC], objectTypes = LIVE_TYPES, native = true } = {},
+) {
   const captured = {};
   // A test module of the Kubernetes plugin holding its signals service: what the module publishes with.
   const captureSignals = createBackendModule({
@@ -153,7 +163,7 @@ async function startLiveBackend(sim, { live } = {}) {
       clusterLocatorMethods: [
         {
           type: 'config',
-          clusters: [
+          clusters: clusters ?? [
             {
               name: 'sim',
               url: sim.url,
@@ -165,9 +175,9 @@ async function startLiveBackend(sim, { live } = {}) {
           ],
         },
       ],
-      objectTypes: ['pods', 'services', 'deployments', 'replicasets'],
+      ...(objectTypes && { objectTypes }),
       nativeInformers: {
-        objectTypes: ['pods', 'services', 'deployments', 'replicasets'],
+        ...(objectTypes && { objectTypes }),
         ...(live && { live }),
       },
     },
@@ -182,12 +192,117 @@ async function startLiveBackend(sim, { live } = {}) {
   });
   backend.add(import('@backstage/plugin-kubernetes-backend'));
   backend.add(import('@backstage/plugin-signals-backend'));
-  backend.add(import('kube-watch-native/backstage'));
+  if (native) backend.add(import('kube-watch-native/backstage'));
   backend.add(captureSignals);
-  backend.add(catalogServiceMock.factory({ entities: [LIVE_SVC, OTHER_SVC] }));
+  backend.add(catalogServiceMock.factory({ entities }));
   await backend.start();
   const port = routing.port();
   return { url: `http://127.0.0.1:${port}`, port, signals: captured.signals, stop: () => backend.stop() };
 }
 
-module.exports = { ID, LIVE_SVC, OTHER_SVC, pod, startCluster, startLiveBackend };
+/** The page bundle: app.jsx with React, Backstage's app and the Kubernetes and Signals plugins. */
+async function bundle() {
+  const esbuild = require('esbuild');
+  const result = await esbuild.build({
+    entryPoints: [path.join(__dirname, 'fixtures', 'live-tab', 'app.jsx')],
+    bundle: true,
+    write: false,
+    outdir: '/bundle',
+    format: 'iife',
+    jsx: 'automatic',
+    // Backstage's frontend packages expect a bundler's `global` and `process.env`.
+    define: { global: 'globalThis', 'process.env.NODE_ENV': '"production"' },
+    banner: { js: 'globalThis.process = globalThis.process || { env: {} };' },
+    loader: {
+      '.svg': 'dataurl',
+      '.png': 'dataurl',
+      '.woff': 'dataurl',
+      '.woff2': 'dataurl',
+      '.ttf': 'dataurl',
+    },
+    logLevel: 'error',
+  });
+  return Object.fromEntries(result.outputFiles.map((f) => [path.basename(f.path), f.contents]));
+}
+
+/**
+ * The page's origin: the page and its bundle, and /api/* proxied to the backend (WebSocket
+ * upgrades too), counting the requests to /api/kubernetes. `pageConfig(url)` is the page's
+ * `window.LIVE_TAB` (see fixtures/live-tab/app.jsx).
+ */
+async function startOrigin(files, firstBackendPort, pageConfig) {
+  let backendPort = firstBackendPort;
+  const kubernetesRequests = [];
+  const page = (
+    url,
+  ) => `<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet" href="/app.css">
+<script>window.LIVE_TAB = ${JSON.stringify(pageConfig(url))};</script>
+</head><body><div id="root"></div><script src="/app.js"></script></body></html>`;
+  const server = http.createServer((req, res) => {
+    if (req.url.startsWith('/api/')) {
+      if (req.url.startsWith('/api/kubernetes')) kubernetesRequests.push({ at: Date.now(), url: req.url });
+      const upstream = http.request(
+        { host: '127.0.0.1', port: backendPort, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+      return;
+    }
+    const name = req.url.slice(1);
+    if (files[name]) {
+      res.writeHead(200, { 'content-type': name.endsWith('.css') ? 'text/css' : 'text/javascript' });
+      return res.end(files[name]);
+    }
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(page(req.url));
+  });
+  // A WebSocket upgrade is passed through as bytes, head and all; close() ends them too.
+  const tunnels = new Map();
+  server.on('upgrade', (req, socket, head) => {
+    const upstream = net.connect(backendPort, '127.0.0.1', () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2)
+        lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+      upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    tunnels.set(socket, upstream);
+    socket.once('close', () => tunnels.delete(socket));
+    upstream.on('error', () => socket.destroy());
+    socket.on('error', () => upstream.destroy());
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    kubernetesRequests,
+    /** From now on /api/* goes to this backend. */
+    setBackend: (port) => {
+      backendPort = port;
+    },
+    /**
+     * Every WebSocket open now dies without the browser being told, as one does while a laptop
+     * sleeps: the backend's end closes; the browser's stays open and hears nothing more.
+     */
+    silenceWebSockets: () => {
+      for (const [socket, upstream] of tunnels) {
+        upstream.unpipe(socket);
+        socket.unpipe(upstream);
+        socket.on('data', () => {});
+        upstream.destroy();
+      }
+    },
+    close: () => {
+      for (const socket of tunnels.keys()) socket.destroy();
+      server.closeAllConnections?.();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+module.exports = { ID, LIVE_SVC, OTHER_SVC, pod, startCluster, startLiveBackend, bundle, startOrigin };

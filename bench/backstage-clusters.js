@@ -6,8 +6,11 @@
 // `labelled` of them carrying `backstage.io/kubernetes-id=svc-<n>` for `entities` entities.
 //
 // IPC (parent → clusters, each answered with the same `id`):
-//   { cmd: 'info' }    → { clusters: [{ name, url }], token, caData, cachedJsonBytes }: the JSON
-//                        bytes of the labelled objects (what the module's informers hold)
+//   { cmd: 'info' }    → { clusters: [{ name, url }], token, caData, cachedJsonBytes, withPods }:
+//                        the JSON bytes of the labelled objects (what the module's informers
+//                        hold), and the entities that have a pod
+//   { cmd: 'toggle', entity, crashing } → {}: that entity's pod crash-loops (its container
+//                        waits in CrashLoopBackOff) or is ready again: a change a tab shows
 //   { cmd: 'requests' } → { requests }: requests received by all clusters since the last ask
 //   { cmd: 'change' }  → { entity, cluster, name, value }: a pod of the next entity that has one
 //                        gets the annotation `bench/changed: <value>`
@@ -40,9 +43,30 @@ const TYPES = [
   'example.com/v1/widgets',
 ];
 
-/** An object of about 1.3 KiB of JSON: labels, annotations, managedFields, a spec and a status. */
-function object(index, labels) {
+/**
+ * An object of about 1.3 KiB of JSON: labels, annotations, managedFields, a spec and a status. A
+ * pod is shaped as a pod (its containers in `spec.containers`, their statuses in the status), as
+ * the Kubernetes tab's error detection reads it; the other types carry a workload's template.
+ */
+function object(index, labels, type) {
   const name = `obj-${index}`;
+  const containers = [
+    {
+      name: 'main',
+      image: `registry.example.com/app-${index % 97}:1.${index % 50}.0`,
+      ports: [{ containerPort: 8080, protocol: 'TCP' }],
+      resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } },
+      env: [
+        { name: 'LOG_LEVEL', value: 'info' },
+        { name: 'REGION', value: `region-${index % 5}` },
+      ],
+    },
+  ];
+  const conditions = [
+    { type: 'Ready', status: 'True', lastTransitionTime: '2026-11-30T12:00:05Z' },
+    { type: 'Available', status: 'True', lastTransitionTime: '2026-11-30T12:00:05Z' },
+  ];
+  const pod = type === 'pods';
   return {
     metadata: {
       name,
@@ -63,33 +87,27 @@ function object(index, labels) {
         },
       ],
     },
-    spec: {
-      replicas: 1 + (index % 4),
-      selector: { matchLabels: { app: `app-${index % 97}` } },
-      template: {
-        spec: {
-          containers: [
+    spec: pod
+      ? { containers, nodeName: `node-${index % 40}`, restartPolicy: 'Always' }
+      : {
+          replicas: 1 + (index % 4),
+          selector: { matchLabels: { app: `app-${index % 97}` } },
+          template: { spec: { containers } },
+        },
+    status: pod
+      ? {
+          phase: 'Running',
+          conditions,
+          containerStatuses: [
             {
               name: 'main',
-              image: `registry.example.com/app-${index % 97}:1.${index % 50}.0`,
-              ports: [{ containerPort: 8080, protocol: 'TCP' }],
-              resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } },
-              env: [
-                { name: 'LOG_LEVEL', value: 'info' },
-                { name: 'REGION', value: `region-${index % 5}` },
-              ],
+              ready: true,
+              restartCount: 0,
+              state: { running: { startedAt: '2026-11-30T12:00:04Z' } },
             },
           ],
-        },
-      },
-    },
-    status: {
-      phase: 'Running',
-      conditions: [
-        { type: 'Ready', status: 'True', lastTransitionTime: '2026-11-30T12:00:05Z' },
-        { type: 'Available', status: 'True', lastTransitionTime: '2026-11-30T12:00:05Z' },
-      ],
-    },
+        }
+      : { phase: 'Running', conditions },
   };
 }
 
@@ -109,7 +127,7 @@ async function main() {
     const c = i % CLUSTERS;
     const type = TYPES[Math.floor(i / CLUSTERS) % TYPES.length];
     const entity = i < labelled ? `svc-${i % entities}` : undefined;
-    const stored = sims[c].create(type, object(i, entity ? { [ID]: entity } : {}));
+    const stored = sims[c].create(type, object(i, entity ? { [ID]: entity } : {}, type));
     if (entity) {
       cachedJsonBytes += Buffer.byteLength(JSON.stringify(stored));
       if (type === 'pods' && !byEntity.has(entity)) byEntity.set(entity, { c, stored });
@@ -125,7 +143,25 @@ async function main() {
         token: TOKEN,
         caData: Buffer.from(certs.ca).toString('base64'),
         cachedJsonBytes,
+        withPods: [...byEntity.keys()],
       });
+    } else if (msg.cmd === 'toggle') {
+      const target = byEntity.get(msg.entity);
+      const { name, namespace } = target.stored.metadata;
+      sims[target.c].patch('pods', namespace, name, (pod) => {
+        pod.status.containerStatuses = [
+          msg.crashing
+            ? {
+                name: 'main',
+                ready: false,
+                restartCount: 0,
+                state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off restarting' } },
+              }
+            : // Restarts count as an error too (the tab says "restarted N times"), so none.
+              { name: 'main', ready: true, restartCount: 0, state: { running: {} } },
+        ];
+      });
+      reply({ id: msg.id });
     } else if (msg.cmd === 'requests') {
       reply({ id: msg.id, requests: sims.reduce((n, s) => n + s.requests.length, 0) });
       // The records themselves are not needed: keep the process's memory flat.

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // `npm run bench:backstage` → node bench/backstage.js [--seconds=N] [--runs=N] [--strip] [--json=file]
+// `npm run bench:backstage -- --live …`: the live tab's benchmark (bench/backstage-live.js).
 //
 // Backstage's Kubernetes tab, with and without kube-watch-native/backstage, side by side in one
 // run. Six simulated clusters (bench/backstage-clusters.js, their own process: 20 ms added to
@@ -20,13 +21,13 @@
 // medians of each run's ratios.
 // Loopback only; every child dies with this process. Progress on stderr, the report on stdout.
 
-const { fork } = require('node:child_process');
 const fs = require('node:fs');
-const path = require('node:path');
 
 const argv = process.argv.slice(2);
+/** `--live`: the live tab's benchmark instead (bench/backstage-live.js, its own options). */
+const LIVE = argv.includes('--live');
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-for (const a of argv) {
+for (const a of LIVE ? [] : argv) {
   if (!/^--(seconds=\d+|runs=\d+|strip|json=.+)$/.test(a)) {
     console.error(`unknown option ${a}; see the header of bench/backstage.js`);
     process.exit(2);
@@ -47,52 +48,16 @@ const PERIOD_MS = 10_000;
 const CHANGES = 5;
 const log = (...a) => console.error(...a);
 
-const { track, killAll } = require('./children');
-
-/** A forked child with request/answer IPC by id. */
-function child(file, args) {
-  const proc = track(
-    fork(path.join(__dirname, file), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-  );
-  const pending = new Map();
-  let nextId = 0;
-  const ready = new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`${file} did not start`)), 180_000);
-    proc.on('message', (msg) => {
-      if (msg.type === 'ready') (clearTimeout(t), resolve(msg));
-      else pending.get(msg.id)?.(msg);
-    });
-    proc.on('exit', (code) => reject(new Error(`${file} exited (${code})`)));
-  });
-  const request = (msg) =>
-    new Promise((resolve) => {
-      const id = ++nextId;
-      pending.set(id, (m) => (pending.delete(id), resolve(m)));
-      proc.send({ ...msg, id });
-    });
-  return { proc, ready, request };
-}
-
-const TICK = 100; // USER_HZ
-/** CPU seconds of one thread (or, with tid = pid, of the main thread). */
-function threadCpu(pid, tid = pid) {
-  const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICK;
-}
-/** CPU nanoseconds of one thread, from the scheduler's own account (no 10 ms ticks). */
-function threadCpuNs(pid, tid = pid) {
-  return Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-}
-function processCpu(pid) {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICK;
-}
-function rssBytes(pid) {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1];
-  return Number(kb) * 1024;
-}
+const { killAll } = require('./children');
+const {
+  child,
+  threadCpu,
+  threadCpuNs,
+  processCpu,
+  rssBytes,
+  quantile,
+  median,
+} = require('./backstage-procs');
 
 async function load(port, i) {
   const name = `svc-${i % ENTITIES}`;
@@ -112,13 +77,6 @@ async function load(port, i) {
   if (res.status !== 200) throw new Error(`tab load of ${name}: HTTP ${res.status} ${JSON.stringify(body)}`);
   return { ms: performance.now() - started, body };
 }
-
-const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 async function measure(clusters, info, variant) {
   const backend = child('backstage-backend.js', [variant, String(ENTITIES), JSON.stringify(info)]);
@@ -259,7 +217,7 @@ async function main() {
     );
 }
 
-main().catch((err) => {
+(LIVE ? require('./backstage-live').main(argv) : main()).catch((err) => {
   console.error(err);
   killAll();
   process.exit(1);

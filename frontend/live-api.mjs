@@ -122,6 +122,7 @@ export class LiveKubernetesApi {
   #resubscribeMs;
   #wakes;
   #restartConnection;
+  #prefetchWithinMs;
   /** Stops the wake source; set while any entity is watched. */
   #stopWakes = null;
   /** Bumped by every wake: an answer fetched across one is not kept. */
@@ -130,6 +131,8 @@ export class LiveKubernetesApi {
   #entities = new Map();
   /** requestKey -> { entityRef, body, value, at, version, connection }. */
   #answers = new Map();
+  /** requestKey -> { entityRef, body, call, promise }: requests out now. */
+  #flights = new Map();
   /** The clusters' answer: { value, at, connection }. */
   #clusters = null;
 
@@ -150,6 +153,9 @@ export class LiveKubernetesApi {
    * @param {(signalApi: object) => void} [options.restartConnection] after a wake, makes the
    *   signals client drop its connection, which may be dead. Default:
    *   {@link restartSignalClientConnection}
+   * @param {number} [options.prefetchWithinMs] a signal refetches an entity's requests at once
+   *   when a component asked for it this recently (15 s, past the stock 10 s polling); else
+   *   the next poll does
    */
   constructor({
     client,
@@ -162,6 +168,7 @@ export class LiveKubernetesApi {
     resubscribeMs = 5000,
     wakes = browserWakes,
     restartConnection = restartSignalClientConnection,
+    prefetchWithinMs = 15_000,
   }) {
     if (!client) throw new TypeError('LiveKubernetesApi: options.client is required');
     if (!signalApi || typeof signalApi.subscribe !== 'function') {
@@ -177,6 +184,7 @@ export class LiveKubernetesApi {
     this.#resubscribeMs = resubscribeMs;
     this.#wakes = wakes;
     this.#restartConnection = restartConnection;
+    this.#prefetchWithinMs = prefetchWithinMs;
   }
 
   getObjectsByEntity(requestBody) {
@@ -240,6 +248,7 @@ export class LiveKubernetesApi {
   #wake() {
     this.#epoch += 1;
     this.#answers.clear();
+    this.#flights.clear();
     this.#clusters = null;
     this.#restartConnection(this.#signalApi);
     for (const [entityRef, watched] of this.#entities) {
@@ -264,27 +273,65 @@ export class LiveKubernetesApi {
     ) {
       return hit.value;
     }
-    // From the network. Kept only if the channel was live before the request left and nothing
-    // was signalled while it was out: else the answer may predate a change nobody will signal again.
+    // The same request already out (another poll's, or a signal's refetch): its answer.
+    const flight = this.#flights.get(key);
+    if (flight && flight.body === body) return flight.promise;
+    return this.#fetch(key, { entityRef, body, call });
+  }
+
+  /**
+   * Sends `request` ({ entityRef, body, call }) to the network, as the flight of `key`. Its
+   * answer is kept only if the channel was live before it left and nothing was signalled (and
+   * no wake came) while it was out: else it may predate a change nobody will signal again.
+   */
+  #fetch(key, request) {
+    const { entityRef } = request;
+    const watched = this.#entities.get(entityRef);
+    const connection = this.#connectionOf(this.#signalApi, channelOf(entityRef));
     const version = watched.version;
     const epoch = this.#epoch;
     const at = this.#now();
-    let value;
-    try {
-      value = await call();
-    } catch (error) {
-      this.#answers.delete(key);
-      throw error;
+    const flight = { ...request, promise: null };
+    flight.promise = (async () => {
+      try {
+        const value = await request.call();
+        const still =
+          connection &&
+          this.#epoch === epoch &&
+          this.#entities.get(entityRef) === watched &&
+          watched.version === version &&
+          this.#connectionOf(this.#signalApi, channelOf(entityRef)) === connection;
+        if (still) this.#answers.set(key, { ...request, value, at, connection });
+        else if (this.#answers.get(key)?.at <= at) this.#answers.delete(key);
+        return value;
+      } catch (error) {
+        this.#answers.delete(key);
+        throw error;
+      } finally {
+        if (this.#flights.get(key) === flight) this.#flights.delete(key);
+      }
+    })();
+    this.#flights.set(key, flight);
+    return flight.promise;
+  }
+
+  /**
+   * A signal for `entityRef`: its answers are stale. Each request of it that was answered or is
+   * out is sent again at once, if a component asked within `prefetchWithinMs` (the tab still
+   * polls): its next poll then finds the answer in memory or on its way, not a request to start.
+   */
+  #signalled(entityRef, watched) {
+    watched.version += 1;
+    const requests = new Map();
+    for (const [key, answer] of this.#answers) if (answer.entityRef === entityRef) requests.set(key, answer);
+    for (const [key, flight] of this.#flights) if (flight.entityRef === entityRef) requests.set(key, flight);
+    for (const key of requests.keys()) this.#answers.delete(key);
+    if (this.#now() - watched.lastAsked > this.#prefetchWithinMs) return;
+    if (!this.#connectionOf(this.#signalApi, channelOf(entityRef))) return;
+    for (const [key, { body, call }] of requests) {
+      // Nobody may await it: a failure is the next poll's to see, from its own request.
+      this.#fetch(key, { entityRef, body, call }).catch(() => {});
     }
-    const still =
-      connection &&
-      this.#epoch === epoch &&
-      this.#entities.get(entityRef) === watched &&
-      watched.version === version &&
-      this.#connectionOf(this.#signalApi, channelOf(entityRef)) === connection;
-    if (still) this.#answers.set(key, { entityRef, body, value, at, version, connection });
-    else this.#answers.delete(key);
-    return value;
   }
 
   /** Subscribes on first use; notes the ask, so the idle check keeps the subscription. */
@@ -303,10 +350,9 @@ export class LiveKubernetesApi {
 
   #subscribe(entityRef, watched) {
     watched.subscribedAt = this.#now();
-    watched.subscription = this.#signalApi.subscribe(channelOf(entityRef), () => {
-      watched.version += 1;
-      this.#forgetAnswers(entityRef);
-    });
+    watched.subscription = this.#signalApi.subscribe(channelOf(entityRef), () =>
+      this.#signalled(entityRef, watched),
+    );
   }
 
   /**
@@ -347,6 +393,7 @@ export class LiveKubernetesApi {
 
   #forgetAnswers(entityRef) {
     for (const [key, answer] of this.#answers) if (answer.entityRef === entityRef) this.#answers.delete(key);
+    for (const [key, flight] of this.#flights) if (flight.entityRef === entityRef) this.#flights.delete(key);
   }
 
   /** A live connection of any watched entity's channel (they share one WebSocket), or null. */

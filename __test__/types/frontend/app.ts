@@ -26,6 +26,7 @@ export function wrap(client: KubernetesApi, signalApi: SignalApi): KubernetesApi
     client,
     signalApi,
     idleMs: 30_000,
+    prefetchWithinMs: 5000,
     wakes: (onWake) => browserWakes(onWake),
     restartConnection: restartSignalClientConnection,
     connectionOf: signalClientConnection,

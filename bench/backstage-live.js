@@ -1,0 +1,256 @@
+'use strict';
+// `npm run bench:backstage -- --live [--seconds=N] [--idle=N] [--runs=N] [--json=file]`
+//
+// The live Kubernetes tab against the stock one, side by side in one run: 20 headless Chromium
+// tabs (Debian's /usr/bin/chromium through playwright-core), each showing the real
+// EntityKubernetesContent of its own entity (the page of __test__/fixtures/live-tab), over the six
+// simulated clusters of bench/backstage-clusters.js (+20 ms, 20 000 objects). Two variants, each
+// with a fresh backend process (bench/backstage-live-backend.js: the real Kubernetes and Signals
+// backend plugins) and a fresh browser:
+//   stock  the Kubernetes plugin as shipped: the default fetcher, and tabs polling every 10 s;
+//   live   kube-watch-native/backstage with its live signals, and the tabs of
+//          kube-watch-native/live-frontend (refreshIntervalMs 500, answered from memory).
+// Per variant: the tabs load and settle; `idle` seconds (default 60) with no change count the
+// requests an idle tab makes; then `seconds` (default 120) with 100 pod changes a second across
+// the fleet's entities (annotations: a refetch, nothing to see) plus, every 600 ms, one tab's pod
+// starting or stopping to crash-loop (each tab's every 12 s), which the tab shows as
+// "1 pod with errors" / "No pods with errors". Measured: change-to-DOM latency of those toggles
+// (a MutationObserver in each page stamps the moment its count of pods with errors changes;
+// page and driver share the machine's clock), requests per minute from the tabs to
+// /api/kubernetes (counted by the page's origin, which proxies the backend), the signals the
+// module published, the backend's main-thread and process CPU and the browser's CPU (every
+// Chromium process under this one) per minute of churn.
+// Loopback only; the browsers and every child end with this process. Progress on stderr, the
+// report on stdout.
+
+const fs = require('node:fs');
+const { chromium } = require('playwright-core');
+const { bundle, startOrigin } = require('../__test__/live-helpers');
+const { killAll } = require('./children');
+const { child, threadCpu, processCpu, treeCpu, quantile, median } = require('./backstage-procs');
+
+const CHROMIUM = '/usr/bin/chromium';
+const OBJECTS = 20_000;
+const LABELLED = 3_000;
+const ENTITIES = 300;
+const TABS = 20;
+const CHURN_PER_SECOND = 100;
+/** Each tab's pod toggles every TOGGLE_EVERY_MS; the tabs take turns. */
+const TOGGLE_EVERY_MS = 12_000;
+const LIVE_REFRESH_MS = 500;
+const SETTLE_MS = 10_000;
+const log = (...a) => console.error(...a);
+
+const entityOf = (name) => ({
+  apiVersion: 'backstage.io/v1alpha1',
+  kind: 'Component',
+  metadata: { name, namespace: 'default', annotations: { 'backstage.io/kubernetes-id': name } },
+  spec: { type: 'service', owner: 'team', lifecycle: 'production' },
+});
+
+/** In each page: stamps [Date.now(), pods with errors] whenever that count changes. */
+function observeErrors() {
+  const count = () => {
+    const text = document.body.textContent;
+    let n = 0;
+    for (const m of text.matchAll(/(\d+) pods? with errors/g)) n += Number(m[1]);
+    return n;
+  };
+  window.benchErrors = [];
+  let last = count();
+  new MutationObserver(() => {
+    const n = count();
+    if (n !== last) {
+      last = n;
+      window.benchErrors.push([Date.now(), n]);
+    }
+  }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  return last;
+}
+
+/** Entities with a pod, spread over the fleet's clusters: one per tab. */
+function tabEntities(info) {
+  const step = Math.floor(info.withPods.length / TABS);
+  return Array.from({ length: TABS }, (_, i) => info.withPods[i * step]);
+}
+
+async function measure(clusters, info, files, variant, { seconds, idleSeconds }) {
+  const backend = child('backstage-live-backend.js', [variant, String(ENTITIES), JSON.stringify(info)]);
+  const { port } = await backend.ready;
+  const pid = backend.proc.pid;
+  const origin = await startOrigin(files, port, (url) => {
+    const name = new URL(url, 'http://origin').searchParams.get('entity');
+    return variant === 'live'
+      ? { entity: entityOf(name), refreshIntervalMs: LIVE_REFRESH_MS }
+      : { entity: entityOf(name), stock: true };
+  });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  try {
+    const tabs = [];
+    for (const name of tabEntities(info)) {
+      // Ready, whatever the last variant left it as.
+      await clusters.request({ cmd: 'toggle', entity: name, crashing: false });
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      await page.goto(`${origin.url}/?entity=${name}`);
+      await page.waitForFunction(() => /No pods with errors/.test(document.body.textContent), null, {
+        timeout: 120_000,
+        polling: 100,
+      });
+      const errors = await page.evaluate(observeErrors);
+      if (errors !== 0) throw new Error(`tab ${name} starts with ${errors} pods with errors`);
+      tabs.push({ name, page, crashing: false, toggles: [] });
+    }
+    log(`  ${variant}: ${TABS} tabs loaded; settling ${SETTLE_MS / 1000} s`);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+
+    const idleFrom = origin.kubernetesRequests.length;
+    const idle0 = { main: threadCpu(pid), browser: treeCpu(process.pid, 'chrom') };
+    await new Promise((r) => setTimeout(r, idleSeconds * 1000));
+    const idleRequests = origin.kubernetesRequests.length - idleFrom;
+    const idle1 = { main: threadCpu(pid), browser: treeCpu(process.pid, 'chrom') };
+    log(`  ${variant}: ${idleRequests} requests in ${idleSeconds} s idle; churn for ${seconds} s`);
+
+    const requests0 = origin.kubernetesRequests.length;
+    const { signals: signals0 } = await backend.request({ cmd: 'signals' });
+    const cpu0 = { main: threadCpu(pid), all: processCpu(pid), browser: treeCpu(process.pid, 'chrom') };
+    const churnStarted = Date.now();
+    const churn = clusters.request({ cmd: 'churn', perSecond: CHURN_PER_SECOND, seconds });
+    const toggleEvery = TOGGLE_EVERY_MS / TABS;
+    for (let n = 0; Date.now() - churnStarted < seconds * 1000 - TOGGLE_EVERY_MS; n++) {
+      const due = churnStarted + n * toggleEvery;
+      if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+      const tab = tabs[n % TABS];
+      tab.crashing = !tab.crashing;
+      await clusters.request({ cmd: 'toggle', entity: tab.name, crashing: tab.crashing });
+      tab.toggles.push({ at: Date.now(), errors: tab.crashing ? 1 : 0 });
+    }
+    const { changes } = await churn;
+    const minutes = (Date.now() - churnStarted) / 60_000;
+    const cpu1 = { main: threadCpu(pid), all: processCpu(pid), browser: treeCpu(process.pid, 'chrom') };
+    const requests = origin.kubernetesRequests.length - requests0;
+    const { signals: signals1 } = await backend.request({ cmd: 'signals' });
+
+    // Each toggle's latency: the first stamp after it with its count, before the tab's next toggle.
+    const latencies = [];
+    let missed = 0;
+    for (const tab of tabs) {
+      const stamps = await tab.page.evaluate(() => window.benchErrors);
+      tab.toggles.forEach((toggle, k) => {
+        const until = tab.toggles[k + 1]?.at ?? Infinity;
+        const seen = stamps.find(([at, n]) => at >= toggle.at && at < until && n === toggle.errors);
+        if (seen) latencies.push(seen[0] - toggle.at);
+        else missed += 1;
+      });
+    }
+    latencies.sort((a, b) => a - b);
+    const signals = signals1 - signals0;
+    return {
+      variant,
+      toggles: latencies.length + missed,
+      missed,
+      p50: quantile(latencies, 0.5),
+      p99: quantile(latencies, 0.99),
+      idleRequestsPerMinute: (idleRequests * 60) / idleSeconds,
+      idleBackendMainCpuPerMinute: ((idle1.main - idle0.main) * 60) / idleSeconds,
+      idleBrowserCpuPerMinute: ((idle1.browser - idle0.browser) * 60) / idleSeconds,
+      churnRequestsPerMinute: requests / minutes,
+      signalsPerMinute: signals / minutes,
+      requestsPerSignal: signals > 0 ? requests / signals : NaN,
+      changes: changes + latencies.length + missed,
+      backendMainCpuPerMinute: (cpu1.main - cpu0.main) / minutes,
+      backendCpuPerMinute: (cpu1.all - cpu0.all) / minutes,
+      browserCpuPerMinute: (cpu1.browser - cpu0.browser) / minutes,
+    };
+  } finally {
+    await browser.close();
+    await origin.close();
+    backend.proc.send({ cmd: 'stop' });
+    await new Promise((r) => backend.proc.once('exit', r));
+  }
+}
+
+async function main(argv) {
+  const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  for (const a of argv) {
+    if (!/^--(live|seconds=\d+|idle=\d+|runs=\d+|json=.+)$/.test(a)) {
+      console.error(`unknown option ${a}; see the header of bench/backstage-live.js`);
+      process.exit(2);
+    }
+  }
+  if (!fs.existsSync(CHROMIUM)) {
+    console.error(`${CHROMIUM} is absent: apt-get install chromium`);
+    process.exit(2);
+  }
+  const seconds = Number(opt('seconds') ?? 120);
+  const idleSeconds = Number(opt('idle') ?? 60);
+  const runCount = Number(opt('runs') ?? 1);
+  if (seconds * 1000 < 2 * TOGGLE_EVERY_MS) {
+    console.error(`--seconds must be at least ${(2 * TOGGLE_EVERY_MS) / 1000}`);
+    process.exit(2);
+  }
+  log(`clusters: 6 × 20 ms, ${OBJECTS} objects, ${LABELLED} labelled for ${ENTITIES} entities…`);
+  const clusters = child('backstage-clusters.js', [String(OBJECTS), String(LABELLED), String(ENTITIES)]);
+  await clusters.ready;
+  const info = await clusters.request({ cmd: 'info' });
+  const files = await bundle();
+  const runs = [];
+  for (let run = 0; run < runCount; run++) {
+    const order = run % 2 ? ['live', 'stock'] : ['stock', 'live'];
+    const results = {};
+    for (const variant of order) {
+      log(`run ${run + 1}/${runCount}: ${variant}, ${TABS} tabs…`);
+      results[variant] = await measure(clusters, info, files, variant, { seconds, idleSeconds });
+      log(`  ${JSON.stringify(results[variant])}`);
+    }
+    runs.push(results);
+  }
+  clusters.proc.send({ cmd: 'stop' });
+  const med = (variant, key) => median(runs.map((r) => r[variant][key]));
+  const ratio = (key) => median(runs.map((r) => r.live[key] / r.stock[key]));
+  const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
+  const rows = [
+    ['change to DOM p50 (ms)', 'p50', 0, ''],
+    ['change to DOM p99 (ms)', 'p99', 0, 'goal ≤ 1000 (live)'],
+    ['toggles not shown before the next', 'missed', 0, ''],
+    ['requests/min to /api/kubernetes, idle', 'idleRequestsPerMinute', 1, 'goal 0 (live)'],
+    ['backend main-thread CPU (s/min), idle', 'idleBackendMainCpuPerMinute', 2, ''],
+    ['browser CPU, 20 tabs (s/min), idle', 'idleBrowserCpuPerMinute', 2, ''],
+    ['requests/min to /api/kubernetes, churn', 'churnRequestsPerMinute', 1, ''],
+    ['signals published/min, churn', 'signalsPerMinute', 1, ''],
+    ['requests per signal, churn', 'requestsPerSignal', 2, 'goal ≤ 1 refetch per signal'],
+    ['backend main-thread CPU (s/min), churn', 'backendMainCpuPerMinute', 2, ''],
+    ['backend process CPU (s/min), churn', 'backendCpuPerMinute', 2, ''],
+    ['browser CPU, 20 tabs (s/min), churn', 'browserCpuPerMinute', 2, ''],
+  ];
+  const lines = [
+    '## The live Kubernetes tab: 20 stock polling tabs vs 20 live tabs',
+    '',
+    `6 clusters (+20 ms each), ${OBJECTS} objects, ${ENTITIES} entities; ${TABS} Chromium tabs, one ` +
+      `entity each; ${idleSeconds} s idle, then ${seconds} s of ${CHURN_PER_SECOND} pod changes/s ` +
+      `plus a crash-loop toggle every ${TOGGLE_EVERY_MS / TABS} ms (each tab's every ` +
+      `${TOGGLE_EVERY_MS / 1000} s), spread over the ${info.withPods.length} entities with a pod; ` +
+      `${runCount} run(s), medians; ${runs[0].live.toggles} toggles per run. The browsers, the ` +
+      'backend and the clusters share this machine.',
+    '',
+    '| | stock | live | live ÷ stock | |',
+    '|---|---:|---:|---:|---|',
+    ...rows.map(
+      ([label, key, d, note]) =>
+        `| ${label} | ${fmt(med('stock', key), d)} | ${fmt(med('live', key), d)} | ${fmt(ratio(key), 3)} | ${note} |`,
+    ),
+  ];
+  console.log(lines.join('\n'));
+  const json = opt('json');
+  if (json) fs.writeFileSync(json, JSON.stringify({ seconds, idleSeconds, runs }, null, 2));
+}
+
+module.exports = { main };
+
+if (require.main === module) {
+  main(process.argv.slice(2)).catch((err) => {
+    console.error(err);
+    killAll();
+    process.exit(1);
+  });
+}

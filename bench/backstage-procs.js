@@ -1,0 +1,88 @@
+'use strict';
+// What bench/backstage.js and bench/backstage-live.js need of their child processes: a forked
+// child with request/answer IPC, and the CPU and memory of a process as /proc accounts them.
+
+const { fork } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { track } = require('./children');
+
+/** A forked child (a file of bench/) with request/answer IPC by id. */
+function child(file, args) {
+  const proc = track(
+    fork(path.join(__dirname, file), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
+  const pending = new Map();
+  let nextId = 0;
+  const ready = new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${file} did not start`)), 180_000);
+    proc.on('message', (msg) => {
+      if (msg.type === 'ready') (clearTimeout(t), resolve(msg));
+      else pending.get(msg.id)?.(msg);
+    });
+    proc.on('exit', (code) => reject(new Error(`${file} exited (${code})`)));
+  });
+  const request = (msg) =>
+    new Promise((resolve) => {
+      const id = ++nextId;
+      pending.set(id, (m) => (pending.delete(id), resolve(m)));
+      proc.send({ ...msg, id });
+    });
+  return { proc, ready, request };
+}
+
+const TICK = 100; // USER_HZ
+/** CPU seconds of one thread (or, with tid = pid, of the main thread). */
+function threadCpu(pid, tid = pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICK;
+}
+/** CPU nanoseconds of one thread, from the scheduler's own account (no 10 ms ticks). */
+function threadCpuNs(pid, tid = pid) {
+  return Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+}
+function processCpu(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICK;
+}
+function rssBytes(pid) {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1];
+  return Number(kb) * 1024;
+}
+
+const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+/** The CPU seconds of every process descended from `pid` whose command is `comm` (a browser's). */
+function treeCpu(pid, comm) {
+  const parents = new Map();
+  const cpu = new Map();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat;
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    parents.set(Number(entry), Number(fields[1]));
+    if (name.startsWith(comm)) cpu.set(Number(entry), (Number(fields[11]) + Number(fields[12])) / TICK);
+  }
+  const descends = (p) => {
+    for (let q = parents.get(p); q !== undefined && q > 1; q = parents.get(q)) if (q === pid) return true;
+    return false;
+  };
+  let total = 0;
+  for (const [p, seconds] of cpu) if (descends(p)) total += seconds;
+  return total;
+}
+
+module.exports = { child, threadCpu, threadCpuNs, processCpu, rssBytes, treeCpu, quantile, median };
