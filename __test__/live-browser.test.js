@@ -189,3 +189,33 @@ test(
     t.diagnostic(`test took ${Date.now() - started} ms`);
   },
 );
+
+test(
+  "the new frontend system: live-frontend/alpha's module replaces the Kubernetes plugin's own kubernetesApiRef extension",
+  { skip, timeout: 60_000 },
+  async (t) => {
+    const { chromium } = require('playwright-core');
+    const files = await bundle('alpha-ids.mjs');
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox'],
+    });
+    t.after(() => browser.close());
+    const page = await browser.newPage();
+    const pageErrors = [];
+    page.on('pageerror', (error) => pageErrors.push(String(error)));
+    await page.setContent('<!doctype html><html><body></body></html>');
+    await page.addScriptTag({ content: Buffer.from(files['alpha-ids.js']).toString() });
+    const ids = await page.evaluate(() => window.ALPHA_IDS);
+    assert.deepEqual(pageErrors, []);
+    assert.equal(ids.module.type, '@backstage/FrontendModule');
+    assert.equal(ids.module.pluginId, ids.plugin.pluginId, 'a module of the Kubernetes plugin');
+    assert.deepEqual(ids.module.extensions, ['api:kubernetes']);
+    // The plugin's own factory of kubernetesApiRef has that id, so the module's replaces it.
+    assert.ok(
+      ids.plugin.extensions.includes('api:kubernetes'),
+      `plugin extensions: ${ids.plugin.extensions}`,
+    );
+  },
+);

@@ -200,11 +200,11 @@ async function startLiveBackend(
   return { url: `http://127.0.0.1:${port}`, port, signals: captured.signals, stop: () => backend.stop() };
 }
 
-/** The page bundle: app.jsx with React, Backstage's app and the Kubernetes and Signals plugins. */
-async function bundle() {
+/** A page bundle of fixtures/live-tab: app.jsx (React, Backstage's app, the Kubernetes and Signals plugins) by default. */
+async function bundle(entry = 'app.jsx') {
   const esbuild = require('esbuild');
   const result = await esbuild.build({
-    entryPoints: [path.join(__dirname, 'fixtures', 'live-tab', 'app.jsx')],
+    entryPoints: [path.join(__dirname, 'fixtures', 'live-tab', entry)],
     bundle: true,
     write: false,
     outdir: '/bundle',
