@@ -10,6 +10,7 @@
 //! for informers, `binding/informer.rs`).
 
 mod informer;
+mod selector;
 mod strings;
 mod strip;
 mod watch_metrics;

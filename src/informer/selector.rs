@@ -93,6 +93,73 @@ impl Selector {
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
+
+    /// The requirements, in the selector's order, as the Backstage module reads them (through
+    /// `parseLabelSelector`): `key=v` is `in` with one value, `key!=v` is `notin` with one.
+    pub fn parts(&self) -> Vec<RequirementParts<'_>> {
+        self.requirements
+            .iter()
+            .map(|r| {
+                let (key, operator, values) = match r {
+                    Requirement::Exists(key) => (key, Operator::Exists, Vec::new()),
+                    Requirement::DoesNotExist(key) => (key, Operator::DoesNotExist, Vec::new()),
+                    Requirement::In(key, values) => (key, Operator::In, values.clone()),
+                    Requirement::NotIn(key, values) => (key, Operator::NotIn, values.clone()),
+                    Requirement::GreaterThan(key, n) => {
+                        (key, Operator::GreaterThan, vec![n.to_string()])
+                    }
+                    Requirement::LessThan(key, n) => (key, Operator::LessThan, vec![n.to_string()]),
+                };
+                RequirementParts {
+                    key,
+                    operator,
+                    values,
+                }
+            })
+            .collect()
+    }
+}
+
+/// A requirement's operator, as [`Selector::parts`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operator {
+    /// `key`
+    Exists,
+    /// `!key`
+    DoesNotExist,
+    /// `key=v`, `key==v`, `key in (…)`
+    In,
+    /// `key!=v`, `key notin (…)`
+    NotIn,
+    /// `key>n`
+    GreaterThan,
+    /// `key<n`
+    LessThan,
+}
+
+impl Operator {
+    /// The operator's name: `exists`, `!`, `in`, `notin`, `>` or `<`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Exists => "exists",
+            Self::DoesNotExist => "!",
+            Self::In => "in",
+            Self::NotIn => "notin",
+            Self::GreaterThan => ">",
+            Self::LessThan => "<",
+        }
+    }
+}
+
+/// One requirement of a parsed selector: its key, operator and values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequirementParts<'a> {
+    /// The label's key.
+    pub key: &'a str,
+    /// What the requirement asks of it.
+    pub operator: Operator,
+    /// The values it is compared with (none for `exists` and `!`).
+    pub values: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

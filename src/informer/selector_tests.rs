@@ -107,3 +107,30 @@ fn bad_selectors_say_what_is_wrong() {
     let long = format!("app={}", "v".repeat(64));
     assert!(error(&long).contains("1-63 characters"));
 }
+
+#[test]
+fn parts_name_each_requirement_in_order() {
+    let parts = |text: &str| {
+        Selector::parse(text)
+            .unwrap()
+            .parts()
+            .into_iter()
+            .map(|p| (p.key.to_owned(), p.operator.as_str(), p.values))
+            .collect::<Vec<_>>()
+    };
+    let owned = |values: &[&str]| values.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        parts("app in (web, api),!tier,env=prod,zone!=a,n>2,m<7,team,x notin (b,c)"),
+        vec![
+            ("app".to_owned(), "in", owned(&["web", "api"])),
+            ("tier".to_owned(), "!", owned(&[])),
+            ("env".to_owned(), "in", owned(&["prod"])),
+            ("zone".to_owned(), "notin", owned(&["a"])),
+            ("n".to_owned(), ">", owned(&["2"])),
+            ("m".to_owned(), "<", owned(&["7"])),
+            ("team".to_owned(), "exists", owned(&[])),
+            ("x".to_owned(), "notin", owned(&["b", "c"])),
+        ]
+    );
+    assert!(parts("").is_empty());
+}
