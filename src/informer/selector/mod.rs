@@ -463,5 +463,4 @@ fn validate_value(key: &str, value: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
-#[path = "selector_tests.rs"]
 mod tests;

@@ -14,7 +14,7 @@
 //!
 //! The requests are behind [`ListWatch`] (the watch core's connection pool in production, a
 //! script in the tests), time is tokio's clock (so the tests run on a paused one), and what
-//! each line of a watch body means is the pure `step` function (`reflector_step.rs`); the
+//! each line of a watch body means is the pure `step` function (`reflector/reflector_step.rs`); the
 //! `Run` left here is the state machine and the calls between them.
 
 use std::collections::HashSet;
@@ -38,9 +38,7 @@ use crate::http::{ConnectionPool, Get};
 use crate::projection::Projection;
 use crate::request::{WatchQuery, list_url, watch_url};
 
-#[path = "reflector_list_watch.rs"]
 mod list_watch;
-#[path = "reflector_step.rs"]
 mod reflector_step;
 
 pub use list_watch::{Fault, ListWatch, PoolListWatch, Request, WatchLines};
@@ -980,9 +978,7 @@ fn now() -> std::time::Instant {
 }
 
 #[cfg(test)]
-#[path = "reflector_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "reflector_scripts.rs"]
 mod scripts;

@@ -564,5 +564,4 @@ impl fmt::Debug for Object {
 }
 
 #[cfg(test)]
-#[path = "object_tests.rs"]
 mod tests;

@@ -582,5 +582,4 @@ impl Drop for Cursor {
 }
 
 #[cfg(test)]
-#[path = "fanout_tests.rs"]
 mod tests;

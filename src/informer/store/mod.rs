@@ -309,5 +309,4 @@ impl Store {
 }
 
 #[cfg(test)]
-#[path = "store_tests.rs"]
 mod tests;
