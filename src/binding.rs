@@ -29,16 +29,15 @@ use napi_derive::napi;
 
 use self::strings::copied_string;
 use self::watch_metrics::NativeWatchMetrics;
-use crate::auth::{ClusterSpec, Connection, Credential, InClusterEnv, Plan, plan};
+use crate::auth::{ClusterSpec, Credential, InClusterEnv};
 use crate::batch::Batch;
 use crate::error::Error;
 use crate::error::Failure;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
-use crate::http::ClientKey;
 use crate::http::{ConnectionPool, Get, Kind};
+use crate::informer::connect::{Cluster, Endpoint};
 use crate::informer::stats::{Labels, cluster_label};
 use crate::proxy::ProxyEnv;
-use crate::redact::Redactor;
 use crate::request::{ResourceRef, WatchQuery, watch_url};
 use crate::watch::{Watch, WatchConfig, WatchCounters};
 
@@ -84,6 +83,17 @@ impl ClusterTarget {
     fn in_cluster(&self) -> InClusterEnv {
         in_cluster_env(self.service_account_dir.as_deref())
     }
+
+    /// The cluster as watches, GETs and informers resolve their endpoint on it.
+    fn cluster(&self) -> Cluster {
+        Cluster {
+            spec: self.spec(),
+            in_cluster: self.in_cluster(),
+            proxy_url: self.proxy_url.clone(),
+            tls_server_name: self.tls_server_name.clone(),
+            proxy_env: ProxyEnv::from_process(),
+        }
+    }
 }
 
 /// A `KubernetesCredential`, checked by `lib/watcher.js`.
@@ -106,11 +116,6 @@ impl CredentialSpec {
             ("anonymous", _, _) => Credential::Anonymous,
             _ => Credential::Bearer(self.token.clone().unwrap_or_default()),
         }
-    }
-
-    /// Masks this credential's secrets wherever text leaves for JavaScript.
-    fn redactor(&self) -> Redactor {
-        Redactor::new(self.token.as_deref(), self.key.as_deref())
     }
 }
 
@@ -339,54 +344,27 @@ fn in_cluster_env(service_account_dir: Option<&str>) -> InClusterEnv {
     }
 }
 
-/// How to reach the spec's cluster, or why not: the refusal's failure and warning.
-fn connection_for(
-    spec: &WatchSpec,
-    what: &str,
-    redactor: &Redactor,
-) -> std::result::Result<(Connection, ClientKey), (Failure, String)> {
-    let (cluster, credential, env) = (
-        spec.cluster.spec(),
-        spec.credential.credential(),
-        spec.cluster.in_cluster(),
-    );
-    let connection = match plan(&cluster, &credential, &env) {
-        Plan::Refuse { failure, warning } => return Err((failure, format!("{what}: {warning}"))),
-        Plan::Connect(connection) => connection,
-    };
-    let client = ClientKey::resolve(&connection).and_then(|key| {
-        key.routed(
-            &connection.base_url,
-            spec.cluster.proxy_url.as_deref(),
-            spec.cluster.tls_server_name.as_deref(),
-            &ProxyEnv::from_process(),
-        )
-    });
-    match client {
-        Ok(client) => Ok((connection, client)),
-        Err(err) => Err((
-            Failure::system(),
-            redactor.apply(&format!(
-                "{what} on cluster '{}': {err}",
-                spec.cluster.cluster_name
-            )),
-        )),
-    }
+/// Where `what` (a watch, a GET) of `spec` goes: the one resolution watches, GETs and
+/// informers share (`informer::connect::Cluster::resolve`); a refusal is its failure and the
+/// message naming `what`.
+fn endpoint_for(spec: &WatchSpec, what: &str) -> std::result::Result<Endpoint, (Failure, String)> {
+    spec.cluster
+        .cluster()
+        .resolve(&spec.credential.credential())
+        .map_err(|refusal| (refusal.failure, format!("{what}: {}", refusal.warning)))
 }
 
 /// Starts the core watch of `spec`; refusals and configuration errors come back as its first
 /// batch (only a `strip` path JavaScript should have refused already throws).
 fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
     let resource_path = spec.resource.path();
-    let redactor = spec.credential.redactor();
     let what = format!("watch of {resource_path}");
-    let (connection, client) = match connection_for(&spec, &what, &redactor) {
-        Ok(found) => found,
+    let endpoint = match endpoint_for(&spec, &what) {
+        Ok(endpoint) => endpoint,
         Err((failure, warning)) => {
             return Ok(Watch::refused(resource_path, failure, warning, counters));
         }
     };
-    let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
     let query = WatchQuery {
         label_selector: spec.resource.label_selector.clone(),
         field_selector: spec.resource.field_selector.clone(),
@@ -398,10 +376,10 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
     };
     let config = WatchConfig {
         cluster_name: spec.cluster.cluster_name,
-        url: watch_url(&connection.base_url, &resource_path, &query),
+        url: watch_url(&endpoint.base_url, &resource_path, &query),
         resource_path,
-        bearer: connection.bearer,
-        client,
+        bearer: endpoint.bearer,
+        client: endpoint.client,
         max_line_bytes: spec
             .max_line_bytes
             .and_then(|n| usize::try_from(n).ok())
@@ -412,7 +390,7 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
             .idle_timeout_seconds
             .filter(|s| *s > 0.0)
             .and_then(|s| Duration::try_from_secs_f64(s).ok()),
-        redactor,
+        redactor: endpoint.redactor,
         projection: spec.resource.projection(&[])?,
         counters,
     };
@@ -444,16 +422,19 @@ pub fn fetch_text(
     accept: String,
     max_bytes: u32,
 ) -> Result<AsyncBlock<FetchedText>> {
-    let redactor = spec.credential.redactor();
     let what = format!("GET {path}");
-    let found = connection_for(&spec, &what, &redactor);
+    let found = endpoint_for(&spec, &what);
     AsyncBlockBuilder::new(async move {
         let fail = |text: String| napi::Error::from_reason(text);
-        let (connection, client) = found.map_err(|(_, warning)| fail(warning))?;
-        let redactor = redactor.with_secret(client.proxy.as_ref().and_then(|p| p.password()));
+        let Endpoint {
+            client,
+            base_url,
+            bearer,
+            redactor,
+        } = found.map_err(|(_, warning)| fail(warning))?;
         let get = Get {
-            url: format!("{}{path}", connection.base_url.trim_end_matches('/')),
-            bearer: connection.bearer.clone(),
+            url: format!("{}{path}", base_url.trim_end_matches('/')),
+            bearer,
             accept: Some(accept),
         };
         let describe = |err: Error| fail(redactor.apply(&format!("{what}: {}", err.describe())));

@@ -48,14 +48,13 @@ use crate::auth::Credential;
 use crate::batch::Batch;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::backoff::BackoffPolicy;
-use crate::informer::connect::{Cluster, CredentialFuture, CredentialProvider, StaticCredential};
+use crate::informer::connect::{CredentialFuture, CredentialProvider, StaticCredential};
 use crate::informer::fanout::Cursor;
 use crate::informer::memory::Footprint;
 use crate::informer::reflector::{InitialList, Reflector, ReflectorConfig, Reporter};
 use crate::informer::registry::{Handle, Registry, Sinks};
 use crate::informer::selector::Selector;
 use crate::informer::stats::{Labels, StatsSnapshot, cluster_label};
-use crate::proxy::ProxyEnv;
 
 /// While wake-ups keep coming, at most one call of the registry's function per this long: a
 /// change waits at most this long when the last call was less than this long ago.
@@ -362,13 +361,7 @@ fn invalid(message: String) -> Error {
 
 fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
     let resource_path = spec.resource.path();
-    let cluster = Cluster {
-        spec: spec.cluster.spec(),
-        in_cluster: spec.cluster.in_cluster(),
-        proxy_url: spec.cluster.proxy_url.clone(),
-        tls_server_name: spec.cluster.tls_server_name.clone(),
-        proxy_env: ProxyEnv::from_process(),
-    };
+    let cluster = spec.cluster.cluster();
     let backoff = BackoffPolicy::new(spec.backoff_initial_seconds, spec.backoff_max_seconds)
         .map_err(|err| invalid(format!("kube-watch-native: options.{err}")))?;
     // JavaScript checked these are finite and positive; a Duration still refuses the ones too
