@@ -216,47 +216,6 @@ class MetricsReader {
   }
 }
 
-/** What a series of plain watches alone has none of: the informer figures. */
-const INFORMER_ONLY = {
-  reconnects: null,
-  relists: null,
-  credentialRefreshes: null,
-  informers: null,
-  objects: null,
-  cachedBytes: null,
-  synced: null,
-  secondsSinceLastEvent: null,
-  slowestConsumerPending: null,
-};
-
-/** The figures plain watches add to a series. */
-const COUNTED_ZERO = { connects: 0, eventsReceived: 0, eventsDelivered: 0, bytesReceived: 0, watchesOpen: 0 };
-
-/**
- * The informers' series with the plain watches' added in: counts added up where both have a
- * series of the same labels, a series of its own (without the informer figures) where only
- * watches do.
- */
-function mergeWatchSeries(informerSeries, watchSeries) {
-  const key = (s) => JSON.stringify([s.cluster, s.group, s.version, s.resource]);
-  // Both are fresh from JSON.parse: adding into the informers' series changes nothing else.
-  const byKey = new Map(informerSeries.map((s) => [key(s), s]));
-  const merged = [...informerSeries];
-  for (const w of watchSeries) {
-    let s = byKey.get(key(w));
-    if (s === undefined) {
-      const { cluster, group, version, resource } = w;
-      s = { cluster, group, version, resource, ...INFORMER_ONLY, ...COUNTED_ZERO, errors: {} };
-      merged.push(s);
-      byKey.set(key(w), s);
-    }
-    for (const field of Object.keys(COUNTED_ZERO)) s[field] += w[field];
-    for (const [errorType, n] of Object.entries(w.errors))
-      s.errors[errorType] = (s.errors[errorType] ?? 0) + n;
-  }
-  return merged;
-}
-
 function point(m, value, attributes) {
   return { name: PREFIX + m.name, value, attributes: { ...attributes, ...m.attributes } };
 }
@@ -341,4 +300,4 @@ function formatMetrics(points) {
   return [...lines].map(([where, figures]) => `${where}: ${figures.join(' ')}`);
 }
 
-module.exports = { registerMetrics, MetricsReader, formatMetrics, mergeWatchSeries, METRICS, SNAPSHOT };
+module.exports = { registerMetrics, MetricsReader, formatMetrics, METRICS, SNAPSHOT };

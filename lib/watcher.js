@@ -14,7 +14,7 @@ const native = require('./native');
 const { EventStream } = require('./event-stream');
 const { startWatch } = require('./watch-hub');
 const { InformerHub, openInformer } = require('./informer');
-const { mergeWatchSeries, registerMetrics, SNAPSHOT } = require('./metrics');
+const { registerMetrics, SNAPSHOT } = require('./metrics');
 const { fail, requireObject, optionalString, signalOf, toSpec } = require('./spec');
 
 const consoleLogger = {
@@ -129,19 +129,14 @@ class NativeKubernetesWatcher {
   }
 
   /**
-   * Every informer's figures and the pool's, and every plain watch's, in two native calls: one
-   * metrics collection. Series of both with the same labels add up into one.
+   * Every informer's figures and the pool's, and every plain watch's, in one native call: one
+   * metrics collection. Series of both with the same labels are added up there, into one.
    */
   [SNAPSHOT]() {
     // An empty registry (nothing connected, nothing started) still says what memory is held.
     this.#informers ??= new InformerHub();
-    const informers = JSON.parse(this.#informers.registry.metricsJson());
-    const watches = JSON.parse(this.#watchMetrics.metricsJson()).series;
-    return {
-      series: mergeWatchSeries(informers.series, watches),
-      clusters: informers.clusters,
-      memory: informers.memory,
-    };
+    const { series, clusters, memory } = JSON.parse(this.#informers.registry.metricsJson(this.#watchMetrics));
+    return { series, clusters, memory };
   }
 
   #info(message) {

@@ -40,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 use serde::Serialize;
 
+use super::watch_metrics::{NativeWatchMetrics, WatchSeries};
 use super::{
     BatchText, ClusterConnections, ClusterTarget, CredentialSpec, Crossing, NativeBatch, POOL,
     ResourceSpec, crossing, pool_stats,
@@ -487,13 +488,14 @@ impl NativeInformerRegistry {
         self.registry.running() as u32
     }
 
-    /// Every figure of this watcher's informers, added up per series (cluster, group, version,
-    /// resource: namespaces are not kept apart), and of the process's connections, in one call,
-    /// as JSON text ([`NativeMetrics`]): what one metrics collection reads. One string crosses
-    /// to JavaScript, not an object per informer (with 1 000 informers, objects cost three
-    /// times as much). Counters are read, not reset; nothing here runs per event.
+    /// Every figure of this watcher's informers and of its plain watches (`watches`), added up
+    /// per series (cluster, group, version, resource: namespaces are not kept apart), and of the
+    /// process's connections, in one call, as JSON text ([`NativeMetrics`]): what one metrics
+    /// collection reads. One string crosses to JavaScript, not an object per informer (with
+    /// 1 000 informers, objects cost three times as much). Counters are read, not reset;
+    /// nothing here runs per event.
     #[napi]
-    pub fn metrics_json(&self) -> String {
+    pub fn metrics_json(&self, watches: &NativeWatchMetrics) -> String {
         let mut series: HashMap<Labels, SeriesMetrics> = HashMap::new();
         let mut live = Vec::new();
         let mut retired = Vec::new();
@@ -533,8 +535,21 @@ impl NativeInformerRegistry {
             entry.counts.add(counts);
             entry.add(&informer);
         }
+        // Plain watches count into the informers' series of the same labels; a series of
+        // plain watches alone has none of the informer figures (null).
+        let mut watch_only = Vec::new();
+        for watch in watches.series() {
+            match series.get_mut(&watch.labels) {
+                Some(entry) => entry.add_watches(watch),
+                None => watch_only.push(WatchOnlySeries::of(watch)),
+            }
+        }
         let metrics = NativeMetrics {
-            series: series.into_values().collect(),
+            series: series
+                .into_values()
+                .map(Series::Informers)
+                .chain(watch_only.into_iter().map(Series::Watches))
+                .collect(),
             clusters: pool_stats(),
             memory: NativeMemory::of(&self.registry),
         };
@@ -545,8 +560,9 @@ impl NativeInformerRegistry {
 /// What one metrics collection reads ([`NativeInformerRegistry::metrics_json`]).
 #[derive(Serialize)]
 pub struct NativeMetrics {
-    /// One entry per series of the watcher's informers, closed ones' counts included.
-    pub series: Vec<SeriesMetrics>,
+    /// One entry per series of the watcher's informers, closed ones' counts included, with its
+    /// plain watches' counts added; then one per series of plain watches alone.
+    pub series: Vec<Series>,
     /// The process's connections per cluster origin, as `poolStats()` gives them.
     pub clusters: Vec<ClusterConnections>,
     /// Where this watcher's informers' native memory goes.
@@ -725,6 +741,18 @@ impl SeriesMetrics {
         }
     }
 
+    /// Adds the counts of the series' plain watches.
+    fn add_watches(&mut self, watches: WatchSeries) {
+        self.counts.connects += watches.connects;
+        self.counts.events_received += watches.events_received;
+        self.counts.events_delivered += watches.events_delivered;
+        self.counts.bytes_received += watches.bytes_received;
+        self.watches_open += watches.watches_open;
+        for (kind, n) in watches.errors {
+            *self.counts.errors.entry(kind).or_default() += n;
+        }
+    }
+
     fn add(&mut self, informer: &Live) {
         self.informers += 1;
         self.watches_open += informer.watches_open;
@@ -742,6 +770,73 @@ impl SeriesMetrics {
                 .unwrap_or(0)
                 .max(informer.slowest_consumer_pending),
         );
+    }
+}
+
+/// A series of the metrics snapshot: of informers (their plain watches' counts added), or of
+/// plain watches alone.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Series {
+    Informers(SeriesMetrics),
+    Watches(WatchOnlySeries),
+}
+
+/// A series of plain watches alone: their counts, and null for every informer figure, so both
+/// kinds of series have the same fields.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchOnlySeries {
+    pub cluster: String,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub connects: u64,
+    pub events_received: u64,
+    pub events_delivered: u64,
+    pub bytes_received: u64,
+    pub watches_open: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub reconnects: Option<u64>,
+    pub relists: Option<u64>,
+    pub credential_refreshes: Option<u64>,
+    pub informers: Option<usize>,
+    pub objects: Option<usize>,
+    pub cached_bytes: Option<usize>,
+    pub synced: Option<bool>,
+    pub seconds_since_last_event: Option<f64>,
+    pub slowest_consumer_pending: Option<usize>,
+}
+
+impl WatchOnlySeries {
+    fn of(watches: WatchSeries) -> Self {
+        let Labels {
+            cluster,
+            group,
+            version,
+            resource,
+        } = watches.labels;
+        Self {
+            cluster,
+            group,
+            version,
+            resource,
+            connects: watches.connects,
+            events_received: watches.events_received,
+            events_delivered: watches.events_delivered,
+            bytes_received: watches.bytes_received,
+            watches_open: watches.watches_open,
+            errors: watches.errors,
+            reconnects: None,
+            relists: None,
+            credential_refreshes: None,
+            informers: None,
+            objects: None,
+            cached_bytes: None,
+            synced: None,
+            seconds_since_last_event: None,
+            slowest_consumer_pending: None,
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The metrics of one watcher's plain watches (`watchResource`): each watch counts what it does
 //! in its own [`WatchCounters`] (relaxed atomics, on its task's thread), and one metrics
 //! collection reads them all here, added up per series (cluster, group, version, resource:
-//! never the namespace), in one call. Nothing here runs per event.
+//! never the namespace), and into the informers' series of the same labels
+//! (`NativeInformerRegistry::metrics_json`), in one call. Nothing here runs per event.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
@@ -62,30 +63,33 @@ impl NativeWatchMetrics {
 /// One series of plain watches, as [`NativeWatchMetrics::metrics_json`] gives it.
 #[derive(Serialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct WatchSeries {
+pub(super) struct WatchSeries {
+    #[serde(skip)]
+    pub labels: Labels,
     cluster: String,
     group: String,
     version: String,
     resource: String,
     /// Watches whose native object still lives.
-    watches: usize,
+    pub watches: usize,
     /// Watch streams being read now.
-    watches_open: u64,
+    pub watches_open: u64,
     /// Requests sent.
-    connects: u64,
+    pub connects: u64,
     /// Watch events received, bookmarks included (a plain watch hands them over).
-    events_received: u64,
+    pub events_received: u64,
     /// Events JavaScript took, generated ERROR events included.
-    events_delivered: u64,
+    pub events_delivered: u64,
     /// Body bytes received.
-    bytes_received: u64,
+    pub bytes_received: u64,
     /// Errors by `errorType`.
-    errors: BTreeMap<String, u64>,
+    pub errors: BTreeMap<String, u64>,
 }
 
 impl WatchSeries {
     fn new(labels: &Labels) -> Self {
         Self {
+            labels: labels.clone(),
             cluster: labels.cluster.clone(),
             group: labels.group.clone(),
             version: labels.version.clone(),
@@ -122,6 +126,17 @@ impl NativeWatchMetrics {
     /// included (counters never go down), as JSON text: `{ series: [...] }`.
     #[napi]
     pub fn metrics_json(&self) -> String {
+        let json = WatchMetricsJson {
+            series: self.series(),
+        };
+        serde_json::to_string(&json).unwrap_or_default()
+    }
+}
+
+impl NativeWatchMetrics {
+    /// Every figure of this watcher's plain watches added up per series, the ones let go of
+    /// included.
+    pub(super) fn series(&self) -> Vec<WatchSeries> {
         let mut tracked = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         tracked.sweep();
         let mut series: HashMap<&Labels, WatchSeries> = HashMap::new();
@@ -141,9 +156,6 @@ impl NativeWatchMetrics {
                 counters.delivered.load(Ordering::Relaxed),
             );
         }
-        let json = WatchMetricsJson {
-            series: series.into_values().collect(),
-        };
-        serde_json::to_string(&json).unwrap_or_default()
+        series.into_values().collect()
     }
 }
