@@ -169,7 +169,9 @@ test(
     // backend's end is gone; the browser is told nothing), and a pod is added meanwhile. A
     // minute later it wakes (the clock jumps, and the timers due fire once): the tab refetches,
     // shows the pod, and is live again.
-    await page.clock.pauseAt(await page.evaluate(() => Date.now() + 1));
+    // A second ahead of the page's clock: the time of pauseAt must not have passed by the time
+    // the call reaches the page (by 1 ms ahead, it once had, on a loaded machine).
+    await page.clock.pauseAt(await page.evaluate(() => Date.now() + 1000));
     origin.silenceWebSockets();
     sim.create('pods', pod('live-svc-5', 'live-svc'));
     await new Promise((resolve) => setTimeout(resolve, 1500));

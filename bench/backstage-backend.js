@@ -14,20 +14,12 @@ const { startTestBackend, mockServices } = require('@backstage/backend-test-util
 const { createBackendModule } = require('@backstage/backend-plugin-api');
 const { kubernetesFetcherExtensionPoint } = require('@backstage/plugin-kubernetes-node');
 const { catalogServiceMock } = require('@backstage/plugin-catalog-node/testUtils');
+const { entities: benchEntities, clusterConfigs } = require('./backstage-common');
 
 const [variant, entityCount, infoJson] = process.argv.slice(2);
 const info = JSON.parse(infoJson);
 
-const entities = Array.from({ length: Number(entityCount) }, (_, i) => ({
-  apiVersion: 'backstage.io/v1alpha1',
-  kind: 'Component',
-  metadata: {
-    name: `svc-${i}`,
-    namespace: 'default',
-    annotations: { 'backstage.io/kubernetes-id': `svc-${i}` },
-  },
-  spec: { type: 'service', owner: 'team', lifecycle: 'production' },
-}));
+const entities = benchEntities(Number(entityCount));
 
 /** The floor: each request's answer, asked of the default fetcher once (at warm-up), then kept. */
 const floorModule = createBackendModule({
@@ -71,14 +63,7 @@ async function main() {
       clusterLocatorMethods: [
         {
           type: 'config',
-          clusters: info.clusters.map(({ name, url }) => ({
-            name,
-            url,
-            authProvider: 'serviceAccount',
-            serviceAccountToken: info.token,
-            caData: info.caData,
-            skipMetricsLookup: true,
-          })),
+          clusters: clusterConfigs(info),
         },
       ],
       customResources: [{ group: 'example.com', apiVersion: 'v1', plural: 'widgets' }],

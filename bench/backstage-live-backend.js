@@ -9,34 +9,19 @@
 // IPC: → { type: 'ready', port }; { cmd: 'signals', id } → { id, signals }; { cmd: 'stop' }
 
 const { startLiveBackend } = require('../__test__/live-helpers');
+const { entities: benchEntities, clusterConfigs } = require('./backstage-common');
 
 const [variant, entityCount, infoJson] = process.argv.slice(2);
 const info = JSON.parse(infoJson);
 
-const entities = Array.from({ length: Number(entityCount) }, (_, i) => ({
-  apiVersion: 'backstage.io/v1alpha1',
-  kind: 'Component',
-  metadata: {
-    name: `svc-${i}`,
-    namespace: 'default',
-    annotations: { 'backstage.io/kubernetes-id': `svc-${i}` },
-  },
-  spec: { type: 'service', owner: 'team', lifecycle: 'production' },
-}));
+const entities = benchEntities(Number(entityCount));
 
 async function main() {
   const backend = await startLiveBackend(null, {
     native: variant === 'live',
     entities,
     objectTypes: null,
-    clusters: info.clusters.map(({ name, url }) => ({
-      name,
-      url,
-      authProvider: 'serviceAccount',
-      serviceAccountToken: info.token,
-      caData: info.caData,
-      skipMetricsLookup: true,
-    })),
+    clusters: clusterConfigs(info),
   });
   // The module publishes through the Kubernetes plugin's signals service, this very object.
   let signals = 0;

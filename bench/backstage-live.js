@@ -27,7 +27,16 @@ const fs = require('node:fs');
 const { chromium } = require('playwright-core');
 const { bundle, startOrigin } = require('../__test__/live-helpers');
 const { killAll } = require('./children');
-const { child, threadCpu, processCpu, treeCpu, quantile, median } = require('./backstage-procs');
+const {
+  entityOf,
+  fmt,
+  child,
+  threadCpu,
+  processCpu,
+  treeCpu,
+  quantile,
+  median,
+} = require('./backstage-common');
 
 const CHROMIUM = '/usr/bin/chromium';
 const OBJECTS = 20_000;
@@ -40,13 +49,6 @@ const TOGGLE_EVERY_MS = 12_000;
 const LIVE_REFRESH_MS = 500;
 const SETTLE_MS = 10_000;
 const log = (...a) => console.error(...a);
-
-const entityOf = (name) => ({
-  apiVersion: 'backstage.io/v1alpha1',
-  kind: 'Component',
-  metadata: { name, namespace: 'default', annotations: { 'backstage.io/kubernetes-id': name } },
-  spec: { type: 'service', owner: 'team', lifecycle: 'production' },
-});
 
 /** In each page: stamps [Date.now(), pods with errors] whenever that count changes. */
 function observeErrors() {
@@ -208,7 +210,6 @@ async function main(argv) {
   clusters.proc.send({ cmd: 'stop' });
   const med = (variant, key) => median(runs.map((r) => r[variant][key]));
   const ratio = (key) => median(runs.map((r) => r.live[key] / r.stock[key]));
-  const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
   const rows = [
     ['change to DOM p50 (ms)', 'p50', 0, ''],
     ['change to DOM p99 (ms)', 'p99', 0, 'goal ≤ 1000 (live)'],

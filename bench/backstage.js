@@ -50,6 +50,8 @@ const log = (...a) => console.error(...a);
 
 const { killAll } = require('./children');
 const {
+  entityOf,
+  fmt,
   child,
   threadCpu,
   threadCpuNs,
@@ -57,16 +59,11 @@ const {
   rssBytes,
   quantile,
   median,
-} = require('./backstage-procs');
+} = require('./backstage-common');
 
 async function load(port, i) {
   const name = `svc-${i % ENTITIES}`;
-  const entity = {
-    apiVersion: 'backstage.io/v1alpha1',
-    kind: 'Component',
-    metadata: { name, namespace: 'default', annotations: { 'backstage.io/kubernetes-id': name } },
-    spec: { type: 'service', owner: 'team', lifecycle: 'production' },
-  };
+  const entity = entityOf(name);
   const started = performance.now();
   const res = await fetch(`http://127.0.0.1:${port}/api/kubernetes/services/${name}`, {
     method: 'POST',
@@ -168,7 +165,6 @@ async function main() {
   const cachedMiB = info.cachedJsonBytes / 2 ** 20;
   const med = (variant, key) => median(runs.map((r) => r[variant][key]));
   const ratio = (key, to = 'default') => median(runs.map((r) => r.native[key] / r[to][key]));
-  const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
   const rows = [
     ['API requests per tab load', 'requestsPerLoad', 1, 'goal 0 once warm'],
     ['tab load p50 (ms)', 'p50', 1, ''],

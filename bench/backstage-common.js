@@ -1,11 +1,37 @@
 'use strict';
-// What bench/backstage.js and bench/backstage-live.js need of their child processes: a forked
-// child with request/answer IPC, and the CPU and memory of a process as /proc accounts them.
+// What bench/backstage.js and bench/backstage-live.js share: the benchmark's entities, a forked
+// child with request/answer IPC, the CPU and memory of a process as /proc accounts them, and
+// the report's arithmetic.
 
 const { fork } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { track } = require('./children');
+
+/** The benchmark's entity `name`: its pods and the rest carry `backstage.io/kubernetes-id: name`. */
+const entityOf = (name) => ({
+  apiVersion: 'backstage.io/v1alpha1',
+  kind: 'Component',
+  metadata: { name, namespace: 'default', annotations: { 'backstage.io/kubernetes-id': name } },
+  spec: { type: 'service', owner: 'team', lifecycle: 'production' },
+});
+
+/** The catalog's `count` entities, svc-0 … */
+const entities = (count) => Array.from({ length: count }, (_, i) => entityOf(`svc-${i}`));
+
+/** The Kubernetes plugin's config entries of the clusters `info` (bench/backstage-clusters.js) describes. */
+const clusterConfigs = (info) =>
+  info.clusters.map(({ name, url }) => ({
+    name,
+    url,
+    authProvider: 'serviceAccount',
+    serviceAccountToken: info.token,
+    caData: info.caData,
+    skipMetricsLookup: true,
+  }));
+
+/** A figure for the report's tables. */
+const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
 
 /** A forked child (a file of bench/) with request/answer IPC by id. */
 function child(file, args) {
@@ -85,4 +111,17 @@ function treeCpu(pid, comm) {
   return total;
 }
 
-module.exports = { child, threadCpu, threadCpuNs, processCpu, rssBytes, treeCpu, quantile, median };
+module.exports = {
+  entityOf,
+  entities,
+  clusterConfigs,
+  fmt,
+  child,
+  threadCpu,
+  threadCpuNs,
+  processCpu,
+  rssBytes,
+  treeCpu,
+  quantile,
+  median,
+};
