@@ -11,6 +11,7 @@
 
 mod informer;
 mod selector;
+mod snapshot;
 mod strings;
 mod strip;
 mod watch_metrics;
