@@ -1,5 +1,5 @@
 'use strict';
-// `npm run bench:backstage -- --live [--seconds=N] [--idle=N] [--runs=N] [--json=file]`
+// `npm run bench:backstage -- --live [--seconds=N] [--idle=N] [--refresh=MS] [--runs=N] [--json=file]`
 //
 // The live Kubernetes tab against the stock one, side by side in one run: 20 headless Chromium
 // tabs (Debian's /usr/bin/chromium through playwright-core), each showing the real
@@ -9,7 +9,7 @@
 // backend plugins) and a fresh browser:
 //   stock  the Kubernetes plugin as shipped: the default fetcher, and tabs polling every 10 s;
 //   live   kube-watch-native/backstage with its live signals, and the tabs of
-//          kube-watch-native/live-frontend (refreshIntervalMs 500, answered from memory).
+//          kube-watch-native/live-frontend (refreshIntervalMs 500, or --refresh, answered from memory).
 // Per variant: the tabs load and settle; `idle` seconds (default 60) with no change count the
 // requests an idle tab makes; then `seconds` (default 120) with 100 pod changes a second across
 // the fleet's entities (annotations: a refetch, nothing to see) plus, every 600 ms, one tab's pod
@@ -46,7 +46,6 @@ const TABS = 20;
 const CHURN_PER_SECOND = 100;
 /** Each tab's pod toggles every TOGGLE_EVERY_MS; the tabs take turns. */
 const TOGGLE_EVERY_MS = 12_000;
-const LIVE_REFRESH_MS = 500;
 const SETTLE_MS = 10_000;
 const log = (...a) => console.error(...a);
 
@@ -76,14 +75,14 @@ function tabEntities(info) {
   return Array.from({ length: TABS }, (_, i) => info.withPods[i * step]);
 }
 
-async function measure(clusters, info, files, variant, { seconds, idleSeconds }) {
+async function measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs }) {
   const backend = child('backstage-live-backend.js', [variant, String(ENTITIES), JSON.stringify(info)]);
   const { port } = await backend.ready;
   const pid = backend.proc.pid;
   const origin = await startOrigin(files, port, (url) => {
     const name = new URL(url, 'http://origin').searchParams.get('entity');
     return variant === 'live'
-      ? { entity: entityOf(name), refreshIntervalMs: LIVE_REFRESH_MS }
+      ? { entity: entityOf(name), refreshIntervalMs: refreshMs }
       : { entity: entityOf(name), stock: true };
   });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
@@ -175,7 +174,7 @@ async function measure(clusters, info, files, variant, { seconds, idleSeconds })
 async function main(argv) {
   const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
   for (const a of argv) {
-    if (!/^--(live|seconds=\d+|idle=\d+|runs=\d+|json=.+)$/.test(a)) {
+    if (!/^--(live|seconds=\d+|idle=\d+|refresh=\d+|runs=\d+|json=.+)$/.test(a)) {
       console.error(`unknown option ${a}; see the header of bench/backstage-live.js`);
       process.exit(2);
     }
@@ -186,6 +185,8 @@ async function main(argv) {
   }
   const seconds = Number(opt('seconds') ?? 120);
   const idleSeconds = Number(opt('idle') ?? 60);
+  /** The live tabs' refreshIntervalMs: how often they poll memory. */
+  const refreshMs = Number(opt('refresh') ?? 500);
   const runCount = Number(opt('runs') ?? 1);
   if (seconds * 1000 < 2 * TOGGLE_EVERY_MS) {
     console.error(`--seconds must be at least ${(2 * TOGGLE_EVERY_MS) / 1000}`);
@@ -202,7 +203,7 @@ async function main(argv) {
     const results = {};
     for (const variant of order) {
       log(`run ${run + 1}/${runCount}: ${variant}, ${TABS} tabs…`);
-      results[variant] = await measure(clusters, info, files, variant, { seconds, idleSeconds });
+      results[variant] = await measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs });
       log(`  ${JSON.stringify(results[variant])}`);
     }
     runs.push(results);
@@ -228,7 +229,7 @@ async function main(argv) {
     '## The live Kubernetes tab: 20 stock polling tabs vs 20 live tabs',
     '',
     `6 clusters (+20 ms each), ${OBJECTS} objects, ${ENTITIES} entities; ${TABS} Chromium tabs, one ` +
-      `entity each; ${idleSeconds} s idle, then ${seconds} s of ${CHURN_PER_SECOND} pod changes/s ` +
+      `entity each (live: refreshIntervalMs ${refreshMs}); ${idleSeconds} s idle, then ${seconds} s of ${CHURN_PER_SECOND} pod changes/s ` +
       `plus a crash-loop toggle every ${TOGGLE_EVERY_MS / TABS} ms (each tab's every ` +
       `${TOGGLE_EVERY_MS / 1000} s), spread over the ${info.withPods.length} entities with a pod; ` +
       `${runCount} run(s), medians; ${runs[0].live.toggles} toggles per run. The browsers, the ` +
@@ -243,7 +244,7 @@ async function main(argv) {
   ];
   console.log(lines.join('\n'));
   const json = opt('json');
-  if (json) fs.writeFileSync(json, JSON.stringify({ seconds, idleSeconds, runs }, null, 2));
+  if (json) fs.writeFileSync(json, JSON.stringify({ seconds, idleSeconds, refreshMs, runs }, null, 2));
 }
 
 module.exports = { main };
