@@ -99,9 +99,22 @@ async function setUp(options = {}) {
     signalApi: signals,
     now: clock.now,
     setTimer: clock.setTimer,
+    // What is served from memory, and when: the holding of polls has its own tests below.
+    holdMs: 0,
     ...options,
   });
   return { api, client, signals, clock };
+}
+
+/** Whether `promise` has settled by the next turn of the event loop. */
+async function settled(promise) {
+  let done = false;
+  promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await new Promise((resolve) => setImmediate(resolve));
+  return done;
 }
 
 test('served from memory until a signal on the entity channel, then fetched once', async () => {
@@ -529,4 +542,60 @@ test('a refetch that fails: the next poll sees the error, as from its own reques
   await api.getObjectsByEntity({ entity: SVC_A });
   await api.getObjectsByEntity({ entity: SVC_A });
   assert.equal(client.calls.length, 4, 'the failure was not kept; the next answer was');
+});
+
+test('holdMs: a poll of an answer already given is held until the refetch after a signal lands; polls meanwhile share it', async () => {
+  const { api, client, signals } = await setUp({ holdMs: 2000 });
+  const first = await api.getObjectsByEntity({ entity: SVC_A });
+  const poll = api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(await settled(poll), false, 'held: the caller already has this answer');
+  const next = api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(await settled(next), false, 'the next poll is held with it');
+  signals.emit('kubernetes:component:default/svc-a');
+  const fresh = await poll;
+  assert.notEqual(fresh, first);
+  assert.equal(fresh.n, 2, 'settled with the refetch the signal sent');
+  assert.equal(await next, fresh);
+  assert.deepEqual(client.calls, ['objects', 'objects']);
+});
+
+test('holdMs: a held poll settles after holdMs with the answer it had; a refetched answer is given at once the first time', async () => {
+  const { api, client, signals, clock } = await setUp({ holdMs: 2000 });
+  const first = await api.getObjectsByEntity({ entity: SVC_A });
+  const poll = api.getObjectsByEntity({ entity: SVC_A });
+  clock.advance(1999);
+  assert.equal(await settled(poll), false);
+  clock.advance(1);
+  assert.equal(await poll, first, 'after holdMs, the answer it was held on');
+  // A refetch that lands with no poll held: the next poll takes it at once, the one after is held.
+  signals.emit('kubernetes:component:default/svc-a');
+  await new Promise((resolve) => setImmediate(resolve));
+  const fresh = api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(await settled(fresh), true, 'not given yet: not held');
+  assert.equal((await fresh).n, 2);
+  assert.equal(await settled(api.getObjectsByEntity({ entity: SVC_A })), false, 'given: held');
+  assert.equal(client.calls.length, 2);
+});
+
+test('holdMs: a request asked first is never held, nor one with other credentials; close() and a wake settle held polls', async () => {
+  const wakes = [];
+  const { api, client } = await setUp({
+    holdMs: 2000,
+    wakes: (onWake) => (wakes.push(onWake), () => {}),
+    restartConnection: () => {},
+  });
+  const first = await api.getObjectsByEntity({ entity: SVC_A, auth: { token: 'a' } });
+  const other = api.getObjectsByEntity({ entity: SVC_A, auth: { token: 'b' } });
+  assert.equal(await settled(other), true, 'another credential: its own request');
+  assert.equal(client.calls.length, 2);
+  const held = api.getObjectsByEntity({ entity: SVC_A, auth: { token: 'b' } });
+  assert.equal(await settled(held), false);
+  wakes[0]('resumed');
+  assert.notEqual(await held, undefined, 'a wake settles it (the next poll refetches)');
+  const refetched = await api.getObjectsByEntity({ entity: SVC_A, auth: { token: 'a' } });
+  assert.notEqual(refetched, first, 'after the wake: from the network');
+  const again = api.getObjectsByEntity({ entity: SVC_A, auth: { token: 'a' } });
+  assert.equal(await settled(again), false);
+  api.close();
+  assert.equal(await again, refetched, 'close() settles it, with the answer it was held on');
 });

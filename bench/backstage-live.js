@@ -75,10 +75,13 @@ function tabEntities(info) {
   return Array.from({ length: TABS }, (_, i) => info.withPods[i * step]);
 }
 
-async function measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs }) {
+/**
+ * A variant's backend (its own process), the page's origin in front of it and a browser; `tab(name)`
+ * opens a tab of entity `name` and waits until it shows its pods; `close()` ends all three.
+ */
+async function startVariant(info, files, variant, refreshMs) {
   const backend = child('backstage-live-backend.js', [variant, String(ENTITIES), JSON.stringify(info)]);
   const { port } = await backend.ready;
-  const pid = backend.proc.pid;
   const origin = await startOrigin(files, port, (url) => {
     const name = new URL(url, 'http://origin').searchParams.get('entity');
     return variant === 'live'
@@ -86,18 +89,34 @@ async function measure(clusters, info, files, variant, { seconds, idleSeconds, r
       : { entity: entityOf(name), stock: true };
   });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  const tab = async (name) => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${origin.url}/?entity=${name}`);
+    await page.waitForFunction(() => /No pods with errors/.test(document.body.textContent), null, {
+      timeout: 120_000,
+      polling: 100,
+    });
+    return page;
+  };
+  const close = async () => {
+    await browser.close();
+    await origin.close();
+    backend.proc.send({ cmd: 'stop' });
+    await new Promise((r) => backend.proc.once('exit', r));
+  };
+  return { backend, origin, tab, close };
+}
+
+async function measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs }) {
+  const { backend, origin, tab: openTab, close } = await startVariant(info, files, variant, refreshMs);
+  const pid = backend.proc.pid;
   try {
     const tabs = [];
     for (const name of tabEntities(info)) {
       // Ready, whatever the last variant left it as.
       await clusters.request({ cmd: 'toggle', entity: name, crashing: false });
-      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-      const page = await context.newPage();
-      await page.goto(`${origin.url}/?entity=${name}`);
-      await page.waitForFunction(() => /No pods with errors/.test(document.body.textContent), null, {
-        timeout: 120_000,
-        polling: 100,
-      });
+      const page = await openTab(name);
       const errors = await page.evaluate(observeErrors);
       if (errors !== 0) throw new Error(`tab ${name} starts with ${errors} pods with errors`);
       tabs.push({ name, page, crashing: false, toggles: [] });
@@ -164,10 +183,7 @@ async function measure(clusters, info, files, variant, { seconds, idleSeconds, r
       browserCpuPerMinute: (cpu1.browser - cpu0.browser) / minutes,
     };
   } finally {
-    await browser.close();
-    await origin.close();
-    backend.proc.send({ cmd: 'stop' });
-    await new Promise((r) => backend.proc.once('exit', r));
+    await close();
   }
 }
 
@@ -247,7 +263,7 @@ async function main(argv) {
   if (json) fs.writeFileSync(json, JSON.stringify({ seconds, idleSeconds, refreshMs, runs }, null, 2));
 }
 
-module.exports = { main };
+module.exports = { main, startVariant, CHROMIUM };
 
 if (require.main === module) {
   main(process.argv.slice(2)).catch((err) => {

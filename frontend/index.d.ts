@@ -32,6 +32,15 @@ export interface LiveKubernetesApiOptions {
    * Default 15 000 (past the stock 10 s polling).
    */
   prefetchWithinMs?: number;
+  /**
+   * A call that finds in memory an answer it was already given (the tab's next poll) is held
+   * until that request's refetch after a signal lands, for at most this long; calls meanwhile
+   * are held with it. The tab then shows a change as its refetch lands, not at its next poll, and
+   * a held poll renders once instead of three times. Cost: a second component asking the same
+   * request while another polls it may wait this long for its first answer. Default 2000; 0
+   * never holds.
+   */
+  holdMs?: number;
   /** The clock, in ms (tests). */
   now?: () => number;
   /** Schedules `fn`; returns its cancel function (tests). */

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! Listing ──synced──► Watching{rv} ──clean end / fault──► Backoff{until} ──► Watching{rv}
-//!    ▲                    │ 410 (in-stream or HTTP)                    └──► Listing / Relisting
-//!    └──── Relisting ◄────┘                  terminal (400, 422, refused) ──► Closed
+//!  │  ▲                   │ 410 (in-stream or HTTP)                    └──► Listing{relist}
+//!  │  └ Listing{relist} ◄─┘                  terminal (400, 422, refused) ──► Closed
+//!  └─ no streaming list here ──► ListingPages{relist} ──synced──► Watching{rv}
 //! ```
 //! The initial list is a streaming list (`sendInitialEvents`) where the cluster serves one,
 //! complete at the initial-events-end bookmark, else `limit`/`continue` pages; either way the
@@ -13,9 +14,11 @@
 //! nothing is missed or repeated.
 //!
 //! The requests are behind [`ListWatch`] (the watch core's connection pool in production, a
-//! script in the tests), time is tokio's clock (so the tests run on a paused one), and what
-//! each line of a watch body means is the pure `step` function (`reflector/reflector_step.rs`); the
-//! `Run` left here is the state machine and the calls between them.
+//! script in the tests), time is tokio's clock (so the tests run on a paused one), what each
+//! line of a watch body means is the pure `step` function (`reflector/reflector_step.rs`), and
+//! what an answer, a failure or a stream's end means is the pure [`Machine`]
+//! (`reflector/machine/`), which holds every flag. The `Run` left here is the runner: it makes
+//! the requests, reads the streams and carries out what those two return.
 
 use std::collections::HashSet;
 use std::mem::size_of;
@@ -25,7 +28,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER};
+use super::backoff::{BackoffPolicy, Jitter};
 use super::cache::Cache;
 use super::connect::{Cluster, CredentialProvider, Endpoint};
 use super::memory::{Fixed, Footprint, arc_bytes, hash_table_bytes};
@@ -39,9 +42,11 @@ use crate::projection::Projection;
 use crate::request::{WatchQuery, list_url, watch_url};
 
 mod list_watch;
+mod machine;
 mod reflector_step;
 
 pub use list_watch::{Fault, ListWatch, PoolListWatch, Request, WatchLines};
+use machine::{Effect, Machine, Resume, State, StreamingList, Transition};
 use reflector_step::{Initial, Progress, Step, StreamEnd, step};
 
 /// How the initial list (and a relist) is made.
@@ -274,50 +279,6 @@ impl Drop for Reflector {
     }
 }
 
-/// The state machine: one match per step in [`Run::run`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum State {
-    /// The initial list.
-    Listing,
-    /// Watching from `rv`.
-    Watching { rv: String },
-    /// Waiting after a failure until `until`, then `resume`; woken early by the cluster's
-    /// news of recovery, but never before `earliest` (the server's `Retry-After`).
-    Backoff {
-        until: Instant,
-        earliest: Instant,
-        resume: Resume,
-    },
-    /// Listing again after a 410, to diff against the cache.
-    Relisting,
-    /// Stopped for good.
-    Closed,
-}
-
-/// What follows a backoff.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Resume {
-    List,
-    Relist,
-    Watch(String),
-}
-
-impl Resume {
-    fn state(self) -> State {
-        match self {
-            Self::List => State::Listing,
-            Self::Relist => State::Relisting,
-            Self::Watch(rv) => State::Watching { rv },
-        }
-    }
-}
-
-/// A 4xx answer to a streaming list that means "not served here" rather than a fault of the
-/// moment (auth, rate limits, a missing resource) that a paginated list would meet as well.
-fn means_unsupported(status: u16) -> bool {
-    (400..500).contains(&status) && !matches!(status, 401 | 403 | 404 | 408 | 429)
-}
-
 /// Bytes received since the allocator last gave memory back after which a completed list
 /// gives it back again.
 const RELEASE_AFTER_BYTES: u64 = 8 << 20;
@@ -339,22 +300,14 @@ struct Run<A> {
     api: A,
     cache: Arc<Cache>,
     stats: Arc<Stats>,
-    backoff: Backoff,
+    /// Every flag, and the decisions.
+    machine: Machine,
     /// The endpoint for the current credential and when it was asked for.
     endpoint: Option<(Endpoint, Instant)>,
-    /// A 401 or 403 came back: ask for a fresh credential before the next request.
-    stale: bool,
     /// The last resourceVersion seen, and the stream's bookkeeping.
     progress: Progress,
-    jitter: Jitter,
-    /// A watch was started before (so the next one is a reconnect).
-    watched: bool,
-    /// The first sync was reported.
-    synced_once: bool,
     /// Body bytes received when the allocator last gave memory back.
     released_at_bytes: u64,
-    /// The last request failed (so the next success is news for the cluster).
-    failing: bool,
     /// The channel of the cluster's news of recovery, once a credential resolved its client.
     news: Option<News>,
 }
@@ -362,7 +315,7 @@ struct Run<A> {
 impl<A: ListWatch> Run<A> {
     fn new(config: ReflectorConfig, parts: Parts, api: A) -> Self {
         Self {
-            backoff: Backoff::new(config.backoff),
+            machine: Machine::new(config.backoff, parts.jitter),
             cache: Arc::new(Cache::new(config.resource_path.clone())),
             config,
             provider: parts.provider,
@@ -371,23 +324,19 @@ impl<A: ListWatch> Run<A> {
             api,
             stats: Arc::new(Stats::default()),
             endpoint: None,
-            stale: false,
             progress: Progress::default(),
-            jitter: parts.jitter,
-            watched: false,
-            synced_once: false,
             released_at_bytes: 0,
-            failing: false,
             news: None,
         }
     }
 
     async fn run(&mut self) {
-        let mut state = State::Listing;
+        let mut state = Machine::start();
         loop {
             state = match state {
-                State::Listing => self.list(false).await,
-                State::Relisting => self.list(true).await,
+                State::Listing { relist } => self.list(relist).await,
+                // Boxed: see `watch`.
+                State::ListingPages { relist } => Box::pin(self.paged_list(relist)).await,
                 State::Watching { rv } => self.watch(rv).await,
                 State::Backoff {
                     until,
@@ -395,11 +344,64 @@ impl<A: ListWatch> Run<A> {
                     resume,
                 } => {
                     self.sleep(until, earliest).await;
-                    resume.state()
+                    Machine::woke(resume)
                 }
                 State::Closed => return,
             };
         }
+    }
+
+    /// Carries out a transition's effects, in order; its state is what comes next.
+    fn perform(&mut self, (state, effects): Transition) -> State {
+        for effect in effects {
+            self.effect(effect);
+        }
+        state
+    }
+
+    fn effect(&mut self, effect: Effect) {
+        match effect {
+            Effect::CountError(error_type) => self.stats.error(error_type),
+            Effect::CountReconnect => self.stats.reconnect(),
+            Effect::CountRelist => self.stats.relist(),
+            Effect::Warn(text) => self.warn(&text),
+            Effect::Info(text) => self.info(&text),
+            Effect::Failed { failure, retrying } => {
+                self.cache.error(&failure, retrying);
+                self.reporter.failed();
+            }
+            Effect::Succeeded { news } => {
+                self.cache.recovered();
+                if news {
+                    self.reporter.recovered();
+                    if let Some(news) = self.news.as_mut() {
+                        news.recovered();
+                    }
+                }
+            }
+            // From now on the informer asks for plain JSON and cuts the objects down here
+            // (`refused` says so once; None without metadataOnly, or when the header was not
+            // sent).
+            Effect::RefuseMetadataOnly => {
+                if let Some(warning) = self
+                    .config
+                    .projection
+                    .as_ref()
+                    .and_then(Projection::refused)
+                {
+                    self.warn(&warning);
+                }
+            }
+            Effect::RememberPaginated => self
+                .memory
+                .remember_paginated(&self.config.cluster.spec.url),
+        }
+    }
+
+    /// A failure, to be waited out and resumed from, or the end.
+    fn fail(&mut self, fault: &Fault, resume: Resume) -> State {
+        let transition = self.machine.failed(fault, resume, Instant::now());
+        self.perform(transition)
     }
 
     /// A backoff's sleep until `until`, cut short when another informer of the cluster
@@ -414,7 +416,7 @@ impl<A: ListWatch> Run<A> {
         tokio::select! {
             () = tokio::time::sleep_until(until) => {}
             () = news.recovered_elsewhere() => {
-                let wake = Instant::now() + RECOVERY_JITTER.mul_f64(self.jitter.draw());
+                let wake = Instant::now() + RECOVERY_JITTER.mul_f64(self.machine.draw());
                 tokio::time::sleep_until(wake.max(earliest).min(until)).await;
             }
         }
@@ -422,13 +424,8 @@ impl<A: ListWatch> Run<A> {
 
     /// A request was answered 200: after failures, news for the cluster's other informers.
     fn succeeded(&mut self) {
-        self.cache.recovered();
-        if std::mem::take(&mut self.failing) {
-            self.reporter.recovered();
-            if let Some(news) = self.news.as_mut() {
-                news.recovered();
-            }
-        }
+        let effect = self.machine.answered();
+        self.effect(effect);
     }
 
     /// The cache changed: a reader that asked to hear of it ([`Cache::arm_change_notice`])
@@ -469,7 +466,7 @@ impl<A: ListWatch> Run<A> {
         let fresh = match &self.endpoint {
             None => true,
             Some((_, at)) => {
-                self.stale
+                self.machine.credential_stale()
                     || (self.provider.refreshes() && at.elapsed() >= self.config.credential_ttl)
             }
         };
@@ -498,7 +495,7 @@ impl<A: ListWatch> Run<A> {
             self.stats
                 .set_endpoint_bytes(endpoint_heap_bytes(&endpoint));
             self.endpoint = Some((endpoint, Instant::now()));
-            self.stale = false;
+            self.machine.credential_renewed();
         }
         Ok(self.endpoint.as_ref().map(|(e, _)| e.clone()).expect("set"))
     }
@@ -527,7 +524,10 @@ impl<A: ListWatch> Run<A> {
     /// after a jittered while, as lines.
     async fn watch_lines(&mut self, mut query: WatchQuery) -> Result<A::Lines, Fault> {
         query.allow_watch_bookmarks = true;
-        query.timeout_seconds = Some(self.watch_timeout());
+        query.timeout_seconds = Some(machine::jittered_timeout(
+            self.config.watch_timeout,
+            self.machine.draw(),
+        ));
         let endpoint = self.endpoint().await?;
         let url = watch_url(&endpoint.base_url, &self.config.resource_path, &query);
         let request = self.request(&endpoint, url, true);
@@ -570,85 +570,21 @@ impl<A: ListWatch> Run<A> {
         }
     }
 
-    fn watch_timeout(&mut self) -> u64 {
-        let base = self.config.watch_timeout.as_secs().max(1);
-        base + (self.jitter.draw() * base as f64) as u64
-    }
-
-    /// A failure: terminal ones end every consumer; the rest wait out a backoff step, with
-    /// one `ERROR { retrying: true }` and a warning for it.
-    fn failed(&mut self, fault: Fault, resume: Resume) -> State {
-        let failure = fault.failure();
-        self.stats.error(failure.error_type.as_str());
-        // A 406 to a metadata-only request: from now on the informer asks for plain JSON and
-        // cuts the objects down here (`refused` says so once; None without metadataOnly, or
-        // when the header was not sent).
-        if let Fault::Status { status: 406, .. } = fault
-            && let Some(warning) = self
-                .config
-                .projection
-                .as_ref()
-                .and_then(Projection::refused)
-        {
-            self.warn(&warning);
-        }
-        let terminal = match &fault {
-            Fault::Refused(_) => true,
-            Fault::Status { status, .. } => matches!(status, 400 | 422),
-            _ => false,
-        };
-        if terminal {
-            self.warn(&format!("{}; giving up", fault.describe()));
-            self.cache.error(&failure, false);
-            self.reporter.failed();
-            return State::Closed;
-        }
-        if let Fault::Status {
-            status: 401 | 403, ..
-        } = fault
-        {
-            self.stale = true;
-        }
-        let retry_after = match &fault {
-            Fault::Status { retry_after, .. } => retry_after.map(|d| d.min(MAX_RETRY_AFTER)),
-            _ => None,
-        };
-        let wait = self.backoff.failed(now(), retry_after, self.jitter.draw());
-        self.failing = true;
-        // Every failure is one backoff step (one wait, one request after it), so one ERROR
-        // here is one per step. Keying it on the step number instead would swallow the first
-        // ERROR after a healthy minute, when the count starts over at a step already reported.
-        self.cache.error(&failure, true);
-        self.reporter.failed();
-        self.warn(&format!(
-            "{}; retrying in {:.1} s",
-            fault.describe(),
-            wait.as_secs_f64()
-        ));
-        let start = Instant::now();
-        State::Backoff {
-            until: start + wait,
-            earliest: start + retry_after.unwrap_or_default(),
-            resume,
-        }
-    }
-
-    fn resume_list(relist: bool) -> Resume {
-        if relist { Resume::Relist } else { Resume::List }
-    }
-
     /// Lists (streaming or paginated) and caches the result; then watches.
     async fn list(&mut self, relist: bool) -> State {
-        let url = self.config.cluster.spec.url.clone();
         let streaming = match self.config.initial_list {
             InitialList::Streaming => true,
             InitialList::Paginated => false,
-            InitialList::Auto => !self.memory.is_paginated(&url),
+            InitialList::Auto => !self.memory.is_paginated(&self.config.cluster.spec.url),
         };
         if !streaming {
             return Box::pin(self.paged_list(relist)).await;
         }
-        let auto = self.config.initial_list == InitialList::Auto;
+        let list = StreamingList {
+            relist,
+            auto: self.config.initial_list == InitialList::Auto,
+            metadata_only: self.accept(true).is_some(),
+        };
         let mut query = self.query();
         query.send_initial_events = true;
         query.resource_version_match = Some("NotOlderThan".into());
@@ -657,58 +593,25 @@ impl<A: ListWatch> Run<A> {
                 self.succeeded();
                 lines
             }
-            // A 406 to the metadata-only Accept header says nothing of streaming lists (nor of
-            // the other informers on the cluster): `failed` turns the header off, and the
-            // streaming list is asked for again.
-            Err(fault @ Fault::Status { status: 406, .. }) if self.accept(true).is_some() => {
-                return self.failed(fault, Self::resume_list(relist));
+            Err(fault) => {
+                let transition = self
+                    .machine
+                    .streaming_list_refused(&fault, list, Instant::now());
+                return self.perform(transition);
             }
-            Err(Fault::Status { status, detail, .. }) if auto && means_unsupported(status) => {
-                self.memory.remember_paginated(&url);
-                self.info(&format!(
-                    "streaming lists are not served (HTTP {status}: {detail}); listing in pages"
-                ));
-                return Box::pin(self.paged_list(relist)).await;
-            }
-            Err(fault) => return self.failed(fault, Self::resume_list(relist)),
         };
-        self.backoff.watching(now());
-        self.watched = true;
+        self.machine.streaming(Instant::now());
         let initial = Initial {
             objects: Listed::new(),
             relist,
         };
         // Boxed: see `watch`.
         let (end, synced) = Box::pin(self.stream(lines, Some(initial))).await;
-        match end {
-            StreamEnd::Unsupported if auto => {
-                self.memory.remember_paginated(&url);
-                self.info("the streaming list sent a change before its initial events ended; listing in pages");
-                Box::pin(self.paged_list(relist)).await
-            }
-            StreamEnd::Unsupported => self.failed(
-                Fault::Protocol(
-                    "the streaming list sent a change before its initial events ended".into(),
-                ),
-                Self::resume_list(relist),
-            ),
-            end if synced => self.after_stream(end),
-            StreamEnd::Expired => self.failed(
-                Fault::Status {
-                    status: 410,
-                    retry_after: None,
-                    detail: "the streaming list expired".into(),
-                },
-                Self::resume_list(relist),
-            ),
-            StreamEnd::Clean { .. } => self.failed(
-                Fault::Protocol(
-                    "the streaming list ended before its initial-events-end bookmark".into(),
-                ),
-                Self::resume_list(relist),
-            ),
-            StreamEnd::Fault(fault) => self.failed(fault, Self::resume_list(relist)),
-        }
+        let rv = self.current_rv();
+        let transition = self
+            .machine
+            .streaming_list_ended(end, synced, list, rv, Instant::now());
+        self.perform(transition)
     }
 
     /// `limit`/`continue` pages; a continue token that expires restarts the list.
@@ -737,7 +640,7 @@ impl<A: ListWatch> Run<A> {
                         self.info("the list's continue token expired; listing again");
                         continue 'list;
                     }
-                    Err(fault) => return self.failed(fault, Self::resume_list(relist)),
+                    Err(fault) => return self.fail(&fault, Resume::List { relist }),
                 };
                 let parsed = ListPage::parse(&body).and_then(|page| {
                     let items = self.list_objects(&page)?;
@@ -748,7 +651,7 @@ impl<A: ListWatch> Run<A> {
                     Ok(parsed) => parsed,
                     Err(err) => {
                         let fault = Fault::Protocol(format!("unusable list page: {err}"));
-                        return self.failed(fault, Self::resume_list(relist));
+                        return self.fail(&fault, Resume::List { relist });
                     }
                 };
                 self.stats.events(items.len());
@@ -813,18 +716,16 @@ impl<A: ListWatch> Run<A> {
                 "relisted at resourceVersion {rv}: {changes} changes"
             ));
         }
-        if !self.synced_once {
-            self.synced_once = true;
+        if self.machine.synced() {
             self.reporter.synced();
         }
     }
 
     /// Watches from `rv`.
     async fn watch(&mut self, rv: String) -> State {
-        if self.watched {
-            self.stats.reconnect();
+        for effect in self.machine.watch_starting() {
+            self.effect(effect);
         }
-        self.watched = true;
         let mut query = self.query();
         query.resource_version = Some(rv.clone());
         let lines = match Box::pin(self.watch_lines(query)).await {
@@ -832,48 +733,22 @@ impl<A: ListWatch> Run<A> {
                 self.succeeded();
                 lines
             }
-            Err(Fault::Status { status: 410, .. }) => return self.expired(),
-            Err(fault) => return self.failed(fault, Resume::Watch(rv)),
+            Err(fault) => {
+                let transition = self.machine.watch_refused(&fault, rv, Instant::now());
+                return self.perform(transition);
+            }
         };
-        self.backoff.watching(now());
+        self.machine.streaming(Instant::now());
         // Boxed: an async fn's state keeps the arguments it moves into a callee's future beside
         // that future, so the stream's body reader would be held twice over a watch's life.
         let (end, _) = Box::pin(self.stream(lines, None)).await;
-        self.after_stream(end)
-    }
-
-    fn expired(&mut self) -> State {
-        self.stats.relist();
-        self.info("resourceVersion expired (410); relisting");
-        State::Relisting
+        let rv = self.current_rv();
+        let transition = self.machine.watch_ended(end, rv, Instant::now());
+        self.perform(transition)
     }
 
     fn current_rv(&self) -> String {
         self.progress.rv.clone().unwrap_or_default()
-    }
-
-    fn after_stream(&mut self, end: StreamEnd) -> State {
-        match end {
-            StreamEnd::Clean { saw_events } => {
-                match self.backoff.ended(now(), saw_events, self.jitter.draw()) {
-                    None => State::Watching {
-                        rv: self.current_rv(),
-                    },
-                    Some(wait) => State::Backoff {
-                        until: Instant::now() + wait,
-                        earliest: Instant::now(),
-                        resume: Resume::Watch(self.current_rv()),
-                    },
-                }
-            }
-            StreamEnd::Expired => self.expired(),
-            // Only a streaming list's stream can say this, and only before it synced.
-            StreamEnd::Unsupported => State::Relisting,
-            StreamEnd::Fault(fault) => {
-                let rv = self.current_rv();
-                self.failed(fault, Resume::Watch(rv))
-            }
-        }
     }
 
     /// Reads a watch body into the cache until it ends; for a streaming list, collects the
@@ -970,11 +845,6 @@ fn endpoint_heap_bytes(endpoint: &Endpoint) -> usize {
         + endpoint.base_url.capacity()
         + capacity(&endpoint.bearer)
         + endpoint.redactor.heap_bytes()
-}
-
-/// Now, on tokio's clock, for the backoff (which keeps `std` instants).
-fn now() -> std::time::Instant {
-    Instant::now().into_std()
 }
 
 #[cfg(test)]

@@ -434,17 +434,17 @@ async fn the_first_failure_after_a_healthy_minute_still_sends_an_error() {
         let since = std::time::Instant::now()
             .checked_sub(healthy)
             .expect("the clock is past a minute");
-        run.backoff.watching(since);
+        run.machine.backoff_mut().watching(since);
         let fault = Fault::Status {
             status: 503,
             retry_after: None,
             detail: "busy".into(),
         };
         assert!(matches!(
-            run.failed(fault, Resume::List),
+            run.fail(&fault, Resume::List { relist: false }),
             State::Backoff { .. }
         ));
-        assert_eq!(run.backoff.failures(), 1);
+        assert_eq!(run.machine.failures(), 1);
         assert_eq!(
             errors_ready(&cursor),
             1,

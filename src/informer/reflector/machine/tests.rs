@@ -1,0 +1,463 @@
+//! The reflector's transitions, one row each: a machine in a given condition, one input, the
+//! state that follows and the effects, in order. No tokio, no socket, no cache.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::*;
+use crate::error::{Error, ErrorType};
+use crate::informer::connect::Refusal;
+
+fn machine() -> Machine {
+    Machine::new(BackoffPolicy::default(), Jitter::new(7))
+}
+
+fn status(status: u16, retry_after: Option<u64>) -> Fault {
+    Fault::Status {
+        status,
+        retry_after: retry_after.map(Duration::from_secs),
+        detail: "nope".into(),
+    }
+}
+
+fn refused() -> Fault {
+    Fault::Refused(Refusal {
+        failure: Failure {
+            error_type: ErrorType::BadRequest,
+            status_code: 400,
+        },
+        warning: "the oidc provider runs in the browser".into(),
+    })
+}
+
+/// A state in a few words; a backoff with its waits from `t0`, in whole seconds.
+fn brief(state: &State, t0: Instant) -> String {
+    match state {
+        State::Listing { relist: false } => "list".into(),
+        State::Listing { relist: true } => "relist".into(),
+        State::ListingPages { relist } => format!("pages relist={relist}"),
+        State::Watching { rv } => format!("watch {rv}"),
+        State::Backoff {
+            until,
+            earliest,
+            resume,
+        } => {
+            assert!(
+                until >= earliest,
+                "the wait ends no earlier than Retry-After"
+            );
+            let resume = match resume {
+                Resume::List { relist } => format!("list relist={relist}"),
+                Resume::Watch(rv) => format!("watch {rv}"),
+            };
+            format!(
+                "backoff earliest+{}s then {resume}",
+                (*earliest - t0).as_secs()
+            )
+        }
+        State::Closed => "closed".into(),
+    }
+}
+
+/// An effect in a few words (a warning's backoff figure dropped: the jitter's).
+fn effect(effect: &Effect) -> String {
+    match effect {
+        Effect::CountError(t) => format!("count {t}"),
+        Effect::CountReconnect => "count reconnect".into(),
+        Effect::CountRelist => "count relist".into(),
+        Effect::Warn(text) => match text.split_once("; retrying in ") {
+            Some((head, _)) => format!("warn {head}; retrying"),
+            None => format!("warn {text}"),
+        },
+        Effect::Info(text) => format!("info {text}"),
+        Effect::Failed { failure, retrying } => format!(
+            "ERROR {} {}{}",
+            failure.error_type.as_str(),
+            failure.status_code,
+            if *retrying { " retrying" } else { "" }
+        ),
+        Effect::Succeeded { news } => format!("succeeded news={news}"),
+        Effect::RefuseMetadataOnly => "refuse metadata-only".into(),
+        Effect::RememberPaginated => "remember paginated".into(),
+    }
+}
+
+type Input = fn(&mut Machine, Instant) -> Transition;
+
+/// `(what, input, state, effects)`: each row on a new machine.
+fn check(rows: &[(&str, Input, &str, &[&str])]) {
+    for (what, input, state, effects) in rows {
+        let mut m = machine();
+        let t0 = Instant::from_std(std::time::Instant::now());
+        let (next, done) = input(&mut m, t0);
+        assert_eq!(brief(&next, t0), *state, "{what}: the state");
+        let done: Vec<String> = done.iter().map(effect).collect();
+        assert_eq!(done, *effects, "{what}: the effects");
+    }
+}
+
+const AUTO: StreamingList = StreamingList {
+    relist: false,
+    auto: true,
+    metadata_only: false,
+};
+const FIXED: StreamingList = StreamingList {
+    relist: false,
+    auto: false,
+    metadata_only: false,
+};
+const AUTO_METADATA: StreamingList = StreamingList {
+    relist: true,
+    auto: true,
+    metadata_only: true,
+};
+
+#[test]
+fn failures_wait_a_backoff_step_with_one_error_or_end_it_all() {
+    check(&[
+        (
+            "a 503 while watching",
+            |m, t| m.failed(&status(503, None), Resume::Watch("5".into()), t),
+            "backoff earliest+0s then watch 5",
+            &[
+                "count UNKNOWN_ERROR",
+                "ERROR UNKNOWN_ERROR 503 retrying",
+                "warn HTTP 503: nope; retrying",
+            ],
+        ),
+        (
+            "a 500 while listing",
+            |m, t| m.failed(&status(500, None), Resume::List { relist: true }, t),
+            "backoff earliest+0s then list relist=true",
+            &[
+                "count SYSTEM_ERROR",
+                "ERROR SYSTEM_ERROR 500 retrying",
+                "warn HTTP 500: nope; retrying",
+            ],
+        ),
+        (
+            "a 429 asking for 5 s",
+            |m, t| m.failed(&status(429, Some(5)), Resume::Watch("5".into()), t),
+            "backoff earliest+5s then watch 5",
+            &[
+                "count UNKNOWN_ERROR",
+                "ERROR UNKNOWN_ERROR 429 retrying",
+                "warn HTTP 429: nope; retrying",
+            ],
+        ),
+        (
+            "a 503 asking for a day: capped at 10 min",
+            |m, t| m.failed(&status(503, Some(86_400)), Resume::Watch("5".into()), t),
+            "backoff earliest+600s then watch 5",
+            &[
+                "count UNKNOWN_ERROR",
+                "ERROR UNKNOWN_ERROR 503 retrying",
+                "warn HTTP 503: nope; retrying",
+            ],
+        ),
+        (
+            "a 406: plain JSON from now on, and try again",
+            |m, t| m.failed(&status(406, None), Resume::List { relist: false }, t),
+            "backoff earliest+0s then list relist=false",
+            &[
+                "count UNKNOWN_ERROR",
+                "refuse metadata-only",
+                "ERROR UNKNOWN_ERROR 406 retrying",
+                "warn HTTP 406: nope; retrying",
+            ],
+        ),
+        (
+            "a broken connection",
+            |m, t| {
+                let fault = Fault::Transport(Error::Connect("reset".into()));
+                m.failed(&fault, Resume::Watch("5".into()), t)
+            },
+            "backoff earliest+0s then watch 5",
+            &[
+                "count SYSTEM_ERROR",
+                "ERROR SYSTEM_ERROR 0 retrying",
+                "warn request failed: reset; retrying",
+            ],
+        ),
+        (
+            "a 400: the request will not get better",
+            |m, t| m.failed(&status(400, None), Resume::Watch("5".into()), t),
+            "closed",
+            &[
+                "count BAD_REQUEST",
+                "warn HTTP 400: nope; giving up",
+                "ERROR BAD_REQUEST 400",
+            ],
+        ),
+        (
+            "a 422",
+            |m, t| m.failed(&status(422, None), Resume::List { relist: false }, t),
+            "closed",
+            &[
+                "count UNKNOWN_ERROR",
+                "warn HTTP 422: nope; giving up",
+                "ERROR UNKNOWN_ERROR 422",
+            ],
+        ),
+        (
+            "a refused credential",
+            |m, t| m.failed(&refused(), Resume::List { relist: false }, t),
+            "closed",
+            &[
+                "count BAD_REQUEST",
+                "warn the oidc provider runs in the browser; giving up",
+                "ERROR BAD_REQUEST 400",
+            ],
+        ),
+    ]);
+}
+
+#[test]
+fn a_refused_watch_relists_on_410_and_backs_off_otherwise() {
+    check(&[
+        (
+            "410",
+            |m, t| m.watch_refused(&status(410, None), "5".into(), t),
+            "relist",
+            &[
+                "count relist",
+                "info resourceVersion expired (410); relisting",
+            ],
+        ),
+        (
+            "503",
+            |m, t| m.watch_refused(&status(503, None), "5".into(), t),
+            "backoff earliest+0s then watch 5",
+            &[
+                "count UNKNOWN_ERROR",
+                "ERROR UNKNOWN_ERROR 503 retrying",
+                "warn HTTP 503: nope; retrying",
+            ],
+        ),
+    ]);
+}
+
+#[test]
+fn a_refused_streaming_list_falls_back_to_pages_only_when_it_means_not_served() {
+    check(&[
+        (
+            "auto, 400",
+            |m, t| m.streaming_list_refused(&status(400, None), AUTO, t),
+            "pages relist=false",
+            &[
+                "remember paginated",
+                "info streaming lists are not served (HTTP 400: nope); listing in pages",
+            ],
+        ),
+        (
+            "auto, 406 without the metadata-only header",
+            |m, t| m.streaming_list_refused(&status(406, None), AUTO, t),
+            "pages relist=false",
+            &[
+                "remember paginated",
+                "info streaming lists are not served (HTTP 406: nope); listing in pages",
+            ],
+        ),
+        (
+            "auto, 406 to the metadata-only header: says nothing of streaming",
+            |m, t| m.streaming_list_refused(&status(406, None), AUTO_METADATA, t),
+            "backoff earliest+0s then list relist=true",
+            &[
+                "count UNKNOWN_ERROR",
+                "refuse metadata-only",
+                "ERROR UNKNOWN_ERROR 406 retrying",
+                "warn HTTP 406: nope; retrying",
+            ],
+        ),
+        (
+            "auto, 401: a fault pages would meet too",
+            |m, t| m.streaming_list_refused(&status(401, None), AUTO, t),
+            "backoff earliest+0s then list relist=false",
+            &[
+                "count UNAUTHORIZED_ERROR",
+                "ERROR UNAUTHORIZED_ERROR 401 retrying",
+                "warn HTTP 401: nope; retrying",
+            ],
+        ),
+        (
+            "auto, 404",
+            |m, t| m.streaming_list_refused(&status(404, None), AUTO, t),
+            "backoff earliest+0s then list relist=false",
+            &[
+                "count NOT_FOUND",
+                "ERROR NOT_FOUND 404 retrying",
+                "warn HTTP 404: nope; retrying",
+            ],
+        ),
+        (
+            "streaming asked for, 400: no fallback",
+            |m, t| m.streaming_list_refused(&status(400, None), FIXED, t),
+            "closed",
+            &[
+                "count BAD_REQUEST",
+                "warn HTTP 400: nope; giving up",
+                "ERROR BAD_REQUEST 400",
+            ],
+        ),
+    ]);
+}
+
+#[test]
+fn a_streaming_list_that_ends_before_its_bookmark_fails_or_falls_back() {
+    check(&[
+        (
+            "auto, a change inside it",
+            |m, t| m.streaming_list_ended(StreamEnd::Unsupported, false, AUTO, String::new(), t),
+            "pages relist=false",
+            &[
+                "remember paginated",
+                "info the streaming list sent a change before its initial events ended; listing in pages",
+            ],
+        ),
+        (
+            "streaming asked for, a change inside it",
+            |m, t| m.streaming_list_ended(StreamEnd::Unsupported, false, FIXED, String::new(), t),
+            "backoff earliest+0s then list relist=false",
+            &[
+                "count SYSTEM_ERROR",
+                "ERROR SYSTEM_ERROR 0 retrying",
+                "warn the streaming list sent a change before its initial events ended; retrying",
+            ],
+        ),
+        (
+            "a clean end before the bookmark",
+            |m, t| {
+                let end = StreamEnd::Clean { saw_events: true };
+                m.streaming_list_ended(end, false, AUTO, String::new(), t)
+            },
+            "backoff earliest+0s then list relist=false",
+            &[
+                "count SYSTEM_ERROR",
+                "ERROR SYSTEM_ERROR 0 retrying",
+                "warn the streaming list ended before its initial-events-end bookmark; retrying",
+            ],
+        ),
+        (
+            "a 410 before the bookmark",
+            |m, t| {
+                m.streaming_list_ended(StreamEnd::Expired, false, AUTO_METADATA, String::new(), t)
+            },
+            "backoff earliest+0s then list relist=true",
+            &[
+                "count UNKNOWN_ERROR",
+                "ERROR UNKNOWN_ERROR 410 retrying",
+                "warn HTTP 410: the streaming list expired; retrying",
+            ],
+        ),
+        (
+            "synced, then a clean end after traffic: watch on",
+            |m, t| {
+                let end = StreamEnd::Clean { saw_events: true };
+                m.streaming_list_ended(end, true, AUTO, "9".into(), t)
+            },
+            "watch 9",
+            &[],
+        ),
+        (
+            "synced, then a 410",
+            |m, t| m.streaming_list_ended(StreamEnd::Expired, true, AUTO, "9".into(), t),
+            "relist",
+            &[
+                "count relist",
+                "info resourceVersion expired (410); relisting",
+            ],
+        ),
+    ]);
+}
+
+#[test]
+fn a_watch_that_ends_watches_again_backs_off_or_relists() {
+    check(&[
+        (
+            "a clean end after traffic",
+            |m, t| m.watch_ended(StreamEnd::Clean { saw_events: true }, "7".into(), t),
+            "watch 7",
+            &[],
+        ),
+        (
+            "a clean end at once and silent: a backoff step without an ERROR",
+            |m, t| {
+                m.streaming(t);
+                m.watch_ended(StreamEnd::Clean { saw_events: false }, "7".into(), t)
+            },
+            "backoff earliest+0s then watch 7",
+            &[],
+        ),
+        (
+            "a silent end after a long watch: at once",
+            |m, t| {
+                m.streaming(t);
+                let later = t + Duration::from_secs(3600);
+                let (state, effects) =
+                    m.watch_ended(StreamEnd::Clean { saw_events: false }, "7".into(), later);
+                assert_eq!(state, State::Watching { rv: "7".into() });
+                (State::Watching { rv: "7".into() }, effects)
+            },
+            "watch 7",
+            &[],
+        ),
+        (
+            "a 410 in the stream",
+            |m, t| m.watch_ended(StreamEnd::Expired, "7".into(), t),
+            "relist",
+            &[
+                "count relist",
+                "info resourceVersion expired (410); relisting",
+            ],
+        ),
+        (
+            "a cut stream",
+            |m, t| {
+                let fault = Fault::Transport(Error::Connect("reset".into()));
+                m.watch_ended(StreamEnd::Fault(fault), "7".into(), t)
+            },
+            "backoff earliest+0s then watch 7",
+            &[
+                "count SYSTEM_ERROR",
+                "ERROR SYSTEM_ERROR 0 retrying",
+                "warn request failed: reset; retrying",
+            ],
+        ),
+    ]);
+}
+
+#[test]
+fn the_flags_a_401_a_success_a_reconnect_and_the_first_sync_set() {
+    let mut m = machine();
+    let t0 = Instant::from_std(std::time::Instant::now());
+    assert_eq!(Machine::start(), State::Listing { relist: false });
+    assert_eq!(m.answered(), Effect::Succeeded { news: false });
+    assert!(!m.credential_stale());
+    m.failed(&status(401, None), Resume::List { relist: false }, t0);
+    assert!(m.credential_stale(), "a 401 asks for a new credential");
+    m.credential_renewed();
+    assert!(!m.credential_stale());
+    m.failed(&status(403, None), Resume::List { relist: false }, t0);
+    assert!(m.credential_stale(), "so does a 403");
+    assert_eq!(
+        m.answered(),
+        Effect::Succeeded { news: true },
+        "the first success after failures is news"
+    );
+    assert_eq!(m.answered(), Effect::Succeeded { news: false });
+    assert_eq!(m.watch_starting(), vec![]);
+    assert_eq!(m.watch_starting(), vec![Effect::CountReconnect]);
+    assert!(m.synced());
+    assert!(!m.synced(), "the first sync is reported once");
+    assert_eq!(
+        Machine::woke(Resume::Watch("3".into())),
+        State::Watching { rv: "3".into() }
+    );
+    assert_eq!(
+        Machine::woke(Resume::List { relist: true }),
+        State::Listing { relist: true }
+    );
+    assert_eq!(jittered_timeout(Duration::from_secs(300), 0.5), 450);
+    assert_eq!(jittered_timeout(Duration::ZERO, 0.0), 1);
+}
