@@ -599,3 +599,39 @@ test('holdMs: a request asked first is never held, nor one with other credential
   api.close();
   assert.equal(await again, refetched, 'close() settles it, with the answer it was held on');
 });
+
+test('holdMs: a held poll settles as soon as its signals connection drops or is replaced, so the tab polls the network at once', async () => {
+  const { api, client, signals, clock } = await setUp({ holdMs: 2000 });
+  const first = await api.getObjectsByEntity({ entity: SVC_A });
+  const poll = api.getObjectsByEntity({ entity: SVC_A });
+  clock.advance(250);
+  assert.equal(await settled(poll), false, 'the connection is the same: still held');
+  signals.drop(); // a backend's graceful restart closes the WebSocket
+  clock.advance(250);
+  assert.equal(await poll, first, 'settled within a check, with the answer it was held on');
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 2, 'the next poll went to the network');
+  signals.reconnect();
+  const again = await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 3, 'a new connection: refetched once');
+  const held = api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(await settled(held), false);
+  signals.reconnect(); // a new WebSocket without a visible drop
+  clock.advance(250);
+  assert.equal(await held, again);
+});
+
+test('pollGapMs: a call long after the last answer was handed out (the tab opened again) is answered from memory at once', async () => {
+  const { api, client, clock } = await setUp({ holdMs: 10_000, pollGapMs: 1000 });
+  const first = await api.getObjectsByEntity({ entity: SVC_A });
+  clock.advance(1001);
+  const reopened = api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(await settled(reopened), true, 'past pollGapMs: not a poll, not held');
+  assert.equal(await reopened, first);
+  clock.advance(1000);
+  const poll = api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(await settled(poll), false, 'within pollGapMs of the last answer: a poll, held');
+  clock.advance(10_000);
+  assert.equal(await poll, first);
+  assert.equal(client.calls.length, 1);
+});

@@ -108,7 +108,9 @@ async function main(argv) {
     console.log(`## ${variant}`);
     console.log('Chromium CPU s/min by process type:', JSON.stringify(r.processes));
     console.log('one tab, s/min:', JSON.stringify(r.counters));
-    console.log(`one tab's V8 profile: ${(r.profile.total / 1e3).toFixed(0)} ms sampled; top self time (ms):`);
+    console.log(
+      `one tab's V8 profile: ${(r.profile.total / 1e3).toFixed(0)} ms sampled; top self time (ms):`,
+    );
     for (const [k, us] of r.profile.rows) console.log(`  ${(us / 1e3).toFixed(1).padStart(8)}  ${k}`);
   }
   clusters.proc.send({ cmd: 'stop' });

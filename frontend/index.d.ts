@@ -33,14 +33,21 @@ export interface LiveKubernetesApiOptions {
    */
   prefetchWithinMs?: number;
   /**
-   * A call that finds in memory an answer it was already given (the tab's next poll) is held
-   * until that request's refetch after a signal lands, for at most this long; calls meanwhile
-   * are held with it. The tab then shows a change as its refetch lands, not at its next poll, and
-   * a held poll renders once instead of three times. Cost: a second component asking the same
-   * request while another polls it may wait this long for its first answer. Default 2000; 0
-   * never holds.
+   * A poll (a call within `pollGapMs` of the last answer handed out for the same request) that
+   * finds that answer in memory is held until the request's refetch after a signal lands, for at
+   * most this long and no longer than its signals connection lasts; calls meanwhile are held with
+   * it. The tab then shows a change as its refetch lands, not at its next poll, and its
+   * useAsyncRetry, which skips retries while a call is out, renders three times per `holdMs`
+   * rather than per poll. Cost: a second component asking the same request right after another
+   * was answered may wait this long for its first answer. Default 10 000; 0 never holds.
    */
   holdMs?: number;
+  /**
+   * A call this soon after the last answer to the same request was handed out is taken for the
+   * next poll (and may be held); after a longer pause (the tab opened again) it is answered from
+   * memory at once. Default 1000, past the 500 ms `refreshIntervalMs` the README gives.
+   */
+  pollGapMs?: number;
   /** The clock, in ms (tests). */
   now?: () => number;
   /** Schedules `fn`; returns its cancel function (tests). */

@@ -8,9 +8,12 @@
 // until `maxAgeMs` passes, or until the connection changes. While the signals connection is down,
 // or its state cannot be read, every call goes to the network, exactly as the default client's.
 //
-// A poll that finds an answer it was already given is held (`holdMs`): its promise settles when
-// the refetch a signal started lands, so the tab shows the change then rather than at its next
-// poll, and a held poll costs the tab one render where an answered one costs three.
+// A poll is held (`holdMs`): a call that comes within `pollGapMs` of the last answer handed out
+// for the same request, and finds that answer in memory, settles when the refetch a signal
+// started lands, so the tab shows the change then rather than at its next poll. The tab's
+// useAsyncRetry skips a retry while its call is out, so while one is held the tab neither polls
+// nor renders: three renders (retry, loading, value) per `holdMs`, not per poll. A call after a
+// longer pause (the tab opened again) is answered at once.
 //
 // Plain ESM with no imports, so it runs (and is tested) in Node as it runs in the browser.
 
@@ -24,6 +27,9 @@ export function entityRefOf(entity) {
 export const channelOf = (entityRef) => `kubernetes:${entityRef}`;
 
 const WEBSOCKET_OPEN = 1;
+
+/** How often a held poll looks whether its signals connection is still the one it was held on. */
+const HOLD_CHECK_MS = 250;
 
 /**
  * The connection `@backstage/plugin-signals`' SignalClient has for `channel` now, or null when
@@ -128,13 +134,15 @@ export class LiveKubernetesApi {
   #restartConnection;
   #prefetchWithinMs;
   #holdMs;
+  #pollGapMs;
   /** Stops the wake source; set while any entity is watched. */
   #stopWakes = null;
   /** Bumped by every wake: an answer fetched across one is not kept. */
   #epoch = 0;
   /** entityRef -> { subscription, version, lastAsked, cancelIdle, subscribedAt } while some component asks. */
   #entities = new Map();
-  /** requestKey -> { entityRef, body, value, at, connection, served }. */
+  /** requestKey -> { entityRef, body, value, at, connection, givenAt }: givenAt, when the answer
+   * was last handed to a caller (null: not yet). */
   #answers = new Map();
   /** requestKey -> { entityRef, body, call, promise }: requests out now. */
   #flights = new Map();
@@ -164,11 +172,16 @@ export class LiveKubernetesApi {
    *   when a component asked for it this recently (15 s, past the stock 10 s polling); else
    *   the next poll does
    * @param {number} [options.holdMs] a call that finds in memory an answer already given is held
-   *   until that request's refetch after a signal lands, for at most this long (2000; 0: never
-   *   held). Calls meanwhile share the held one's promise. The tab's polls (useAsyncRetry) then
-   *   render once each instead of three times, and a change shows as its refetch lands, not at
-   *   the next poll; the cost is that a second component asking the same request while another
-   *   polls it may wait this long for its first answer
+   *   until that request's refetch after a signal lands, for at most this long, and no longer
+   *   than its signals connection lasts (2000; 0: never held). Calls meanwhile are held with it.
+   *   A change then shows as its refetch lands, not at the tab's next poll, and the tab's
+   *   useAsyncRetry, which skips its retries while a call is out, renders three times per
+   *   `holdMs` rather than per poll; the cost is that a second component asking the same
+   *   request while another polls it may wait this long for its first answer
+   * @param {number} [options.pollGapMs] a call this soon after the last answer to the same
+   *   request was handed out is the next poll, and may be held (1000: past the 500 ms
+   *   `refreshIntervalMs` the README gives); a call after a longer pause, such as the tab opened
+   *   again, is answered from memory at once
    */
   constructor({
     client,
@@ -182,7 +195,8 @@ export class LiveKubernetesApi {
     wakes = browserWakes,
     restartConnection = restartSignalClientConnection,
     prefetchWithinMs = 15_000,
-    holdMs = 2000,
+    holdMs = 10_000,
+    pollGapMs = 1000,
   }) {
     if (!client) throw new TypeError('LiveKubernetesApi: options.client is required');
     if (!signalApi || typeof signalApi.subscribe !== 'function') {
@@ -200,6 +214,7 @@ export class LiveKubernetesApi {
     this.#restartConnection = restartConnection;
     this.#prefetchWithinMs = prefetchWithinMs;
     this.#holdMs = holdMs;
+    this.#pollGapMs = pollGapMs;
   }
 
   getObjectsByEntity(requestBody) {
@@ -290,8 +305,10 @@ export class LiveKubernetesApi {
     ) {
       const held = this.#holds.get(key);
       if (held?.body === body) return held.promise;
-      if (hit.served && this.#holdMs > 0) return this.#hold(key, hit);
-      hit.served = true;
+      const now = this.#now();
+      const polled = hit.givenAt !== null && now - hit.givenAt <= this.#pollGapMs;
+      if (polled && this.#holdMs > 0) return this.#hold(key, hit);
+      hit.givenAt = now;
       return hit.value;
     }
     // The same request already out (another poll's, or a signal's refetch): its answer.
@@ -305,15 +322,26 @@ export class LiveKubernetesApi {
 
   /**
    * Holds a poll of `key` whose answer (`hit`) the caller already has: it settles with the
-   * request's next answer, or with this one after `holdMs` (or at close()).
+   * request's next answer, or with this one after `holdMs`, as soon as the signals connection is
+   * not the one the answer came on (the tab then polls the network at once), at a wake or at
+   * close().
    */
   #hold(key, hit) {
     let settle;
     const promise = new Promise((resolve) => (settle = resolve));
     const held = { body: hit.body, value: hit.value, promise, settle, cancel: null };
-    held.cancel = this.#setTimer(() => {
-      if (this.#holds.get(key) === held) this.#release(key);
-    }, this.#holdMs);
+    const deadline = this.#now() + this.#holdMs;
+    const channel = channelOf(hit.entityRef);
+    const check = () => {
+      if (this.#holds.get(key) !== held) return;
+      const left = deadline - this.#now();
+      if (left <= 0 || this.#connectionOf(this.#signalApi, channel) !== hit.connection) {
+        this.#release(key);
+        return;
+      }
+      held.cancel = this.#setTimer(check, Math.min(HOLD_CHECK_MS, left));
+    };
+    held.cancel = this.#setTimer(check, Math.min(HOLD_CHECK_MS, this.#holdMs));
     this.#holds.set(key, held);
     return promise;
   }
@@ -324,6 +352,8 @@ export class LiveKubernetesApi {
     if (!held) return;
     this.#holds.delete(key);
     held.cancel?.();
+    const answer = this.#answers.get(key);
+    if (answer) answer.givenAt = this.#now();
     held.settle(value === undefined ? held.value : value);
   }
 
@@ -352,8 +382,9 @@ export class LiveKubernetesApi {
           this.#connectionOf(this.#signalApi, channelOf(entityRef)) === connection;
         if (still) {
           const held = this.#holds.get(key);
-          const served = flight.awaited || held?.body === request.body;
-          this.#answers.set(key, { ...request, value, at, connection, served });
+          const given = flight.awaited || held?.body === request.body;
+          const givenAt = given ? this.#now() : null;
+          this.#answers.set(key, { ...request, value, at, connection, givenAt });
           if (held?.body === request.body) this.#release(key, value);
         } else if (this.#answers.get(key)?.at <= at) this.#answers.delete(key);
         return value;
@@ -379,7 +410,8 @@ export class LiveKubernetesApi {
     for (const [key, answer] of this.#answers) if (answer.entityRef === entityRef) requests.set(key, answer);
     for (const [key, flight] of this.#flights) if (flight.entityRef === entityRef) requests.set(key, flight);
     for (const key of requests.keys()) this.#answers.delete(key);
-    if (this.#now() - watched.lastAsked > this.#prefetchWithinMs) return;
+    const held = [...requests.keys()].some((key) => this.#holds.has(key));
+    if (!held && this.#now() - watched.lastAsked > this.#prefetchWithinMs) return;
     if (!this.#connectionOf(this.#signalApi, channelOf(entityRef))) return;
     for (const [key, { body, call }] of requests) {
       // Nobody may await it: a failure is the next poll's to see, from its own request.
