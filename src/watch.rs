@@ -4,6 +4,9 @@
 //! task: request ─► body chunks ─► LineFramer ─► classify ─► Outbox (batches, byte budget) ─┐
 //! JS:   take_batch() now, or arm() and be woken when nothing is ready ◄─ one JSON array text ◄─┘
 //! ```
+//! The request and its lines go through the informers' transport ([`PoolListWatch`]: the
+//! status, the error body, the body's lines and their bytes counted), so a plain watch and an
+//! informer's watch are asked for and read the same way.
 //! The queue holds at most [`QUEUE_BUDGET_BYTES`] of event text: when it is full the task
 //! stops polling the body, the socket's receive window fills, and the server's writes block.
 //! Cancelling (or dropping the [`Watch`]) drops the task's future, which drops the response and
@@ -17,10 +20,11 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::batch::Batch;
-use crate::error::{Error, Failure};
+use crate::error::Failure;
 use crate::event::{Line, classify};
 use crate::http::ClientKey;
-use crate::http::{ConnectionPool, Get, Kind};
+use crate::http::{ConnectionPool, Get};
+use crate::informer::reflector::{Fault, ListWatch, PoolListWatch, Request, WatchLines};
 use crate::informer::stats::Stats;
 use crate::outbox::Outbox;
 pub use crate::outbox::{QUEUE_BUDGET_BYTES, Wake};
@@ -104,7 +108,7 @@ impl Watch {
                 // Cancellation wins ties: after an abort nothing more is reported.
                 biased;
                 () = task_cancel.cancelled() => {}
-                () = producer.run(&config, &pool) => {}
+                () = producer.run(&config, PoolListWatch(pool)) => {}
             }
             producer.outbox.close();
         });
@@ -188,44 +192,43 @@ struct Producer {
 }
 
 impl Producer {
-    async fn run(&self, config: &WatchConfig, pool: &ConnectionPool) {
-        if let Err(err) = self.stream(config, pool).await {
-            self.warn(config, &err.describe());
-            let failure = err.failure();
+    async fn run(&self, config: &WatchConfig, api: impl ListWatch) {
+        if let Err(fault) = self.stream(config, api).await {
+            self.warn(config, &fault.describe());
+            let failure = fault.failure();
             config.counters.failed(&failure);
             self.outbox.push_failure(&failure);
         }
     }
 
-    async fn stream(&self, config: &WatchConfig, pool: &ConnectionPool) -> Result<(), Error> {
-        let get = Get {
-            url: config.url.clone(),
-            bearer: config.bearer.clone(),
-            // `metadataOnly`: PartialObjectMetadata (see `Projection`).
-            accept: config.projection.as_ref().and_then(|p| p.accept(true)),
+    async fn stream(&self, config: &WatchConfig, api: impl ListWatch) -> Result<(), Fault> {
+        let request = Request {
+            client: &config.client,
+            get: Get {
+                url: config.url.clone(),
+                bearer: config.bearer.clone(),
+                // `metadataOnly`: PartialObjectMetadata (see `Projection`).
+                accept: config.projection.as_ref().and_then(|p| p.accept(true)),
+            },
+            idle: config.idle_timeout,
+            stats: &config.counters.stats,
         };
-        let stats = &config.counters.stats;
-        stats.connect();
-        let response = pool.get(&config.client, &get, Kind::Watch).await?;
-        let status = response.status();
-        if status == 406 && get.accept.is_some() {
-            let detail = "the server answered 406 Not Acceptable to a metadata-only \
-                (PartialObjectMetadata) watch: it cannot serve metadataOnly; watch without it";
-            self.warn(config, detail);
-        }
-        if !(200..300).contains(&status) {
-            return Err(Error::Status {
-                status,
-                body: response.error_body().await,
-            });
-        }
+        let metadata_only = request.get.accept.is_some();
+        let mut lines = match api.watch(request, config.max_line_bytes).await {
+            Ok(lines) => lines,
+            Err(fault) => {
+                if metadata_only && let Fault::Status { status: 406, .. } = fault {
+                    let detail = "the server answered 406 Not Acceptable to a metadata-only \
+                        (PartialObjectMetadata) watch: it cannot serve metadataOnly; watch \
+                        without it";
+                    self.warn(config, detail);
+                }
+                return Err(fault);
+            }
+        };
         // Counted as open (`watch.active`) while its body is read.
-        let _open = stats.watch_open();
-        let mut lines = response.lines(config.max_line_bytes, config.idle_timeout);
-        loop {
-            let next = lines.next().await;
-            stats.bytes(lines.take_received() as usize);
-            let Some(line) = next? else { break };
+        let _open = config.counters.stats.watch_open();
+        while let Some(line) = lines.next().await.map_err(Fault::from_error)? {
             if self.deliver(config, line).await == Flow::Stop {
                 break;
             }
