@@ -52,6 +52,7 @@ for (const a of argv) {
 }
 
 const { track } = require('./children');
+const { mainThreadCpuNs, emptyWakeUpUs } = require('./measure');
 
 async function main() {
   const types = opt('types') === undefined ? 0 : Number(opt('types'));
@@ -165,34 +166,10 @@ async function main() {
   }
 }
 
-/** Nanoseconds this (the main) thread has run, from the scheduler's own accounting. */
-function mainThreadNs() {
-  const text = fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8');
-  return Number(text.split(' ')[0]);
-}
-
 /** Times this (the main) thread went to sleep and was woken again (voluntary context switches). */
 function mainThreadSleeps() {
   const text = fs.readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8');
   return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(text)[1]);
-}
-
-/**
- * The main thread's CPU for one wake-up that does nothing (a 10 ms interval timer, 100 times,
- * informers open and quiet): the floor under any figure per change that costs a wake-up,
- * which on a loaded machine is far from nothing (cold caches, the scheduler).
- */
-async function emptyWakeUpUs(ticks = 100) {
-  const cpu0 = mainThreadNs();
-  await new Promise((resolve) => {
-    let n = 0;
-    const timer = setInterval(() => {
-      if (++n < ticks) return;
-      clearInterval(timer);
-      resolve();
-    }, 10);
-  });
-  return (mainThreadNs() - cpu0) / 1000 / ticks;
 }
 
 /** Counters of what the main thread does, switched on for the window only. */
@@ -338,10 +315,10 @@ async function worker({ pkg, urls, namespaces, informers, types, strip, idleSeco
   await Promise.all(opened.map((i) => i.synced));
   await new Promise((r) => setTimeout(r, 1000));
   const floorUs = await emptyWakeUpUs();
-  const idle0 = { ns: mainThreadNs(), sleeps: mainThreadSleeps() };
+  const idle0 = { ns: mainThreadCpuNs(), sleeps: mainThreadSleeps() };
   await new Promise((r) => setTimeout(r, idleSeconds * 1000));
   const idle = {
-    cpuUsPerSecond: (mainThreadNs() - idle0.ns) / 1000 / idleSeconds,
+    cpuUsPerSecond: (mainThreadCpuNs() - idle0.ns) / 1000 / idleSeconds,
     sleepsPerSecond: (mainThreadSleeps() - idle0.sleeps) / idleSeconds,
   };
   const done = new Promise((resolve) => {
@@ -355,10 +332,10 @@ async function worker({ pkg, urls, namespaces, informers, types, strip, idleSeco
   measuring = true;
   await profiling?.start();
   counting?.start();
-  const cpu0 = mainThreadNs();
+  const cpu0 = mainThreadCpuNs();
   const sleeps0 = mainThreadSleeps();
   await done;
-  const cpuNs = mainThreadNs() - cpu0;
+  const cpuNs = mainThreadCpuNs() - cpu0;
   const sleeps = mainThreadSleeps() - sleeps0;
   const counts = counting?.stop();
   const top = await profiling?.stop();

@@ -24,6 +24,24 @@ function mainThreadCpuNs() {
   }
 }
 
+/**
+ * The main thread's CPU for one wake-up that does nothing (a `ms` interval timer, `ticks` times),
+ * in µs: the floor under any figure per change that costs a wake-up, which on a loaded machine
+ * (or a VM) is far from nothing (the scheduler, cold caches; see bench/wake-floor.js).
+ */
+async function emptyWakeUpUs(ticks = 100, ms = 10) {
+  const cpu0 = mainThreadCpuNs();
+  await new Promise((resolve) => {
+    let n = 0;
+    const timer = setInterval(() => {
+      if (++n < ticks) return;
+      clearInterval(timer);
+      resolve();
+    }, ms);
+  });
+  return (mainThreadCpuNs() - cpu0) / 1000 / ticks;
+}
+
 /** A field of /proc/self/status in bytes (VmHWM, VmRSS …). */
 function statusBytes(field) {
   try {
@@ -109,4 +127,13 @@ function resetPeakRss() {
   }
 }
 
-module.exports = { MiB, mainThreadCpuNs, statusBytes, threadCount, resetPeakRss, RssSampler, Window };
+module.exports = {
+  MiB,
+  mainThreadCpuNs,
+  emptyWakeUpUs,
+  statusBytes,
+  threadCount,
+  resetPeakRss,
+  RssSampler,
+  Window,
+};

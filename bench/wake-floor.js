@@ -13,8 +13,8 @@
 // is sent anywhere.
 
 const { execFileSync } = require('node:child_process');
-const fs = require('node:fs');
 const path = require('node:path');
+const { emptyWakeUpUs } = require('./measure');
 
 const MODES = ['python', 'bare', 'addon', 'hub'];
 
@@ -28,17 +28,7 @@ async function tick(mode, ticks) {
       globalThis.registry = registry;
     }
   }
-  const ns = () => Number(fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
-  const before = ns();
-  await new Promise((resolve) => {
-    let n = 0;
-    const timer = setInterval(() => {
-      if (++n < ticks) return;
-      clearInterval(timer);
-      resolve();
-    }, 10);
-  });
-  return (ns() - before) / 1000 / ticks;
+  return emptyWakeUpUs(ticks);
 }
 
 function run(mode, ticks) {
