@@ -11,9 +11,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use bytes::Bytes;
 
 use super::tests::{Recorder, config, event, events_until, list, pod};
+use tokio::time::Instant;
+
 use super::*;
 use crate::auth::Credential;
+use crate::error::Error;
 use crate::informer::connect::{CredentialFuture, StaticCredential};
+use crate::informer::recovery::RECOVERY_JITTER;
 
 /// One answer of the script.
 enum Reply {

@@ -5,6 +5,9 @@ use std::sync::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use tokio::time::Instant;
+
+use super::machine::{Resume, State};
 use super::*;
 use crate::auth::{ClusterSpec, Credential};
 use crate::informer::connect::StaticCredential;

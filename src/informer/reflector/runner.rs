@@ -1,0 +1,559 @@
+//! The reflector's runner: one informer's task. It makes the requests (through its
+//! [`ListWatch`]), reads list pages and watch bodies, hands each watch line to the pure `step`
+//! and each answer, failure and stream end to the pure [`Machine`], and carries out the
+//! effects they return on the cache, the stats, the reporter and the cluster's news.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::machine::{self, Effect, Machine, Resume, State, StreamingList, Transition};
+use super::reflector_step::{Initial, Progress, Step, StreamEnd, step};
+use super::{
+    Fault, InitialList, ListMemory, ListWatch, MAX_OBJECT_BYTES, ReflectorConfig, Reporter,
+    Request, WatchLines, capacity, max_page_bytes,
+};
+use crate::error::Error;
+use crate::http::Get;
+use crate::informer::backoff::Jitter;
+use crate::informer::cache::Cache;
+use crate::informer::connect::{CredentialProvider, Endpoint};
+use crate::informer::recovery::{News, RECOVERY_JITTER};
+use crate::informer::stats::Stats;
+use crate::informer::store::{Listed, Object};
+use crate::informer::wire::{ListPage, WireError};
+use crate::projection::Projection;
+use crate::request::{WatchQuery, list_url, watch_url};
+
+/// Bytes received since the allocator last gave memory back after which a completed list
+/// gives it back again.
+const RELEASE_AFTER_BYTES: u64 = 8 << 20;
+
+/// What a reflector is started with besides its configuration and its requests.
+pub(super) struct Parts {
+    pub(super) provider: Arc<dyn CredentialProvider>,
+    pub(super) reporter: Arc<dyn Reporter>,
+    pub(super) memory: Arc<ListMemory>,
+    pub(super) jitter: Jitter,
+}
+
+/// The task's state.
+pub(super) struct Run<A> {
+    pub(super) config: ReflectorConfig,
+    pub(super) provider: Arc<dyn CredentialProvider>,
+    pub(super) reporter: Arc<dyn Reporter>,
+    pub(super) memory: Arc<ListMemory>,
+    pub(super) api: A,
+    pub(super) cache: Arc<Cache>,
+    pub(super) stats: Arc<Stats>,
+    /// Every flag, and the decisions.
+    pub(super) machine: Machine,
+    /// The endpoint for the current credential and when it was asked for.
+    pub(super) endpoint: Option<(Endpoint, Instant)>,
+    /// The last resourceVersion seen, and the stream's bookkeeping.
+    pub(super) progress: Progress,
+    /// Body bytes received when the allocator last gave memory back.
+    pub(super) released_at_bytes: u64,
+    /// The channel of the cluster's news of recovery, once a credential resolved its client.
+    pub(super) news: Option<News>,
+}
+
+impl<A: ListWatch> Run<A> {
+    pub(super) fn new(config: ReflectorConfig, parts: Parts, api: A) -> Self {
+        Self {
+            machine: Machine::new(config.backoff, parts.jitter),
+            cache: Arc::new(Cache::new(config.resource_path.clone())),
+            config,
+            provider: parts.provider,
+            reporter: parts.reporter,
+            memory: parts.memory,
+            api,
+            stats: Arc::new(Stats::default()),
+            endpoint: None,
+            progress: Progress::default(),
+            released_at_bytes: 0,
+            news: None,
+        }
+    }
+
+    pub(super) async fn run(&mut self) {
+        let mut state = Machine::start();
+        loop {
+            state = match state {
+                State::Listing { relist } => self.list(relist).await,
+                // Boxed: see `watch`.
+                State::ListingPages { relist } => Box::pin(self.paged_list(relist)).await,
+                State::Watching { rv } => self.watch(rv).await,
+                State::Backoff {
+                    until,
+                    earliest,
+                    resume,
+                } => {
+                    self.sleep(until, earliest).await;
+                    Machine::woke(resume)
+                }
+                State::Closed => return,
+            };
+        }
+    }
+
+    /// Carries out a transition's effects, in order; its state is what comes next.
+    fn perform(&mut self, (state, effects): Transition) -> State {
+        for effect in effects {
+            self.effect(effect);
+        }
+        state
+    }
+
+    fn effect(&mut self, effect: Effect) {
+        match effect {
+            Effect::CountError(error_type) => self.stats.error(error_type),
+            Effect::CountReconnect => self.stats.reconnect(),
+            Effect::CountRelist => self.stats.relist(),
+            Effect::Warn(text) => self.warn(&text),
+            Effect::Info(text) => self.info(&text),
+            Effect::Failed { failure, retrying } => {
+                self.cache.error(&failure, retrying);
+                self.reporter.failed();
+            }
+            Effect::Succeeded { news } => {
+                self.cache.recovered();
+                if news {
+                    self.reporter.recovered();
+                    if let Some(news) = self.news.as_mut() {
+                        news.recovered();
+                    }
+                }
+            }
+            // From now on the informer asks for plain JSON and cuts the objects down here
+            // (`refused` says so once; None without metadataOnly, or when the header was not
+            // sent).
+            Effect::RefuseMetadataOnly => {
+                if let Some(warning) = self
+                    .config
+                    .projection
+                    .as_ref()
+                    .and_then(Projection::refused)
+                {
+                    self.warn(&warning);
+                }
+            }
+            Effect::RememberPaginated => self
+                .memory
+                .remember_paginated(&self.config.cluster.spec.url),
+        }
+    }
+
+    /// A failure, to be waited out and resumed from, or the end.
+    pub(super) fn fail(&mut self, fault: &Fault, resume: Resume) -> State {
+        let transition = self.machine.failed(fault, resume, Instant::now());
+        self.perform(transition)
+    }
+
+    /// A backoff's sleep until `until`, cut short when another informer of the cluster
+    /// recovers: then a random share of [`RECOVERY_JITTER`] more, but never past `until` nor
+    /// before `earliest`.
+    async fn sleep(&mut self, until: Instant, earliest: Instant) {
+        let Some(news) = self.news.as_mut() else {
+            tokio::time::sleep_until(until).await;
+            return;
+        };
+        news.seen();
+        tokio::select! {
+            () = tokio::time::sleep_until(until) => {}
+            () = news.recovered_elsewhere() => {
+                let wake = Instant::now() + RECOVERY_JITTER.mul_f64(self.machine.draw());
+                tokio::time::sleep_until(wake.max(earliest).min(until)).await;
+            }
+        }
+    }
+
+    /// A request was answered 200: after failures, news for the cluster's other informers.
+    fn succeeded(&mut self) {
+        let effect = self.machine.answered();
+        self.effect(effect);
+    }
+
+    /// The cache changed: a reader that asked to hear of it ([`Cache::arm_change_notice`])
+    /// is told, once.
+    fn changed(&self) {
+        if self.cache.take_change_notice() {
+            self.reporter.changed();
+        }
+    }
+
+    fn context(&self) -> String {
+        format!(
+            "informer of {} on cluster '{}'",
+            self.config.resource_path, self.config.cluster.spec.name
+        )
+    }
+
+    fn redact(&self, text: &str) -> String {
+        match &self.endpoint {
+            Some((endpoint, _)) => endpoint.redactor.apply(text),
+            None => text.to_owned(),
+        }
+    }
+
+    fn info(&self, text: &str) {
+        let message = self.redact(&format!("{}: {text}", self.context()));
+        self.reporter.info(&message);
+    }
+
+    fn warn(&self, text: &str) {
+        let message = self.redact(&format!("{}: {text}", self.context()));
+        self.reporter.warn(&message);
+    }
+
+    /// The endpoint for the next request, asking the provider first when there is none yet,
+    /// after a 401/403, or when a refreshing provider's answer has grown old.
+    async fn endpoint(&mut self) -> Result<Endpoint, Fault> {
+        let fresh = match &self.endpoint {
+            None => true,
+            Some((_, at)) => {
+                self.machine.credential_stale()
+                    || (self.provider.refreshes() && at.elapsed() >= self.config.credential_ttl)
+            }
+        };
+        if fresh {
+            let credential = self
+                .provider
+                .credential()
+                .await
+                .map_err(Fault::Credential)?;
+            let endpoint = self
+                .config
+                .cluster
+                .resolve(&credential)
+                .map_err(Fault::Refused)?;
+            if self.endpoint.is_some() {
+                self.stats.credential_refresh();
+            }
+            // A credential may bring another client (a client certificate): another channel.
+            if self
+                .endpoint
+                .as_ref()
+                .is_none_or(|(old, _)| old.client != endpoint.client)
+            {
+                self.news = Some(self.memory.recoveries.news(&endpoint.client));
+            }
+            self.stats
+                .set_endpoint_bytes(endpoint_heap_bytes(&endpoint));
+            self.endpoint = Some((endpoint, Instant::now()));
+            self.machine.credential_renewed();
+        }
+        Ok(self.endpoint.as_ref().map(|(e, _)| e.clone()).expect("set"))
+    }
+
+    /// The page at `url_for(base URL)`, whole, up to [`max_page_bytes`].
+    async fn list_page(&mut self, url_for: impl FnOnce(&str) -> String) -> Result<Vec<u8>, Fault> {
+        let endpoint = self.endpoint().await?;
+        let max = max_page_bytes(self.config.page_size);
+        let request = self.request(&endpoint, url_for(&endpoint.base_url), false);
+        // Boxed, as the watch's request: see `watch_lines`.
+        Box::pin(self.api.list(request, max))
+            .await
+            .map_err(|fault| match fault {
+                Fault::Transport(Error::TooLarge { limit }) => Fault::Protocol(format!(
+                    "a list page went past {limit} bytes ({} MiB), more than {} objects of at \
+                     most {} MiB can take; the list was dropped",
+                    limit >> 20,
+                    self.config.page_size,
+                    MAX_OBJECT_BYTES >> 20
+                )),
+                other => other,
+            })
+    }
+
+    /// A watch of the collection with `query`, bookmarks on and the server asked to end it
+    /// after a jittered while, as lines.
+    async fn watch_lines(&mut self, mut query: WatchQuery) -> Result<A::Lines, Fault> {
+        query.allow_watch_bookmarks = true;
+        query.timeout_seconds = Some(machine::jittered_timeout(
+            self.config.watch_timeout,
+            self.machine.draw(),
+        ));
+        let endpoint = self.endpoint().await?;
+        let url = watch_url(&endpoint.base_url, &self.config.resource_path, &query);
+        let request = self.request(&endpoint, url, true);
+        // Making the request (placing it in the pool, maybe dialling, TLS, opening the stream)
+        // is a future of about 2 KiB, and the task's state is as large as its largest await:
+        // boxed, it is allocated only while a request is being made, and the long-lived state
+        // of an informer reading its watch is that much smaller. With the boxes around the
+        // calls of `watch_lines`, `paged_list` and `stream` (see `watch`), the task's future
+        // went from 4 104 to 1 864 bytes (`fixedTaskBytes`).
+        Box::pin(self.api.watch(request, self.config.max_line_bytes)).await
+    }
+
+    /// The one place a request is made up: the endpoint's client and bearer, the URL, the
+    /// `Accept` header (`metadataOnly`: PartialObjectMetadataList for a list page,
+    /// PartialObjectMetadata for a watch or a streaming list, until the server refuses it),
+    /// the idle limit.
+    fn request<'a>(&'a self, endpoint: &'a Endpoint, url: String, watch: bool) -> Request<'a> {
+        Request {
+            client: &endpoint.client,
+            get: Get {
+                url,
+                bearer: endpoint.bearer.clone(),
+                accept: self.accept(watch),
+            },
+            idle: self.config.idle_timeout,
+            stats: &self.stats,
+        }
+    }
+
+    /// The `Accept` header of a list page or (`watch`) of a watch or streaming list.
+    fn accept(&self, watch: bool) -> Option<String> {
+        self.config.projection.as_ref()?.accept(watch)
+    }
+
+    fn query(&self) -> WatchQuery {
+        WatchQuery {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            ..WatchQuery::default()
+        }
+    }
+
+    /// Lists (streaming or paginated) and caches the result; then watches.
+    async fn list(&mut self, relist: bool) -> State {
+        let streaming = match self.config.initial_list {
+            InitialList::Streaming => true,
+            InitialList::Paginated => false,
+            InitialList::Auto => !self.memory.is_paginated(&self.config.cluster.spec.url),
+        };
+        if !streaming {
+            return Box::pin(self.paged_list(relist)).await;
+        }
+        let list = StreamingList {
+            relist,
+            auto: self.config.initial_list == InitialList::Auto,
+            metadata_only: self.accept(true).is_some(),
+        };
+        let mut query = self.query();
+        query.send_initial_events = true;
+        query.resource_version_match = Some("NotOlderThan".into());
+        let lines = match Box::pin(self.watch_lines(query)).await {
+            Ok(lines) => {
+                self.succeeded();
+                lines
+            }
+            Err(fault) => {
+                let transition = self
+                    .machine
+                    .streaming_list_refused(&fault, list, Instant::now());
+                return self.perform(transition);
+            }
+        };
+        self.machine.streaming(Instant::now());
+        let initial = Initial {
+            objects: Listed::new(),
+            relist,
+        };
+        // Boxed: see `watch`.
+        let (end, synced) = Box::pin(self.stream(lines, Some(initial))).await;
+        let rv = self.current_rv();
+        let transition = self
+            .machine
+            .streaming_list_ended(end, synced, list, rv, Instant::now());
+        self.perform(transition)
+    }
+
+    /// `limit`/`continue` pages; a continue token that expires restarts the list.
+    async fn paged_list(&mut self, relist: bool) -> State {
+        let path = self.config.resource_path.clone();
+        let query = self.query();
+        let limit = self.config.page_size;
+        let mut restarts = 0;
+        'list: loop {
+            let mut objects = Listed::new();
+            let mut token: Option<String> = None;
+            let rv = loop {
+                let continue_token = token.clone();
+                let page = self
+                    .list_page(|base| {
+                        list_url(base, &path, &query, limit, continue_token.as_deref())
+                    })
+                    .await;
+                let body = match page {
+                    Ok(body) => {
+                        self.succeeded();
+                        body
+                    }
+                    Err(Fault::Status { status: 410, .. }) if token.is_some() && restarts < 3 => {
+                        restarts += 1;
+                        self.info("the list's continue token expired; listing again");
+                        continue 'list;
+                    }
+                    Err(fault) => return self.fail(&fault, Resume::List { relist }),
+                };
+                let parsed = ListPage::parse(&body).and_then(|page| {
+                    let items = self.list_objects(&page)?;
+                    self.take_notice();
+                    Ok((items, page.resource_version, page.continue_token))
+                });
+                let (items, page_rv, next) = match parsed {
+                    Ok(parsed) => parsed,
+                    Err(err) => {
+                        let fault = Fault::Protocol(format!("unusable list page: {err}"));
+                        return self.fail(&fault, Resume::List { relist });
+                    }
+                };
+                self.stats.events(items.len());
+                objects.extend(items);
+                match next {
+                    Some(next) => token = Some(next),
+                    None => break page_rv.unwrap_or_default(),
+                }
+            };
+            self.synced(objects, &rv, relist);
+            return State::Watching { rv };
+        }
+    }
+
+    /// Warns once that a metadata-only request got full objects (see `Projection`).
+    fn take_notice(&self) {
+        if let Some(notice) = self
+            .config
+            .projection
+            .as_ref()
+            .and_then(|p| p.take_notice())
+        {
+            self.warn(&notice);
+        }
+    }
+
+    /// A page's items for the cache, each packed as it is made when the cache packs:
+    /// projected when `fields` is set (then exactly the kept paths, no `kind`/`apiVersion`
+    /// added), else (`strip` too) with the list's `kind`/`apiVersion`.
+    fn list_objects(&self, page: &ListPage<'_>) -> Result<Vec<Object>, WireError> {
+        let projection = self.config.projection.as_ref();
+        page.items
+            .iter()
+            .map(|item| {
+                let raw = item.get().as_bytes();
+                let projected = projection.and_then(|p| p.apply_raw(item));
+                let text = projected.as_deref().unwrap_or(raw);
+                // Whole or with `strip`, the item gets its list's kind and apiVersion.
+                let object = if projection.is_none_or(Projection::keeps_the_rest) {
+                    Object::from_list_item(text, &page.item_type)
+                } else {
+                    Object::parse(text)
+                };
+                Ok(object?.pack_if(self.config.pack))
+            })
+            .collect()
+    }
+
+    fn synced(&mut self, objects: Listed, rv: &str, relist: bool) {
+        let changes = self.cache.replace(objects, rv, relist);
+        self.changed();
+        self.progress.rv = Some(rv.to_owned());
+        // What a large list left free goes back to the system (see `heap`); small lists
+        // leave little, and the call walks every heap of the process.
+        let received = self.stats.bytes_received();
+        if received - self.released_at_bytes >= RELEASE_AFTER_BYTES {
+            self.released_at_bytes = received;
+            crate::heap::release_free_memory();
+        }
+        if relist {
+            self.info(&format!(
+                "relisted at resourceVersion {rv}: {changes} changes"
+            ));
+        }
+        if self.machine.synced() {
+            self.reporter.synced();
+        }
+    }
+
+    /// Watches from `rv`.
+    async fn watch(&mut self, rv: String) -> State {
+        for effect in self.machine.watch_starting() {
+            self.effect(effect);
+        }
+        let mut query = self.query();
+        query.resource_version = Some(rv.clone());
+        let lines = match Box::pin(self.watch_lines(query)).await {
+            Ok(lines) => {
+                self.succeeded();
+                lines
+            }
+            Err(fault) => {
+                let transition = self.machine.watch_refused(&fault, rv, Instant::now());
+                return self.perform(transition);
+            }
+        };
+        self.machine.streaming(Instant::now());
+        // Boxed: an async fn's state keeps the arguments it moves into a callee's future beside
+        // that future, so the stream's body reader would be held twice over a watch's life.
+        let (end, _) = Box::pin(self.stream(lines, None)).await;
+        let rv = self.current_rv();
+        let transition = self.machine.watch_ended(end, rv, Instant::now());
+        self.perform(transition)
+    }
+
+    fn current_rv(&self) -> String {
+        self.progress.rv.clone().unwrap_or_default()
+    }
+
+    /// Reads a watch body into the cache until it ends; for a streaming list, collects the
+    /// initial events first. Returns how it ended and whether the initial list completed.
+    async fn stream(&mut self, mut lines: A::Lines, initial: Option<Initial>) -> (StreamEnd, bool) {
+        let _open = self.stats.watch_open();
+        let _watching = self.cache.watching(initial.is_some());
+        self.progress.initial = initial;
+        self.progress.saw_events = false;
+        let end = loop {
+            let line = match lines.next().await {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    break StreamEnd::Clean {
+                        saw_events: self.progress.saw_events,
+                    };
+                }
+                Err(err) => break StreamEnd::Fault(Fault::from_error(err)),
+            };
+            let step = step(
+                &mut self.progress,
+                &line,
+                self.config.projection.as_ref(),
+                self.config.pack,
+            );
+            self.take_notice();
+            if let Some(events) = step.events() {
+                self.stats.events(events);
+            }
+            match step {
+                Step::Skip | Step::Collected => {}
+                Step::Warn(text) => self.warn(&text),
+                Step::Change(kind, object) => {
+                    if self.cache.apply(kind, object) > 0 {
+                        self.changed();
+                    }
+                }
+                Step::Bookmark(rv) => {
+                    if let Some(rv) = rv {
+                        self.cache.bookmark(&rv);
+                    }
+                }
+                Step::Synced(list) => {
+                    let rv = self.current_rv();
+                    self.synced(list.objects, &rv, list.relist);
+                }
+                Step::End(end) => break end,
+            }
+        };
+        (end, self.progress.initial.take().is_none())
+    }
+}
+
+/// An endpoint's bytes on the heap, by capacity: its client key's (see
+/// [`crate::http::ClientKey::heap_bytes`]),
+/// the base URL, the bearer token and the redactor's copies of the secrets.
+fn endpoint_heap_bytes(endpoint: &Endpoint) -> usize {
+    endpoint.client.heap_bytes()
+        + endpoint.base_url.capacity()
+        + capacity(&endpoint.bearer)
+        + endpoint.redactor.heap_bytes()
+}
