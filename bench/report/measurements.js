@@ -30,6 +30,7 @@ const LABEL = {
   clientnode: '@kubernetes/client-node Watch',
   native: 'NativeKubernetesWatcher',
   'native-fields': 'Native + fields (3 paths)',
+  'native-against': 'NativeKubernetesWatcher, --against build',
 };
 
 // A comparison with a missing figure is neither met nor failed.
