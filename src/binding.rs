@@ -15,6 +15,7 @@ mod snapshot;
 mod strings;
 mod strip;
 mod watch_metrics;
+mod way_back;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};

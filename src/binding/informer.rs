@@ -7,32 +7,28 @@
 //! or per waiting consumer: each thread-safe function is a libuv async handle, and libuv looks
 //! at every async handle of the loop on every wake-up, so with one per informer and one per
 //! pending `nextBatch()` promise the main thread's cost of a change grew with the number of
-//! informers (`bench/fleet.js`: 2.3× the CPU per change with 1 000 informers as with 100).
+//! informers (bench/README.md, "The main thread's cost per change no longer grows with the
+//! informers").
 //! One function also keeps news and wake-ups in the order they were sent (a consumer's
 //! ADDED batch before the `synced` that follows it). It is called with two arrays, never an
 //! object per message: who each message is from (a consumer's id, or 0 for a handle's news) and
 //! the messages (a wake-up's batch, the common one as its events text alone, or the news as
-//! JSON naming its handle). Building an object per wake-up (`{ consumer, batch: { events,
-//! warnings, done } }`) was a tenth of the main thread's time per change (`perf` on
-//! `bench/fleet-main-thread.js`).
+//! JSON naming its handle): building an object per wake-up was a tenth of the main thread's
+//! time per change (bench/README.md, "A change costs the main thread one Promise, one native
+//! call and half a wake-up").
 //!
-//! Wake-ups are gathered ([`Outbox`]): the first after a quiet spell crosses at once, and while
-//! they keep coming, those within [`WAKE_UP_INTERVAL`] of the last call cross together in the
-//! next. A wake-up of the JavaScript thread costs it several times the work of a change
-//! itself, even when it does nothing (130 to 190 µs on a loaded 2-core machine, measured by
-//! `bench/fleet-main-thread.js`), so a fleet whose changes trickle in at 100 a second paid one
-//! per change. News is never gathered: it crosses in a call of its own, after the wake-ups sent
-//! before it, so a consumer has taken its ADDED batch before the `synced` that follows it.
-//! JavaScript dispatches them (`lib/informer.js`). The function is weak: what keeps the process
-//! alive while informers run or consumers wait is JavaScript's.
+//! Wake-ups are gathered ([`WayBack`], `binding/way_back.rs`): the first after a quiet spell
+//! crosses at once, and while they keep coming, those within its interval of the last call
+//! cross together in the next. News is never gathered. JavaScript dispatches them
+//! (`lib/informer.js`). The function is weak: what keeps the process alive while informers run
+//! or consumers wait is JavaScript's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::time::Duration;
 
-use napi::bindgen_prelude::{Either, Either3, FnArgs, within_runtime_if_available};
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::bindgen_prelude::{Either, Either3, within_runtime_if_available};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use tokio::sync::oneshot;
@@ -40,9 +36,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::snapshot::snapshot_json;
 use super::watch_metrics::NativeWatchMetrics;
-use super::{
-    BatchText, ClusterTarget, CredentialSpec, Crossing, NativeBatch, POOL, ResourceSpec, crossing,
-};
+use super::way_back::{Back, WayBack};
+use super::{ClusterTarget, CredentialSpec, Crossing, POOL, ResourceSpec, crossing};
 use crate::auth::Credential;
 use crate::batch::Batch;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
@@ -53,19 +48,6 @@ use crate::informer::reflector::{InitialList, Reflector, ReflectorConfig, Report
 use crate::informer::registry::{Handle, Registry, Sinks};
 use crate::informer::selector::Selector;
 use crate::informer::stats::{Labels, cluster_label};
-
-/// While wake-ups keep coming, at most one call of the registry's function per this long: a
-/// change waits at most this long when the last call was less than this long ago.
-///
-/// 50 ms, not the 20 ms it was: on the fleet benchmark's 2-core machine a wake-up of the main
-/// thread costs it 150–190 µs and the work of a change 20–45 µs (`bench/fleet-main-thread.js
-/// --types=20`, the interval swept: 0, 20, 50, 100 ms; bench/README.md), so at 100 changes a
-/// second the wake-ups, not the changes, were most of the cost: 20 ms made 0.5 wake-ups per
-/// change (138 µs per change with managedFields, 113 µs with strip), 50 ms makes 0.2 (83 and
-/// 61 µs). The price is latency while changes keep coming: p50 about 27 ms and p99 about 55 ms,
-/// against 12 and 25 ms (the first change after a quiet spell still crosses at once; news is
-/// never held).
-const WAKE_UP_INTERVAL: Duration = Duration::from_millis(50);
 
 /// How long a `getCredential` call may take before it counts as failed.
 const CREDENTIAL_WAIT: Duration = Duration::from_secs(60);
@@ -125,93 +107,10 @@ impl From<InitialListMode> for InitialList {
     }
 }
 
-/// One message: a waiting consumer's next batch (taken on the thread that brought it), or a
-/// handle's news as JSON text.
-type Item = Either3<BatchText, NativeBatch, String>;
-/// What the registry's function is called with: who each message is from (a consumer's id,
-/// from 1, or 0 for news) and the messages, in the order sent.
-type Message = FnArgs<(Vec<u32>, Vec<Item>)>;
-/// The registry's way back: `(from: number[], messages: (string | NativeBatch)[]) => void`, weak.
-type Back = ThreadsafeFunction<Message, (), Message, Status, false, true>;
-
-/// The registry's function and the wake-ups gathered for its next call.
-pub struct Outbox {
-    back: Back,
-    /// Where a gathered call is sent from when it is due.
-    runtime: tokio::runtime::Handle,
-    gathered: Mutex<Gathered>,
-}
-
-#[derive(Default)]
-struct Gathered {
-    from: Vec<u32>,
-    items: Vec<Item>,
-    /// When the function was last called.
-    last_call: Option<Instant>,
-    /// A task sends what is gathered when it is due.
-    due: bool,
-}
-
-impl Outbox {
-    /// Sends consumer `from`'s wake-up: now, or with the next call when the last one was
-    /// less than [`WAKE_UP_INTERVAL`] ago.
-    fn wake(self: &Arc<Self>, from: u32, batch: Item) {
-        let mut gathered = lock(&self.gathered);
-        gathered.from.push(from);
-        gathered.items.push(batch);
-        if gathered.due {
-            return;
-        }
-        if let Some(last) = gathered.last_call {
-            let at = last + WAKE_UP_INTERVAL;
-            if Instant::now() < at {
-                gathered.due = true;
-                let outbox = Arc::clone(self);
-                self.runtime.spawn(async move {
-                    tokio::time::sleep_until(at.into()).await;
-                    outbox.call(lock(&outbox.gathered), None);
-                });
-                return;
-            }
-        }
-        self.call(gathered, None);
-    }
-
-    /// Sends a handle's news in a call of its own, after whatever was gathered before it;
-    /// false when the function can no longer be called (the environment shuts down).
-    fn news(&self, text: String) -> bool {
-        let gathered = lock(&self.gathered);
-        self.call(gathered, Some(text))
-    }
-
-    /// Calls the function with what is gathered, then with `news` if any. Under the lock, so
-    /// calls from different threads keep the order their messages were sent in.
-    fn call(&self, mut gathered: MutexGuard<'_, Gathered>, news: Option<String>) -> bool {
-        gathered.due = false;
-        let mut ok = true;
-        if !gathered.items.is_empty() {
-            gathered.last_call = Some(Instant::now());
-            let from = std::mem::take(&mut gathered.from);
-            let items = std::mem::take(&mut gathered.items);
-            ok = self.back.call(
-                (from, items).into(),
-                ThreadsafeFunctionCallMode::NonBlocking,
-            ) == Status::Ok;
-        }
-        if let Some(text) = news {
-            ok = self.back.call(
-                (vec![0], vec![Either3::C(text)]).into(),
-                ThreadsafeFunctionCallMode::NonBlocking,
-            ) == Status::Ok;
-        }
-        ok
-    }
-}
-
 /// One handle's way back to JavaScript: the registry's function, and its own id.
 pub struct JsSink {
     handle: u32,
-    outbox: Arc<Outbox>,
+    way_back: Arc<WayBack>,
 }
 
 impl JsSink {
@@ -219,7 +118,7 @@ impl JsSink {
         let value = serde_json::json!({
             "handle": self.handle, "kind": kind, "message": message, "id": id
         });
-        self.outbox.news(value.to_string())
+        self.way_back.news(value.to_string())
     }
 }
 
@@ -349,7 +248,7 @@ pub struct NativeInformerRegistry {
     /// Set by `connect` while JavaScript has informers open or consumers waiting: a thread-safe
     /// function holds its JavaScript function strongly, so holding it for good would keep
     /// the watcher's side of JavaScript from ever being collected.
-    back: Mutex<Option<Arc<Outbox>>>,
+    back: Mutex<Option<Arc<WayBack>>>,
     next_handle: AtomicU32,
 }
 
@@ -413,11 +312,7 @@ impl NativeInformerRegistry {
     #[napi(ts_args_type = "back: (from: number[], messages: (string | NativeBatch)[]) => void")]
     pub fn connect(&self, back: Back) {
         let runtime = within_runtime_if_available(tokio::runtime::Handle::current);
-        *lock(&self.back) = Some(Arc::new(Outbox {
-            back,
-            runtime,
-            gathered: Mutex::default(),
-        }));
+        *lock(&self.back) = Some(Arc::new(WayBack::new(back, runtime)));
     }
 
     /// Lets the function of `connect` go, once nothing is open or waiting (what still holds
@@ -449,7 +344,7 @@ impl NativeInformerRegistry {
         let id = self.next_handle.fetch_add(1, Ordering::Relaxed);
         let sink = JsSink {
             handle: id,
-            outbox: back.clone(),
+            way_back: back.clone(),
         };
         let labels = Labels {
             cluster: cluster_label(&spec.cluster.cluster_url),
@@ -533,7 +428,7 @@ pub struct InformerStateError {
 pub struct NativeInformer {
     handle: Handle<JsSink>,
     id: u32,
-    back: Arc<Outbox>,
+    back: Arc<WayBack>,
 }
 
 #[napi]

@@ -1,0 +1,121 @@
+//! The registry's way back to JavaScript: one thread-safe function per registry (per watcher),
+//! called with two arrays (who each message is from, and the messages), and the consumers'
+//! wake-ups gathered for it (see the module above, `binding/informer.rs`).
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use napi::Status;
+use napi::bindgen_prelude::{Either3, FnArgs};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+
+use super::{BatchText, NativeBatch};
+
+/// While wake-ups keep coming, at most one call of the registry's function per this long: a
+/// change waits at most this long when the last call was less than this long ago.
+///
+/// 50 ms, not the 20 ms it was: a wake-up of the main thread costs it several times the work
+/// of a change, even when it does nothing (that is the machine's and Node's, not this addon's:
+/// `bench/wake-floor.js`), so at 100 changes a second the wake-ups, not the changes, were most
+/// of the cost. The price is latency while changes keep coming; the first change after a quiet
+/// spell still crosses at once, and news is never held. The interval swept, with its figures:
+/// bench/README.md, "Where a change's main-thread time goes, and wake-ups gathered over 50 ms".
+const WAKE_UP_INTERVAL: Duration = Duration::from_millis(50);
+
+/// One message: a waiting consumer's next batch (taken on the thread that brought it), or a
+/// handle's news as JSON text.
+pub type Item = Either3<BatchText, NativeBatch, String>;
+/// What the registry's function is called with: who each message is from (a consumer's id,
+/// from 1, or 0 for news) and the messages, in the order sent.
+pub type Message = FnArgs<(Vec<u32>, Vec<Item>)>;
+/// The registry's way back: `(from: number[], messages: (string | NativeBatch)[]) => void`, weak.
+pub type Back = ThreadsafeFunction<Message, (), Message, Status, false, true>;
+
+/// The registry's way back to JavaScript: its function, and the wake-ups gathered for its next
+/// call.
+pub struct WayBack {
+    back: Back,
+    /// Where a gathered call is sent from when it is due.
+    runtime: tokio::runtime::Handle,
+    gathered: Mutex<Gathered>,
+}
+
+#[derive(Default)]
+struct Gathered {
+    from: Vec<u32>,
+    items: Vec<Item>,
+    /// When the function was last called.
+    last_call: Option<Instant>,
+    /// A task sends what is gathered when it is due.
+    due: bool,
+}
+
+impl WayBack {
+    /// Its function, and where a gathered call is sent from when it is due.
+    pub fn new(back: Back, runtime: tokio::runtime::Handle) -> Self {
+        Self {
+            back,
+            runtime,
+            gathered: Mutex::default(),
+        }
+    }
+
+    /// Sends consumer `from`'s wake-up: now, or with the next call when the last one was
+    /// less than [`WAKE_UP_INTERVAL`] ago.
+    pub fn wake(self: &Arc<Self>, from: u32, batch: Item) {
+        let mut gathered = lock(&self.gathered);
+        gathered.from.push(from);
+        gathered.items.push(batch);
+        if gathered.due {
+            return;
+        }
+        if let Some(last) = gathered.last_call {
+            let at = last + WAKE_UP_INTERVAL;
+            if Instant::now() < at {
+                gathered.due = true;
+                let way_back = Arc::clone(self);
+                self.runtime.spawn(async move {
+                    tokio::time::sleep_until(at.into()).await;
+                    way_back.call(lock(&way_back.gathered), None);
+                });
+                return;
+            }
+        }
+        self.call(gathered, None);
+    }
+
+    /// Sends a handle's news in a call of its own, after whatever was gathered before it;
+    /// false when the function can no longer be called (the environment shuts down).
+    pub fn news(&self, text: String) -> bool {
+        let gathered = lock(&self.gathered);
+        self.call(gathered, Some(text))
+    }
+
+    /// Calls the function with what is gathered, then with `news` if any. Under the lock, so
+    /// calls from different threads keep the order their messages were sent in.
+    fn call(&self, mut gathered: MutexGuard<'_, Gathered>, news: Option<String>) -> bool {
+        gathered.due = false;
+        let mut ok = true;
+        if !gathered.items.is_empty() {
+            gathered.last_call = Some(Instant::now());
+            let from = std::mem::take(&mut gathered.from);
+            let items = std::mem::take(&mut gathered.items);
+            ok = self.back.call(
+                (from, items).into(),
+                ThreadsafeFunctionCallMode::NonBlocking,
+            ) == Status::Ok;
+        }
+        if let Some(text) = news {
+            ok = self.back.call(
+                (vec![0], vec![Either3::C(text)]).into(),
+                ThreadsafeFunctionCallMode::NonBlocking,
+            ) == Status::Ok;
+        }
+        ok
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding it; the data stays consistent.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
