@@ -65,8 +65,8 @@ impl LineFramer {
             None => {
                 if self.buf.is_empty() {
                     // Every line was taken: let the buffer go rather than keep its capacity
-                    // (the largest chunk seen) for a watch that may stay quiet for minutes.
-                    // Measured: about 2 KiB per idle informer (bench/informer-fixed-cost.js).
+                    // (the largest chunk seen) for a watch that may stay quiet for minutes
+                    // (what an idle informer costs: bench/informer-fixed-cost.js).
                     self.buf = BytesMut::new();
                 }
                 self.scanned = self.buf.len();

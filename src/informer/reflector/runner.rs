@@ -278,11 +278,11 @@ impl<A: ListWatch> Run<A> {
         let url = watch_url(&endpoint.base_url, &self.config.resource_path, &query);
         let request = self.request(&endpoint, url, true);
         // Making the request (placing it in the pool, maybe dialling, TLS, opening the stream)
-        // is a future of about 2 KiB, and the task's state is as large as its largest await:
-        // boxed, it is allocated only while a request is being made, and the long-lived state
-        // of an informer reading its watch is that much smaller. With the boxes around the
-        // calls of `watch_lines`, `paged_list` and `stream` (see `watch`), the task's future
-        // went from 4 104 to 1 864 bytes (`fixedTaskBytes`).
+        // is a large future, and the task's state is as large as its largest await: boxed, it
+        // is allocated only while a request is being made, and the long-lived state of an
+        // informer reading its watch is that much smaller. With the boxes around the calls of
+        // `watch_lines`, `paged_list` and `stream` (see `watch`), the task's future is less than
+        // half the size (`fixedTaskBytes` in the memory snapshot; bench/README.md).
         Box::pin(self.api.watch(request, self.config.max_line_bytes)).await
     }
 
