@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::machine::{self, Effect, Machine, Resume, State, StreamingList, Transition};
+use super::machine::{
+    self, Effect, Machine, PageRefused, Resume, State, StreamingList, Transition,
+};
 use super::reflector_step::{Initial, Progress, Step, StreamEnd, step};
 use super::{
     Fault, InitialList, ListMemory, ListWatch, MAX_OBJECT_BYTES, ReflectorConfig, Reporter,
@@ -381,12 +383,21 @@ impl<A: ListWatch> Run<A> {
                         self.succeeded();
                         body
                     }
-                    Err(Fault::Status { status: 410, .. }) if token.is_some() && restarts < 3 => {
-                        restarts += 1;
-                        self.info("the list's continue token expired; listing again");
-                        continue 'list;
+                    Err(fault) => {
+                        let now = Instant::now();
+                        let continuing = token.is_some();
+                        match self
+                            .machine
+                            .page_refused(&fault, relist, continuing, restarts, now)
+                        {
+                            PageRefused::Restart(effect) => {
+                                restarts += 1;
+                                self.effect(effect);
+                                continue 'list;
+                            }
+                            PageRefused::Then(transition) => return self.perform(transition),
+                        }
                     }
-                    Err(fault) => return self.fail(&fault, Resume::List { relist }),
                 };
                 let parsed = ListPage::parse(&body).and_then(|page| {
                     let items = self.list_objects(&page)?;

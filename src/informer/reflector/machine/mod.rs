@@ -114,6 +114,18 @@ pub struct StreamingList {
     pub metadata_only: bool,
 }
 
+/// How many times an expired continue token restarts one list before it counts as a failure.
+pub const MAX_LIST_RESTARTS: u32 = 3;
+
+/// What follows a list page's failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageRefused {
+    /// The continue token expired: list again from the first page, at once, without an ERROR.
+    Restart(Effect),
+    /// A failure like any other.
+    Then(Transition),
+}
+
 /// A 4xx answer to a streaming list that means "not served here" rather than a fault of the
 /// moment (auth, rate limits, a missing resource) that a paginated list would meet as well.
 fn means_unsupported(status: u16) -> bool {
@@ -281,6 +293,27 @@ impl Machine {
             Fault::Status { status: 410, .. } => Self::expired(),
             _ => self.failed(fault, Resume::Watch(rv), now),
         }
+    }
+
+    /// The answer to a list page was a failure: a 410 to a page after the first (its continue
+    /// token expired) restarts the list, up to [`MAX_LIST_RESTARTS`] times (`restarts` so far);
+    /// anything else is a failure, resumed by listing again.
+    pub fn page_refused(
+        &mut self,
+        fault: &Fault,
+        relist: bool,
+        continuing: bool,
+        restarts: u32,
+        now: Instant,
+    ) -> PageRefused {
+        if continuing
+            && restarts < MAX_LIST_RESTARTS
+            && let Fault::Status { status: 410, .. } = fault
+        {
+            let info = "the list's continue token expired; listing again";
+            return PageRefused::Restart(Effect::Info(info.into()));
+        }
+        PageRefused::Then(self.failed(fault, Resume::List { relist }, now))
     }
 
     /// The answer to a streaming list was a failure: `auto`, a 4xx that means it is not

@@ -461,3 +461,49 @@ fn the_flags_a_401_a_success_a_reconnect_and_the_first_sync_set() {
     assert_eq!(jittered_timeout(Duration::from_secs(300), 0.5), 450);
     assert_eq!(jittered_timeout(Duration::ZERO, 0.0), 1);
 }
+
+#[test]
+fn an_expired_continue_token_restarts_the_list_a_few_times_then_fails() {
+    let t0 = Instant::from_std(std::time::Instant::now());
+    let restart = PageRefused::Restart(Effect::Info(
+        "the list's continue token expired; listing again".into(),
+    ));
+    let mut m = machine();
+    for restarts in 0..MAX_LIST_RESTARTS {
+        assert_eq!(
+            m.page_refused(&status(410, None), false, true, restarts, t0),
+            restart,
+            "restart {restarts}"
+        );
+    }
+    let brief_of = |refused: PageRefused| match refused {
+        PageRefused::Then((state, effects)) => {
+            let effects: Vec<String> = effects.iter().map(effect).collect();
+            (brief(&state, t0), effects)
+        }
+        PageRefused::Restart(_) => panic!("restarted"),
+    };
+    let expired = [
+        "count UNKNOWN_ERROR",
+        "ERROR UNKNOWN_ERROR 410 retrying",
+        "warn HTTP 410: nope; retrying",
+    ];
+    let (state, effects) = brief_of(m.page_refused(&status(410, None), true, true, 3, t0));
+    assert_eq!(
+        state, "backoff earliest+0s then list relist=true",
+        "past the restarts"
+    );
+    assert_eq!(effects, expired);
+    let (state, effects) =
+        brief_of(machine().page_refused(&status(410, None), false, false, 0, t0));
+    assert_eq!(
+        state, "backoff earliest+0s then list relist=false",
+        "a 410 to the first page"
+    );
+    assert_eq!(effects, expired);
+    let (state, _) = brief_of(machine().page_refused(&status(503, None), false, true, 0, t0));
+    assert_eq!(
+        state, "backoff earliest+0s then list relist=false",
+        "another failure"
+    );
+}
