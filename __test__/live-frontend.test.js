@@ -635,3 +635,18 @@ test('pollGapMs: a call long after the last answer was handed out (the tab opene
   assert.equal(await poll, first);
   assert.equal(client.calls.length, 1);
 });
+
+test('holdMs: a held poll settles at once when the refetch it waits for fails, so the next poll sees the error', async () => {
+  const { api, client, signals } = await setUp({ holdMs: 10_000 });
+  const first = await api.getObjectsByEntity({ entity: SVC_A });
+  const poll = api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(await settled(poll), false);
+  client.getObjectsByEntity = async () => {
+    client.calls.push('objects');
+    throw new Error('HTTP 503');
+  };
+  signals.emit('kubernetes:component:default/svc-a');
+  assert.equal(await settled(poll), true, 'not held on until holdMs');
+  assert.equal(await poll, first);
+  await assert.rejects(api.getObjectsByEntity({ entity: SVC_A }), /HTTP 503/);
+});

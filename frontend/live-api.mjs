@@ -173,7 +173,7 @@ export class LiveKubernetesApi {
    *   the next poll does
    * @param {number} [options.holdMs] a call that finds in memory an answer already given is held
    *   until that request's refetch after a signal lands, for at most this long, and no longer
-   *   than its signals connection lasts (2000; 0: never held). Calls meanwhile are held with it.
+   *   than its signals connection lasts (10 000; 0: never held). Calls meanwhile are held with it.
    *   A change then shows as its refetch lands, not at the tab's next poll, and the tab's
    *   useAsyncRetry, which skips its retries while a call is out, renders three times per
    *   `holdMs` rather than per poll; the cost is that a second component asking the same
@@ -390,6 +390,8 @@ export class LiveKubernetesApi {
         return value;
       } catch (error) {
         this.#answers.delete(key);
+        // A held poll waits no longer: the next one sends its own request and sees the failure.
+        if (this.#holds.get(key)?.body === request.body) this.#release(key);
         throw error;
       } finally {
         if (this.#flights.get(key) === flight) this.#flights.delete(key);
