@@ -4,6 +4,7 @@
 //   node bench/fleet.js --full      (50 clusters × 20 types × 500 objects, 100 changes/s for
 //                                    120 s, strip off and on, outage, client-node comparison)
 //   node bench/fleet.js --types=20 [--clusters=5] [--objects=20] [--namespaces=20] [--bytes=1500]
+//        [--incompressible]
 //        [--rate=100] [--seconds=20] [--strip | --strip=both] [--outage] [--outage-seconds=20]
 //        [--compare | --compare-only] [--compare-seconds=30] [--compare-runs=2] [--no-compress]
 //        [--server-processes=N]
@@ -36,6 +37,8 @@
 // this worker and bench/fleet-client-node.js (client-node's makeInformer, same protocol),
 // interleaved `compare-runs` times each, once per strip setting of the fleet's runs (client-node
 // strips the same paths in its handlers); RSS growth and main-thread CPU ratios native ÷ client-node.
+// --incompressible: the objects' padding is base64 of a hash chain instead of a repeated
+// pattern, so that their JSON does not pack (the small-object shape: `--types=1 --bytes=…`).
 // --compare-only: those runs alone, without the fleet's. --no-compress: the native informers
 // hold their objects' JSON as received (`compress: false`) instead of packed.
 // --pkg: the native worker loads that build of the package (its index.js, lib/, addon) instead.
@@ -57,7 +60,7 @@ const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixe
 const MiB = 2 ** 20;
 
 const OPTIONS =
-  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-only|compare-seconds=\d+|compare-runs=\d+|no-compress|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+)$/;
+  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|incompressible|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-only|compare-seconds=\d+|compare-runs=\d+|no-compress|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+)$/;
 
 /** The options of a full fleet run, `--full` first filling in the issue's figures. */
 function parseOptions(argv) {
@@ -79,6 +82,7 @@ function parseOptions(argv) {
     objects: opt('objects', full ? 500 : 20),
     namespaces: opt('namespaces', 20),
     bytes: opt('bytes', 1500),
+    incompressible: argv.includes('--incompressible'),
     rate: opt('rate', 100),
     seconds: opt('seconds', full ? 120 : 20),
     outage: full || argv.includes('--outage'),
@@ -131,6 +135,7 @@ async function startServers(o, clusters, processes) {
         objects: o.objects,
         namespaces: o.namespaces,
         bytes: o.bytes,
+        incompressible: o.incompressible,
       };
       const child = track(
         fork(path.join(__dirname, 'fleet-server.js'), [`--json=${JSON.stringify(config)}`], {

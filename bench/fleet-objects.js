@@ -19,11 +19,25 @@
 
 const crypto = require('node:crypto');
 
-/** `bytes` of deterministic filler text. */
+/** `bytes` of deterministic filler text: a repeated pattern, which LZ4 packs well. */
 const filler = (seed, bytes) => {
   let s = '';
   for (let i = 0; s.length < bytes; i++) s += `${seed}-${i}-`;
   return s.slice(0, bytes);
+};
+
+/**
+ * `bytes` of deterministic text that does not compress: base64 of a SHA-256 chain seeded by
+ * `seed`, as random as a certificate or a token in a Secret's data.
+ */
+const noise = (seed, bytes) => {
+  const parts = [];
+  let digest = crypto.createHash('sha256').update(String(seed)).digest();
+  for (let n = 0; n < bytes; n += 43) {
+    parts.push(digest.toString('base64url'));
+    digest = crypto.createHash('sha256').update(digest).digest();
+  }
+  return parts.join('').slice(0, bytes);
 };
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -598,18 +612,19 @@ const padFor = new Map();
 
 /**
  * Object `i` of `type` named `name` in `namespace`, about `bytes` of JSON as stored (before the
- * server adds uid, resourceVersion and creationTimestamp, about 120 more).
+ * server adds uid, resourceVersion and creationTimestamp, about 120 more); its padding is
+ * `noise` rather than a repeated pattern when `incompressible`.
  */
-function fleetObject(type, namespace, name, i, bytes = 2000) {
+function fleetObject(type, namespace, name, i, bytes = 2000, incompressible = false) {
+  const pad = incompressible ? (n) => noise(`${namespace}/${name}`, n) : (n) => filler(name, n);
   const cacheKey = `${type.plural}/${bytes}`;
   if (!padFor.has(cacheKey)) {
-    const size = (pad) =>
-      Buffer.byteLength(JSON.stringify(build(type, namespace, name, i, filler(name, pad))));
+    const size = (n) => Buffer.byteLength(JSON.stringify(build(type, namespace, name, i, pad(n))));
     const s0 = size(0);
     const slope = (size(400) - s0) / 400;
     padFor.set(cacheKey, Math.max(0, Math.round((bytes - 120 - s0) / slope)));
   }
-  return build(type, namespace, name, i, filler(name, padFor.get(cacheKey)));
+  return build(type, namespace, name, i, pad(padFor.get(cacheKey)));
 }
 
 /** JSON bytes of `obj` without managedFields and the last-applied annotation (what `strip` keeps). */

@@ -102,7 +102,9 @@ async function main() {
         // each twice, and serialises each once now (sim/text.js), before any sync starts.
         const loaded = sim.store.load(
           type.key,
-          ids[t].map(({ ns, name }, i) => fleetObject(type, ns, name, i, config.bytes)),
+          ids[t].map(({ ns, name }, i) =>
+            fleetObject(type, ns, name, i, config.bytes, config.incompressible),
+          ),
         );
         for (const stored of loaded) {
           jsonBytes += textBytes(stored);
