@@ -110,10 +110,10 @@ pub struct Footprint {
     /// takes up to twice this).
     pub index_bytes: usize,
     /// Changes pending in consumers (one per object at most): each consumer's table by key
-    /// (`capacity()` × entry, control bytes), its order (a B-tree filled by appending, see
-    /// [`appended_btree_bytes`]), and the two
-    /// copies of each pending key. A consumer that caught up gives its table back, so this is
-    /// near zero when every consumer keeps up.
+    /// (`capacity()` × entry, control bytes) and its order (a B-tree filled by appending, see
+    /// [`appended_btree_bytes`]); the objects they point at are the cache's, or versions the
+    /// cache has moved past. A consumer that caught up gives its table back, so this is near
+    /// zero when every consumer keeps up.
     pub pending_bytes: usize,
     /// Changes pending in consumers, summed.
     pub pending_changes: usize,

@@ -26,7 +26,7 @@
 //! Taking builds one JSON array text, `[{"type":…,"object":<text>,"resourceVersion":…},…]`,
 //! with the watch core's [`BatchBuilder`] and its byte cap, on the consumer's task.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
@@ -35,262 +35,13 @@ use tokio_util::sync::CancellationToken;
 
 use std::mem::{size_of, size_of_val};
 
-use super::memory::{Footprint, appended_btree_bytes, arc_bytes, hash_table_bytes};
-use super::store::{Change, ChangeKind, Object, ObjectKey};
-use crate::batch::{Batch, BatchBuilder};
+use super::memory::{Footprint, arc_bytes};
+use super::store::{Change, Object};
+use crate::batch::Batch;
 use crate::error::Failure;
 
-/// One version of an object, as a consumer will see it.
-type Version = Object;
-
-/// The one change pending for an object.
-#[derive(Debug, Clone)]
-enum Pending {
-    Added(Version),
-    Modified(Version),
-    Deleted(Version),
-    /// The consumer holds the object `deleted` replaced by `added` (another uid).
-    Replaced {
-        deleted: Version,
-        added: Version,
-    },
-}
-
-impl Pending {
-    /// The pending change after `kind` with `next`, or `None` when the object was added and
-    /// deleted before the consumer looked.
-    fn then(self, kind: ChangeKind, next: Version) -> Option<Self> {
-        use ChangeKind::{Added, Deleted, Modified};
-        Some(match (self, kind) {
-            (Self::Added(_), Added | Modified) => Self::Added(next),
-            (Self::Added(_), Deleted) => return None,
-            (Self::Modified(_), Added | Modified) => Self::Modified(next),
-            (Self::Modified(_) | Self::Deleted(_), Deleted) => Self::Deleted(next),
-            (Self::Deleted(deleted), Added | Modified) => Self::Replaced {
-                deleted,
-                added: next,
-            },
-            (Self::Replaced { deleted, .. }, Added | Modified) => Self::Replaced {
-                deleted,
-                added: next,
-            },
-            (Self::Replaced { deleted, .. }, Deleted) => Self::Deleted(deleted),
-        })
-    }
-
-    fn new(kind: ChangeKind, version: Version) -> Self {
-        match kind {
-            ChangeKind::Added => Self::Added(version),
-            ChangeKind::Modified => Self::Modified(version),
-            ChangeKind::Deleted => Self::Deleted(version),
-        }
-    }
-}
-
-/// An entry of a consumer's queue.
-#[derive(Debug)]
-enum Slot {
-    /// The object's pending change is in `Queue::pending`.
-    Object(ObjectKey),
-    /// `{"type":"SYNCED","resourceVersion":…,"relist":…}`.
-    Synced { rv: Arc<str>, relist: bool },
-    /// An ERROR event's text.
-    Error(String),
-}
-
-/// How far a consumer's stream has come to its end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ending {
-    /// Changes keep coming.
-    Open,
-    /// The informer stopped: what is pending is still taken, then the end.
-    Draining,
-    /// The consumer closed: the end, at once.
-    Closed,
-}
-
-/// One consumer's pending changes and markers.
-#[derive(Debug)]
-struct Queue {
-    next_seq: u64,
-    /// Slots by the order they became pending.
-    order: BTreeMap<u64, Slot>,
-    /// Each pending object's change and its slot's place in `order`.
-    pending: HashMap<ObjectKey, (u64, Pending)>,
-    /// The consumer's first SYNCED was queued (and maybe taken).
-    first_synced: bool,
-    /// A later SYNCED still pending, which the next one absorbs.
-    later_synced: Option<u64>,
-    /// An ERROR still pending, which the next one replaces.
-    error: Option<u64>,
-    ending: Ending,
-    /// The cursor's waker is to be called at the next push or ending (see [`Cursor::arm`]).
-    armed: bool,
-    /// Reused to build each event line.
-    scratch: Vec<u8>,
-}
-
-impl Queue {
-    fn new() -> Self {
-        Self {
-            next_seq: 0,
-            order: BTreeMap::new(),
-            pending: HashMap::new(),
-            first_synced: false,
-            later_synced: None,
-            error: None,
-            ending: Ending::Open,
-            armed: false,
-            scratch: Vec::new(),
-        }
-    }
-
-    fn append(&mut self, slot: Slot) -> u64 {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.order.insert(seq, slot);
-        seq
-    }
-
-    fn push(&mut self, change: &Change) {
-        let version = change.object.clone();
-        let key = version.key();
-        match self.pending.remove_entry(&key) {
-            None => {
-                let seq = self.append(Slot::Object(key.clone()));
-                let pending = Pending::new(change.kind, version);
-                self.pending.insert(key, (seq, pending));
-            }
-            Some((key, (seq, pending))) => match pending.then(change.kind, version) {
-                Some(next) => {
-                    self.pending.insert(key, (seq, next));
-                }
-                None => {
-                    self.order.remove(&seq);
-                }
-            },
-        }
-    }
-
-    fn push_synced(&mut self, rv: Arc<str>, relist: bool) {
-        if !self.first_synced {
-            self.first_synced = true;
-            self.append(Slot::Synced { rv, relist });
-            return;
-        }
-        let mut relist = relist;
-        if let Some(seq) = self.later_synced.take()
-            && let Some(Slot::Synced {
-                relist: earlier, ..
-            }) = self.order.remove(&seq)
-        {
-            relist |= earlier;
-        }
-        self.later_synced = Some(self.append(Slot::Synced { rv, relist }));
-    }
-
-    fn push_error(&mut self, json: &str) {
-        if let Some(seq) = self.error
-            && let Some(Slot::Error(text)) = self.order.get_mut(&seq)
-        {
-            json.clone_into(text);
-            return;
-        }
-        self.error = Some(self.append(Slot::Error(json.to_owned())));
-    }
-
-    /// Writes one change as an event into `builder`.
-    fn write(&mut self, builder: &mut BatchBuilder, kind: ChangeKind, version: &Version) {
-        let line = &mut self.scratch;
-        line.clear();
-        line.extend_from_slice(br#"{"type":""#);
-        line.extend_from_slice(kind.as_str().as_bytes());
-        line.extend_from_slice(br#"","object":"#);
-        version.write_text(line);
-        line.push(b'}');
-        builder.push_line(line, Some(version.rv()), 0);
-    }
-
-    /// The bytes its pending changes take (see [`Footprint::pending_bytes`]) and how many
-    /// there are. Walks the pending keys, which are at most the cache's objects.
-    fn pending_bytes(&self) -> (usize, usize) {
-        let table = hash_table_bytes(
-            self.pending.capacity(),
-            size_of::<(ObjectKey, (u64, Pending))>(),
-        );
-        let order = appended_btree_bytes(self.order.len(), size_of::<(u64, Slot)>());
-        // Each pending key is owned twice: in the table and in its slot of `order`.
-        let keys: usize = self.pending.keys().map(|k| 2 * k.len()).sum();
-        (
-            table + order + keys + self.scratch.capacity(),
-            self.pending.len(),
-        )
-    }
-
-    /// `take` would give something: events, markers, or the end.
-    fn has_batch(&self) -> bool {
-        self.ending != Ending::Open || !self.order.is_empty()
-    }
-
-    /// The next batch; the events in it are added to `delivered`.
-    fn take(&mut self, delivered: &AtomicU64) -> Option<Batch> {
-        if self.ending == Ending::Closed {
-            return Some(Batch::end());
-        }
-        if self.order.is_empty() {
-            return (self.ending == Ending::Draining).then(Batch::end);
-        }
-        let mut builder = BatchBuilder::default();
-        let mut events = 0;
-        while !builder.is_full() {
-            let Some((seq, slot)) = self.order.pop_first() else {
-                break;
-            };
-            match slot {
-                Slot::Object(key) => {
-                    let Some((_, pending)) = self.pending.remove(&key) else {
-                        continue;
-                    };
-                    events += 1;
-                    match pending {
-                        Pending::Added(v) => self.write(&mut builder, ChangeKind::Added, &v),
-                        Pending::Modified(v) => self.write(&mut builder, ChangeKind::Modified, &v),
-                        Pending::Deleted(v) => self.write(&mut builder, ChangeKind::Deleted, &v),
-                        Pending::Replaced { deleted, added } => {
-                            events += 1;
-                            self.write(&mut builder, ChangeKind::Deleted, &deleted);
-                            self.write(&mut builder, ChangeKind::Added, &added);
-                        }
-                    }
-                }
-                Slot::Synced { rv, relist } => {
-                    events += 1;
-                    if self.later_synced == Some(seq) {
-                        self.later_synced = None;
-                    }
-                    let rv = serde_json::to_string(&*rv).unwrap_or_default();
-                    builder.push_generated(&format!(
-                        r#"{{"type":"SYNCED","resourceVersion":{rv},"relist":{relist}}}"#
-                    ));
-                }
-                Slot::Error(json) => {
-                    events += 1;
-                    self.error = None;
-                    builder.push_generated(&json);
-                }
-            }
-        }
-        delivered.fetch_add(events, Ordering::Relaxed);
-        let (mut batch, _) = builder.finish();
-        batch.done = self.ending == Ending::Draining && self.order.is_empty();
-        if self.order.is_empty() {
-            // Caught up: a quiet consumer keeps no table sized for a burst.
-            self.pending.shrink_to(0);
-            self.scratch = Vec::new();
-        }
-        Some(batch)
-    }
-}
+mod queue;
+use queue::{Ending, Pending, Queue};
 
 /// Called, on whichever thread pushed, with what an armed cursor had to take.
 pub type Waker = Box<dyn Fn(Batch) + Send + Sync>;
@@ -419,11 +170,7 @@ impl Fanout {
             }
         } else {
             for object in snapshot {
-                let key = object.key();
-                let seq = queue.append(Slot::Object(key.clone()));
-                queue
-                    .pending
-                    .insert(key, (seq, Pending::Added(object.clone())));
+                queue.place(queue.next_seq, Pending::Added(object.clone()));
             }
             if let Some(rv) = synced {
                 queue.push_synced(rv, false);

@@ -5,8 +5,10 @@ use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
+use super::queue::Slot;
 use super::*;
 use crate::batch::MAX_BATCH_BYTES;
+use crate::informer::store::ChangeKind;
 use crate::informer::store::{Object, Store};
 
 fn change(kind: ChangeKind, name: &str, uid: &str, rv: u64) -> Change {
@@ -512,4 +514,58 @@ fn delivered_counts_every_event_taken_and_pending_is_the_slowest_consumers() {
         "a closed consumer is behind nobody"
     );
     assert_eq!(fanout.delivered(), 6, "closing delivers nothing");
+}
+
+#[test]
+fn a_pending_change_holds_only_its_latest_version_and_no_key_of_its_own() {
+    let mut queue = Queue::new();
+    let versions = [
+        change(Added, "a", "u", 1),
+        change(Modified, "a", "u", 2),
+        change(Deleted, "a", "u", 3),
+        change(Added, "a", "v", 4),
+    ];
+    let held = |queue: &Queue| {
+        let (key, seq) = queue.pending.iter().next().expect("one pending object");
+        let Some(Slot::Object(pending)) = queue.order.get(seq) else {
+            panic!("its slot holds its change")
+        };
+        assert!(
+            key.ptr_eq(pending.latest()),
+            "keyed by the version it ends on"
+        );
+        key.clone()
+    };
+    for (i, version) in versions.iter().enumerate() {
+        queue.push(version);
+        if i == 2 {
+            // ADDED then DELETED before the consumer looked: nothing to show.
+            assert!(queue.pending.is_empty() && queue.order.is_empty());
+            continue;
+        }
+        assert_eq!((queue.pending.len(), queue.order.len()), (1, 1));
+        assert!(held(&queue).ptr_eq(&version.object), "after change {i}");
+    }
+}
+
+#[test]
+fn a_consumer_that_caught_up_with_a_large_backlog_gives_free_memory_back() {
+    let mut queue = Queue::new();
+    let delivered = AtomicU64::new(0);
+    for i in 0..super::queue::RELEASE_AFTER_BACKLOG {
+        queue.push(&change(Added, &format!("o{i}"), "u", i as u64));
+    }
+    let before = crate::heap::trims_run();
+    while queue
+        .take(&delivered)
+        .is_some_and(|batch| !batch.events.is_empty())
+    {}
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while crate::heap::trims_run() == before && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(
+        crate::heap::trims_run() > before,
+        "a trim ran after the catch-up"
+    );
 }
