@@ -187,13 +187,7 @@ struct WireStatus {
     #[serde(default)]
     code: Option<serde_json::Value>,
     #[serde(default)]
-    details: Option<WireDetails>,
-}
-
-#[derive(Deserialize, Default)]
-struct WireDetails {
-    #[serde(rename = "retryAfterSeconds", default)]
-    retry_after_seconds: Option<serde_json::Value>,
+    details: Option<serde_json::Value>,
 }
 
 impl StatusBody {
@@ -204,8 +198,9 @@ impl StatusBody {
             code: status_code(status.code.as_ref().and_then(serde_json::Value::as_i64)),
             retry_after: status
                 .details
-                .and_then(|d| d.retry_after_seconds)
-                .and_then(|v| v.as_u64())
+                .as_ref()
+                .and_then(|details| details.get("retryAfterSeconds"))
+                .and_then(serde_json::Value::as_u64)
                 .map(Duration::from_secs),
         }
     }

@@ -1,17 +1,22 @@
-//! Classifying one framed line of a watch body.
+//! Classifying one framed line of a plain watch's body.
 //!
 //! The line is validated here, on a Rust thread, so that JavaScript can hand the text of a
-//! whole batch to `JSON.parse` without ever meeting a line it cannot parse. Only the fields the
-//! contract needs are looked at (`type`, and `object.code` for in-stream errors); everything
-//! else is checked for syntax and skipped without being built into a value.
+//! whole batch to `JSON.parse` without ever meeting a line it cannot parse. It is read by the
+//! informer's reader of watch lines ([`read_event`]); of its object only the resourceVersion is
+//! looked at (and an in-stream error's Status, by [`StatusBody`]'s rule); everything else is
+//! checked for syntax and skipped without being built into a value. Unlike the informer's
+//! objects, a plain watch's may be any JSON: it passes them on as they came, so its probe reads
+//! a field of the wrong type as absent rather than refusing the line.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
-use crate::error::{Failure, status_code};
+use crate::error::{Failure, StatusBody, status_code};
+use crate::informer::wire::read_event;
 
 /// What one line of the body means.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,15 +33,6 @@ pub enum Line {
     Error(Failure),
     /// Not a watch event; the reason goes into a warning and the stream goes on.
     Malformed(String),
-}
-
-/// The parts of a watch event the classifier reads.
-#[derive(Deserialize)]
-struct WireEvent<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default)]
-    object: Option<Probe<ObjectProbe>>,
 }
 
 /// The keys of an object a probe reads; every other key is only checked for syntax.
@@ -99,23 +95,18 @@ impl<'de, T: ProbeKeys> Deserialize<'de> for Probe<T> {
     }
 }
 
-/// What the classifier reads of an event's `object`: a Status' `code`, an object's
-/// `metadata.resourceVersion`.
+/// What the classifier reads of an event's `object`: its `metadata.resourceVersion`.
 #[derive(Default)]
 struct ObjectProbe {
-    code: Option<i64>,
     resource_version: Option<String>,
 }
 
 impl ProbeKeys for ObjectProbe {
     fn read<'de, M: MapAccess<'de>>(&mut self, key: &str, map: &mut M) -> Result<bool, M::Error> {
-        match key {
-            "code" => self.code = map.next_value::<serde_json::Value>()?.as_i64(),
-            "metadata" => {
-                self.resource_version = map.next_value::<Probe<MetadataProbe>>()?.0.resource_version
-            }
-            _ => return Ok(false),
+        if key != "metadata" {
+            return Ok(false);
         }
+        self.resource_version = map.next_value::<Probe<MetadataProbe>>()?.0.resource_version;
         Ok(true)
     }
 }
@@ -153,16 +144,33 @@ pub fn classify(line: &[u8]) -> Line {
     if text.trim().is_empty() {
         return Line::Blank;
     }
-    match serde_json::from_str::<WireEvent>(text) {
-        // The API server ends a watch it cannot serve (410 Expired, mostly) with a Status.
-        Ok(event) if event.kind == "ERROR" => {
-            let code = event.object.and_then(|object| object.0.code);
-            Line::Error(Failure::from_status(status_code(code)))
-        }
-        Ok(event) => Line::Event {
-            resource_version: event.object.and_then(|object| object.0.resource_version),
+    let read = read_event(
+        line,
+        // Split unchecked: the probe's parse checks the object; an ERROR's Status is read
+        // leniently, so that line is parsed whole.
+        |kind, object| {
+            let probe = serde_json::from_slice::<Probe<ObjectProbe>>(object).ok()?;
+            (kind != "ERROR").then_some(Line::Event {
+                resource_version: probe.0.resource_version,
+            })
         },
-        Err(err) => Line::Malformed(describe_json_error(&err, line.len())),
+        parsed_line,
+    );
+    read.unwrap_or_else(|err| Line::Malformed(describe_json_error(&err, line.len())))
+}
+
+/// The line of a watch event of type `kind` with `object`, parsed whole.
+fn parsed_line(kind: &str, object: Option<&RawValue>) -> Line {
+    let object = object.map(|object| object.get().as_bytes());
+    if kind == "ERROR" {
+        // The API server ends a watch it cannot serve (410 Expired, mostly) with a Status.
+        let code = object.map_or(status_code(None), |status| StatusBody::parse(status).code);
+        return Line::Error(Failure::from_status(code));
+    }
+    // The text parsed already: the probe reads any JSON value.
+    let probe = object.and_then(|text| serde_json::from_slice::<Probe<ObjectProbe>>(text).ok());
+    Line::Event {
+        resource_version: probe.and_then(|probe| probe.0.resource_version),
     }
 }
 
@@ -226,6 +234,9 @@ mod tests {
     fn in_stream_errors_carry_their_code() {
         let line = br#"{"type":"ERROR","object":{"kind":"Status","reason":"Expired","code":410}}"#;
         assert_eq!(classify(line), Line::Error(Failure::from_status(410)));
+        // A field of the Status with the wrong type is absent; the others are still read.
+        let line = br#"{"type":"ERROR","object":{"code":429,"details":"busy"}}"#;
+        assert_eq!(classify(line), Line::Error(Failure::from_status(429)));
     }
 
     #[test]
@@ -256,6 +267,8 @@ mod tests {
             b"{\"object\":{}}",
             b"{\"type\":7}",
             b"{\"type\":\"ADDED\",\"object\":{}} trailing",
+            b"[\"ADDED\",{}]",
+            b"{\"type\":\"ADDED\",\"object\":{\"a\":1},\"type\":\"DELETED\"}",
         ] {
             assert!(
                 matches!(classify(bad), Line::Malformed(_)),

@@ -340,6 +340,18 @@ mod tests {
         (origin, closed_rx)
     }
 
+    /// Every batch's events text and warnings of a watch of a server that answers `response`,
+    /// until the end.
+    async fn watch_of(response: &'static [u8]) -> (String, Vec<String>) {
+        let (origin, _closed) = one_shot_server(Some(response)).await;
+        let watch = Watch::start(
+            config_for(&origin),
+            Arc::new(ConnectionPool::default()),
+            &tokio::runtime::Handle::current(),
+        );
+        drain(&watch).await
+    }
+
     /// Every batch's events text and warnings, until the end.
     async fn drain(watch: &Watch) -> (String, Vec<String>) {
         let mut events = String::new();
@@ -381,13 +393,7 @@ mod tests {
             10\r\n{\"type\":\"ADDED\",\r\n\
             19\r\n\"object\":{\"code\":1}}\n\nnot\r\n\
             2\r\n\n\n\r\n0\r\n\r\n";
-        let (origin, _closed) = one_shot_server(Some(body)).await;
-        let watch = Watch::start(
-            config_for(&origin),
-            Arc::new(ConnectionPool::default()),
-            &tokio::runtime::Handle::current(),
-        );
-        let (events, warnings) = drain(&watch).await;
+        let (events, warnings) = watch_of(body).await;
         assert_eq!(events, r#"[{"type":"ADDED","object":{"code":1}}]"#);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("malformed JSON"));
@@ -398,13 +404,7 @@ mod tests {
     async fn http_errors_become_one_error_event_with_the_body_logged_and_redacted() {
         let body: &'static [u8] = b"HTTP/1.1 403 Forbidden\r\ncontent-length: 31\r\n\r\n\
             {\"message\":\"sekret-token no\"}  ";
-        let (origin, _closed) = one_shot_server(Some(body)).await;
-        let watch = Watch::start(
-            config_for(&origin),
-            Arc::new(ConnectionPool::default()),
-            &tokio::runtime::Handle::current(),
-        );
-        let (events, warnings) = drain(&watch).await;
+        let (events, warnings) = watch_of(body).await;
         assert!(events.contains(r#""statusCode":403"#));
         assert!(events.contains("UNKNOWN_ERROR"));
         assert_eq!(warnings.len(), 1);

@@ -1,6 +1,7 @@
-//! What the informer reads from the API server: list pages and watch event lines, parsed
-//! without building a value tree for the objects in them. The objects stay slices of the
-//! body (`RawValue`) until the store copies each one's text once.
+//! What is read from the API server: list pages and watch event lines, parsed without building
+//! a value tree for the objects in them. The objects stay slices of the body (`RawValue`) until
+//! the store copies each one's text once. [`read_event`] is the one reader of watch lines, for
+//! the plain watch ([`crate::event::classify`]) and the informer ([`WatchLine`]).
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -165,8 +166,52 @@ impl PartialEq for WatchLine<'_> {
 struct WireEvent<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
-    #[serde(borrow)]
-    object: &'a RawValue,
+    #[serde(borrow, default)]
+    object: Option<&'a RawValue>,
+}
+
+/// Reads one watch line, `{"type":…,"object":…}`, into what `split` or `parsed` make of its
+/// type and its object; `Err` when the line is not a JSON object with a string `type`.
+///
+/// A line exactly as the API server writes one (`{"type":"ADDED","object":{…}}`: Go's field
+/// order, no white space, a type of letters, digits and `_`) is split without being parsed, and
+/// `split` gets its object's text unchecked: a reader that parses that text as one JSON value
+/// checks it as it reads it, in one pass rather than two (the line's, then the object's). When
+/// `split` returns `None` (the text does not parse, so the line may not be the shape it looked
+/// like, e.g. `{"type":"A","object":{},"x":1}`; or this reader will not read it unchecked) the
+/// line is parsed whole, as every other line is, and `parsed` gets its type and its object
+/// (`None` when the line has none, or `null`).
+pub fn read_event<'a, T>(
+    line: &'a [u8],
+    split: impl FnOnce(&str, &'a [u8]) -> Option<T>,
+    parsed: impl FnOnce(&str, Option<&'a RawValue>) -> T,
+) -> Result<T, serde_json::Error> {
+    if let Some((kind, object)) = split_event(line)
+        && let Some(read) = split(kind, object)
+    {
+        return Ok(read);
+    }
+    let event: WireEvent<'a> = serde_json::from_slice(line)?;
+    // serde also reads the struct from an array; an event is never one.
+    if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(serde::de::Error::custom("expected a JSON object"));
+    }
+    Ok(parsed(&event.kind, event.object))
+}
+
+/// A line in the API server's own shape (see [`read_event`]) split into its type and its
+/// object's text, which is not checked here.
+fn split_event(line: &[u8]) -> Option<(&str, &[u8])> {
+    let rest = line.strip_prefix(br#"{"type":""#)?;
+    let (kind, rest) = rest.split_at(rest.iter().position(|b| *b == b'"')?);
+    if kind.is_empty() || !kind.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+        return None;
+    }
+    let object = rest.strip_prefix(br#"","object":"#)?;
+    let object = object.trim_ascii_end().strip_suffix(b"}")?.trim_ascii_end();
+    // Letters, digits and `_` are UTF-8.
+    let kind = std::str::from_utf8(kind).ok()?;
+    (object.first() == Some(&b'{')).then_some((kind, object))
 }
 
 #[derive(Deserialize, Default)]
@@ -186,21 +231,36 @@ struct BookmarkMeta {
 /// The annotation on the bookmark that ends a streaming list.
 pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
-impl<'a> WatchLine<'a> {
-    /// Reads one framed line of a watch body.
-    pub fn parse(line: &'a [u8]) -> Result<Self, WireError> {
-        let malformed = |e: serde_json::Error| WireError::Malformed {
+impl WireError {
+    /// A watch line that is not a watch event.
+    pub fn event(err: serde_json::Error) -> Self {
+        Self::Malformed {
             what: "watch event",
-            reason: e.to_string(),
-        };
-        let event: WireEvent<'a> = serde_json::from_slice(line).map_err(malformed)?;
-        let object = event.object.get().as_bytes();
-        Ok(match &*event.kind {
-            "ADDED" => Self::change(ChangeKind::Added, event.object),
-            "MODIFIED" => Self::change(ChangeKind::Modified, event.object),
-            "DELETED" => Self::change(ChangeKind::Deleted, event.object),
+            reason: err.to_string(),
+        }
+    }
+}
+
+impl<'a> WatchLine<'a> {
+    /// Reads one framed line of a watch body, parsed whole.
+    pub fn parse(line: &'a [u8]) -> Result<Self, WireError> {
+        read_event(line, |_, _| None, Self::read).map_err(WireError::event)?
+    }
+
+    /// The line of a watch event of type `kind` with `object`, as [`read_event`] parsed it.
+    pub fn read(kind: &str, object: Option<&'a RawValue>) -> Result<Self, WireError> {
+        let object = object.ok_or_else(|| WireError::Malformed {
+            what: "watch event",
+            reason: "no object".into(),
+        })?;
+        if let Some(kind) = ChangeKind::of_type(kind) {
+            return Ok(Self::Change { kind, object });
+        }
+        let text = object.get().as_bytes();
+        Ok(match kind {
             "BOOKMARK" => {
-                let bookmark: BookmarkObject = serde_json::from_slice(object).map_err(malformed)?;
+                let bookmark: BookmarkObject =
+                    serde_json::from_slice(text).map_err(WireError::event)?;
                 let meta = bookmark.metadata;
                 let initial_events_end = meta
                     .annotations
@@ -213,7 +273,7 @@ impl<'a> WatchLine<'a> {
                 }
             }
             "ERROR" => {
-                let status = StatusBody::parse(object);
+                let status = StatusBody::parse(text);
                 Self::Error {
                     code: status.code,
                     retry_after: status.retry_after,
@@ -221,10 +281,6 @@ impl<'a> WatchLine<'a> {
             }
             other => Self::Other(other.to_owned()),
         })
-    }
-
-    fn change(kind: ChangeKind, object: &'a RawValue) -> Self {
-        Self::Change { kind, object }
     }
 }
 
@@ -270,6 +326,52 @@ mod tests {
             bad_item.objects().unwrap_err(),
             WireError::Object(StoreError::MissingName)
         );
+    }
+
+    #[test]
+    fn a_line_as_the_api_server_writes_it_is_split_without_a_parse() {
+        let object = r#"{"metadata":{"name":"a"},"data":{"x":"}\"}"}}"#;
+        for (line, split) in [
+            (
+                format!(r#"{{"type":"MODIFIED","object":{object}}}  "#),
+                true,
+            ),
+            (
+                format!(r#"{{"type":"SOME_NEW9","object":{object} }}"#),
+                true,
+            ),
+            (format!(r#"{{"type":"ADDED","object": {object}}}"#), false),
+            (format!(r#"{{"object":{object},"type":"ADDED"}}"#), false),
+            (
+                format!(r#"{{"type":"AD\u0044ED","object":{object}}}"#),
+                false,
+            ),
+            (
+                format!("{{\"type\":\"AD\tDED\",\"object\":{object}}}"),
+                false,
+            ),
+            (format!(r#"{{"type":"","object":{object}}}"#), false),
+            (r#"{"type":"ERROR","object":"gone"}"#.to_owned(), false),
+        ] {
+            let expected = split.then(|| (&line[9..line.find("\",").unwrap()], object.as_bytes()));
+            assert_eq!(split_event(line.as_bytes()), expected, "{line}");
+        }
+        // Split, the object is the reader's to check; parsed whole, its text is the same.
+        let line = format!(r#"{{"type":"ADDED","object":{object}}}"#);
+        let read = |line: &str| {
+            read_event(
+                line.as_bytes(),
+                |_, text| Some(String::from_utf8_lossy(text).into_owned()),
+                |_, raw| raw.map(|r| r.get().to_owned()).unwrap_or_default(),
+            )
+            .unwrap()
+        };
+        assert_eq!(read(&line), object);
+        assert_eq!(
+            read(&format!(r#"{{"type":"ADDED", "object":{object}}}"#)),
+            object
+        );
+        assert!(read_event(br#"["ADDED",{}]"#, |_, _| Some(()), |_, _| ()).is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::list_watch::Fault;
 use crate::informer::store::{ChangeKind, Listed, Object};
-use crate::informer::wire::WatchLine;
+use crate::informer::wire::{WatchLine, WireError, read_event};
 use crate::projection::Projection;
 
 /// A streaming list still collecting its initial events.
@@ -88,28 +88,54 @@ pub fn step(
     if line.iter().all(u8::is_ascii_whitespace) {
         return Step::Skip;
     }
-    // The common line, when nothing is projected: its object is read, and its syntax checked,
-    // once (by `Object::parse`) rather than twice (by the line's parse first).
-    if projection.is_none()
-        && let Some((kind, text)) = plain_change(line)
-        && let Ok(object) = Object::parse(text)
-    {
-        return change(progress, kind, object.pack_if(pack));
+    let read = read_event(
+        line,
+        // The common line, when nothing is projected: its object is read, and its syntax
+        // checked, once (by `Object::parse`). A projection reads the object's text as checked,
+        // so with one the line is parsed whole.
+        |kind, text| {
+            let kind = ChangeKind::of_type(kind).filter(|_| projection.is_none())?;
+            Some(Read::Split(kind, Object::parse(text).ok()?))
+        },
+        |kind, object| Read::Parsed(WatchLine::read(kind, object)),
+    );
+    match read.map_err(WireError::event) {
+        Ok(Read::Split(kind, object)) => change(progress, kind, object.pack_if(pack)),
+        Ok(Read::Parsed(Ok(line))) => line_step(progress, line, projection, pack),
+        Ok(Read::Parsed(Err(err))) | Err(err) => Step::Warn(format!("skipped a watch line: {err}")),
     }
-    parsed_step(progress, line, projection, pack)
 }
 
-/// [`step`] of any line but a blank one: parsed as a watch line first.
+/// What [`step`] reads of a line.
+enum Read<'a> {
+    /// A change line as the API server writes one, its object read without the line's parse.
+    Split(ChangeKind, Object),
+    /// Any other line, parsed whole.
+    Parsed(Result<WatchLine<'a>, WireError>),
+}
+
+/// [`step`] of any line but a blank one, parsed whole: what a line that [`step`] cannot split
+/// becomes, for the tests to compare with.
+#[cfg(test)]
 fn parsed_step(
     progress: &mut Progress,
     line: &[u8],
     projection: Option<&Projection>,
     pack: bool,
 ) -> Step {
-    let parsed = match WatchLine::parse(line) {
-        Ok(parsed) => parsed,
-        Err(err) => return Step::Warn(format!("skipped a watch line: {err}")),
-    };
+    match WatchLine::parse(line) {
+        Ok(parsed) => line_step(progress, parsed, projection, pack),
+        Err(err) => Step::Warn(format!("skipped a watch line: {err}")),
+    }
+}
+
+/// [`step`] of a line parsed whole.
+fn line_step(
+    progress: &mut Progress,
+    parsed: WatchLine<'_>,
+    projection: Option<&Projection>,
+    pack: bool,
+) -> Step {
     match parsed {
         WatchLine::Change { kind, object } => {
             let raw = object.get().as_bytes();
@@ -144,24 +170,6 @@ fn parsed_step(
         })),
         WatchLine::Other(_) => Step::Skip,
     }
-}
-
-/// A change line exactly as the API server writes one (`{"type":"ADDED","object":{…}}`: Go's
-/// field order, no white space), split into its kind and its object's text, which is not
-/// checked here. If that text parses as one object, the line is a well-formed change of that
-/// object; if not, the line goes to [`WatchLine::parse`] like any other.
-fn plain_change(line: &[u8]) -> Option<(ChangeKind, &[u8])> {
-    let rest = line.strip_prefix(br#"{"type":""#)?;
-    let (kind, rest) = [
-        (ChangeKind::Added, b"ADDED".as_slice()),
-        (ChangeKind::Modified, b"MODIFIED"),
-        (ChangeKind::Deleted, b"DELETED"),
-    ]
-    .into_iter()
-    .find_map(|(kind, word)| Some((kind, rest.strip_prefix(word)?)))?;
-    let object = rest.strip_prefix(br#"","object":"#)?;
-    let object = object.trim_ascii_end().strip_suffix(b"}")?.trim_ascii_end();
-    (object.first() == Some(&b'{')).then_some((kind, object))
 }
 
 /// A change's object, read: collected into the streaming list, or a change for the cache.
@@ -235,12 +243,6 @@ mod tests {
                 assert_eq!(format!("{plain:?}"), format!("{parsed:?}"), "{line}");
             }
         }
-        assert_eq!(
-            plain_change(lines[1].as_bytes()),
-            Some((ChangeKind::Modified, object.as_bytes())),
-            "the object's text, as a watch line's parse gives it"
-        );
-        assert_eq!(plain_change(lines[3].as_bytes()), None);
     }
 
     fn streaming() -> Progress {

@@ -23,6 +23,16 @@ pub enum ChangeKind {
 }
 
 impl ChangeKind {
+    /// The change a watch event's `type` names; `None` for BOOKMARK, ERROR and the rest.
+    pub fn of_type(kind: &str) -> Option<Self> {
+        match kind {
+            "ADDED" => Some(Self::Added),
+            "MODIFIED" => Some(Self::Modified),
+            "DELETED" => Some(Self::Deleted),
+            _ => None,
+        }
+    }
+
     /// The event `type` JavaScript sees.
     pub fn as_str(self) -> &'static str {
         match self {
