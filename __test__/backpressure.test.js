@@ -6,19 +6,16 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const { createSimulator } = require('../sim');
 const {
-  TOKEN,
+  useSimulator,
   paramsFor,
   collect,
   watcherWithLogger,
   pod,
-  sleep,
-  within,
-  until,
   flood,
   countBatches,
 } = require('./helpers');
+const { sleep, within, until } = require('./wait');
 
 const MiB = 1024 * 1024;
 
@@ -52,11 +49,7 @@ const TEST_TIMEOUT_MS = 40000;
 const DRAIN_TIMEOUT_MS = 60000;
 
 let sim;
-test.before(async () => {
-  sim = await createSimulator({ token: TOKEN });
-});
-test.after(() => sim.close());
-test.afterEach(() => sim.setFault(null));
+useSimulator((s) => (sim = s), { clearFaults: true });
 
 /**
  * Waits until the server has been blocked with no progress for `settleMs` (the kernel grows

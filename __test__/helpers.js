@@ -1,9 +1,11 @@
 'use strict';
-// Shared pieces of the JS suite: a recording logger, watch params for a simulator, and a
-// bounded way to drain a watch.
+// Shared pieces of the JS suite: a recording logger, a simulator per file or per test, watch
+// params for it, and a bounded way to drain a watch. The bounded waits are in wait.js.
 
+const test = require('node:test');
 const { NativeKubernetesWatcher } = require('..');
 const { NativeWatch } = require('../lib/native');
+const { createSimulator } = require('../sim');
 
 const TOKEN = 'tok-7f3a9c1e5b2d4a6f';
 
@@ -21,6 +23,26 @@ function recordingLogger() {
     warnings: () => lines.filter((l) => l.level === 'warn').map((l) => l.message),
   };
   return logger;
+}
+
+/**
+ * Runs a simulator (bearer token TOKEN) for the tests of the calling file and hands it to
+ * `assign` once it has started. By default one serves the whole file and is closed after its
+ * last test; `clearFaults` clears its fault after each test. With `perTest` a fresh one starts
+ * before each test and is closed after it, so its `requests` and socket counts are that test's
+ * alone. Hooks the caller registers before this call run before its close.
+ */
+function useSimulator(assign, { perTest = false, clearFaults = false } = {}) {
+  let sim;
+  const start = async () => assign((sim = await createSimulator({ token: TOKEN })));
+  if (perTest) {
+    test.beforeEach(start);
+    test.afterEach(() => sim.close());
+  } else {
+    test.before(start);
+    test.after(() => sim.close());
+    if (clearFaults) test.afterEach(() => sim.setFault(null));
+  }
 }
 
 /** Watch params for `sim` (core pods unless overridden). */
@@ -76,30 +98,6 @@ function watcherWithLogger() {
 
 function pod(name, { namespace = 'default', labels = {}, extra = {} } = {}) {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace, labels }, ...extra };
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** `promise`, or a rejection naming `what` after `ms`. */
-async function within(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Resolves once `predicate()` holds, polling; rejects after `ms`. */
-async function until(predicate, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(5);
-  }
 }
 
 /**
@@ -209,14 +207,12 @@ function fakeClock(start = 1_000_000) {
 module.exports = {
   fakeClock,
   TOKEN,
+  useSimulator,
   recordingLogger,
   paramsFor,
   collect,
   watcherWithLogger,
   pod,
-  sleep,
-  within,
-  until,
   flood,
   seedPods,
   countBatches,

@@ -17,7 +17,7 @@ const {
   cm,
   delay,
 } = require('./informer-helpers');
-const { within } = require('./helpers');
+const { within } = require('./wait');
 
 /** The simulator's requests for `plural` from index `from` on (lists and watches). */
 const requestsOf = (s, from = 0, plural = 'configmaps') =>

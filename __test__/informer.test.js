@@ -15,7 +15,7 @@ const {
   cm,
   delay,
 } = require('./informer-helpers');
-const { within } = require('./helpers');
+const { within } = require('./wait');
 
 test('a paginated list (no streaming lists here) fills in kind/apiVersion and syncs at the list rv', async (t) => {
   const s = await sim(t, { sendInitialEvents: false, token: 'tok' });

@@ -11,10 +11,8 @@ const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const readline = require('node:readline');
-const v8 = require('node:v8');
-const vm = require('node:vm');
-const { createSimulator } = require('../sim');
-const { TOKEN, paramsFor, watcherWithLogger, pod, sleep, within, until } = require('./helpers');
+const { useSimulator, TOKEN, paramsFor, watcherWithLogger, pod } = require('./helpers');
+const { sleep, within, until, untilCollected } = require('./wait');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'watch.js');
 const WORKER_FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'worker.js');
@@ -28,15 +26,13 @@ const TEST_TIMEOUT_MS = 30000;
 
 let sim;
 const children = new Set();
-test.beforeEach(async () => {
-  sim = await createSimulator({ token: TOKEN });
-});
-test.afterEach(async () => {
+// Registered before useSimulator's hooks, so a test's children are killed before its simulator closes.
+test.afterEach(() => {
   for (const child of children)
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   children.clear();
-  await sim.close();
 });
+useSimulator((s) => (sim = s), { perTest: true });
 
 /**
  * Starts `script` (the watch fixture unless given) with `mode` against `url`. The handle records stdout lines with their
@@ -210,9 +206,6 @@ test(
   'a generator abandoned mid-stream (never finished or returned) releases its connection once collected',
   { timeout: TEST_TIMEOUT_MS },
   async () => {
-    // Exposes gc() without a command-line flag: only this test needs it.
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc');
     sim.create('pods', pod('a'));
     sim.create('pods', pod('b'));
     const { watcher } = watcherWithLogger();
@@ -222,11 +215,8 @@ test(
       assert.equal((await within(gen.next(), 2000, 'the first event')).value.type, 'ADDED');
     })();
     assert.equal(sim.openSockets(), 1);
-    await until(
-      () => {
-        gc();
-        return sim.openSockets() === 0;
-      },
+    await untilCollected(
+      () => sim.openSockets() === 0,
       3000,
       "the abandoned watch's connection to close after gc()",
     );

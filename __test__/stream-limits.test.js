@@ -7,7 +7,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { createSimulator, certs } = require('../sim');
-const { TOKEN, paramsFor, pod, until, within, watcherWithLogger } = require('./helpers');
+const { TOKEN, paramsFor, pod, watcherWithLogger } = require('./helpers');
+const { until, within } = require('./wait');
 
 const b64 = (text) => Buffer.from(text).toString('base64');
 

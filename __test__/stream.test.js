@@ -5,28 +5,22 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { createSimulator } = require('../sim');
 const { HOLD_LOOP_MS } = require('../lib/event-stream');
 const {
-  TOKEN,
+  useSimulator,
   paramsFor,
   watcherWithLogger,
   pod,
-  sleep,
-  within,
   flood,
   seedPods,
   countBatches,
 } = require('./helpers');
+const { sleep, within } = require('./wait');
 
 const TEST_TIMEOUT_MS = 20000;
 
 let sim;
-test.before(async () => {
-  sim = await createSimulator({ token: TOKEN });
-});
-test.after(() => sim.close());
-test.afterEach(() => sim.setFault(null));
+useSimulator((s) => (sim = s), { clearFaults: true });
 
 test('it is an AsyncGenerator: tag, prototype chain, its own async iterator', () => {
   const { watcher } = watcherWithLogger();

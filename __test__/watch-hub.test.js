@@ -10,12 +10,10 @@ const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const path = require('node:path');
 const readline = require('node:readline');
-const v8 = require('node:v8');
-const vm = require('node:vm');
-const { createSimulator } = require('../sim');
 const { NativeKubernetesWatcher } = require('..');
 const { waiting } = require('../lib/watch-hub');
-const { TOKEN, paramsFor, pod, within, until, collect } = require('./helpers');
+const { useSimulator, TOKEN, paramsFor, pod, collect } = require('./helpers');
+const { within, until, untilCollected } = require('./wait');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'hub.js');
 /** A child still running this long after it let go of everything is kept alive by something. */
@@ -25,10 +23,7 @@ const KILL_MS = 15000;
 const TEST_TIMEOUT_MS = 20000;
 
 let sim;
-test.beforeEach(async () => {
-  sim = await createSimulator({ token: TOKEN });
-});
-test.afterEach(() => sim.close());
+useSimulator((s) => (sim = s), { perTest: true });
 
 const quietLogger = { warn() {}, error() {}, info() {}, debug() {}, child: () => quietLogger };
 
@@ -90,9 +85,6 @@ test(
   'a watcher and its finished generators are collected: the hub holds none of them',
   { timeout: TEST_TIMEOUT_MS },
   async () => {
-    // Exposes gc() without a command-line flag: only this test needs it.
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc');
     const collected = new Set();
     const registry = new FinalizationRegistry((name) => collected.add(name));
     const before = waiting();
@@ -122,11 +114,8 @@ test(
     })();
     assert.equal(waiting(), before, 'no watch waits any more');
     const all = ['watcher', 'watch 0', 'watch 1', 'watch 2'];
-    await until(
-      () => {
-        gc();
-        return all.every((name) => collected.has(name));
-      },
+    await untilCollected(
+      () => all.every((name) => collected.has(name)),
       5000,
       `the watcher and its generators to be collected (collected: ${[...collected]})`,
     ).catch(() => assert.fail(`not collected: ${all.filter((n) => !collected.has(n)).join(', ')}`));
