@@ -11,7 +11,16 @@ const { createSimulator, certs } = require('../sim');
 const native = require('../lib/native');
 const { toSpec } = require('../lib/watcher');
 const { startWatch, waiting } = require('../lib/watch-hub');
-const { useSimulator, TOKEN, paramsFor, watcherWithLogger, pod, flood, seedPods } = require('./helpers');
+const {
+  useSimulator,
+  testWithTimeout,
+  TOKEN,
+  paramsFor,
+  watcherWithLogger,
+  pod,
+  seedPods,
+  floodWatches,
+} = require('./helpers');
 const { sleep, within, until, untilCollected } = require('./wait');
 
 /** Every close is expected within this long (the contract's "promptly"). */
@@ -33,8 +42,7 @@ const seed = (ns, count) => seedPods(sim, ns, count);
 /** What next() resolves with once the generator has ended. */
 const DONE = { done: true, value: undefined };
 
-/** Test `name`, failed (not hung) after TEST_TIMEOUT_MS. */
-const timedTest = (name, fn) => test(name, { timeout: TEST_TIMEOUT_MS }, fn);
+const timedTest = testWithTimeout(TEST_TIMEOUT_MS);
 
 /**
  * A watch from a fresh watcher, of namespace `ns` (every one when null) after `pods` pods are
@@ -259,8 +267,7 @@ timedTest(
 );
 
 timedTest('abort with a full native queue and a consumer that stopped pulling ends promptly', async () => {
-  const body = flood(64 * 1024 * 1024);
-  sim.setFault({ onWatch: body.onWatch });
+  const body = floodWatches(sim, 64 * 1024 * 1024);
   const { gen, controller, logger } = abortableWatch();
   assert.equal((await within(gen.next(), EVENT_MS, 'the first event')).value.object.seq, 0);
   // Wait until the server is blocked on a full socket: the native queue (4 MiB) is full too.
@@ -278,8 +285,7 @@ timedTest('abort with a full native queue and a consumer that stopped pulling en
 timedTest(
   'abort while next() waits on a full queue that JS is draining batch by batch ends promptly',
   async () => {
-    const body = flood(64 * 1024 * 1024);
-    sim.setFault({ onWatch: body.onWatch });
+    const body = floodWatches(sim, 64 * 1024 * 1024);
     const { gen, controller } = abortableWatch();
     let count = 0;
     let lastSeq = -1;

@@ -26,6 +26,23 @@ function recordingLogger() {
 }
 
 /**
+ * A `test()` whose tests fail, rather than hang the run, after `ms`: a file's
+ * `const timedTest = testWithTimeout(TEST_TIMEOUT_MS)`.
+ */
+const testWithTimeout = (ms) => (name, fn) => test(name, { timeout: ms }, fn);
+
+/**
+ * Watch params (core pods) of a cluster nothing listens at, for the argument checks that throw
+ * at call time, before any request.
+ */
+const UNREACHABLE = Object.freeze({
+  clusterDetails: { name: 'unreachable', url: 'https://127.0.0.1:1' },
+  credential: { type: 'anonymous' },
+  apiVersion: 'v1',
+  plural: 'pods',
+});
+
+/**
  * Runs a simulator (bearer token TOKEN) for the tests of the calling file and hands it to
  * `assign` once it has started. By default one serves the whole file and is closed after its
  * last test; `clearFaults` clears its fault after each test. With `perTest` a fresh one starts
@@ -144,6 +161,13 @@ function flood(totalBytes, lineBytes = 1024) {
   return state;
 }
 
+/** A flood() of `totalBytes` that serves every watch of `sim` from now on (its fault); its state. */
+function floodWatches(sim, totalBytes) {
+  const body = flood(totalBytes);
+  sim.setFault({ onWatch: body.onWatch });
+  return body;
+}
+
 /** Creates pods p0…p{count-1} in namespace `ns` of `sim`. */
 function seedPods(sim, ns, count) {
   for (let i = 0; i < count; i++) sim.create('pods', pod(`p${i}`, { namespace: ns }));
@@ -207,13 +231,16 @@ function fakeClock(start = 1_000_000) {
 module.exports = {
   fakeClock,
   TOKEN,
+  UNREACHABLE,
   useSimulator,
+  testWithTimeout,
   recordingLogger,
   paramsFor,
   collect,
   watcherWithLogger,
   pod,
   flood,
+  floodWatches,
   seedPods,
   countBatches,
 };
