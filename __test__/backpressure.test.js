@@ -6,19 +6,18 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const { createSimulator } = require('../sim');
 const {
-  TOKEN,
+  useSimulator,
+  testWithTimeout,
   paramsFor,
   collect,
   watcherWithLogger,
   pod,
-  sleep,
-  within,
-  until,
   flood,
   countBatches,
+  floodWatches,
 } = require('./helpers');
+const { sleep, within, until } = require('./wait');
 
 const MiB = 1024 * 1024;
 
@@ -48,15 +47,12 @@ const OFFERED = Math.max(128 * MiB, 2 * STALL_CEILING);
 
 /** A hung test fails (and its afterEach still closes the simulator) instead of hanging the run. */
 const TEST_TIMEOUT_MS = 40000;
+const timedTest = testWithTimeout(TEST_TIMEOUT_MS);
 /** The flood test drains 128 MiB through JSON.parse: seconds here, far more on a busy machine. */
 const DRAIN_TIMEOUT_MS = 60000;
 
 let sim;
-test.before(async () => {
-  sim = await createSimulator({ token: TOKEN });
-});
-test.after(() => sim.close());
-test.afterEach(() => sim.setFault(null));
+useSimulator((s) => (sim = s), { clearFaults: true });
 
 /**
  * Waits until the server has been blocked with no progress for `settleMs` (the kernel grows
@@ -87,7 +83,7 @@ async function assertStalled(body, ms, what, settleMs = 300) {
 
 const rss = () => process.memoryUsage().rss;
 
-test('many ready events cross in far fewer batches, all in order', { timeout: TEST_TIMEOUT_MS }, async () => {
+timedTest('many ready events cross in far fewer batches, all in order', async () => {
   const ns = 'burst';
   const count = 2000;
   for (let i = 0; i < count; i++)
@@ -121,39 +117,35 @@ test('many ready events cross in far fewer batches, all in order', { timeout: TE
   assert.deepEqual(logger.warnings(), []);
 });
 
-test(
-  'one coalesced chunk of 1000 live events arrives in a few batches, in order',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    const ns = 'coalesce';
-    sim.create('pods', pod('seed', { namespace: ns }));
-    sim.setFault({ writeMode: 'coalesce' });
-    const { watcher } = watcherWithLogger();
-    const gen = watcher.watchResource(paramsFor(sim), { namespace: ns });
-    assert.equal((await within(gen.next(), 5000, 'the seed event')).value.object.metadata.name, 'seed');
-    // All in one turn of the event loop: the simulator writes them as one chunk. As in the test
-    // above, the first one shows the chunk is arriving, and the rest are then given the time
-    // to be ready before anything takes them: a consumer waiting while the chunk is read would
-    // take one batch per socket read, and the count would measure the scheduler.
-    for (let i = 0; i < 1000; i++) sim.create('pods', pod(`c${i}`, { namespace: ns }));
-    const first = (await within(gen.next(), 5000, 'the first coalesced event')).value;
-    await sleep(1000);
-    const counter = countBatches();
-    let events;
-    try {
-      events = [first, ...(await collect(gen, { count: 999, timeoutMs: 10000 }))];
-    } finally {
-      counter.restore();
-      await gen.return();
-    }
-    assert.deepEqual(
-      events.map((e) => e.object.metadata.name),
-      Array.from({ length: 1000 }, (_, i) => `c${i}`),
-    );
-    // ~200 kB in one chunk fills about four 64 KiB batches; 10 allows for TCP splitting it.
-    assert.ok(counter.batches() <= 10, `${counter.batches()} batches for 999 coalesced events`);
-  },
-);
+timedTest('one coalesced chunk of 1000 live events arrives in a few batches, in order', async () => {
+  const ns = 'coalesce';
+  sim.create('pods', pod('seed', { namespace: ns }));
+  sim.setFault({ writeMode: 'coalesce' });
+  const { watcher } = watcherWithLogger();
+  const gen = watcher.watchResource(paramsFor(sim), { namespace: ns });
+  assert.equal((await within(gen.next(), 5000, 'the seed event')).value.object.metadata.name, 'seed');
+  // All in one turn of the event loop: the simulator writes them as one chunk. As in the test
+  // above, the first one shows the chunk is arriving, and the rest are then given the time
+  // to be ready before anything takes them: a consumer waiting while the chunk is read would
+  // take one batch per socket read, and the count would measure the scheduler.
+  for (let i = 0; i < 1000; i++) sim.create('pods', pod(`c${i}`, { namespace: ns }));
+  const first = (await within(gen.next(), 5000, 'the first coalesced event')).value;
+  await sleep(1000);
+  const counter = countBatches();
+  let events;
+  try {
+    events = [first, ...(await collect(gen, { count: 999, timeoutMs: 10000 }))];
+  } finally {
+    counter.restore();
+    await gen.return();
+  }
+  assert.deepEqual(
+    events.map((e) => e.object.metadata.name),
+    Array.from({ length: 1000 }, (_, i) => `c${i}`),
+  );
+  // ~200 kB in one chunk fills about four 64 KiB batches; 10 allows for TCP splitting it.
+  assert.ok(counter.batches() <= 10, `${counter.batches()} batches for 999 coalesced events`);
+});
 
 test(
   'a consumer that stops pulling stops the server, memory stays bounded, and nothing is lost',
@@ -171,8 +163,7 @@ test(
       maxRss = Math.max(maxRss, rss());
     };
 
-    const body = flood(OFFERED);
-    sim.setFault({ onWatch: body.onWatch });
+    const body = floodWatches(sim, OFFERED);
     const { watcher, logger } = watcherWithLogger();
     const gen = watcher.watchResource(paramsFor(sim), {});
     let expected = 0;
@@ -234,56 +225,52 @@ test(
   },
 );
 
-test(
-  'stalled watches (not pulled, or pulled slowly) do not delay events on another watch',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    const ns = 'fast';
-    const floods = [flood(OFFERED), flood(OFFERED), flood(OFFERED)];
-    // More stalled watches than the machine has runtime worker threads: a producer that blocked
-    // its thread while the queue is full would starve the fast watch.
-    for (const body of floods) sim.nextWatchFault({ onWatch: body.onWatch });
-    const socketsBefore = sim.openSockets();
-    const { watcher } = watcherWithLogger();
-    const slow = floods.map(() => watcher.watchResource(paramsFor(sim), {}));
-    const fast = watcher.watchResource(paramsFor(sim), { namespace: ns });
-    let slowConsumer;
-    let stop = false;
-    try {
-      for (const gen of slow)
-        assert.equal((await within(gen.next(), 5000, 'a slow watch')).value.object.seq, 0);
-      await Promise.all(floods.map((body) => until(() => body.waiting, 5000, 'a flood to block')));
-      // The first slow watch is pulled one event per 10 ms; the others not at all.
-      slowConsumer = (async () => {
-        let seq = 1;
-        while (!stop) {
-          const { value } = await slow[0].next();
-          assert.equal(value.object.seq, seq++);
-          await sleep(10);
-        }
-      })();
-
-      // Each change reaches the fast watch while the slow ones stay stalled. A runtime thread
-      // held by a blocked producer would starve it; the time limits bound that hang only (how
-      // long a busy machine takes to schedule the delivery is not this test's business).
-      sim.create('pods', pod('first', { namespace: ns }));
-      assert.equal((await within(fast.next(), 5000, 'the fast watch')).value.object.metadata.name, 'first');
-      for (let i = 0; i < 10; i++) {
-        sim.create('pods', pod(`p${i}`, { namespace: ns }));
-        const { value } = await within(fast.next(), 5000, `fast event ${i}`);
-        assert.equal(value.object.metadata.name, `p${i}`);
+timedTest('stalled watches (not pulled, or pulled slowly) do not delay events on another watch', async () => {
+  const ns = 'fast';
+  const floods = [flood(OFFERED), flood(OFFERED), flood(OFFERED)];
+  // More stalled watches than the machine has runtime worker threads: a producer that blocked
+  // its thread while the queue is full would starve the fast watch.
+  for (const body of floods) sim.nextWatchFault({ onWatch: body.onWatch });
+  const socketsBefore = sim.openSockets();
+  const { watcher } = watcherWithLogger();
+  const slow = floods.map(() => watcher.watchResource(paramsFor(sim), {}));
+  const fast = watcher.watchResource(paramsFor(sim), { namespace: ns });
+  let slowConsumer;
+  let stop = false;
+  try {
+    for (const gen of slow)
+      assert.equal((await within(gen.next(), 5000, 'a slow watch')).value.object.seq, 0);
+    await Promise.all(floods.map((body) => until(() => body.waiting, 5000, 'a flood to block')));
+    // The first slow watch is pulled one event per 10 ms; the others not at all.
+    slowConsumer = (async () => {
+      let seq = 1;
+      while (!stop) {
+        const { value } = await slow[0].next();
+        assert.equal(value.object.seq, seq++);
+        await sleep(10);
       }
-      assert.ok(
-        floods.every((body) => !body.closed && body.written < body.offered),
-        'the slow watches are still held back',
-      );
-    } finally {
-      stop = true;
-      await slowConsumer;
-      await Promise.all([...slow, fast].map((gen) => gen.return()));
+    })();
+
+    // Each change reaches the fast watch while the slow ones stay stalled. A runtime thread
+    // held by a blocked producer would starve it; the time limits bound that hang only (how
+    // long a busy machine takes to schedule the delivery is not this test's business).
+    sim.create('pods', pod('first', { namespace: ns }));
+    assert.equal((await within(fast.next(), 5000, 'the fast watch')).value.object.metadata.name, 'first');
+    for (let i = 0; i < 10; i++) {
+      sim.create('pods', pod(`p${i}`, { namespace: ns }));
+      const { value } = await within(fast.next(), 5000, `fast event ${i}`);
+      assert.equal(value.object.metadata.name, `p${i}`);
     }
-    // An idle pooled connection left by an earlier test may have been reused, so "no more than
-    // before" rather than zero.
-    await until(() => sim.openSockets() <= socketsBefore, 5000, "the watches' connections to close");
-  },
-);
+    assert.ok(
+      floods.every((body) => !body.closed && body.written < body.offered),
+      'the slow watches are still held back',
+    );
+  } finally {
+    stop = true;
+    await slowConsumer;
+    await Promise.all([...slow, fast].map((gen) => gen.return()));
+  }
+  // An idle pooled connection left by an earlier test may have been reused, so "no more than
+  // before" rather than zero.
+  await until(() => sim.openSockets() <= socketsBefore, 5000, "the watches' connections to close");
+});

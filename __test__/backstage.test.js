@@ -212,16 +212,20 @@ test('a missing custom resource is the default’s 404 on every load, and its in
   );
 });
 
+/** Both backends' answer for svc-a's services once beta's first error is `errorType` there. */
+const whenBetaErrorIs = (errorType, { timeoutMs, what }) =>
+  eventually(
+    async () => {
+      const answer = await both('services', named('svc-a'));
+      return clusterOf(answer.actual, 'beta').errors[0]?.errorType === errorType && answer;
+    },
+    { timeoutMs, what },
+  );
+
 test('a cluster that goes away gets the default fetcher’s error, and recovers when it comes back', async () => {
   const port = clusters.beta.port;
   await clusters.beta.close();
-  const down = await eventually(
-    async () => {
-      const answer = await both('services', named('svc-a'));
-      return clusterOf(answer.actual, 'beta').errors[0]?.errorType === 'FETCH_ERROR' && answer;
-    },
-    { timeoutMs: 5000, what: 'the FETCH_ERROR for beta' },
-  );
+  const down = await whenBetaErrorIs('FETCH_ERROR', { timeoutMs: 5000, what: 'the FETCH_ERROR for beta' });
   assert.deepEqual(down.actual, down.expected);
   assert.match(clusterOf(down.raw, 'beta').errors[0].message, /ECONNREFUSED|ECONNRESET|socket hang up/);
 
@@ -234,13 +238,7 @@ test('a cluster that goes away gets the default fetcher’s error, and recovers 
     port,
   });
   populate(clusters.beta, { widgets: false });
-  const up = await eventually(
-    async () => {
-      const answer = await both('services', named('svc-a'));
-      return clusterOf(answer.actual, 'beta').errors[0]?.errorType === 'NOT_FOUND' && answer;
-    },
-    { timeoutMs: 10_000, what: 'beta answering again' },
-  );
+  const up = await whenBetaErrorIs('NOT_FOUND', { timeoutMs: 10_000, what: 'beta answering again' });
   assert.deepEqual(up.actual, up.expected);
   // And back on its informers: a load sends nothing but the LIST of the widgets beta lacks.
   await eventually(

@@ -7,23 +7,21 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { getEventListeners } = require('node:events');
 const { spawnSync } = require('node:child_process');
-const v8 = require('node:v8');
-const vm = require('node:vm');
 const { createSimulator, certs } = require('../sim');
 const native = require('../lib/native');
 const { toSpec } = require('../lib/watcher');
 const { startWatch, waiting } = require('../lib/watch-hub');
 const {
+  useSimulator,
+  testWithTimeout,
   TOKEN,
   paramsFor,
   watcherWithLogger,
   pod,
-  sleep,
-  within,
-  until,
-  flood,
   seedPods,
+  floodWatches,
 } = require('./helpers');
+const { sleep, within, until, untilCollected } = require('./wait');
 
 /** Every close is expected within this long (the contract's "promptly"). */
 const CLOSE_MS = 1000;
@@ -37,13 +35,29 @@ const EVENT_MS = 5000;
 const TEST_TIMEOUT_MS = 10000;
 
 let sim;
-test.beforeEach(async () => {
-  // A fresh simulator per test, so `requests` and the socket counts belong to that test alone.
-  sim = await createSimulator({ token: TOKEN });
-});
-test.afterEach(() => sim.close());
+useSimulator((s) => (sim = s), { perTest: true });
 
 const seed = (ns, count) => seedPods(sim, ns, count);
+
+/** What next() resolves with once the generator has ended. */
+const DONE = { done: true, value: undefined };
+
+const timedTest = testWithTimeout(TEST_TIMEOUT_MS);
+
+/**
+ * A watch from a fresh watcher, of namespace `ns` (every one when null) after `pods` pods are
+ * seeded in it, that `controller` aborts. Nothing is requested before its first next().
+ */
+function abortableWatch(ns = null, pods = 0) {
+  const { watcher, logger } = watcherWithLogger();
+  if (pods) seed(ns, pods);
+  const controller = new AbortController();
+  const gen = watcher.watchResource(paramsFor(sim), {
+    ...(ns && { namespace: ns }),
+    signal: controller.signal,
+  });
+  return { gen, controller, logger };
+}
 
 async function assertSocketsClose(what) {
   const closed = await sim.waitForSocketsClosed(CLOSE_MS);
@@ -57,7 +71,18 @@ async function assertNoMoreRequests(ms = 300) {
   assert.equal(sim.requests.length, before, 'no request after the end (no reconnect)');
 }
 
-test('a signal aborted before the call: no events, no request', { timeout: TEST_TIMEOUT_MS }, async () => {
+/**
+ * Asserts that `gen` ended for good: next() resolves DONE (`why` says what that shows), the
+ * server holds no watch, `logger` (when given) warned of nothing, and no request follows.
+ */
+async function assertStaysEnded(gen, { logger, why } = {}) {
+  assert.deepEqual(await gen.next(), DONE, why);
+  assert.equal(sim.activeWatches(), 0);
+  if (logger) assert.deepEqual(logger.warnings(), []);
+  await assertNoMoreRequests();
+}
+
+timedTest('a signal aborted before the call: no events, no request', async () => {
   const { watcher, logger } = watcherWithLogger();
   seed('pre', 2);
   const controller = new AbortController();
@@ -77,29 +102,22 @@ test('a signal aborted before the call: no events, no request', { timeout: TEST_
   assert.deepEqual(logger.warnings(), []);
 });
 
-test(
+timedTest(
   'a signal aborted after watchResource() but before the first next(): no events, no request',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
-    const { watcher } = watcherWithLogger();
-    seed('late', 2);
-    const controller = new AbortController();
-    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'late', signal: controller.signal });
+    const { gen, controller } = abortableWatch('late', 2);
     controller.abort();
-    assert.deepEqual(await within(gen.next(), CLOSE_MS, 'next()'), { done: true, value: undefined });
+    assert.deepEqual(await within(gen.next(), CLOSE_MS, 'next()'), DONE);
     await sleep(200);
     assert.equal(sim.requests.length, 0, 'no request was made');
   },
 );
 
-test(
+timedTest(
   'abort while the server never sends headers: the pending next() ends within 1 s, socket closed, no ERROR',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
-    const { watcher, logger } = watcherWithLogger();
     sim.setFault({ stallHeaders: true });
-    const controller = new AbortController();
-    const gen = watcher.watchResource(paramsFor(sim), { signal: controller.signal });
+    const { gen, controller, logger } = abortableWatch();
     const pending = gen.next();
     await until(() => sim.requests.length === 1, EVENT_MS, 'the watch request');
     assert.equal(sim.openSockets(), 1);
@@ -107,7 +125,7 @@ test(
     controller.abort();
     const result = await within(pending, CLOSE_MS, 'the iterator to end after abort');
     assert.ok(Date.now() - t0 < CLOSE_MS);
-    assert.deepEqual(result, { done: true, value: undefined }, 'no ERROR event, just the end');
+    assert.deepEqual(result, DONE, 'no ERROR event, just the end');
     await assertSocketsClose('abort while connecting');
     assert.equal(sim.activeWatches(), 0);
     assert.deepEqual(logger.warnings(), [], 'a cancelled connect is not a failure worth a warning');
@@ -115,71 +133,53 @@ test(
   },
 );
 
-test(
-  'abort mid-stream: buffered events are dropped, no ERROR, socket closed within 1 s',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    const { watcher, logger } = watcherWithLogger();
-    seed('mid', 5);
-    // All five initial events in one chunk, hence one batch: the abort lands mid-batch.
-    sim.setFault({ writeMode: 'coalesce' });
-    const controller = new AbortController();
-    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'mid', signal: controller.signal });
-    const original = native.NativeWatch.prototype.takeBatch;
-    const batchSizes = [];
-    native.NativeWatch.prototype.takeBatch = function takeBatch() {
-      const batch = original.call(this);
-      const events = typeof batch === 'string' ? batch : batch?.events;
-      if (events) batchSizes.push(JSON.parse(events).length);
-      return batch;
-    };
-    let first;
-    try {
-      first = await within(gen.next(), EVENT_MS, 'the first event');
-    } finally {
-      native.NativeWatch.prototype.takeBatch = original;
-    }
-    assert.equal(first.value.type, 'ADDED');
-    assert.ok(batchSizes[0] > 1, `the first batch held more than one event (${batchSizes})`);
-    // The stream stays open (no timeout): only the abort can end it.
-    await sleep(50);
-    assert.equal(sim.activeWatches(), 1);
-    controller.abort();
-    const t0 = Date.now();
-    const after = await within(gen.next(), CLOSE_MS, 'the end after abort');
-    assert.ok(Date.now() - t0 < CLOSE_MS);
-    // The other four ADDED events were ready (likely in the same batch), yet none may follow.
-    assert.deepEqual(after, { done: true, value: undefined });
-    await assertSocketsClose('abort mid-stream');
-    // Events created after the abort have nowhere to go.
-    sim.create('pods', pod('later', { namespace: 'mid' }));
-    assert.deepEqual(await gen.next(), { done: true, value: undefined });
-    assert.equal(sim.activeWatches(), 0);
-    assert.deepEqual(logger.warnings(), []);
-    await assertNoMoreRequests();
-  },
-);
+timedTest('abort mid-stream: buffered events are dropped, no ERROR, socket closed within 1 s', async () => {
+  // All five initial events in one chunk, hence one batch: the abort lands mid-batch.
+  sim.setFault({ writeMode: 'coalesce' });
+  const { gen, controller, logger } = abortableWatch('mid', 5);
+  const original = native.NativeWatch.prototype.takeBatch;
+  const batchSizes = [];
+  native.NativeWatch.prototype.takeBatch = function takeBatch() {
+    const batch = original.call(this);
+    const events = typeof batch === 'string' ? batch : batch?.events;
+    if (events) batchSizes.push(JSON.parse(events).length);
+    return batch;
+  };
+  let first;
+  try {
+    first = await within(gen.next(), EVENT_MS, 'the first event');
+  } finally {
+    native.NativeWatch.prototype.takeBatch = original;
+  }
+  assert.equal(first.value.type, 'ADDED');
+  assert.ok(batchSizes[0] > 1, `the first batch held more than one event (${batchSizes})`);
+  // The stream stays open (no timeout): only the abort can end it.
+  await sleep(50);
+  assert.equal(sim.activeWatches(), 1);
+  controller.abort();
+  const t0 = Date.now();
+  const after = await within(gen.next(), CLOSE_MS, 'the end after abort');
+  assert.ok(Date.now() - t0 < CLOSE_MS);
+  // The other four ADDED events were ready (likely in the same batch), yet none may follow.
+  assert.deepEqual(after, DONE);
+  await assertSocketsClose('abort mid-stream');
+  // Events created after the abort have nowhere to go.
+  sim.create('pods', pod('later', { namespace: 'mid' }));
+  await assertStaysEnded(gen, { logger });
+});
 
-test(
-  'abort closes the connection at once, even while the consumer is not pulling',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    const { watcher } = watcherWithLogger();
-    seed('idle', 2);
-    const controller = new AbortController();
-    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'idle', signal: controller.signal });
-    await within(gen.next(), EVENT_MS, 'the first event');
-    // The generator is suspended at a yield; nobody calls next() until after the socket closed.
-    controller.abort();
-    await assertSocketsClose('abort with no pending next()');
-    assert.equal(sim.activeWatches(), 0);
-    assert.deepEqual(await gen.next(), { done: true, value: undefined });
-  },
-);
+timedTest('abort closes the connection at once, even while the consumer is not pulling', async () => {
+  const { gen, controller } = abortableWatch('idle', 2);
+  await within(gen.next(), EVENT_MS, 'the first event');
+  // The generator is suspended at a yield; nobody calls next() until after the socket closed.
+  controller.abort();
+  await assertSocketsClose('abort with no pending next()');
+  assert.equal(sim.activeWatches(), 0);
+  assert.deepEqual(await gen.next(), DONE);
+});
 
-test(
+timedTest(
   'break out of for await: socket closed within 1 s, the native watch stops, no reconnect',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
     const { watcher } = watcherWithLogger();
     seed('brk', 3);
@@ -197,47 +197,32 @@ test(
   },
 );
 
-test(
+timedTest(
   'return() mid-stream resolves { done: true } and closes the socket; twice is harmless',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
     const { watcher, logger } = watcherWithLogger();
     seed('ret', 3);
     const gen = watcher.watchResource(paramsFor(sim), { namespace: 'ret' });
     assert.equal((await within(gen.next(), EVENT_MS, 'the first event')).value.object.metadata.name, 'p0');
-    assert.deepEqual(await within(gen.return(), CLOSE_MS, 'return()'), { done: true, value: undefined });
+    assert.deepEqual(await within(gen.return(), CLOSE_MS, 'return()'), DONE);
     await assertSocketsClose('return()');
-    assert.deepEqual(await within(gen.return(), CLOSE_MS, 'a second return()'), {
-      done: true,
-      value: undefined,
-    });
-    assert.deepEqual(
-      await gen.next(),
-      { done: true, value: undefined },
-      'the remaining buffered events are gone',
-    );
-    assert.equal(sim.activeWatches(), 0);
-    assert.deepEqual(logger.warnings(), []);
-    await assertNoMoreRequests();
+    assert.deepEqual(await within(gen.return(), CLOSE_MS, 'a second return()'), DONE);
+    await assertStaysEnded(gen, { logger, why: 'the remaining buffered events are gone' });
   },
 );
 
-test('aborting twice, and return() after an abort, are harmless', { timeout: TEST_TIMEOUT_MS }, async () => {
-  const { watcher } = watcherWithLogger();
-  seed('twice', 2);
-  const controller = new AbortController();
-  const gen = watcher.watchResource(paramsFor(sim), { namespace: 'twice', signal: controller.signal });
+timedTest('aborting twice, and return() after an abort, are harmless', async () => {
+  const { gen, controller } = abortableWatch('twice', 2);
   await within(gen.next(), EVENT_MS, 'the first event');
   controller.abort();
   controller.abort(new Error('again'));
-  assert.deepEqual(await within(gen.next(), CLOSE_MS, 'the end'), { done: true, value: undefined });
-  assert.deepEqual(await gen.return(), { done: true, value: undefined });
+  assert.deepEqual(await within(gen.next(), CLOSE_MS, 'the end'), DONE);
+  assert.deepEqual(await gen.return(), DONE);
   await assertSocketsClose('double abort');
 });
 
-test(
+timedTest(
   'throw(err) mid-stream rejects with that error, closes the socket, and the iterator stays ended',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
     const { watcher } = watcherWithLogger();
     seed('thr', 3);
@@ -246,82 +231,62 @@ test(
     const err = new Error('consumer gave up');
     await assert.rejects(within(gen.throw(err), CLOSE_MS, 'throw()'), (e) => e === err);
     await assertSocketsClose('throw()');
-    assert.deepEqual(await gen.next(), { done: true, value: undefined });
-    assert.equal(sim.activeWatches(), 0);
-    await assertNoMoreRequests();
+    await assertStaysEnded(gen);
   },
 );
 
-test(
+timedTest(
   'next() after a server-side end keeps resolving { done: true }, and a later abort is harmless',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
-    const { watcher, logger } = watcherWithLogger();
-    seed('end', 2);
-    const controller = new AbortController();
-    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'end', signal: controller.signal });
+    const { gen, controller, logger } = abortableWatch('end', 2);
     assert.equal((await within(gen.next(), EVENT_MS, 'event 1')).value.type, 'ADDED');
     assert.equal((await within(gen.next(), EVENT_MS, 'event 2')).value.type, 'ADDED');
     sim.endWatches();
-    assert.deepEqual(await within(gen.next(), EVENT_MS, 'the end'), { done: true, value: undefined });
-    for (let i = 0; i < 3; i++) assert.deepEqual(await gen.next(), { done: true, value: undefined });
+    assert.deepEqual(await within(gen.next(), EVENT_MS, 'the end'), DONE);
+    for (let i = 0; i < 3; i++) assert.deepEqual(await gen.next(), DONE);
     controller.abort();
-    assert.deepEqual(await gen.next(), { done: true, value: undefined });
-    assert.deepEqual(await gen.return(), { done: true, value: undefined });
+    assert.deepEqual(await gen.next(), DONE);
+    assert.deepEqual(await gen.return(), DONE);
     assert.deepEqual(logger.warnings(), []);
     await assertNoMoreRequests();
   },
 );
 
-test(
+timedTest(
   'next() after an ERROR end keeps resolving { done: true }; abort afterwards is harmless',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
-    const { watcher } = watcherWithLogger();
     sim.setFault({ status: 500 });
-    const controller = new AbortController();
-    const gen = watcher.watchResource(paramsFor(sim), { signal: controller.signal });
+    const { gen, controller } = abortableWatch();
     const first = await within(gen.next(), EVENT_MS, 'the ERROR');
     assert.equal(first.value.type, 'ERROR');
     assert.equal(first.value.error.statusCode, 500);
-    assert.deepEqual(await within(gen.next(), EVENT_MS, 'the end'), { done: true, value: undefined });
+    assert.deepEqual(await within(gen.next(), EVENT_MS, 'the end'), DONE);
     controller.abort();
-    assert.deepEqual(await gen.next(), { done: true, value: undefined });
+    assert.deepEqual(await gen.next(), DONE);
   },
 );
 
-test(
-  'abort with a full native queue and a consumer that stopped pulling ends promptly',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    const { watcher, logger } = watcherWithLogger();
-    const body = flood(64 * 1024 * 1024);
-    sim.setFault({ onWatch: body.onWatch });
-    const controller = new AbortController();
-    const gen = watcher.watchResource(paramsFor(sim), { signal: controller.signal });
-    assert.equal((await within(gen.next(), EVENT_MS, 'the first event')).value.object.seq, 0);
-    // Wait until the server is blocked on a full socket: the native queue (4 MiB) is full too.
-    await until(() => body.waiting && body.written > 4 * 1024 * 1024, 5000, 'the server to block');
-    const t0 = Date.now();
-    controller.abort();
-    await assertSocketsClose('abort with a full queue');
-    assert.ok(Date.now() - t0 < CLOSE_MS);
-    assert.ok(body.closed, 'the server saw its response close');
-    assert.deepEqual(await within(gen.next(), CLOSE_MS, 'the end'), { done: true, value: undefined });
-    assert.ok(body.written < 64 * 1024 * 1024, 'the server never got to offer everything');
-    assert.deepEqual(logger.warnings(), []);
-  },
-);
+timedTest('abort with a full native queue and a consumer that stopped pulling ends promptly', async () => {
+  const body = floodWatches(sim, 64 * 1024 * 1024);
+  const { gen, controller, logger } = abortableWatch();
+  assert.equal((await within(gen.next(), EVENT_MS, 'the first event')).value.object.seq, 0);
+  // Wait until the server is blocked on a full socket: the native queue (4 MiB) is full too.
+  await until(() => body.waiting && body.written > 4 * 1024 * 1024, 5000, 'the server to block');
+  const t0 = Date.now();
+  controller.abort();
+  await assertSocketsClose('abort with a full queue');
+  assert.ok(Date.now() - t0 < CLOSE_MS);
+  assert.ok(body.closed, 'the server saw its response close');
+  assert.deepEqual(await within(gen.next(), CLOSE_MS, 'the end'), DONE);
+  assert.ok(body.written < 64 * 1024 * 1024, 'the server never got to offer everything');
+  assert.deepEqual(logger.warnings(), []);
+});
 
-test(
+timedTest(
   'abort while next() waits on a full queue that JS is draining batch by batch ends promptly',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
-    const { watcher } = watcherWithLogger();
-    const body = flood(64 * 1024 * 1024);
-    sim.setFault({ onWatch: body.onWatch });
-    const controller = new AbortController();
-    const gen = watcher.watchResource(paramsFor(sim), { signal: controller.signal });
+    const body = floodWatches(sim, 64 * 1024 * 1024);
+    const { gen, controller } = abortableWatch();
     let count = 0;
     let lastSeq = -1;
     let countAtAbort;
@@ -356,70 +321,57 @@ test(
   },
 );
 
-test(
-  'NativeWatch.cancel(): twice is harmless, nextBatch() then resolves done every time',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    sim.setFault({ stallHeaders: true });
-    const watch = startWatch(toSpec(paramsFor(sim), {}));
-    await until(() => sim.requests.length === 1, EVENT_MS, 'the watch request');
-    watch.cancel();
-    watch.cancel();
-    for (let i = 0; i < 3; i++) {
-      const batch = await within(watch.nextBatch(), CLOSE_MS, 'nextBatch() after cancel');
-      assert.equal(batch.done, true);
-      assert.equal(batch.events, '');
-      assert.deepEqual(batch.warnings, []);
-    }
-    await assertSocketsClose('NativeWatch.cancel()');
-  },
-);
-
-test(
-  'cancel() while waiting wakes the wait with the end, and the hub forgets the watch',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    sim.setFault({ stallHeaders: true });
-    const watch = startWatch(toSpec(paramsFor(sim), {}));
-    await until(() => sim.requests.length === 1, 2000, 'the watch request');
-    assert.equal(watch.takeBatch(), null, 'nothing ready while the headers stall');
-    const before = waiting();
-    const pending = watch.nextBatch();
-    assert.equal(waiting(), before + 1, "the wait is the hub's");
-    watch.cancel();
-    const batch = await within(pending, CLOSE_MS, 'the wait after cancel()');
+timedTest('NativeWatch.cancel(): twice is harmless, nextBatch() then resolves done every time', async () => {
+  sim.setFault({ stallHeaders: true });
+  const watch = startWatch(toSpec(paramsFor(sim), {}));
+  await until(() => sim.requests.length === 1, EVENT_MS, 'the watch request');
+  watch.cancel();
+  watch.cancel();
+  for (let i = 0; i < 3; i++) {
+    const batch = await within(watch.nextBatch(), CLOSE_MS, 'nextBatch() after cancel');
     assert.equal(batch.done, true);
     assert.equal(batch.events, '');
-    assert.equal(waiting(), before, 'woken once, then forgotten');
-    await assertSocketsClose('cancel() while waiting');
-  },
-);
+    assert.deepEqual(batch.warnings, []);
+  }
+  await assertSocketsClose('NativeWatch.cancel()');
+});
 
-test(
-  'cancelling one watch leaves a second watch on the same cluster running',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    const { watcher } = watcherWithLogger();
-    seed('pair', 1);
-    const a = new AbortController();
-    const genA = watcher.watchResource(paramsFor(sim), { namespace: 'pair', signal: a.signal });
-    const genB = watcher.watchResource(paramsFor(sim), { namespace: 'pair' });
-    await within(genA.next(), EVENT_MS, 'A first event');
-    await within(genB.next(), EVENT_MS, 'B first event');
-    a.abort();
-    assert.deepEqual(await within(genA.next(), CLOSE_MS, 'A end'), { done: true, value: undefined });
-    await until(() => sim.openSockets() === 1, CLOSE_MS, "A's socket to close");
-    sim.create('pods', pod('after', { namespace: 'pair' }));
-    const next = await within(genB.next(), EVENT_MS, 'B event after A was cancelled');
-    assert.equal(next.value.object.metadata.name, 'after');
-    await genB.return();
-    await assertSocketsClose('B return()');
-  },
-);
+timedTest('cancel() while waiting wakes the wait with the end, and the hub forgets the watch', async () => {
+  sim.setFault({ stallHeaders: true });
+  const watch = startWatch(toSpec(paramsFor(sim), {}));
+  await until(() => sim.requests.length === 1, 2000, 'the watch request');
+  assert.equal(watch.takeBatch(), null, 'nothing ready while the headers stall');
+  const before = waiting();
+  const pending = watch.nextBatch();
+  assert.equal(waiting(), before + 1, "the wait is the hub's");
+  watch.cancel();
+  const batch = await within(pending, CLOSE_MS, 'the wait after cancel()');
+  assert.equal(batch.done, true);
+  assert.equal(batch.events, '');
+  assert.equal(waiting(), before, 'woken once, then forgotten');
+  await assertSocketsClose('cancel() while waiting');
+});
 
-test(
+timedTest('cancelling one watch leaves a second watch on the same cluster running', async () => {
+  const { watcher } = watcherWithLogger();
+  seed('pair', 1);
+  const a = new AbortController();
+  const genA = watcher.watchResource(paramsFor(sim), { namespace: 'pair', signal: a.signal });
+  const genB = watcher.watchResource(paramsFor(sim), { namespace: 'pair' });
+  await within(genA.next(), EVENT_MS, 'A first event');
+  await within(genB.next(), EVENT_MS, 'B first event');
+  a.abort();
+  assert.deepEqual(await within(genA.next(), CLOSE_MS, 'A end'), DONE);
+  await until(() => sim.openSockets() === 1, CLOSE_MS, "A's socket to close");
+  sim.create('pods', pod('after', { namespace: 'pair' }));
+  const next = await within(genB.next(), EVENT_MS, 'B event after A was cancelled');
+  assert.equal(next.value.object.metadata.name, 'after');
+  await genB.return();
+  await assertSocketsClose('B return()');
+});
+
+timedTest(
   'over HTTP/2, abort and return() close their own streams while a sibling watch on the shared connection goes on',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
     const h2 = await createSimulator({ tls: true, http2: true, token: TOKEN });
     try {
@@ -439,9 +391,9 @@ test(
       assert.equal(h2.activeWatches(), 3);
 
       aborted.abort();
-      assert.deepEqual(await within(genA.next(), CLOSE_MS, 'A to end'), { done: true, value: undefined });
+      assert.deepEqual(await within(genA.next(), CLOSE_MS, 'A to end'), DONE);
       await until(() => h2.activeWatches() === 2, CLOSE_MS, "A's stream to close on the server");
-      assert.deepEqual(await within(genC.return(), CLOSE_MS, 'C return()'), { done: true, value: undefined });
+      assert.deepEqual(await within(genC.return(), CLOSE_MS, 'C return()'), DONE);
       await until(() => h2.activeWatches() === 1, CLOSE_MS, "C's stream to close on the server");
 
       h2.create('pods', pod('b', { namespace: 'h2' }));
@@ -527,9 +479,8 @@ test(
   },
 );
 
-test(
+timedTest(
   'watches and informers that end without an abort leave no listener on a long-lived signal',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
     const { watcher } = watcherWithLogger();
     const warnings = captureLeakWarnings();
@@ -642,13 +593,9 @@ test('lib/abort.js: every subscriber is told though one throws (its error surfac
   });
 });
 
-test(
+timedTest(
   'a generator abandoned with a live signal is still collected: its connection closes and the signal lets go of it',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
-    // Exposes gc() without a command-line flag, as lifetime.test.js does.
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc');
     seed('gone', 1);
     const { watcher } = watcherWithLogger();
     const { signal } = new AbortController(); // outlives the generator
@@ -660,24 +607,14 @@ test(
       assert.equal((await within(gen.next(), EVENT_MS, 'the first event')).value.type, 'ADDED');
     })();
     await until(() => sim.activeWatches() === 2, EVENT_MS, 'both watches on the server');
-    await until(
-      () => {
-        gc();
-        return sim.activeWatches() === 1;
-      },
+    await untilCollected(
+      () => sim.activeWatches() === 1,
       3000,
       'the abandoned watch to be collected and cancelled',
     );
     assert.equal(abortListeners(signal), 1, 'the kept watch still listens');
     await kept.return();
     // The abandoned one's place went when it was collected, so the last one out removes the listener.
-    await until(
-      () => {
-        gc();
-        return abortListeners(signal) === 0;
-      },
-      3000,
-      'the signal to hold no listener',
-    );
+    await untilCollected(() => abortListeners(signal) === 0, 3000, 'the signal to hold no listener');
   },
 );

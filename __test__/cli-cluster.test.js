@@ -227,20 +227,25 @@ describe('exec credential plugins', () => {
     `  command: ${path.join(PLUGINS, plugin)}`,
     '  interactiveMode: Never',
   ];
+  /** A state directory for the token plugin: it hands out `tokens`, one a run, in this order. */
+  const tokenState = (...tokens) => {
+    const state = fs.mkdtempSync(path.join(tmp, 'state-'));
+    fs.writeFileSync(path.join(state, 'tokens'), tokens.map((token) => `${token}\n`).join(''));
+    return state;
+  };
+  /** How many times the plugin ran with `state`. */
+  const pluginRuns = (state) =>
+    fs.readFileSync(path.join(state, 'runs.jsonl'), 'utf8').trim().split('\n').length;
 
   test('a token plugin, run again when discovery is refused (401)', async () => {
     const sim = await simulator({ token: 'exec-good-SHOULD-NEVER-BE-PRINTED' });
     try {
-      const state = fs.mkdtempSync(path.join(tmp, 'state-'));
-      fs.writeFileSync(
-        path.join(state, 'tokens'),
-        'exec-stale-SHOULD-NEVER-BE-PRINTED\nexec-good-SHOULD-NEVER-BE-PRINTED\n',
-      );
+      const state = tokenState('exec-stale-SHOULD-NEVER-BE-PRINTED', 'exec-good-SHOULD-NEVER-BE-PRINTED');
       const config = kubeconfig(sim.url, execUser('token.js'));
       const r = await run(['po', '--kubeconfig', config, '--timeout', '1'], { EXEC_STATE_DIR: state });
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /default\/web-1/);
-      assert.equal(fs.readFileSync(path.join(state, 'runs.jsonl'), 'utf8').trim().split('\n').length, 2);
+      assert.equal(pluginRuns(state), 2);
     } finally {
       await sim.close();
     }
@@ -249,11 +254,7 @@ describe('exec credential plugins', () => {
   test('a token revoked between discovery and the watch: 401, the plugin runs again, the watch goes on', async () => {
     const sim = await simulator({ token: 'exec-first-SHOULD-NEVER-BE-PRINTED' });
     try {
-      const state = fs.mkdtempSync(path.join(tmp, 'state-'));
-      fs.writeFileSync(
-        path.join(state, 'tokens'),
-        'exec-first-SHOULD-NEVER-BE-PRINTED\nexec-second-SHOULD-NEVER-BE-PRINTED\n',
-      );
+      const state = tokenState('exec-first-SHOULD-NEVER-BE-PRINTED', 'exec-second-SHOULD-NEVER-BE-PRINTED');
       // The first watch request revokes the first token (before the server checks it).
       const onRequest = (q) => {
         if (q.query.watch === 'true') {
@@ -268,7 +269,7 @@ describe('exec credential plugins', () => {
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /default\/web-1/);
       assert.equal(watchPaths(sim, from).length, 2, 'watched twice');
-      assert.equal(fs.readFileSync(path.join(state, 'runs.jsonl'), 'utf8').trim().split('\n').length, 2);
+      assert.equal(pluginRuns(state), 2);
     } finally {
       await sim.close();
     }

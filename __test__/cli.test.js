@@ -464,19 +464,12 @@ describe('against the simulated API server', () => {
     assert.equal(events[2].object.status.containerStatuses[0].ready, true);
   });
 
+  /** Runs `kube-watch pods -o json -n <ns> <args> --timeout 1` on the simulator to its end. */
+  const podsAsJson = (ns, ...args) =>
+    runToEnd(['pods', '--kubeconfig', kubeconfig, '-o', 'json', '-n', ns, ...args, '--timeout', '1']);
+
   test('--send-initial-events ends the initial list with a bookmark', async () => {
-    const r = await runToEnd([
-      'pods',
-      '--kubeconfig',
-      kubeconfig,
-      '-o',
-      'json',
-      '-n',
-      'other',
-      '--send-initial-events',
-      '--timeout',
-      '1',
-    ]);
+    const r = await podsAsJson('other', '--send-initial-events');
     assert.equal(r.code, 0, r.stderr);
     const events = jsonLines(r.stdout);
     assert.deepEqual(events.map((e) => e.type).slice(0, 2), ['ADDED', 'BOOKMARK']);
@@ -489,19 +482,7 @@ describe('against the simulated API server', () => {
   test('--resource-version resumes after that version', async () => {
     const { metadata } = sim.create('pods', podObject('rv-test', 'first', {}, true));
     sim.create('pods', podObject('rv-test', 'second', {}, true));
-    const r = await runToEnd([
-      'pods',
-      '--kubeconfig',
-      kubeconfig,
-      '-o',
-      'json',
-      '-n',
-      'rv-test',
-      '--resource-version',
-      metadata.resourceVersion,
-      '--timeout',
-      '1',
-    ]);
+    const r = await podsAsJson('rv-test', '--resource-version', metadata.resourceVersion);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(
       jsonLines(r.stdout).map((e) => e.object.metadata.name),

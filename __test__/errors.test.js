@@ -6,14 +6,10 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { createSimulator } = require('../sim');
-const { paramsFor, collect, watcherWithLogger, TOKEN } = require('./helpers');
+const { useSimulator, paramsFor, collect, watcherWithLogger } = require('./helpers');
 
 let sim;
-test.before(async () => {
-  sim = await createSimulator({ token: TOKEN });
-});
-test.after(() => sim.close());
+useSimulator((s) => (sim = s));
 
 const resourcePath = '/api/v1/namespaces/errs/pods';
 const errorEvent = (errorType, statusCode) => ({

@@ -7,7 +7,8 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { createSimulator } = require('../sim');
 const { toSpec } = require('../lib/watcher');
-const { paramsFor, collect, watcherWithLogger, pod, TOKEN, within } = require('./helpers');
+const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
+const { within } = require('./wait');
 
 let sim;
 test.before(async () => {

@@ -1,9 +1,12 @@
 'use strict';
-// Shared pieces of the JS suite: a recording logger, watch params for a simulator, and a
-// bounded way to drain a watch.
+// Shared pieces of the JS suite: a recording logger, a simulator for a file or for each test,
+// watch params (for it, and for a cluster nothing listens at), tests with a timeout, a flooding
+// watch body, and a bounded way to drain a watch. The waits are in wait.js.
 
+const test = require('node:test');
 const { NativeKubernetesWatcher } = require('..');
 const { NativeWatch } = require('../lib/native');
+const { createSimulator } = require('../sim');
 
 const TOKEN = 'tok-7f3a9c1e5b2d4a6f';
 
@@ -21,6 +24,43 @@ function recordingLogger() {
     warnings: () => lines.filter((l) => l.level === 'warn').map((l) => l.message),
   };
   return logger;
+}
+
+/**
+ * A `test()` whose tests fail, rather than hang the run, after `ms`: a file's
+ * `const timedTest = testWithTimeout(TEST_TIMEOUT_MS)`.
+ */
+const testWithTimeout = (ms) => (name, fn) => test(name, { timeout: ms }, fn);
+
+/**
+ * Watch params (core pods) of a cluster nothing listens at, for the argument checks that throw
+ * at call time, before any request.
+ */
+const UNREACHABLE = Object.freeze({
+  clusterDetails: { name: 'unreachable', url: 'https://127.0.0.1:1' },
+  credential: { type: 'anonymous' },
+  apiVersion: 'v1',
+  plural: 'pods',
+});
+
+/**
+ * Runs a simulator (bearer token TOKEN) for the tests of the calling file and hands it to
+ * `assign` once it has started. By default one serves the whole file and is closed after its
+ * last test; `clearFaults` clears its fault after each test. With `perTest` a fresh one starts
+ * before each test and is closed after it, so its `requests` and socket counts are that test's
+ * alone. Hooks the caller registers before this call run before its close.
+ */
+function useSimulator(assign, { perTest = false, clearFaults = false } = {}) {
+  let sim;
+  const start = async () => assign((sim = await createSimulator({ token: TOKEN })));
+  if (perTest) {
+    test.beforeEach(start);
+    test.afterEach(() => sim.close());
+  } else {
+    test.before(start);
+    test.after(() => sim.close());
+    if (clearFaults) test.afterEach(() => sim.setFault(null));
+  }
 }
 
 /** Watch params for `sim` (core pods unless overridden). */
@@ -78,30 +118,6 @@ function pod(name, { namespace = 'default', labels = {}, extra = {} } = {}) {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace, labels }, ...extra };
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** `promise`, or a rejection naming `what` after `ms`. */
-async function within(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Resolves once `predicate()` holds, polling; rejects after `ms`. */
-async function until(predicate, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(5);
-  }
-}
-
 /**
  * A watch body (for the simulator's `onWatch`) that offers `totalBytes` of numbered ADDED
  * lines, `lineBytes` each, as fast as the socket takes them: it writes 64 lines at a time and
@@ -144,6 +160,13 @@ function flood(totalBytes, lineBytes = 1024) {
     if (!state.closed) ctx.end();
   };
   return state;
+}
+
+/** A flood() of `totalBytes` that serves every watch of `sim` from now on (its fault); its state. */
+function floodWatches(sim, totalBytes) {
+  const body = flood(totalBytes);
+  sim.setFault({ onWatch: body.onWatch });
+  return body;
 }
 
 /** Creates pods p0…p{count-1} in namespace `ns` of `sim`. */
@@ -209,15 +232,16 @@ function fakeClock(start = 1_000_000) {
 module.exports = {
   fakeClock,
   TOKEN,
+  UNREACHABLE,
+  useSimulator,
+  testWithTimeout,
   recordingLogger,
   paramsFor,
   collect,
   watcherWithLogger,
   pod,
-  sleep,
-  within,
-  until,
   flood,
+  floodWatches,
   seedPods,
   countBatches,
 };

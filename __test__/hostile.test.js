@@ -11,7 +11,8 @@ const { spawn } = require('node:child_process');
 const { createSimulator } = require('../sim');
 const certs = require('../sim/certs');
 const { toSpec } = require('../lib/watcher');
-const { paramsFor, collect, watcherWithLogger, pod, sleep, within, TOKEN } = require('./helpers');
+const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
+const { sleep, within } = require('./wait');
 
 const caData = Buffer.from(certs.ca).toString('base64');
 const line = (type, name, rv, extra = {}) =>

@@ -10,6 +10,7 @@ const {
   sim,
   recordingWatcher,
   params,
+  syncedInformer,
   consume,
   until,
   storeView,
@@ -17,7 +18,7 @@ const {
   cm,
   delay,
 } = require('./informer-helpers');
-const { within } = require('./helpers');
+const { within } = require('./wait');
 
 /** The simulator's requests for `plural` from index `from` on (lists and watches). */
 const requestsOf = (s, from = 0, plural = 'configmaps') =>
@@ -70,13 +71,14 @@ test('getCredential is asked again after a 403, not only after a 401', async (t)
     asked++;
     return { type: 'bearer token', token: 'tok' };
   };
-  const { watcher } = recordingWatcher();
-  const informer = watcher.informer(params(s, { credential: undefined, getCredential }), {
-    backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
-  });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
+  const { informer, c } = await syncedInformer(
+    t,
+    s,
+    {
+      backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
+    },
+    { credential: undefined, getCredential },
+  );
   assert.equal(asked, 1);
   s.failNext(1, 403);
   s.endWatches();
@@ -228,14 +230,10 @@ test('idleTimeoutSeconds counts bookmarks as traffic: a quiet watch with bookmar
 test('an idle watch (no bookmarks) is dropped and resumed, not relisted', async (t) => {
   const s = await sim(t, { token: 'tok', bookmarkIntervalMs: 60_000 });
   s.create('configmaps', cm('a'));
-  const { watcher } = recordingWatcher();
-  const informer = watcher.informer(params(s), {
+  const { informer, c } = await syncedInformer(t, s, {
     idleTimeoutSeconds: 0.4,
     backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
   });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
   const rv = informer.resourceVersion;
   await until(() => informer.stats().reconnects >= 2, 'two idle drops', 5000);
   s.create('configmaps', cm('b'));
@@ -254,11 +252,9 @@ test('an idle watch (no bookmarks) is dropped and resumed, not relisted', async 
 test('transient failures: at most one ERROR per backoff step', async (t) => {
   const s = await sim(t, { token: 'tok' });
   s.create('configmaps', cm('a'));
-  const { watcher, log } = recordingWatcher();
-  const informer = watcher.informer(params(s), { backoff: { initialSeconds: 0.05, maxSeconds: 0.2 } });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
+  const { log, informer, c } = await syncedInformer(t, s, {
+    backoff: { initialSeconds: 0.05, maxSeconds: 0.2 },
+  });
   const from = s.requests.length;
   s.failNext(4, 503);
   s.endWatches();
@@ -274,11 +270,7 @@ test('transient failures: at most one ERROR per backoff step', async (t) => {
 test('429 Retry-After (header, Status details, in-stream ERROR) is waited out before the next request', async (t) => {
   const s = await sim(t, { token: 'tok' });
   s.create('configmaps', cm('a'));
-  const { watcher } = recordingWatcher();
-  const informer = watcher.informer(params(s), { backoff: { initialSeconds: 0.05, maxSeconds: 0.1 } });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
+  const { informer, c } = await syncedInformer(t, s, { backoff: { initialSeconds: 0.05, maxSeconds: 0.1 } });
   const statusBody = (seconds) =>
     JSON.stringify({
       kind: 'Status',
@@ -317,15 +309,11 @@ test('stats().events counts the changes received: N writes with no faults → N,
   for (const initialList of ['streaming', 'paginated']) {
     const s = await sim(t, { token: 'tok', bookmarkIntervalMs: 50, historyLimit: 10_000 });
     for (let i = 0; i < 5; i++) s.create('configmaps', cm(`seed-${i}`));
-    const { watcher } = recordingWatcher();
-    const informer = watcher.informer(params(s), {
+    const { informer, c } = await syncedInformer(t, s, {
       initialList,
       pageSize: 2,
       backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
     });
-    t.after(() => informer.close());
-    const c = consume(informer);
-    await informer.synced;
     assert.equal(informer.stats().events, 5, `${initialList}: one per listed object`);
     let writes = 0;
     for (let i = 0; i < 300; i++) {

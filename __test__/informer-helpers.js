@@ -41,6 +41,20 @@ function params(s, extra = {}) {
   };
 }
 
+/**
+ * An informer of a fresh recorded watcher on simulator `s`, with informer() `options` and
+ * params(s, `extra`), closed when test `t` ends, and a consumer (consume()) on it from its
+ * start; resolves once it has synced.
+ */
+async function syncedInformer(t, s, options, extra) {
+  const { watcher, log } = recordingWatcher();
+  const informer = watcher.informer(params(s, extra), options);
+  t.after(() => informer.close());
+  const c = consume(informer);
+  await informer.synced;
+  return { watcher, log, informer, c };
+}
+
 const keyOf = (o) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 /**
@@ -119,4 +133,16 @@ const cm = (name, labels = {}, namespace = 'default', data = { v: '1' }) => ({
   data,
 });
 
-module.exports = { delay, sim, recordingWatcher, params, consume, until, storeView, viewOf, cm, keyOf };
+module.exports = {
+  delay,
+  sim,
+  recordingWatcher,
+  params,
+  consume,
+  syncedInformer,
+  until,
+  storeView,
+  viewOf,
+  cm,
+  keyOf,
+};

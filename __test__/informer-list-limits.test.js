@@ -6,7 +6,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { sim, recordingWatcher, params, consume, until, cm } = require('./informer-helpers');
+const { sim, syncedInformer, until, cm } = require('./informer-helpers');
 
 const isList = (r) => r.path.endsWith('/configmaps') && r.query.watch !== 'true' && r.query.watch !== '1';
 // pageSize 1: 1 object of at most 2 MiB, and 1 MiB for the page itself.
@@ -18,16 +18,12 @@ async function hugePageThenRetry(t, page, options = {}) {
   const pages = [];
   s.on('hugePage', (p) => pages.push(p));
   s.hugePageNext(page);
-  const { watcher, log } = recordingWatcher();
-  const informer = watcher.informer(params(s), {
+  const { log, informer, c } = await syncedInformer(t, s, {
     initialList: 'paginated',
     pageSize: 1,
     backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
     ...options,
   });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
   await until(() => c.synced === 1, 'the consumer to take SYNCED');
   assert.deepEqual(
     c.errors.map((e) => [e.error.errorType, e.error.statusCode, e.retrying]),

@@ -9,14 +9,24 @@ const assert = require('node:assert/strict');
 const { createHook } = require('node:async_hooks');
 const native = require('../lib/native');
 const { sim, recordingWatcher, params, cm, delay } = require('./informer-helpers');
+const { within } = require('./wait');
 
-/** `promise`, or a failure naming `what` after `ms`. */
-function within(promise, ms, what) {
-  let timer;
-  const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+/**
+ * Opens an informer of `s` through `watcher` in each namespace ns-0…ns-{count - 1}, closed when
+ * test `t` ends, each read from its start by a loop that hands its events to `onEvent(event, i)`;
+ * resolves once every one has synced.
+ */
+async function openPerNamespace(t, s, watcher, count, onEvent) {
+  const opened = [];
+  for (let i = 0; i < count; i++) {
+    const informer = watcher.informer(params(s), { namespace: `ns-${i}` });
+    t.after(() => informer.close());
+    opened.push(informer);
+    (async () => {
+      for await (const e of informer) onEvent(e, i);
+    })();
+  }
+  await Promise.all(opened.map((informer) => informer.synced));
 }
 
 /** Takes the consumer's events up to and including its first SYNCED. */
@@ -107,19 +117,10 @@ async function countPerChange(t, informers, changes) {
   const { watcher } = recordingWatcher();
   const seen = new Map();
   let onSeen = null;
-  const opened = [];
-  for (let i = 0; i < informers; i++) {
-    const informer = watcher.informer(params(s), { namespace: `ns-${i}` });
-    t.after(() => informer.close());
-    opened.push(informer);
-    (async () => {
-      for await (const e of informer) {
-        if (e.type === 'MODIFIED') onSeen?.(e.object.data.v);
-        else if (e.type === 'SYNCED') seen.set(i, true);
-      }
-    })();
-  }
-  await Promise.all(opened.map((i) => i.synced));
+  await openPerNamespace(t, s, watcher, informers, (e, i) => {
+    if (e.type === 'MODIFIED') onSeen?.(e.object.data.v);
+    else if (e.type === 'SYNCED') seen.set(i, true);
+  });
   while (seen.size < informers) await delay(10);
   // Every consumer is waiting now; let the loop settle.
   await delay(50);
@@ -178,18 +179,9 @@ test('wake-ups that come close together cross in one call, each consumer woken o
   t.after(() => Object.assign(native.NativeInformerRegistry.prototype, { connect }));
   const { watcher } = recordingWatcher();
   const seen = new Map();
-  const opened = [];
-  for (let i = 0; i < informers; i++) {
-    const informer = watcher.informer(params(s), { namespace: `ns-${i}` });
-    t.after(() => informer.close());
-    opened.push(informer);
-    (async () => {
-      for await (const e of informer) {
-        if (e.type === 'MODIFIED') seen.set(i, [...(seen.get(i) ?? []), e.object.data.v]);
-      }
-    })();
-  }
-  await Promise.all(opened.map((i) => i.synced));
+  await openPerNamespace(t, s, watcher, informers, (e, i) => {
+    if (e.type === 'MODIFIED') seen.set(i, [...(seen.get(i) ?? []), e.object.data.v]);
+  });
   await delay(100);
   counting = true;
   for (let i = 0; i < informers; i++) {

@@ -8,6 +8,7 @@ const {
   sim,
   recordingWatcher,
   params,
+  syncedInformer,
   consume,
   until,
   storeView,
@@ -15,16 +16,13 @@ const {
   cm,
   delay,
 } = require('./informer-helpers');
-const { within } = require('./helpers');
+const { UNREACHABLE } = require('./helpers');
+const { within } = require('./wait');
 
 test('a paginated list (no streaming lists here) fills in kind/apiVersion and syncs at the list rv', async (t) => {
   const s = await sim(t, { sendInitialEvents: false, token: 'tok' });
   for (let i = 0; i < 7; i++) s.create('configmaps', cm(`c${i}`, { i: String(i) }));
-  const { watcher, log } = recordingWatcher();
-  const informer = watcher.informer(params(s), { pageSize: 3, namespace: 'default' });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
+  const { log, informer, c } = await syncedInformer(t, s, { pageSize: 3, namespace: 'default' });
   assert.equal(informer.size, 7);
   const listRv = s.resourceVersion;
   await until(() => c.synced === 1, 'SYNCED');
@@ -92,11 +90,7 @@ test('a paginated list (no streaming lists here) fills in kind/apiVersion and sy
 test('a streaming list syncs at its initial-events-end bookmark in one request', async (t) => {
   const s = await sim(t, { token: 'tok' });
   for (let i = 0; i < 5; i++) s.create('configmaps', cm(`c${i}`));
-  const { watcher } = recordingWatcher();
-  const informer = watcher.informer(params(s));
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
+  const { informer, c } = await syncedInformer(t, s);
   await until(() => c.synced === 1, 'SYNCED');
   assert.equal(c.events.filter((e) => e.type === 'ADDED').length, 5);
   assert.deepEqual(c.events[5], { type: 'SYNCED', resourceVersion: s.resourceVersion, relist: false });
@@ -118,14 +112,10 @@ test('a streaming list syncs at its initial-events-end bookmark in one request',
 test('reconnects after a clean end, a cut and a stall resume from the last rv: nothing missed or repeated', async (t) => {
   const s = await sim(t, { token: 'tok' });
   s.create('configmaps', cm('a'));
-  const { watcher } = recordingWatcher();
-  const informer = watcher.informer(params(s), {
+  const { informer, c } = await syncedInformer(t, s, {
     idleTimeoutSeconds: 0.5,
     backoff: { initialSeconds: 0.05 },
   });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
   let n = 0;
   const write = () => s.patch('configmaps', 'default', 'a', (o) => void (o.data.v = String(++n)));
   s.endWatches();
@@ -151,11 +141,7 @@ test('reconnects after a clean end, a cut and a stall resume from the last rv: n
 test('a clean end produces no ERROR', async (t) => {
   const s = await sim(t, { token: 'tok' });
   s.create('configmaps', cm('a'));
-  const { watcher } = recordingWatcher();
-  const informer = watcher.informer(params(s));
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
+  const { informer, c } = await syncedInformer(t, s);
   for (let i = 0; i < 3; i++) {
     s.endWatches();
     s.create('configmaps', cm(`after-${i}`));
@@ -168,11 +154,9 @@ test('a clean end produces no ERROR', async (t) => {
 test('5xx and 429 are retried with one ERROR per step, honouring Retry-After', async (t) => {
   const s = await sim(t, { token: 'tok' });
   s.create('configmaps', cm('a'));
-  const { watcher, log } = recordingWatcher();
-  const informer = watcher.informer(params(s), { backoff: { initialSeconds: 0.05, maxSeconds: 0.1 } });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
+  const { log, informer, c } = await syncedInformer(t, s, {
+    backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
+  });
   // One says Retry-After in the header only, the other in the Status details only: each is a
   // wait of its own (the backoff alone is 50–100 ms).
   s.failNext(1, 429, 1, { retryAfterIn: 'header' });
@@ -198,14 +182,10 @@ test('a 429 on the list with only a Retry-After header is waited out before the 
   const s = await sim(t, { token: 'tok' });
   s.create('configmaps', cm('a'));
   s.failNext(1, 429, 1, { retryAfterIn: 'header' });
-  const { watcher } = recordingWatcher();
-  const informer = watcher.informer(params(s), {
+  const { informer, c } = await syncedInformer(t, s, {
     initialList: 'paginated',
     backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
   });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
   const lists = s.requests.filter((r) => r.path.endsWith('/configmaps') && r.query.watch === undefined);
   assert.ok(lists.length >= 2, 'the refused list and the one after it');
   const waited = lists[1].time - lists[0].time;
@@ -220,11 +200,7 @@ for (const expiredAs of ['event', 'status']) {
   test(`410 (${expiredAs}) relists and sends only the difference, then SYNCED relist`, async (t) => {
     const s = await sim(t, { token: 'tok', expiredAs });
     for (const name of ['same', 'changed', 'gone']) s.create('configmaps', cm(name));
-    const { watcher } = recordingWatcher();
-    const informer = watcher.informer(params(s), { backoff: { initialSeconds: 0.05 } });
-    t.after(() => informer.close());
-    const c = consume(informer);
-    await informer.synced;
+    const { watcher, informer, c } = await syncedInformer(t, s, { backoff: { initialSeconds: 0.05 } });
     await until(() => c.synced === 1, 'SYNCED');
     const before = c.events.length;
     const goneObject = informer.get('gone', 'default');
@@ -304,13 +280,14 @@ test('getCredential: asked first, again after a 401, and its failure is transien
     }
     return { type: 'bearer token', token };
   };
-  const { watcher, log } = recordingWatcher();
-  const informer = watcher.informer(params(s, { credential: undefined, getCredential }), {
-    backoff: { initialSeconds: 0.05, maxSeconds: 0.2 },
-  });
-  t.after(() => informer.close());
-  const c = consume(informer);
-  await informer.synced;
+  const { log, informer, c } = await syncedInformer(
+    t,
+    s,
+    {
+      backoff: { initialSeconds: 0.05, maxSeconds: 0.2 },
+    },
+    { credential: undefined, getCredential },
+  );
   assert.equal(asked, 1);
   s.rotateToken('two');
   token = 'two';
@@ -482,12 +459,7 @@ test('a slow consumer sees coalesced latest states and never holds up the cache 
 
 test('malformed informer options throw at call time with the message of lib/informer.js', () => {
   const { watcher } = recordingWatcher();
-  const target = {
-    clusterDetails: { name: 'x', url: 'https://127.0.0.1:1' },
-    credential: { type: 'anonymous' },
-    apiVersion: 'v1',
-    plural: 'configmaps',
-  };
+  const target = { ...UNREACHABLE, plural: 'configmaps' };
   const cases = [
     [{ initialList: 'lazy' }, `options.initialList must be 'auto', 'paginated' or 'streaming' (got "lazy")`],
     [{ pageSize: 0 }, 'options.pageSize must be a whole number >= 1 (got number)'],

@@ -63,7 +63,15 @@ function writeKubeconfig(
 async function runKubeWatch(args, env = {}, { limitMs = 60_000 } = {}) {
   const childEnv = { ...process.env, KUBECONFIG: '', NO_COLOR: '1', ...env };
   for (const [name, value] of Object.entries(childEnv)) if (value === undefined) delete childEnv[name];
-  const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  return runNode([BIN, ...args], childEnv, limitMs);
+}
+
+/**
+ * Runs `node <args>` in environment `env` to its end, killed after `limitMs` (a bound on a hang
+ * only), and resolves with `{ code, signal, stdout, stderr }`.
+ */
+async function runNode(args, env, limitMs) {
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
@@ -74,4 +82,4 @@ async function runKubeWatch(args, env = {}, { limitMs = 60_000 } = {}) {
   return { code, signal, stdout, stderr };
 }
 
-module.exports = { BIN, writeKubeconfig, runKubeWatch };
+module.exports = { BIN, writeKubeconfig, runKubeWatch, runNode };

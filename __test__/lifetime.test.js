@@ -11,10 +11,8 @@ const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const readline = require('node:readline');
-const v8 = require('node:v8');
-const vm = require('node:vm');
-const { createSimulator } = require('../sim');
-const { TOKEN, paramsFor, watcherWithLogger, pod, sleep, within, until } = require('./helpers');
+const { useSimulator, testWithTimeout, TOKEN, paramsFor, watcherWithLogger, pod } = require('./helpers');
+const { sleep, within, until, untilCollected } = require('./wait');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'watch.js');
 const WORKER_FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'worker.js');
@@ -25,18 +23,17 @@ const KILL_MS = 20000;
 
 /** A hung test fails (and its afterEach still closes the simulator) instead of hanging the run. */
 const TEST_TIMEOUT_MS = 30000;
+const timedTest = testWithTimeout(TEST_TIMEOUT_MS);
 
 let sim;
 const children = new Set();
-test.beforeEach(async () => {
-  sim = await createSimulator({ token: TOKEN });
-});
-test.afterEach(async () => {
+// Registered before useSimulator's hooks, so a test's children are killed before its simulator closes.
+test.afterEach(() => {
   for (const child of children)
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   children.clear();
-  await sim.close();
 });
+useSimulator((s) => (sim = s), { perTest: true });
 
 /**
  * Starts `script` (the watch fixture unless given) with `mode` against `url`. The handle records stdout lines with their
@@ -94,69 +91,55 @@ async function assertExitsBy(handle, since, what) {
   assert.ok(took < EXIT_MS, `${what}: the child exited ${took} ms after its watch ended`);
 }
 
-test(
-  'a watch the server ends cleanly: the process exits by itself',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    sim.create('pods', pod('a'));
-    sim.create('pods', pod('b'));
-    const child = runChild('drain');
-    await until(() => child.lines.length >= 2, 5000, 'two events in the child');
-    assert.deepEqual(child.texts(), ['event ADDED', 'event ADDED']);
-    sim.endWatches();
-    const end = await child.line('end');
-    await assertExitsBy(child, end.at, 'server end');
-  },
-);
-
-for (const mode of ['break', 'abort', 'return', 'idle-abort']) {
-  test(
-    `a watch ended mid-stream by ${mode}: the process exits by itself`,
-    { timeout: TEST_TIMEOUT_MS },
-    async () => {
-      sim.create('pods', pod('a'));
-      sim.create('pods', pod('b'));
-      const child = runChild(mode);
-      const end = await child.line('end');
-      assert.deepEqual(child.texts(), ['event ADDED', 'end'], 'one event, then the end, no ERROR');
-      // The simulator keeps the stream open: only the child's cancel can have closed it.
-      await until(() => sim.activeWatches() === 0, 1000, 'the server to see the watch close');
-      await assertExitsBy(child, end.at, mode);
-    },
-  );
+/** Asserts the child's watch gave one ERROR and then its end, and the child then exits cleanly. */
+async function assertErrorThenExit(handle, what) {
+  const end = await handle.line('end');
+  assert.deepEqual(handle.texts(), ['event ERROR', 'end']);
+  await assertExitsBy(handle, end.at, what);
 }
 
-test(
-  'a watch that ends with an HTTP error: the process exits by itself',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    sim.setFault({ status: 500 });
-    const child = runChild('drain');
-    const end = await child.line('end');
-    assert.deepEqual(child.texts(), ['event ERROR', 'end']);
-    await assertExitsBy(child, end.at, 'HTTP 500');
-  },
-);
+timedTest('a watch the server ends cleanly: the process exits by itself', async () => {
+  sim.create('pods', pod('a'));
+  sim.create('pods', pod('b'));
+  const child = runChild('drain');
+  await until(() => child.lines.length >= 2, 5000, 'two events in the child');
+  assert.deepEqual(child.texts(), ['event ADDED', 'event ADDED']);
+  sim.endWatches();
+  const end = await child.line('end');
+  await assertExitsBy(child, end.at, 'server end');
+});
 
-test(
-  'a watch whose connection is refused: the process exits by itself',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    // A port that was free a moment ago: nothing listens there.
-    const probe = net.createServer();
-    await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
-    const { port } = probe.address();
-    await new Promise((resolve) => probe.close(resolve));
-    const child = runChild('drain', `http://127.0.0.1:${port}`);
+for (const mode of ['break', 'abort', 'return', 'idle-abort']) {
+  timedTest(`a watch ended mid-stream by ${mode}: the process exits by itself`, async () => {
+    sim.create('pods', pod('a'));
+    sim.create('pods', pod('b'));
+    const child = runChild(mode);
     const end = await child.line('end');
-    assert.deepEqual(child.texts(), ['event ERROR', 'end']);
-    await assertExitsBy(child, end.at, 'connection refused');
-  },
-);
+    assert.deepEqual(child.texts(), ['event ADDED', 'end'], 'one event, then the end, no ERROR');
+    // The simulator keeps the stream open: only the child's cancel can have closed it.
+    await until(() => sim.activeWatches() === 0, 1000, 'the server to see the watch close');
+    await assertExitsBy(child, end.at, mode);
+  });
+}
 
-test(
+timedTest('a watch that ends with an HTTP error: the process exits by itself', async () => {
+  sim.setFault({ status: 500 });
+  const child = runChild('drain');
+  await assertErrorThenExit(child, 'HTTP 500');
+});
+
+timedTest('a watch whose connection is refused: the process exits by itself', async () => {
+  // A port that was free a moment ago: nothing listens there.
+  const probe = net.createServer();
+  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  const child = runChild('drain', `http://127.0.0.1:${port}`);
+  await assertErrorThenExit(child, 'connection refused');
+});
+
+timedTest(
   'a generator that is never iterated does not keep the process alive (and sends nothing)',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
     const child = runChild('unused');
     // Counted from the generator's creation, not from the spawn: a busy machine's node start-up
@@ -167,30 +150,25 @@ test(
   },
 );
 
-test(
-  'a running, idle watch keeps the process alive until the server ends it',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    sim.create('pods', pod('a'));
-    const child = runChild('drain');
-    await child.line('event ADDED');
-    // Nothing but the watch is left in the child; the stream is open and silent.
-    await sleep(1500);
-    assert.ok(
-      child.alive(),
-      `the child exited while its watch was running; stdout: ${child.texts().join(' | ')}`,
-    );
-    assert.deepEqual(child.texts(), ['event ADDED']);
-    assert.equal(sim.activeWatches(), 1);
-    sim.endWatches();
-    const end = await child.line('end');
-    await assertExitsBy(child, end.at, 'end after idling');
-  },
-);
+timedTest('a running, idle watch keeps the process alive until the server ends it', async () => {
+  sim.create('pods', pod('a'));
+  const child = runChild('drain');
+  await child.line('event ADDED');
+  // Nothing but the watch is left in the child; the stream is open and silent.
+  await sleep(1500);
+  assert.ok(
+    child.alive(),
+    `the child exited while its watch was running; stdout: ${child.texts().join(' | ')}`,
+  );
+  assert.deepEqual(child.texts(), ['event ADDED']);
+  assert.equal(sim.activeWatches(), 1);
+  sim.endWatches();
+  const end = await child.line('end');
+  await assertExitsBy(child, end.at, 'end after idling');
+});
 
-test(
+timedTest(
   'a watch still waiting for response headers keeps the process alive until the server goes',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
     sim.setFault({ stallHeaders: true });
     const child = runChild('drain');
@@ -200,19 +178,13 @@ test(
     assert.deepEqual(child.texts(), []);
     // Closing drops the connection: the child sees a broken watch (one ERROR), then ends.
     await sim.close();
-    const end = await child.line('end');
-    assert.deepEqual(child.texts(), ['event ERROR', 'end']);
-    await assertExitsBy(child, end.at, 'end after the server went');
+    await assertErrorThenExit(child, 'end after the server went');
   },
 );
 
-test(
+timedTest(
   'a generator abandoned mid-stream (never finished or returned) releases its connection once collected',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
-    // Exposes gc() without a command-line flag: only this test needs it.
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc');
     sim.create('pods', pod('a'));
     sim.create('pods', pod('b'));
     const { watcher } = watcherWithLogger();
@@ -222,11 +194,8 @@ test(
       assert.equal((await within(gen.next(), 2000, 'the first event')).value.type, 'ADDED');
     })();
     assert.equal(sim.openSockets(), 1);
-    await until(
-      () => {
-        gc();
-        return sim.openSockets() === 0;
-      },
+    await untilCollected(
+      () => sim.openSockets() === 0,
       3000,
       "the abandoned watch's connection to close after gc()",
     );
@@ -234,9 +203,8 @@ test(
   },
 );
 
-test(
+timedTest(
   'terminating a worker thread mid-watch closes its connection, and the process survives it',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
     // Node finalizes a worker's native objects when it terminates; a watch must not outlive
     // its JavaScript environment (a leaked connection per terminated worker), and the native
@@ -267,90 +235,79 @@ test(
 const fdCount = () => fs.readdirSync('/proc/self/fd').length;
 const threadCount = () => fs.readdirSync('/proc/self/task').length;
 
-test(
-  '200 start/cancel cycles leave no socket, file descriptor or thread behind',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    const ns = 'cycles';
-    sim.create('pods', pod('a', { namespace: ns }));
-    sim.create('pods', pod('b', { namespace: ns }));
-    const { watcher, logger } = watcherWithLogger();
+timedTest('200 start/cancel cycles leave no socket, file descriptor or thread behind', async () => {
+  const ns = 'cycles';
+  sim.create('pods', pod('a', { namespace: ns }));
+  sim.create('pods', pod('b', { namespace: ns }));
+  const { watcher, logger } = watcherWithLogger();
 
-    /** One watch, started and then cancelled the way `i` picks. */
-    async function cycle(i) {
-      const controller = new AbortController();
-      const mode = i % 5;
-      if (mode === 4) controller.abort();
-      if (mode === 3) sim.nextWatchFault({ stallHeaders: true });
-      const gen = watcher.watchResource(paramsFor(sim), { namespace: ns, signal: controller.signal });
-      const step = (promise, what) => within(promise, 2000, `cycle ${i}: ${what}`);
-      if (mode === 4) {
-        // Already aborted: no request at all.
-        assert.equal((await step(gen.next(), 'next()')).done, true);
-        return;
-      }
-      if (mode === 3) {
-        // Aborted while waiting for the response headers.
-        const requests = sim.requests.length;
-        const pending = gen.next();
-        await until(() => sim.requests.length > requests, 2000, 'the stalled request');
-        controller.abort();
-        assert.equal((await step(pending, 'the end after abort')).done, true);
-        return;
-      }
-      const first = await step(gen.next(), 'the first event');
-      assert.equal(first.value.type, 'ADDED');
-      if (mode === 0) {
-        // As `break` does.
-        await step(gen.return(), 'return()');
-      } else if (mode === 1) {
-        controller.abort();
-        assert.equal((await step(gen.next(), 'the end after abort')).done, true);
-      } else {
-        await assert.rejects(step(gen.throw(new Error('stop')), 'throw()'), /stop/);
-      }
+  /** One watch, started and then cancelled the way `i` picks. */
+  async function cycle(i) {
+    const controller = new AbortController();
+    const mode = i % 5;
+    if (mode === 4) controller.abort();
+    if (mode === 3) sim.nextWatchFault({ stallHeaders: true });
+    const gen = watcher.watchResource(paramsFor(sim), { namespace: ns, signal: controller.signal });
+    const step = (promise, what) => within(promise, 2000, `cycle ${i}: ${what}`);
+    if (mode === 4) {
+      // Already aborted: no request at all.
+      assert.equal((await step(gen.next(), 'next()')).done, true);
+      return;
     }
+    if (mode === 3) {
+      // Aborted while waiting for the response headers.
+      const requests = sim.requests.length;
+      const pending = gen.next();
+      await until(() => sim.requests.length > requests, 2000, 'the stalled request');
+      controller.abort();
+      assert.equal((await step(pending, 'the end after abort')).done, true);
+      return;
+    }
+    const first = await step(gen.next(), 'the first event');
+    assert.equal(first.value.type, 'ADDED');
+    if (mode === 0) {
+      // As `break` does.
+      await step(gen.return(), 'return()');
+    } else if (mode === 1) {
+      controller.abort();
+      assert.equal((await step(gen.next(), 'the end after abort')).done, true);
+    } else {
+      await assert.rejects(step(gen.throw(new Error('stop')), 'throw()'), /stop/);
+    }
+  }
 
-    // Warm up: the tokio runtime, the pooled client, and libuv's thread pool (which starts all
-    // its threads on first use) exist before the baseline.
-    for (let i = 0; i < 5; i++) await cycle(i);
-    await fs.promises.stat(__filename);
-    assert.ok(await sim.waitForSocketsClosed(2000), 'warm-up sockets closed');
-    await sleep(100);
-    const fds0 = fdCount();
-    const threads0 = threadCount();
-    const requests0 = sim.requests.length;
+  // Warm up: the tokio runtime, the pooled client, and libuv's thread pool (which starts all
+  // its threads on first use) exist before the baseline.
+  for (let i = 0; i < 5; i++) await cycle(i);
+  await fs.promises.stat(__filename);
+  assert.ok(await sim.waitForSocketsClosed(2000), 'warm-up sockets closed');
+  await sleep(100);
+  const fds0 = fdCount();
+  const threads0 = threadCount();
+  const requests0 = sim.requests.length;
 
-    for (let i = 0; i < 200; i++) await cycle(i);
+  for (let i = 0; i < 200; i++) await cycle(i);
 
-    assert.equal(
-      sim.requests.length - requests0,
-      160,
-      'one request per cycle, none for the pre-aborted ones',
-    );
-    assert.ok(await sim.waitForSocketsClosed(2000), `${sim.openSockets()} simulator socket(s) still open`);
-    assert.equal(sim.openSockets(), 0);
-    assert.equal(sim.activeWatches(), 0);
-    // Slack: the server and client ends of one connection close on different threads, so allow
-    // two descriptors still closing when we look, plus one for readdir's own; and one thread
-    // for a tokio blocking-pool thread that may be parked (it leaves after 10 s idle). A leak
-    // of one per cycle would show as 200 (or 400 with both ends in this process).
-    const FD_SLACK = 3;
-    const THREAD_SLACK = 1;
-    await until(
-      () => fdCount() <= fds0 + FD_SLACK,
-      2000,
-      `file descriptors back near ${fds0} (now ${fdCount()})`,
-    ).catch(() => {});
-    await until(() => threadCount() <= threads0 + THREAD_SLACK, 2000, 'threads back').catch(() => {});
-    assert.ok(
-      fdCount() <= fds0 + FD_SLACK,
-      `file descriptors: ${fds0} before, ${fdCount()} after 200 cycles`,
-    );
-    assert.ok(
-      threadCount() <= threads0 + THREAD_SLACK,
-      `threads: ${threads0} before, ${threadCount()} after 200 cycles`,
-    );
-    assert.deepEqual(logger.warnings(), [], 'cancelling is not worth a warning');
-  },
-);
+  assert.equal(sim.requests.length - requests0, 160, 'one request per cycle, none for the pre-aborted ones');
+  assert.ok(await sim.waitForSocketsClosed(2000), `${sim.openSockets()} simulator socket(s) still open`);
+  assert.equal(sim.openSockets(), 0);
+  assert.equal(sim.activeWatches(), 0);
+  // Slack: the server and client ends of one connection close on different threads, so allow
+  // two descriptors still closing when we look, plus one for readdir's own; and one thread
+  // for a tokio blocking-pool thread that may be parked (it leaves after 10 s idle). A leak
+  // of one per cycle would show as 200 (or 400 with both ends in this process).
+  const FD_SLACK = 3;
+  const THREAD_SLACK = 1;
+  await until(
+    () => fdCount() <= fds0 + FD_SLACK,
+    2000,
+    `file descriptors back near ${fds0} (now ${fdCount()})`,
+  ).catch(() => {});
+  await until(() => threadCount() <= threads0 + THREAD_SLACK, 2000, 'threads back').catch(() => {});
+  assert.ok(fdCount() <= fds0 + FD_SLACK, `file descriptors: ${fds0} before, ${fdCount()} after 200 cycles`);
+  assert.ok(
+    threadCount() <= threads0 + THREAD_SLACK,
+    `threads: ${threads0} before, ${threadCount()} after 200 cycles`,
+  );
+  assert.deepEqual(logger.warnings(), [], 'cancelling is not worth a warning');
+});

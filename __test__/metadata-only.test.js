@@ -7,7 +7,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { configMap } = require('../bench/fleet-objects');
-const { paramsFor, collect, watcherWithLogger, TOKEN } = require('./helpers');
+const { paramsFor, collect, watcherWithLogger, TOKEN, UNREACHABLE } = require('./helpers');
 const { sim, consume, until } = require('./informer-helpers');
 
 const LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
@@ -156,15 +156,9 @@ test(
 
 test('bad metadataOnly options are TypeErrors at call time', () => {
   const { watcher } = watcherWithLogger();
-  const params = {
-    clusterDetails: { name: 'c', url: 'https://127.0.0.1:1' },
-    credential: { type: 'anonymous' },
-    apiVersion: 'v1',
-    plural: 'pods',
-  };
   for (const call of [
-    (o) => () => watcher.watchResource(params, o),
-    (o) => () => watcher.informer(params, o),
+    (o) => () => watcher.watchResource(UNREACHABLE, o),
+    (o) => () => watcher.informer(UNREACHABLE, o),
   ]) {
     assert.throws(call({ metadataOnly: 'yes' }), {
       name: 'TypeError',

@@ -50,6 +50,19 @@ async function collect(reader) {
   return { points, text: JSON.stringify(points) };
 }
 
+/**
+ * Collects until `ready(points)` holds, every 10 ms; fails with `what` after 200 tries.
+ * Resolves with that collection.
+ */
+async function collectUntil(reader, ready, what) {
+  for (let tries = 0; ; tries++) {
+    const collected = await collect(reader);
+    if (ready(collected.points)) return collected;
+    assert.ok(tries < 200, what);
+    await delay(10);
+  }
+}
+
 /** The one value of `name` whose attributes include `where`; fails if there is not exactly one. */
 function value(points, name, where = {}) {
   const found = points.filter(
@@ -87,14 +100,7 @@ test('every figure, through a cut, a 410 relist and a credential refresh', { tim
 
   // Synced, watching, two objects; every event the consumer took is counted as delivered.
   await until(() => c.synced === 1, 'SYNCED taken');
-  let points;
-  let text;
-  for (let tries = 0; ; tries++) {
-    ({ points, text } = await collect(reader));
-    if (at(points, 'watch.active') === 1) break;
-    assert.ok(tries < 200, 'the watch opens');
-    await delay(10);
-  }
+  let { points, text } = await collectUntil(reader, (p) => at(p, 'watch.active') === 1, 'the watch opens');
   assert.equal(at(points, 'informer.count'), 1);
   assert.equal(at(points, 'informer.synced'), 1);
   assert.equal(at(points, 'informer.object.count'), 2);
@@ -388,13 +394,7 @@ test('informers of one resource in several namespaces add up into one series', a
   await Promise.all([one.synced, two.synced]);
   const series = { cluster: s.url, group: '', version: 'v1', resource: 'configmaps' };
   const at = (points, name) => value(points, `kube_watch.${name}`, series);
-  let points;
-  for (let tries = 0; ; tries++) {
-    ({ points } = await collect(reader));
-    if (at(points, 'watch.active') === 2) break;
-    assert.ok(tries < 200, 'both watches open');
-    await delay(10);
-  }
+  let { points } = await collectUntil(reader, (p) => at(p, 'watch.active') === 2, 'both watches open');
   assert.equal(at(points, 'informer.count'), 2);
   assert.equal(at(points, 'informer.object.count'), 3);
   assert.equal(at(points, 'events.received'), 3);
@@ -470,12 +470,11 @@ test('plain watches have series of their own, add into an informer series of the
   const informer = watcher.informer(params(s), { namespace: 'one' });
   t.after(() => informer.close());
   await informer.synced;
-  for (let tries = 0; ; tries++) {
-    ({ points } = await collect(reader));
-    if (at(points, 'watch.active', cms) === 3) break;
-    assert.ok(tries < 200, 'the informer watches too');
-    await delay(10);
-  }
+  ({ points } = await collectUntil(
+    reader,
+    (p) => at(p, 'watch.active', cms) === 3,
+    'the informer watches too',
+  ));
   assert.equal(at(points, 'informer.count', cms), 1);
   assert.equal(at(points, 'events.received', cms), 3 + 1, "the watches' and the informer's");
   assert.equal(value(points, 'kube_watch.errors', { ...cms, 'error.type': 'BAD_REQUEST' }), 1);

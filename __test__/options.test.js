@@ -6,13 +6,10 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { createSimulator } = require('../sim');
 const { NativeKubernetesWatcher } = require('..');
-const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
+const { useSimulator, paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
 
 let sim;
-test.before(async () => {
-  sim = await createSimulator({ token: TOKEN });
-});
-test.after(() => sim.close());
+useSimulator((s) => (sim = s));
 
 function lastRequest() {
   return sim.requests.at(-1);

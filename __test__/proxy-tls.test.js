@@ -15,7 +15,6 @@
 
 const { test, describe } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -23,7 +22,7 @@ const { createSimulator } = require('../sim');
 const { createHttpProxy, createSocks5Proxy } = require('../sim/proxies');
 const certs = require('../sim/certs');
 const { TOKEN, paramsFor, collect, watcherWithLogger, pod } = require('./helpers');
-const { writeKubeconfig, runKubeWatch } = require('./kube-watch-child');
+const { writeKubeconfig, runKubeWatch, runNode } = require('./kube-watch-child');
 
 const PROXY_USER = 'proxy-user';
 const PROXY_PASSWORD = 'proxy-pw-8c41e7d2';
@@ -365,17 +364,11 @@ describe('tlsServerName', () => {
 async function inChild(watches, env = {}) {
   const base = { ...process.env };
   for (const name of PROXY_VARIABLES) delete base[name];
-  const child = spawn(process.execPath, [CHILD, JSON.stringify({ watches })], {
-    env: { ...base, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-  const killer = setTimeout(() => child.kill('SIGKILL'), CHILD_LIMIT_MS);
-  const [code, signal] = await new Promise((resolve) => child.once('close', (...r) => resolve(r)));
-  clearTimeout(killer);
+  const { code, signal, stdout, stderr } = await runNode(
+    [CHILD, JSON.stringify({ watches })],
+    { ...base, ...env },
+    CHILD_LIMIT_MS,
+  );
   assert.equal(code, 0, `the child failed (${signal}): ${shown(stderr)}`);
   const results = stdout
     .split('\n')
@@ -568,13 +561,20 @@ describe('kube-watch with a kubeconfig', () => {
     return runKubeWatch(args, { ...noProxy, KUBE_WATCH_CACHE_DIR: cacheDir }, { limitMs: CHILD_LIMIT_MS });
   }
 
-  /** A kubeconfig whose cluster is reached through `proxyUrl` and named kube.internal. */
-  function proxiedKubeconfig(dir, { server, proxyUrl }) {
-    return writeKubeconfig(path.join(dir, 'config.yaml'), {
-      server,
+  /**
+   * Runs `kube-watch pods --timeout 1` to its end with a kubeconfig (written in `dir`) whose
+   * cluster is `sim`, reached through `proxyUrl` and named kube.internal; asserts that nothing
+   * it printed holds a secret.
+   */
+  async function watchPodsThrough(dir, sim, proxyUrl) {
+    const config = writeKubeconfig(path.join(dir, 'config.yaml'), {
+      server: `https://127.0.0.1:${sim.port}`,
       userLines: [`token: ${TOKEN}`],
       clusterLines: [`proxy-url: ${proxyUrl}`, 'tls-server-name: kube.internal'],
     });
+    const r = await kubeWatch(['pods', '--kubeconfig', config, '--timeout', '1'], dir);
+    assertNoSecret(r.stdout + r.stderr, 'the output');
+    return r;
   }
 
   test('proxy-url and tls-server-name take the watch through the proxy to a kube.internal certificate', async (t) => {
@@ -582,13 +582,8 @@ describe('kube-watch with a kubeconfig', () => {
     const proxy = await proxyFor(t, 'http');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-watch-proxy-'));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const config = proxiedKubeconfig(dir, {
-      server: `https://127.0.0.1:${sim.port}`,
-      proxyUrl: proxy.urlWith(PROXY_USER, PROXY_PASSWORD),
-    });
 
-    const r = await kubeWatch(['pods', '--kubeconfig', config, '--timeout', '1'], dir);
-    assertNoSecret(r.stdout + r.stderr, 'the output');
+    const r = await watchPodsThrough(dir, sim, proxy.urlWith(PROXY_USER, PROXY_PASSWORD));
     assert.equal(r.code, 0, shown(r.stderr));
     assert.match(r.stdout, /ADDED\s+default\/p1\b/);
     assert.ok(proxy.tunnels.length >= 1, 'the watch went through the proxy');
@@ -614,12 +609,7 @@ describe('kube-watch with a kubeconfig', () => {
     }
 
     // A wrong password in proxy-url: the CLI fails naming the proxy, not the password.
-    const wrong = proxiedKubeconfig(dir, {
-      server: `https://127.0.0.1:${sim.port}`,
-      proxyUrl: proxy.urlWith(PROXY_USER, WRONG_PASSWORD),
-    });
-    const failed = await kubeWatch(['pods', '--kubeconfig', wrong, '--timeout', '1'], dir);
-    assertNoSecret(failed.stdout + failed.stderr, 'the output');
+    const failed = await watchPodsThrough(dir, sim, proxy.urlWith(PROXY_USER, WRONG_PASSWORD));
     assert.equal(failed.code, 1, shown(failed.stderr));
     assert.match(failed.stderr, /SYSTEM_ERROR/);
     assert.ok(

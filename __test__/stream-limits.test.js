@@ -7,7 +7,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { createSimulator, certs } = require('../sim');
-const { TOKEN, paramsFor, pod, until, within, watcherWithLogger } = require('./helpers');
+const { TOKEN, paramsFor, pod, watcherWithLogger } = require('./helpers');
+const { until, within } = require('./wait');
 
 const b64 = (text) => Buffer.from(text).toString('base64');
 
@@ -15,6 +16,20 @@ async function h2Sim(t, maxConcurrentStreams) {
   const sim = await createSimulator({ tls: true, http2: true, token: TOKEN, maxConcurrentStreams });
   t.after(() => sim.close());
   return sim;
+}
+
+/**
+ * An HTTP/2 simulator advertising `maxConcurrentStreams` and a watcher: `start(namespace, count)`
+ * starts watches on it (startWatches()) that are aborted when test `t` ends, after which the
+ * simulator closes.
+ */
+async function h2Watches(t, maxConcurrentStreams) {
+  const sim = await h2Sim(t, maxConcurrentStreams);
+  const { watcher, logger } = watcherWithLogger();
+  const controller = new AbortController();
+  t.after(() => controller.abort());
+  const start = (namespace, count) => startWatches(watcher, sim, namespace, count, controller.signal);
+  return { sim, watcher, logger, controller, start };
 }
 
 /**
@@ -55,11 +70,8 @@ for (const { limit, perConnection, connections } of [
   { limit: 7, perConnection: 6, connections: Math.ceil(350 / 6) },
 ]) {
   test(`350 watches with the server's limit at ${limit} all start, over ${connections} connections`, async (t) => {
-    const sim = await h2Sim(t, limit);
-    const { watcher, logger } = watcherWithLogger();
-    const controller = new AbortController();
-    t.after(() => controller.abort());
-    const watches = startWatches(watcher, sim, 'many', 350, controller.signal);
+    const { sim, watcher, logger, start } = await h2Watches(t, limit);
+    const watches = start('many', 350);
     await everyWatchSeesAChange(sim, watches, 'many', 'after-start');
     assert.equal(sim.http2.opened, connections, 'HTTP/2 connections the server saw');
     const pool = poolOf(watcher, sim);
@@ -81,17 +93,14 @@ for (const { limit, perConnection, connections } of [
 }
 
 test('a limit lowered mid-connection sends new watches to another connection', async (t) => {
-  const sim = await h2Sim(t, 100);
-  const { watcher } = watcherWithLogger();
-  const controller = new AbortController();
-  t.after(() => controller.abort());
-  const early = startWatches(watcher, sim, 'lowered', 20, controller.signal);
+  const { sim, watcher, start } = await h2Watches(t, 100);
+  const early = start('lowered', 20);
   await until(() => sim.activeWatches() === 20, 10000, '20 watches');
   assert.equal(sim.http2.opened, 1);
 
   sim.http2.setLimit(10);
   await until(() => poolOf(watcher, sim).connections[0].streamLimit === 10, 5000, 'the new limit');
-  const late = startWatches(watcher, sim, 'lowered', 5, controller.signal);
+  const late = start('lowered', 5);
   await until(() => sim.activeWatches() === 25, 10000, '25 watches');
   // Read from the connection, not found out by waiting for a stream that never opens: a
   // request left queued behind the limit (STREAM_START_WAIT) is withdrawn and its connection
@@ -107,17 +116,14 @@ test('a limit lowered mid-connection sends new watches to another connection', a
 });
 
 test('after GOAWAY the running watches continue and new ones go to another connection', async (t) => {
-  const sim = await h2Sim(t, 100);
-  const { watcher, logger } = watcherWithLogger();
-  const controller = new AbortController();
-  t.after(() => controller.abort());
-  const running = startWatches(watcher, sim, 'goaway', 20, controller.signal);
+  const { sim, watcher, logger, start } = await h2Watches(t, 100);
+  const running = start('goaway', 20);
   await until(() => sim.activeWatches() === 20, 10000, '20 watches');
   const firstSocket = sim.requests.at(-1).socketId;
 
   assert.equal(sim.http2.goaway(), 1, 'one session got GOAWAY');
   await new Promise((resolve) => setTimeout(resolve, 100));
-  const fresh = startWatches(watcher, sim, 'goaway', 5, controller.signal);
+  const fresh = start('goaway', 5);
   await everyWatchSeesAChange(sim, [...running, ...fresh], 'goaway', 'after-goaway');
 
   const watchRequests = sim.requests.filter((r) => r.path === '/api/v1/namespaces/goaway/pods');
@@ -132,12 +138,9 @@ test('after GOAWAY the running watches continue and new ones go to another conne
 });
 
 test('a stream refused with REFUSED_STREAM is retried transparently', async (t) => {
-  const sim = await h2Sim(t, 100);
-  const { watcher, logger } = watcherWithLogger();
-  const controller = new AbortController();
-  t.after(() => controller.abort());
+  const { sim, logger, start } = await h2Watches(t, 100);
   sim.http2.refuseNext = 2;
-  const watches = startWatches(watcher, sim, 'refused', 1, controller.signal);
+  const watches = start('refused', 1);
   await everyWatchSeesAChange(sim, watches, 'refused', 'after-refusals');
   assert.equal(sim.http2.refused, 2);
   const attempts = sim.requests.filter((r) => r.path === '/api/v1/namespaces/refused/pods');
@@ -165,11 +168,8 @@ test('a server that refuses every stream gives one SYSTEM_ERROR saying so, not a
 });
 
 test('1 000 idle watches use at most ⌈1000 / (limit − headroom)⌉ + 1 connections', async (t) => {
-  const sim = await h2Sim(t, 100);
-  const { watcher } = watcherWithLogger();
-  const controller = new AbortController();
-  t.after(() => controller.abort());
-  const watches = startWatches(watcher, sim, 'idle', 1000, controller.signal);
+  const { sim, watcher, controller, start } = await h2Watches(t, 100);
+  const watches = start('idle', 1000);
   await until(() => sim.activeWatches() === 1000, 30000, '1 000 watches at the server');
   const bound = Math.ceil(1000 / 90) + 1;
   assert.ok(sim.http2.opened <= bound, `${sim.http2.opened} connections (at most ${bound})`);
@@ -179,11 +179,8 @@ test('1 000 idle watches use at most ⌈1000 / (limit − headroom)⌉ + 1 conne
 });
 
 test('a server admitting no streams fails the watch with a warning saying so, and recovers later', async (t) => {
-  const sim = await h2Sim(t, 0);
-  const { watcher, logger } = watcherWithLogger();
-  const controller = new AbortController();
-  t.after(() => controller.abort());
-  const [refused] = startWatches(watcher, sim, 'zero', 1, controller.signal);
+  const { sim, watcher, logger, start } = await h2Watches(t, 0);
+  const [refused] = start('zero', 1);
   const { value } = await within(refused.first, 10000, 'the ERROR');
   assert.equal(value.type, 'ERROR');
   assert.equal(value.error.statusCode, 0);
@@ -191,6 +188,6 @@ test('a server admitting no streams fails the watch with a warning saying so, an
 
   sim.http2.setLimit(5);
   await until(() => poolOf(watcher, sim).connections.some((c) => c.streamLimit === 5), 5000, 'the new limit');
-  const later = startWatches(watcher, sim, 'zero', 2, controller.signal);
+  const later = start('zero', 2);
   await everyWatchSeesAChange(sim, later, 'zero', 'after-zero');
 });

@@ -5,28 +5,24 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { createSimulator } = require('../sim');
 const { HOLD_LOOP_MS } = require('../lib/event-stream');
 const {
-  TOKEN,
+  useSimulator,
+  testWithTimeout,
   paramsFor,
   watcherWithLogger,
   pod,
-  sleep,
-  within,
-  flood,
   seedPods,
   countBatches,
+  floodWatches,
 } = require('./helpers');
+const { sleep, within } = require('./wait');
 
 const TEST_TIMEOUT_MS = 20000;
+const timedTest = testWithTimeout(TEST_TIMEOUT_MS);
 
 let sim;
-test.before(async () => {
-  sim = await createSimulator({ token: TOKEN });
-});
-test.after(() => sim.close());
-test.afterEach(() => sim.setFault(null));
+useSimulator((s) => (sim = s), { clearFaults: true });
 
 test('it is an AsyncGenerator: tag, prototype chain, its own async iterator', () => {
   const { watcher } = watcherWithLogger();
@@ -40,31 +36,22 @@ test('it is an AsyncGenerator: tag, prototype chain, its own async iterator', ()
   assert.equal(sim.activeWatches(), 0);
 });
 
-test(
-  'next() called many times without awaiting resolves every event once, in order',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    seedPods(sim, 'burst-next', 5);
-    const { watcher, logger } = watcherWithLogger();
-    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'burst-next' });
-    // The first calls wait for the network, the later ones queue behind them.
-    const results = await within(
-      Promise.all(Array.from({ length: 5 }, () => gen.next())),
-      5000,
-      'five events',
-    );
-    assert.deepEqual(
-      results.map((r) => [r.done, r.value.object.metadata.name]),
-      [0, 1, 2, 3, 4].map((i) => [false, `p${i}`]),
-    );
-    await gen.return();
-    assert.deepEqual(logger.warnings(), []);
-  },
-);
+timedTest('next() called many times without awaiting resolves every event once, in order', async () => {
+  seedPods(sim, 'burst-next', 5);
+  const { watcher, logger } = watcherWithLogger();
+  const gen = watcher.watchResource(paramsFor(sim), { namespace: 'burst-next' });
+  // The first calls wait for the network, the later ones queue behind them.
+  const results = await within(Promise.all(Array.from({ length: 5 }, () => gen.next())), 5000, 'five events');
+  assert.deepEqual(
+    results.map((r) => [r.done, r.value.object.metadata.name]),
+    [0, 1, 2, 3, 4].map((i) => [false, `p${i}`]),
+  );
+  await gen.return();
+  assert.deepEqual(logger.warnings(), []);
+});
 
-test(
+timedTest(
   'return() and throw() queued behind a pending next() run after it, like an async generator',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
     const { watcher } = watcherWithLogger();
     const gen = watcher.watchResource(paramsFor(sim), { namespace: 'queued' });
@@ -104,12 +91,10 @@ test('return() and throw() before the first next() end it without a request', as
   assert.equal(sim.requests.length, before, 'no request was sent');
 });
 
-test(
+timedTest(
   'under load most batches are taken without a Promise, and every event arrives in order',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
-    const body = flood(8 * 1024 * 1024);
-    sim.setFault({ onWatch: body.onWatch });
+    const body = floodWatches(sim, 8 * 1024 * 1024);
     const { watcher, logger } = watcherWithLogger();
     const counts = countBatches();
     let seq = 0;
@@ -166,8 +151,7 @@ function watchBehindTheStream(onText = () => {}) {
  * Resolves with the number of batch texts handed over.
  */
 async function consumeFlood(namespace, bytes, { onEvent = () => {}, onText } = {}) {
-  const body = flood(bytes);
-  sim.setFault({ onWatch: body.onWatch });
+  const body = floodWatches(sim, bytes);
   const { watcher, logger } = watcherWithLogger();
   const seen = watchBehindTheStream(onText);
   let seq = 0;
@@ -186,26 +170,21 @@ async function consumeFlood(namespace, bytes, { onEvent = () => {}, onText } = {
   return seen;
 }
 
-test(
-  'a busy watch hands over many batches, every event intact and in order',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    const seen = await consumeFlood('busy', 8 * 1024 * 1024, {
-      // A consumer a little slower than the stream.
-      onEvent() {
-        const spin = performance.now() + 0.01;
-        while (performance.now() < spin);
-      },
-    });
-    // 8 MiB in batches of at most 64 KiB (MAX_BATCH_BYTES): at least 128 of them, whether
-    // taken at once or awaited.
-    assert.ok(seen.textBatches >= 128, `${seen.textBatches} batch texts`);
-  },
-);
+timedTest('a busy watch hands over many batches, every event intact and in order', async () => {
+  const seen = await consumeFlood('busy', 8 * 1024 * 1024, {
+    // A consumer a little slower than the stream.
+    onEvent() {
+      const spin = performance.now() + 0.01;
+      while (performance.now() < spin);
+    },
+  });
+  // 8 MiB in batches of at most 64 KiB (MAX_BATCH_BYTES): at least 128 of them, whether
+  // taken at once or awaited.
+  assert.ok(seen.textBatches >= 128, `${seen.textBatches} batch texts`);
+});
 
-test(
+timedTest(
   'a batch text keeps its bytes after later batches are taken (nothing is rewritten under a live string)',
-  { timeout: TEST_TIMEOUT_MS },
   async () => {
     // Every batch text is kept alive, with a copy of its bytes made when it was taken.
     const kept = [];
@@ -220,52 +199,47 @@ test(
   },
 );
 
-test(
-  'a flood of ready batches still lets timers run every few milliseconds',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    const body = flood(16 * 1024 * 1024);
-    sim.setFault({ onWatch: body.onWatch });
-    const { watcher } = watcherWithLogger();
-    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'fair' });
-    // Let the native queue fill (4 MiB of 1 KiB lines), so every batch is ready the moment
-    // JavaScript asks for it: 3000 events at 50 µs each are 150 ms of work with no wait.
-    assert.equal((await within(gen.next(), 5000, 'the first event')).done, false);
-    await sleep(300);
-    // Counted in events, not milliseconds: how many the loop handled between two runs of a 1 ms
-    // timer. A busy machine stretches the gaps between ticks in time (the process is not
-    // running), but not in events, so the count measures the stream, not the scheduler.
-    let ticks = 0;
-    let sinceTick = 0;
-    let mostBetweenTicks = 0;
-    const timer = setInterval(() => {
-      mostBetweenTicks = Math.max(mostBetweenTicks, sinceTick);
-      sinceTick = 0;
-      ticks++;
-    }, 1);
-    let events = 0;
-    try {
-      // No await of our own in the loop: only the stream can let the event loop turn.
-      for await (const event of gen) {
-        assert.ok(event.object.seq > 0);
-        const spin = performance.now() + 0.05;
-        while (performance.now() < spin);
-        sinceTick++;
-        if (++events === 3000) break;
-      }
-    } finally {
-      clearInterval(timer);
-    }
+timedTest('a flood of ready batches still lets timers run every few milliseconds', async () => {
+  const body = floodWatches(sim, 16 * 1024 * 1024);
+  const { watcher } = watcherWithLogger();
+  const gen = watcher.watchResource(paramsFor(sim), { namespace: 'fair' });
+  // Let the native queue fill (4 MiB of 1 KiB lines), so every batch is ready the moment
+  // JavaScript asks for it: 3000 events at 50 µs each are 150 ms of work with no wait.
+  assert.equal((await within(gen.next(), 5000, 'the first event')).done, false);
+  await sleep(300);
+  // Counted in events, not milliseconds: how many the loop handled between two runs of a 1 ms
+  // timer. A busy machine stretches the gaps between ticks in time (the process is not
+  // running), but not in events, so the count measures the stream, not the scheduler.
+  let ticks = 0;
+  let sinceTick = 0;
+  let mostBetweenTicks = 0;
+  const timer = setInterval(() => {
     mostBetweenTicks = Math.max(mostBetweenTicks, sinceTick);
-    assert.ok(ticks >= 10, `the 1 ms timer ran ${ticks} times`);
-    // The stream lets the loop turn once HOLD_LOOP_MS have passed since the last turn, checked
-    // before it takes a batch: at most HOLD_LOOP_MS / 50 µs events, plus the rest of the batch
-    // then in hand (64 one-KiB lines in a 64 KiB batch). Twice that allows for a turn that comes
-    // too soon for the timer to be due. Holding the loop for the whole flood would be 3000.
-    const bound = 2 * (HOLD_LOOP_MS / 0.05 + 64);
-    assert.ok(
-      mostBetweenTicks <= bound,
-      `${mostBetweenTicks} events between two timer ticks (at most ${bound}; hold ${HOLD_LOOP_MS} ms)`,
-    );
-  },
-);
+    sinceTick = 0;
+    ticks++;
+  }, 1);
+  let events = 0;
+  try {
+    // No await of our own in the loop: only the stream can let the event loop turn.
+    for await (const event of gen) {
+      assert.ok(event.object.seq > 0);
+      const spin = performance.now() + 0.05;
+      while (performance.now() < spin);
+      sinceTick++;
+      if (++events === 3000) break;
+    }
+  } finally {
+    clearInterval(timer);
+  }
+  mostBetweenTicks = Math.max(mostBetweenTicks, sinceTick);
+  assert.ok(ticks >= 10, `the 1 ms timer ran ${ticks} times`);
+  // The stream lets the loop turn once HOLD_LOOP_MS have passed since the last turn, checked
+  // before it takes a batch: at most HOLD_LOOP_MS / 50 µs events, plus the rest of the batch
+  // then in hand (64 one-KiB lines in a 64 KiB batch). Twice that allows for a turn that comes
+  // too soon for the timer to be due. Holding the loop for the whole flood would be 3000.
+  const bound = 2 * (HOLD_LOOP_MS / 0.05 + 64);
+  assert.ok(
+    mostBetweenTicks <= bound,
+    `${mostBetweenTicks} events between two timer ticks (at most ${bound}; hold ${HOLD_LOOP_MS} ms)`,
+  );
+});

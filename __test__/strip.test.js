@@ -6,7 +6,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { configMap } = require('../bench/fleet-objects');
-const { paramsFor, collect, watcherWithLogger, TOKEN } = require('./helpers');
+const { paramsFor, collect, watcherWithLogger, TOKEN, UNREACHABLE } = require('./helpers');
 const { sim, consume, until } = require('./informer-helpers');
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -97,14 +97,8 @@ test('a watch with strip delivers events without the stripped paths', { timeout:
 
 test('bad strip options are TypeErrors naming the path, at call time', () => {
   const { watcher } = watcherWithLogger();
-  const params = {
-    clusterDetails: { name: 'c', url: 'https://127.0.0.1:1' },
-    credential: { type: 'anonymous' },
-  };
-  const watch = (options) => () =>
-    watcher.watchResource({ ...params, apiVersion: 'v1', plural: 'pods' }, options);
-  const inform = (options) => () =>
-    watcher.informer({ ...params, apiVersion: 'v1', plural: 'pods' }, options);
+  const watch = (options) => () => watcher.watchResource(UNREACHABLE, options);
+  const inform = (options) => () => watcher.informer(UNREACHABLE, options);
   for (const call of [watch, inform]) {
     assert.throws(call({ strip: ['metadata..x'] }), {
       name: 'TypeError',

@@ -5,17 +5,14 @@
 // processes must exit by themselves once their watches and informers ended, or were left idle);
 // and it holds nothing that keeps a watcher or a finished generator from being collected.
 
-const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const path = require('node:path');
 const readline = require('node:readline');
-const v8 = require('node:v8');
-const vm = require('node:vm');
-const { createSimulator } = require('../sim');
 const { NativeKubernetesWatcher } = require('..');
 const { waiting } = require('../lib/watch-hub');
-const { TOKEN, paramsFor, pod, within, until, collect } = require('./helpers');
+const { useSimulator, testWithTimeout, TOKEN, paramsFor, pod, collect } = require('./helpers');
+const { within, until, untilCollected } = require('./wait');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'hub.js');
 /** A child still running this long after it let go of everything is kept alive by something. */
@@ -23,12 +20,10 @@ const EXIT_MS = 3000;
 /** Any child is killed after this long, so a hung one fails its test instead of the run. */
 const KILL_MS = 15000;
 const TEST_TIMEOUT_MS = 20000;
+const timedTest = testWithTimeout(TEST_TIMEOUT_MS);
 
 let sim;
-test.beforeEach(async () => {
-  sim = await createSimulator({ token: TOKEN });
-});
-test.afterEach(() => sim.close());
+useSimulator((s) => (sim = s), { perTest: true });
 
 const quietLogger = { warn() {}, error() {}, info() {}, debug() {}, child: () => quietLogger };
 
@@ -67,9 +62,8 @@ function seedHub() {
 }
 
 for (const mode of ['closed', 'idle']) {
-  test(
+  timedTest(
     `a child whose 40 watches and 3 informers were ${mode === 'closed' ? 'ended' : 'left idle (not iterated)'}, watcher dropped, exits by itself`,
-    { timeout: TEST_TIMEOUT_MS },
     async () => {
       seedHub();
       const run = await runChild(mode, 40);
@@ -86,86 +80,72 @@ for (const mode of ['closed', 'idle']) {
   );
 }
 
-test(
-  'a watcher and its finished generators are collected: the hub holds none of them',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
-    // Exposes gc() without a command-line flag: only this test needs it.
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc');
-    const collected = new Set();
-    const registry = new FinalizationRegistry((name) => collected.add(name));
-    const before = waiting();
-    await (async () => {
-      const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
-      registry.register(watcher, 'watcher');
-      const gens = [0, 1, 2].map((i) => {
-        const gen = watcher.watchResource(paramsFor(sim), { namespace: 'gc', timeoutSeconds: 1 });
-        registry.register(gen, `watch ${i}`);
-        return gen;
-      });
-      // Each waits through the hub (nothing exists yet), gets its event, then ends: by
-      // return() while waiting, and by the server (timeoutSeconds).
-      const pending = gens.map((gen) => gen.next());
-      await until(() => waiting() === before + 3, 2000, 'the three watches to wait through the hub');
-      sim.create('pods', pod('a', { namespace: 'gc' }));
-      for (const result of await within(Promise.all(pending), 5000, 'the first events'))
-        assert.equal(result.value.type, 'ADDED');
-      const third = gens[2].next();
-      await gens[2].return();
-      assert.deepEqual(await within(third, 2000, 'a wait ended by return()'), {
-        value: undefined,
-        done: true,
-      });
-      for (const gen of gens.slice(0, 2))
-        assert.deepEqual(await within(gen.next(), 5000, 'the server end'), { value: undefined, done: true });
-    })();
-    assert.equal(waiting(), before, 'no watch waits any more');
-    const all = ['watcher', 'watch 0', 'watch 1', 'watch 2'];
-    await until(
-      () => {
-        gc();
-        return all.every((name) => collected.has(name));
-      },
-      5000,
-      `the watcher and its generators to be collected (collected: ${[...collected]})`,
-    ).catch(() => assert.fail(`not collected: ${all.filter((n) => !collected.has(n)).join(', ')}`));
-  },
-);
-
-test(
-  '200 watches woken through one hub: each gets its own events, intact and in order',
-  { timeout: TEST_TIMEOUT_MS },
-  async () => {
+timedTest('a watcher and its finished generators are collected: the hub holds none of them', async () => {
+  const collected = new Set();
+  const registry = new FinalizationRegistry((name) => collected.add(name));
+  const before = waiting();
+  await (async () => {
     const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
-    const WATCHES = 200;
-    const EVENTS = 10;
-    // Two namespaces, so a wake routed to the wrong watch would show as the other's names.
-    const gens = Array.from({ length: WATCHES }, (_, i) =>
-      watcher.watchResource(paramsFor(sim), { namespace: `n${i % 2}` }),
-    );
-    const results = gens.map((gen) => collect(gen, { count: EVENTS, timeoutMs: 10000 }));
-    // Let every watch start and wait before the changes trickle in, one every few ms.
-    await until(() => sim.activeWatches() === WATCHES, 5000, 'every watch to be running');
-    for (let k = 0; k < EVENTS; k++) {
-      for (const ns of ['n0', 'n1']) sim.create('pods', pod(`${ns}-p${k}`, { namespace: ns }));
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    const all = await Promise.all(results);
-    all.forEach((events, i) => {
-      const ns = `n${i % 2}`;
-      assert.deepEqual(
-        events.map((e) => `${e.type} ${e.object.metadata.name}`),
-        Array.from({ length: EVENTS }, (_, k) => `ADDED ${ns}-p${k}`),
-        `watch ${i}`,
-      );
-      const versions = events.map((e) => Number(e.resourceVersion));
-      assert.ok(
-        versions.every((v, k) => k === 0 || v > versions[k - 1]),
-        `watch ${i}: resourceVersions increase`,
-      );
+    registry.register(watcher, 'watcher');
+    const gens = [0, 1, 2].map((i) => {
+      const gen = watcher.watchResource(paramsFor(sim), { namespace: 'gc', timeoutSeconds: 1 });
+      registry.register(gen, `watch ${i}`);
+      return gen;
     });
-    await Promise.all(gens.map((gen) => gen.return()));
-    assert.equal(waiting(), 0);
-  },
-);
+    // Each waits through the hub (nothing exists yet), gets its event, then ends: by
+    // return() while waiting, and by the server (timeoutSeconds).
+    const pending = gens.map((gen) => gen.next());
+    await until(() => waiting() === before + 3, 2000, 'the three watches to wait through the hub');
+    sim.create('pods', pod('a', { namespace: 'gc' }));
+    for (const result of await within(Promise.all(pending), 5000, 'the first events'))
+      assert.equal(result.value.type, 'ADDED');
+    const third = gens[2].next();
+    await gens[2].return();
+    assert.deepEqual(await within(third, 2000, 'a wait ended by return()'), {
+      value: undefined,
+      done: true,
+    });
+    for (const gen of gens.slice(0, 2))
+      assert.deepEqual(await within(gen.next(), 5000, 'the server end'), { value: undefined, done: true });
+  })();
+  assert.equal(waiting(), before, 'no watch waits any more');
+  const all = ['watcher', 'watch 0', 'watch 1', 'watch 2'];
+  await untilCollected(
+    () => all.every((name) => collected.has(name)),
+    5000,
+    `the watcher and its generators to be collected (collected: ${[...collected]})`,
+  ).catch(() => assert.fail(`not collected: ${all.filter((n) => !collected.has(n)).join(', ')}`));
+});
+
+timedTest('200 watches woken through one hub: each gets its own events, intact and in order', async () => {
+  const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
+  const WATCHES = 200;
+  const EVENTS = 10;
+  // Two namespaces, so a wake routed to the wrong watch would show as the other's names.
+  const gens = Array.from({ length: WATCHES }, (_, i) =>
+    watcher.watchResource(paramsFor(sim), { namespace: `n${i % 2}` }),
+  );
+  const results = gens.map((gen) => collect(gen, { count: EVENTS, timeoutMs: 10000 }));
+  // Let every watch start and wait before the changes trickle in, one every few ms.
+  await until(() => sim.activeWatches() === WATCHES, 5000, 'every watch to be running');
+  for (let k = 0; k < EVENTS; k++) {
+    for (const ns of ['n0', 'n1']) sim.create('pods', pod(`${ns}-p${k}`, { namespace: ns }));
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const all = await Promise.all(results);
+  all.forEach((events, i) => {
+    const ns = `n${i % 2}`;
+    assert.deepEqual(
+      events.map((e) => `${e.type} ${e.object.metadata.name}`),
+      Array.from({ length: EVENTS }, (_, k) => `ADDED ${ns}-p${k}`),
+      `watch ${i}`,
+    );
+    const versions = events.map((e) => Number(e.resourceVersion));
+    assert.ok(
+      versions.every((v, k) => k === 0 || v > versions[k - 1]),
+      `watch ${i}: resourceVersions increase`,
+    );
+  });
+  await Promise.all(gens.map((gen) => gen.return()));
+  assert.equal(waiting(), 0);
+});

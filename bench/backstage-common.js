@@ -1,12 +1,9 @@
 'use strict';
-// What bench/backstage.js and bench/backstage-live.js share: the benchmark's entities, a forked
-// child with request/answer IPC, the CPU and memory of a process as /proc accounts them, and
-// the report's arithmetic.
+// What bench/backstage.js and bench/backstage-live.js share: the benchmark's entities, the CPU
+// and memory of a process as /proc accounts them, and the report's arithmetic. (Their forked
+// children with request/answer IPC are bench/children.js's.)
 
-const { fork } = require('node:child_process');
 const fs = require('node:fs');
-const path = require('node:path');
-const { track } = require('./children');
 
 /** The benchmark's entity `name`: its pods and the rest carry `backstage.io/kubernetes-id: name`. */
 const entityOf = (name) => ({
@@ -32,30 +29,6 @@ const clusterConfigs = (info) =>
 
 /** A figure for the report's tables. */
 const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
-
-/** A forked child (a file of bench/) with request/answer IPC by id. */
-function child(file, args) {
-  const proc = track(
-    fork(path.join(__dirname, file), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-  );
-  const pending = new Map();
-  let nextId = 0;
-  const ready = new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`${file} did not start`)), 180_000);
-    proc.on('message', (msg) => {
-      if (msg.type === 'ready') (clearTimeout(t), resolve(msg));
-      else pending.get(msg.id)?.(msg);
-    });
-    proc.on('exit', (code) => reject(new Error(`${file} exited (${code})`)));
-  });
-  const request = (msg) =>
-    new Promise((resolve) => {
-      const id = ++nextId;
-      pending.set(id, (m) => (pending.delete(id), resolve(m)));
-      proc.send({ ...msg, id });
-    });
-  return { proc, ready, request };
-}
 
 const TICK = 100; // USER_HZ
 /** CPU seconds of one thread (or, with tid = pid, of the main thread). */
@@ -116,7 +89,6 @@ module.exports = {
   entities,
   clusterConfigs,
   fmt,
-  child,
   threadCpu,
   threadCpuNs,
   processCpu,

@@ -11,8 +11,7 @@
 
 const fs = require('node:fs');
 const { bundle } = require('../__test__/live-helpers');
-const { killAll } = require('./children');
-const { child } = require('./backstage-common');
+const { killAll, child } = require('./children');
 const { startVariant, CHROMIUM } = require('./backstage-live');
 
 const TICK = 100;

@@ -26,17 +26,8 @@
 const fs = require('node:fs');
 const { chromium } = require('playwright-core');
 const { bundle, startOrigin } = require('../__test__/live-helpers');
-const { killAll } = require('./children');
-const {
-  entityOf,
-  fmt,
-  child,
-  threadCpu,
-  processCpu,
-  treeCpu,
-  quantile,
-  median,
-} = require('./backstage-common');
+const { killAll, child } = require('./children');
+const { entityOf, fmt, threadCpu, processCpu, treeCpu, quantile, median } = require('./backstage-common');
 
 const CHROMIUM = '/usr/bin/chromium';
 const OBJECTS = 20_000;

@@ -48,11 +48,10 @@ const PERIOD_MS = 10_000;
 const CHANGES = 5;
 const log = (...a) => console.error(...a);
 
-const { killAll } = require('./children');
+const { killAll, child } = require('./children');
 const {
   entityOf,
   fmt,
-  child,
   threadCpu,
   threadCpuNs,
   processCpu,

@@ -38,7 +38,11 @@ const STRIP = [
 ];
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 
-if (require('./worker-main').runAsWorker(worker)) return;
+const { runAsWorker, giveUpAfter, stderrWatcher, readyForChanges } = require('./worker-main');
+// Required above the line below: in a worker, this module's body ends there.
+const { mainThreadCpuNs, emptyWakeUpUs } = require('./measure');
+
+if (runAsWorker(worker)) return;
 
 for (const a of argv) {
   if (
@@ -52,7 +56,6 @@ for (const a of argv) {
 }
 
 const { track } = require('./children');
-const { mainThreadCpuNs, emptyWakeUpUs } = require('./measure');
 
 async function main() {
   const types = opt('types') === undefined ? 0 : Number(opt('types'));
@@ -267,15 +270,9 @@ function profiler(file) {
 async function worker({ pkg, urls, namespaces, informers, types, strip, idleSeconds, profile, count }) {
   const counting = count ? counters(pkg) : null;
   const profiling = profile ? profiler(profile) : null;
-  const { NativeKubernetesWatcher } = require(pkg);
   const certs = require('../sim/certs');
-  const giveUp = setTimeout(() => {
-    console.error('fleet main-thread worker: gave up after 180 s');
-    process.exit(1);
-  }, 180000);
-  giveUp.unref();
-  const say = (m) => console.error(m);
-  const watcher = new NativeKubernetesWatcher({ logger: { warn: say, error: say } });
+  giveUpAfter('fleet main-thread worker', 180);
+  const watcher = stderrWatcher(pkg);
   const opened = [];
   let received = 0;
   let wanted = Infinity;
@@ -324,9 +321,7 @@ async function worker({ pkg, urls, namespaces, informers, types, strip, idleSeco
   const done = new Promise((resolve) => {
     reached = resolve;
   });
-  const go = new Promise((resolve) => process.once('message', resolve));
-  process.send({ cmd: 'ready' });
-  const { changes } = await go;
+  const changes = await readyForChanges();
   received = 0;
   wanted = changes;
   measuring = true;

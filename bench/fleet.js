@@ -31,7 +31,9 @@ const { fork } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
-if (require('./worker-main').runAsWorker(worker)) return;
+const { runAsWorker, giveUpAfter, stderrWatcher, readyForChanges } = require('./worker-main');
+
+if (runAsWorker(worker)) return;
 
 const argv = process.argv.slice(2);
 if (argv.some((a) => a === '--full' || a.startsWith('--types='))) {
@@ -217,15 +219,9 @@ function mainThreadNs() {
 }
 
 async function worker({ pkg, urls, namespaces, informers, strip, watches }) {
-  const { NativeKubernetesWatcher } = require(pkg);
   const certs = require('../sim/certs');
-  const giveUp = setTimeout(() => {
-    console.error('fleet worker: gave up after 120 s');
-    process.exit(1);
-  }, 120000);
-  giveUp.unref();
-  const say = (m) => console.error(m);
-  const watcher = new NativeKubernetesWatcher({ logger: { warn: say, error: say } });
+  giveUpAfter('fleet worker', 120);
+  const watcher = stderrWatcher(pkg);
   const rssBefore = process.memoryUsage().rss;
   const started = performance.now();
   const opened = [];
@@ -278,9 +274,7 @@ async function worker({ pkg, urls, namespaces, informers, strip, watches }) {
   const done = new Promise((resolve) => {
     reached = resolve;
   });
-  const go = new Promise((resolve) => process.once('message', resolve));
-  process.send({ cmd: 'ready' });
-  const { changes } = await go;
+  const changes = await readyForChanges();
   received = 0;
   wanted = changes;
   const cpu0 = mainThreadNs();

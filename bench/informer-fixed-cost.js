@@ -24,7 +24,9 @@ const fs = require('node:fs');
 const path = require('node:path');
 const v8 = require('node:v8');
 
-if (require('./worker-main').runAsWorker(worker)) return;
+const { runAsWorker, giveUpAfter, stderrWatcher } = require('./worker-main');
+
+if (runAsWorker(worker)) return;
 
 const argv = process.argv.slice(2);
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -191,16 +193,10 @@ async function figures(watcher, SNAPSHOT) {
 }
 
 async function worker({ pkg, url, informers, consumers }) {
-  const giveUp = setTimeout(() => {
-    console.error('informer-fixed-cost worker: gave up after 120 s');
-    process.exit(1);
-  }, 120000);
-  giveUp.unref();
-  const { NativeKubernetesWatcher } = require(pkg);
+  giveUpAfter('informer-fixed-cost worker', 120);
+  const watcher = stderrWatcher(pkg);
   const { SNAPSHOT } = require(path.join(pkg, 'lib', 'metrics'));
   const certs = require('../sim/certs');
-  const say = (m) => console.error(m);
-  const watcher = new NativeKubernetesWatcher({ logger: { warn: say, error: say } });
   const open = (i) => {
     const informer = watcher.informer(
       {

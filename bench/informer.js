@@ -35,7 +35,7 @@ const SCENARIOS = (opt('only') ?? 'sync,iterate,memory,fields,relist,get').split
 const CLIENTS = (opt('clients') ?? 'native,clientnode').split(',');
 const log = (...a) => console.error(...a);
 
-const { track, killAll } = require('./children');
+const { track, killAll, child } = require('./children');
 
 /** Seconds of CPU the whole machine has been busy since boot (/proc/stat, all but idle/iowait). */
 function machineBusySeconds() {
@@ -44,30 +44,7 @@ function machineBusySeconds() {
   return (user + nice + system + irq + softirq + steal) / 100;
 }
 
-function startServer() {
-  const child = track(
-    fork(path.join(__dirname, 'informer-server.js'), [String(COUNT)], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
-  );
-  const pending = new Map();
-  let nextId = 0;
-  const ready = new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('informer server did not start')), 120000);
-    child.on('message', (msg) => {
-      if (msg.type === 'ready') (clearTimeout(t), resolve());
-      else pending.get(msg.id)?.(msg);
-    });
-    child.on('exit', (code) => reject(new Error(`informer server exited (${code})`)));
-  });
-  const request = (msg) =>
-    new Promise((resolve) => {
-      const id = ++nextId;
-      pending.set(id, (m) => (pending.delete(id), resolve(m)));
-      child.send({ ...msg, id });
-    });
-  return { child, ready, request };
-}
+const startServer = () => child('informer-server.js', [String(COUNT)], { startMs: 120_000 });
 
 async function measure(server, task) {
   const worker = track(
@@ -126,7 +103,7 @@ async function main() {
       }
     }
   }
-  server.child.send({ cmd: 'stop' });
+  server.proc.send({ cmd: 'stop' });
   const out = report(rows, info, (Date.now() - t0) / 1000);
   console.log(out);
   if (opt('json')) fs.writeFileSync(opt('json'), JSON.stringify({ info, rows }, null, 1));

@@ -88,29 +88,8 @@ const SLOW_ABORT_ABOVE = 1 * GiB;
 // ---------------------------------------------------------------------------------------------
 // Children: the load server and the workers; all of them die with us.
 
-const children = new Set();
-function track(child) {
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  return child;
-}
-function killAll() {
-  for (const child of children) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-}
-process.on('exit', killAll);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => {
-    console.error(`\n${sig}: stopping`);
-    killAll();
-    process.exit(130);
-  });
-}
+// bench/children.js kills them on exit and on SIGINT, SIGTERM and SIGHUP; here also on a crash.
+const { track, killAll } = require('./children');
 process.on('uncaughtException', (err) => {
   console.error(err);
   killAll();

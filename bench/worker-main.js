@@ -21,4 +21,32 @@ function runAsWorker(worker) {
   return true;
 }
 
-module.exports = { runAsWorker };
+/**
+ * Exits this worker (1, saying so on stderr as `name`) if it still runs after `seconds`, so a
+ * hung measurement fails instead of holding up the run.
+ */
+function giveUpAfter(name, seconds) {
+  setTimeout(() => {
+    console.error(`${name}: gave up after ${seconds} s`);
+    process.exit(1);
+  }, seconds * 1000).unref();
+}
+
+/** A watcher of the package in directory `pkg` whose warnings and errors go to stderr. */
+function stderrWatcher(pkg) {
+  const { NativeKubernetesWatcher } = require(pkg);
+  const say = (m) => console.error(m);
+  return new NativeKubernetesWatcher({ logger: { warn: say, error: say } });
+}
+
+/**
+ * Tells the parent this worker is ready ({ cmd: 'ready' }) and resolves with the `changes` of
+ * the message that answers it: how many changes the window that now opens will make.
+ */
+async function readyForChanges() {
+  const go = new Promise((resolve) => process.once('message', resolve));
+  process.send({ cmd: 'ready' });
+  return (await go).changes;
+}
+
+module.exports = { runAsWorker, giveUpAfter, stderrWatcher, readyForChanges };

@@ -13,28 +13,13 @@ const certs = require('./certs');
 const { Store } = require('./store');
 const { resourceKey } = require('./resources');
 const { sendStatus } = require('./status');
-const {
-  route,
-  isWatchRequest,
-  parseApiPath,
-  lookupResource,
-  acceptsGzip,
-  sendNotFound,
-  sendResourceNotFound,
-} = require('./routes');
+const routes = require('./routes');
 const { Watch, parseWatchOptions } = require('./watch');
 const { compileFieldSelector } = require('./field-selector');
 const { SelectorError } = require('./selector');
 const { checkFault, sendFaultStatus, watchContext } = require('./faults');
 const { startWorkload } = require('./workload');
-const {
-  checkFailure,
-  sendFailure,
-  refuseStreamingList,
-  sendExpiredStatus,
-  checkHugePage,
-  sendHugePage,
-} = require('./server-faults');
+const serverFaults = require('./server-faults');
 const { startChaos } = require('./chaos');
 const { partialKind } = require('./metadata');
 const { authenticate, forbidden, validateTokens } = require('./rbac');
@@ -114,8 +99,8 @@ function isListRequest(req, r, params, store) {
     r &&
     r.type === 'resource' &&
     r.name === undefined &&
-    !isWatchRequest(req, r, params) &&
-    lookupResource(store, r),
+    !routes.isWatchRequest(req, r, params) &&
+    routes.lookupResource(store, r),
   );
 }
 
@@ -277,7 +262,7 @@ class Simulator extends EventEmitter {
     const prefix = this.options.pathPrefix;
     let rest = path;
     if (prefix) {
-      if (path !== prefix && !path.startsWith(`${prefix}/`)) return sendNotFound(res);
+      if (path !== prefix && !path.startsWith(`${prefix}/`)) return routes.sendNotFound(res);
       rest = path.slice(prefix.length) || '/';
     }
     // A throwing handler (a test's onWatch included) becomes a 500 the client can see.
@@ -287,20 +272,25 @@ class Simulator extends EventEmitter {
       else res.destroy();
     };
     try {
-      const r = parseApiPath(rest);
+      const r = routes.parseApiPath(rest);
       // Watches take their fault before authentication: a fault stands for a misbehaving
       // server or network, and "the next watch" must not depend on the credentials sent.
       let done;
       // Scripted failures hit lists and watches alike, before authentication (see below).
       if (r && r.type === 'resource' && this.failures.length)
-        done = sendFailure(res, r, this.failures.shift());
+        done = serverFaults.sendFailure(res, r, this.failures.shift());
       else if (this.hugePages.length && isListRequest(req, r, params, this.store))
-        done = sendHugePage(this, res, lookupResource(this.store, r), this.hugePages.shift());
-      else if (isWatchRequest(req, r, params)) done = this.serveWatch(req, res, r, params, record);
+        done = serverFaults.sendHugePage(
+          this,
+          res,
+          routes.lookupResource(this.store, r),
+          this.hugePages.shift(),
+        );
+      else if (routes.isWatchRequest(req, r, params)) done = this.serveWatch(req, res, r, params, record);
       else if (!this.authorized(req, record)) done = sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
       else if (!this.permitted(req, res, r, record, r && r.name === undefined ? 'list' : 'get'))
         done = undefined;
-      else done = route(this, req, res, r, params);
+      else done = routes.route(this, req, res, r, params);
       if (done && typeof done.catch === 'function') done.catch(fail);
     } catch (err) {
       fail(err);
@@ -378,10 +368,10 @@ class Simulator extends EventEmitter {
     if (!this.authorized(req, record)) return sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
     if (!this.permitted(req, res, r, record, 'watch')) return undefined;
 
-    const def = lookupResource(this.store, r);
-    if (!def) return sendResourceNotFound(this.store, res, r);
+    const def = routes.lookupResource(this.store, r);
+    if (!def) return routes.sendResourceNotFound(this.store, res, r);
     const parsed = parseWatchOptions(params);
-    const e = parsed.error || refuseStreamingList(this.options, params);
+    const e = parsed.error || serverFaults.refuseStreamingList(this.options, params);
     if (e) return sendStatus(res, e.code, e.message, e.reason, e.details);
     try {
       parsed.options.fieldSelector = compileFieldSelector(params.get('fieldSelector'), def);
@@ -389,10 +379,11 @@ class Simulator extends EventEmitter {
       if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
       throw err;
     }
-    if (sendExpiredStatus(this, res, parsed.options)) return undefined;
+    if (serverFaults.sendExpiredStatus(this, res, parsed.options)) return undefined;
     const partial = this.partialAnswer(req, res, 'PartialObjectMetadata');
     if (partial === null) return undefined;
-    const gzip = Boolean(fault.gzip ?? this.options.gzip) && acceptsGzip(req.headers['accept-encoding']);
+    const gzip =
+      Boolean(fault.gzip ?? this.options.gzip) && routes.acceptsGzip(req.headers['accept-encoding']);
     const watch = new Watch({
       store: this.store,
       def,
@@ -537,7 +528,7 @@ class Simulator extends EventEmitter {
    *   header or only in the Status details (default both, as the API server does)
    */
   failNext(count, status, retryAfter, options) {
-    const failure = checkFailure(count, status, retryAfter, options);
+    const failure = serverFaults.checkFailure(count, status, retryAfter, options);
     for (let i = 0; i < count; i++) this.failures.push(failure);
   }
 
@@ -547,7 +538,7 @@ class Simulator extends EventEmitter {
    * @param {import('./server-faults').HugePage} page
    */
   hugePageNext(page) {
-    this.hugePages.push(checkHugePage(page));
+    this.hugePages.push(serverFaults.checkHugePage(page));
   }
 
   /**

@@ -52,20 +52,11 @@ function tokenize(input) {
     const c = input[i];
     if (/\s/.test(c)) {
       i++;
-    } else if (c === '(' || c === ')' || c === ',' || c === '<' || c === '>') {
+    } else if (input.startsWith('==', i) || input.startsWith('!=', i)) {
+      tokens.push({ t: input.slice(i, i + 2) });
+      i += 2;
+    } else if ('(),<>=!'.includes(c)) {
       tokens.push({ t: c });
-      i++;
-    } else if (c === '=' && input[i + 1] === '=') {
-      tokens.push({ t: '==' });
-      i += 2;
-    } else if (c === '=') {
-      tokens.push({ t: '=' });
-      i++;
-    } else if (c === '!' && input[i + 1] === '=') {
-      tokens.push({ t: '!=' });
-      i += 2;
-    } else if (c === '!') {
-      tokens.push({ t: '!' });
       i++;
     } else {
       let j = i;

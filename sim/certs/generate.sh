@@ -22,32 +22,22 @@ subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid:always
 X
 
-cat > "$TMP/server.ext" <<'X'
-basicConstraints = critical, CA:FALSE
-keyUsage = critical, digitalSignature
-extendedKeyUsage = serverAuth
-subjectAltName = IP:127.0.0.1, DNS:localhost
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-X
+# $1 file, $2 extendedKeyUsage, $3 subjectAltName (none if not given): a leaf's extensions.
+leaf_ext() {
+  {
+    echo 'basicConstraints = critical, CA:FALSE'
+    echo 'keyUsage = critical, digitalSignature'
+    echo "extendedKeyUsage = $2"
+    [ -z "${3:-}" ] || echo "subjectAltName = $3"
+    echo 'subjectKeyIdentifier = hash'
+    echo 'authorityKeyIdentifier = keyid:always'
+  } > "$1"
+}
 
+leaf_ext "$TMP/server.ext" serverAuth 'IP:127.0.0.1, DNS:localhost'
 # A server certificate for a name other than the address it is served on (tls-server-name).
-cat > "$TMP/kube-internal.ext" <<'X'
-basicConstraints = critical, CA:FALSE
-keyUsage = critical, digitalSignature
-extendedKeyUsage = serverAuth
-subjectAltName = DNS:kube.internal
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-X
-
-cat > "$TMP/client.ext" <<'X'
-basicConstraints = critical, CA:FALSE
-keyUsage = critical, digitalSignature
-extendedKeyUsage = clientAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-X
+leaf_ext "$TMP/kube-internal.ext" serverAuth DNS:kube.internal
+leaf_ext "$TMP/client.ext" clientAuth
 
 # `openssl ca` rather than `x509 -req`: it can backdate notBefore, so a test machine whose
 # clock is a little behind the one that generated the fixtures still accepts them.
