@@ -10,6 +10,7 @@
 //! for informers, `binding/informer.rs`).
 
 mod informer;
+mod informer_handle;
 mod selector;
 mod snapshot;
 mod strings;
