@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use super::calls::{ClusterConnections, pool_stats};
 use super::informer::JsSink;
 use super::watch_metrics::{NativeWatchMetrics, WatchSeries};
-use super::{ClusterConnections, pool_stats};
 use crate::informer::memory::Footprint;
 use crate::informer::registry::Registry;
 use crate::informer::stats::{Labels, StatsSnapshot};

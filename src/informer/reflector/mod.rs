@@ -17,7 +17,7 @@
 //! script in the tests), time is tokio's clock (so the tests run on a paused one), what each
 //! line of a watch body means is the pure `step` function (`reflector/reflector_step.rs`), and
 //! what an answer, a failure or a stream's end means is the pure `Machine`
-//! (`reflector/machine/`), which holds every flag. The runner (`Run`, `reflector/runner.rs`)
+//! (`reflector/machine/`), which holds every flag. The runner (`Run`, `reflector/runner/`)
 //! makes the requests, reads the streams and carries out what those two return; this module is
 //! the public surface: the configuration, the [`Reporter`], the [`Reflector`] handle and the
 //! [`ListMemory`] a watcher's informers share.

@@ -2,18 +2,19 @@
 //! [`ListWatch`]), reads list pages and watch bodies, hands each watch line to the pure `step`
 //! and each answer, failure and stream end to the pure [`Machine`], and carries out the
 //! effects they return on the cache, the stats, the reporter and the cluster's news.
+//!
+//! This file holds the task's state, its loop, the effects and the making of requests; the
+//! lists are in `list.rs`, the watches and the reading of their bodies in `watch.rs`.
 
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::machine::{
-    self, Effect, Machine, PageRefused, Resume, State, StreamingList, Transition,
-};
-use super::reflector_step::{Initial, Progress, Step, StreamEnd, step};
+use super::machine::{self, Effect, Machine, Resume, State, Transition};
+use super::reflector_step::Progress;
 use super::{
-    Fault, InitialList, ListMemory, ListWatch, MAX_OBJECT_BYTES, ReflectorConfig, Reporter,
-    Request, WatchLines, capacity, max_page_bytes,
+    Fault, ListMemory, ListWatch, MAX_OBJECT_BYTES, ReflectorConfig, Reporter, Request, capacity,
+    max_page_bytes,
 };
 use crate::error::Error;
 use crate::http::Get;
@@ -22,10 +23,11 @@ use crate::informer::cache::Cache;
 use crate::informer::connect::{CredentialProvider, Endpoint};
 use crate::informer::recovery::{News, RECOVERY_JITTER};
 use crate::informer::stats::Stats;
-use crate::informer::store::{Listed, Object};
-use crate::informer::wire::{ListPage, WireError};
 use crate::projection::Projection;
-use crate::request::{WatchQuery, list_url, watch_url};
+use crate::request::{WatchQuery, watch_url};
+
+mod list;
+mod watch;
 
 /// Bytes received since the allocator last gave memory back after which a completed list
 /// gives it back again.
@@ -316,246 +318,6 @@ impl<A: ListWatch> Run<A> {
             field_selector: self.config.field_selector.clone(),
             ..WatchQuery::default()
         }
-    }
-
-    /// Lists (streaming or paginated) and caches the result; then watches.
-    async fn list(&mut self, relist: bool) -> State {
-        let streaming = match self.config.initial_list {
-            InitialList::Streaming => true,
-            InitialList::Paginated => false,
-            InitialList::Auto => !self.memory.is_paginated(&self.config.cluster.spec.url),
-        };
-        if !streaming {
-            return Box::pin(self.paged_list(relist)).await;
-        }
-        let list = StreamingList {
-            relist,
-            auto: self.config.initial_list == InitialList::Auto,
-            metadata_only: self.accept(true).is_some(),
-        };
-        let mut query = self.query();
-        query.send_initial_events = true;
-        query.resource_version_match = Some("NotOlderThan".into());
-        let lines = match Box::pin(self.watch_lines(query)).await {
-            Ok(lines) => {
-                self.succeeded();
-                lines
-            }
-            Err(fault) => {
-                let transition = self
-                    .machine
-                    .streaming_list_refused(&fault, list, Instant::now());
-                return self.perform(transition);
-            }
-        };
-        self.machine.streaming(Instant::now());
-        let initial = Initial {
-            objects: Listed::new(),
-            relist,
-        };
-        // Boxed: see `watch`.
-        let (end, synced) = Box::pin(self.stream(lines, Some(initial))).await;
-        let rv = self.current_rv();
-        let transition = self
-            .machine
-            .streaming_list_ended(end, synced, list, rv, Instant::now());
-        self.perform(transition)
-    }
-
-    /// `limit`/`continue` pages; a continue token that expires restarts the list.
-    async fn paged_list(&mut self, relist: bool) -> State {
-        let path = self.config.resource_path.clone();
-        let query = self.query();
-        let limit = self.config.page_size;
-        let mut restarts = 0;
-        'list: loop {
-            let mut objects = Listed::new();
-            let mut token: Option<String> = None;
-            let rv = loop {
-                let continue_token = token.clone();
-                let page = self
-                    .list_page(|base| {
-                        list_url(base, &path, &query, limit, continue_token.as_deref())
-                    })
-                    .await;
-                let body = match page {
-                    Ok(body) => {
-                        self.succeeded();
-                        body
-                    }
-                    Err(fault) => {
-                        let now = Instant::now();
-                        let continuing = token.is_some();
-                        match self
-                            .machine
-                            .page_refused(&fault, relist, continuing, restarts, now)
-                        {
-                            PageRefused::Restart(effect) => {
-                                restarts += 1;
-                                self.effect(effect);
-                                continue 'list;
-                            }
-                            PageRefused::Then(transition) => return self.perform(transition),
-                        }
-                    }
-                };
-                let parsed = ListPage::parse(&body).and_then(|page| {
-                    let items = self.list_objects(&page)?;
-                    self.take_notice();
-                    Ok((items, page.resource_version, page.continue_token))
-                });
-                let (items, page_rv, next) = match parsed {
-                    Ok(parsed) => parsed,
-                    Err(err) => {
-                        let fault = Fault::Protocol(format!("unusable list page: {err}"));
-                        return self.fail(&fault, Resume::List { relist });
-                    }
-                };
-                self.stats.events(items.len());
-                objects.extend(items);
-                match next {
-                    Some(next) => token = Some(next),
-                    None => break page_rv.unwrap_or_default(),
-                }
-            };
-            self.synced(objects, &rv, relist);
-            return State::Watching { rv };
-        }
-    }
-
-    /// Warns once that a metadata-only request got full objects (see `Projection`).
-    fn take_notice(&self) {
-        if let Some(notice) = self
-            .config
-            .projection
-            .as_ref()
-            .and_then(|p| p.take_notice())
-        {
-            self.warn(&notice);
-        }
-    }
-
-    /// A page's items for the cache, each packed as it is made when the cache packs:
-    /// projected when `fields` is set (then exactly the kept paths, no `kind`/`apiVersion`
-    /// added), else (`strip` too) with the list's `kind`/`apiVersion`.
-    fn list_objects(&self, page: &ListPage<'_>) -> Result<Vec<Object>, WireError> {
-        let projection = self.config.projection.as_ref();
-        page.items
-            .iter()
-            .map(|item| {
-                let raw = item.get().as_bytes();
-                let projected = projection.and_then(|p| p.apply_raw(item));
-                let text = projected.as_deref().unwrap_or(raw);
-                // Whole or with `strip`, the item gets its list's kind and apiVersion.
-                let object = if projection.is_none_or(Projection::keeps_the_rest) {
-                    Object::from_list_item(text, &page.item_type)
-                } else {
-                    Object::parse(text)
-                };
-                Ok(object?.pack_if(self.config.pack))
-            })
-            .collect()
-    }
-
-    fn synced(&mut self, objects: Listed, rv: &str, relist: bool) {
-        let changes = self.cache.replace(objects, rv, relist);
-        self.changed();
-        self.progress.rv = Some(rv.to_owned());
-        // What a large list left free goes back to the system (see `heap`); small lists
-        // leave little, and the call walks every heap of the process.
-        let received = self.stats.bytes_received();
-        if received - self.released_at_bytes >= RELEASE_AFTER_BYTES {
-            self.released_at_bytes = received;
-            crate::heap::release_free_memory();
-        }
-        if relist {
-            self.info(&format!(
-                "relisted at resourceVersion {rv}: {changes} changes"
-            ));
-        }
-        if self.machine.synced() {
-            self.reporter.synced();
-        }
-    }
-
-    /// Watches from `rv`.
-    async fn watch(&mut self, rv: String) -> State {
-        for effect in self.machine.watch_starting() {
-            self.effect(effect);
-        }
-        let mut query = self.query();
-        query.resource_version = Some(rv.clone());
-        let lines = match Box::pin(self.watch_lines(query)).await {
-            Ok(lines) => {
-                self.succeeded();
-                lines
-            }
-            Err(fault) => {
-                let transition = self.machine.watch_refused(&fault, rv, Instant::now());
-                return self.perform(transition);
-            }
-        };
-        self.machine.streaming(Instant::now());
-        // Boxed: an async fn's state keeps the arguments it moves into a callee's future beside
-        // that future, so the stream's body reader would be held twice over a watch's life.
-        let (end, _) = Box::pin(self.stream(lines, None)).await;
-        let rv = self.current_rv();
-        let transition = self.machine.watch_ended(end, rv, Instant::now());
-        self.perform(transition)
-    }
-
-    fn current_rv(&self) -> String {
-        self.progress.rv.clone().unwrap_or_default()
-    }
-
-    /// Reads a watch body into the cache until it ends; for a streaming list, collects the
-    /// initial events first. Returns how it ended and whether the initial list completed.
-    async fn stream(&mut self, mut lines: A::Lines, initial: Option<Initial>) -> (StreamEnd, bool) {
-        let _open = self.stats.watch_open();
-        let _watching = self.cache.watching(initial.is_some());
-        self.progress.initial = initial;
-        self.progress.saw_events = false;
-        let end = loop {
-            let line = match lines.next().await {
-                Ok(Some(line)) => line,
-                Ok(None) => {
-                    break StreamEnd::Clean {
-                        saw_events: self.progress.saw_events,
-                    };
-                }
-                Err(err) => break StreamEnd::Fault(Fault::from_error(err)),
-            };
-            let step = step(
-                &mut self.progress,
-                &line,
-                self.config.projection.as_ref(),
-                self.config.pack,
-            );
-            self.take_notice();
-            if let Some(events) = step.events() {
-                self.stats.events(events);
-            }
-            match step {
-                Step::Skip | Step::Collected => {}
-                Step::Warn(text) => self.warn(&text),
-                Step::Change(kind, object) => {
-                    if self.cache.apply(kind, object) > 0 {
-                        self.changed();
-                    }
-                }
-                Step::Bookmark(rv) => {
-                    if let Some(rv) = rv {
-                        self.cache.bookmark(&rv);
-                    }
-                }
-                Step::Synced(list) => {
-                    let rv = self.current_rv();
-                    self.synced(list.objects, &rv, list.relist);
-                }
-                Step::End(end) => break end,
-            }
-        };
-        (end, self.progress.initial.take().is_none())
     }
 }
 
