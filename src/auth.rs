@@ -229,31 +229,24 @@ mod tests {
     }
 
     #[test]
-    fn in_cluster_uses_service_env_and_ca() {
-        let env = InClusterEnv {
-            host: Some("10.0.0.1".into()),
-            port: Some("443".into()),
-            ca_path: Some("/sa/ca.crt".into()),
-        };
-        let Plan::Connect(conn) = plan(&cluster(Some("serviceAccount")), &bearer(), &env) else {
-            panic!("refused");
-        };
-        assert_eq!(conn.base_url, "https://10.0.0.1:443");
-        assert_eq!(conn.ca, Some(CaSource::File("/sa/ca.crt".into())));
-        assert_eq!(conn.bearer.as_deref(), Some("t0ken"));
-    }
-
-    #[test]
-    fn in_cluster_brackets_ipv6_hosts() {
-        let env = InClusterEnv {
-            host: Some("fd00::1".into()),
-            port: Some("6443".into()),
-            ca_path: Some("/sa/ca.crt".into()),
-        };
-        let Plan::Connect(conn) = plan(&cluster(Some("serviceAccount")), &bearer(), &env) else {
-            panic!("refused");
-        };
-        assert_eq!(conn.base_url, "https://[fd00::1]:6443");
+    fn in_cluster_uses_service_env_and_ca_and_brackets_ipv6_hosts() {
+        for (host, port, base_url) in [
+            ("10.0.0.1", "443", "https://10.0.0.1:443"),
+            ("fd00::1", "6443", "https://[fd00::1]:6443"),
+        ] {
+            let env = InClusterEnv {
+                host: Some(host.into()),
+                port: Some(port.into()),
+                ca_path: Some("/sa/ca.crt".into()),
+            };
+            let Plan::Connect(conn) = plan(&cluster(Some("serviceAccount")), &bearer(), &env)
+            else {
+                panic!("refused");
+            };
+            assert_eq!(conn.base_url, base_url);
+            assert_eq!(conn.ca, Some(CaSource::File("/sa/ca.crt".into())));
+            assert_eq!(conn.bearer.as_deref(), Some("t0ken"));
+        }
     }
 
     #[test]

@@ -95,35 +95,25 @@ impl<'de, T: ProbeKeys> Deserialize<'de> for Probe<T> {
     }
 }
 
-/// What the classifier reads of an event's `object`: its `metadata.resourceVersion`.
+/// What the classifier reads of an event's `object`: its `metadata` (`IN_METADATA` false),
+/// and in that its `resourceVersion` when it is a string (`IN_METADATA` true).
 #[derive(Default)]
-struct ObjectProbe {
+struct RvProbe<const IN_METADATA: bool> {
     resource_version: Option<String>,
 }
 
-impl ProbeKeys for ObjectProbe {
-    fn read<'de, M: MapAccess<'de>>(&mut self, key: &str, map: &mut M) -> Result<bool, M::Error> {
-        if key != "metadata" {
-            return Ok(false);
-        }
-        self.resource_version = map.next_value::<Probe<MetadataProbe>>()?.0.resource_version;
-        Ok(true)
-    }
-}
+/// The probe of an event's `object`.
+type ObjectProbe = RvProbe<false>;
 
-#[derive(Default)]
-struct MetadataProbe {
-    resource_version: Option<String>,
-}
-
-impl ProbeKeys for MetadataProbe {
+impl<const IN_METADATA: bool> ProbeKeys for RvProbe<IN_METADATA> {
     fn read<'de, M: MapAccess<'de>>(&mut self, key: &str, map: &mut M) -> Result<bool, M::Error> {
-        if key != "resourceVersion" {
-            return Ok(false);
-        }
-        self.resource_version = match map.next_value::<serde_json::Value>()? {
-            serde_json::Value::String(version) => Some(version),
-            _ => None,
+        self.resource_version = match (IN_METADATA, key) {
+            (false, "metadata") => map.next_value::<Probe<RvProbe<true>>>()?.0.resource_version,
+            (true, "resourceVersion") => match map.next_value::<serde_json::Value>()? {
+                serde_json::Value::String(version) => Some(version),
+                _ => None,
+            },
+            _ => return Ok(false),
         };
         Ok(true)
     }

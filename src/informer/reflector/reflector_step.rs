@@ -245,6 +245,11 @@ mod tests {
         }
     }
 
+    /// [`step`] of `line`, unprojected, unpacked.
+    fn step_line(progress: &mut Progress, line: impl AsRef<[u8]>) -> Step {
+        step(progress, line.as_ref(), None, false)
+    }
+
     fn streaming() -> Progress {
         Progress {
             initial: Some(Initial {
@@ -258,16 +263,11 @@ mod tests {
     #[test]
     fn a_watch_applies_changes_and_bookmarks_and_follows_their_resource_versions() {
         let mut progress = Progress::default();
-        let step1 = step(
-            &mut progress,
-            change("MODIFIED", "a", "7").as_bytes(),
-            None,
-            false,
-        );
+        let step1 = step_line(&mut progress, &change("MODIFIED", "a", "7"));
         assert!(matches!(step1, Step::Change(ChangeKind::Modified, ref o) if o.name() == "a"));
         assert_eq!(progress.rv.as_deref(), Some("7"));
         assert!(progress.saw_events);
-        let step2 = step(&mut progress, bookmark("9", false).as_bytes(), None, false);
+        let step2 = step_line(&mut progress, &bookmark("9", false));
         assert!(matches!(step2, Step::Bookmark(Some(ref rv)) if rv == "9"));
         assert_eq!(progress.rv.as_deref(), Some("9"));
     }
@@ -276,20 +276,14 @@ mod tests {
     fn a_streaming_list_collects_until_its_end_bookmark() {
         let mut progress = streaming();
         assert!(matches!(
-            step(
-                &mut progress,
-                change("ADDED", "a", "1").as_bytes(),
-                None,
-                false
-            ),
+            step_line(&mut progress, &change("ADDED", "a", "1")),
             Step::Collected
         ));
         assert!(matches!(
-            step(&mut progress, bookmark("2", false).as_bytes(), None, false),
+            step_line(&mut progress, &bookmark("2", false)),
             Step::Bookmark(None)
         ));
-        let Step::Synced(list) = step(&mut progress, bookmark("3", true).as_bytes(), None, false)
-        else {
+        let Step::Synced(list) = step_line(&mut progress, &bookmark("3", true)) else {
             panic!("synced at the end bookmark")
         };
         assert_eq!(list.objects.len(), 1);
@@ -298,12 +292,7 @@ mod tests {
         assert_eq!(progress.rv.as_deref(), Some("3"));
         // After it, a plain watch.
         assert!(matches!(
-            step(
-                &mut progress,
-                change("DELETED", "a", "4").as_bytes(),
-                None,
-                false
-            ),
+            step_line(&mut progress, &change("DELETED", "a", "4")),
             Step::Change(ChangeKind::Deleted, _)
         ));
     }
@@ -311,12 +300,7 @@ mod tests {
     #[test]
     fn a_change_before_the_end_bookmark_means_no_streaming_list() {
         let mut progress = streaming();
-        let end = step(
-            &mut progress,
-            change("MODIFIED", "a", "1").as_bytes(),
-            None,
-            false,
-        );
+        let end = step_line(&mut progress, &change("MODIFIED", "a", "1"));
         assert!(matches!(end, Step::End(StreamEnd::Unsupported)));
         assert_eq!(end.events(), Some(1));
     }
@@ -326,7 +310,7 @@ mod tests {
         let mut progress = Progress::default();
         let expired = br#"{"type":"ERROR","object":{"kind":"Status","code":410}}"#;
         assert!(matches!(
-            step(&mut progress, expired, None, false),
+            step_line(&mut progress, expired),
             Step::End(StreamEnd::Expired)
         ));
         let busy = br#"{"type":"ERROR","object":{"code":429,"details":{"retryAfterSeconds":4}}}"#;
@@ -334,7 +318,7 @@ mod tests {
             status,
             retry_after,
             ..
-        })) = step(&mut progress, busy, None, false)
+        })) = step_line(&mut progress, busy)
         else {
             panic!("a fault")
         };
@@ -342,7 +326,7 @@ mod tests {
         // A Status code out of range is a 500, by the crate's one rule.
         let zero = br#"{"type":"ERROR","object":{"code":0}}"#;
         assert!(matches!(
-            step(&mut progress, zero, None, false),
+            step_line(&mut progress, zero),
             Step::End(StreamEnd::Fault(Fault::Status { status: 500, .. }))
         ));
         assert!(!progress.saw_events, "errors are not traffic");
@@ -351,23 +335,17 @@ mod tests {
     #[test]
     fn blank_unknown_and_broken_lines_change_nothing() {
         let mut progress = Progress::default();
+        assert!(matches!(step_line(&mut progress, b"  \t"), Step::Skip));
         assert!(matches!(
-            step(&mut progress, b"  \t", None, false),
+            step_line(&mut progress, br#"{"type":"NEW","object":{}}"#),
             Step::Skip
         ));
-        assert!(matches!(
-            step(&mut progress, br#"{"type":"NEW","object":{}}"#, None, false),
-            Step::Skip
-        ));
-        let Step::Warn(text) = step(&mut progress, b"{oops", None, false) else {
+        let Step::Warn(text) = step_line(&mut progress, b"{oops") else {
             panic!("a warning")
         };
         assert!(text.starts_with("skipped a watch line"), "{text}");
         let nameless = br#"{"type":"ADDED","object":{"metadata":{}}}"#;
-        assert!(matches!(
-            step(&mut progress, nameless, None, false),
-            Step::Warn(_)
-        ));
+        assert!(matches!(step_line(&mut progress, nameless), Step::Warn(_)));
         assert!(progress.rv.is_none() && !progress.saw_events);
     }
 }

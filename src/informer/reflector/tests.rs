@@ -167,6 +167,17 @@ fn start(config: ReflectorConfig, recorder: Arc<Recorder>) -> (Reflector, Arc<Li
 
 /// Events of `cursor` as "TYPE name rv" (SYNCED: "SYNCED rv relist"; ERROR: "ERROR status
 /// retrying") until `until` has been seen.
+/// What a consumer sees of the relist scenario both the loopback test and the script run: a
+/// and b listed at 3, then a 410, and the relist at 10 finds b gone and c new.
+pub(super) const RELISTED: [&str; 6] = [
+    "ADDED a 1",
+    "ADDED b 2",
+    r#"SYNCED "3" false"#,
+    "DELETED b 2",
+    "ADDED c 9",
+    r#"SYNCED "10" true"#,
+];
+
 pub(super) async fn events_until(cursor: &Cursor, until: &str) -> Vec<String> {
     let cancel = CancellationToken::new();
     let mut out = Vec::new();
@@ -340,17 +351,7 @@ async fn a_streaming_list_then_an_in_stream_410_relists_with_only_the_difference
     let (reflector, _) = start(config(&origin, InitialList::Auto), recorder.clone());
     let cursor = reflector.cache().subscribe();
     let seen = events_until(&cursor, r#"SYNCED "10" true"#).await;
-    assert_eq!(
-        seen,
-        [
-            "ADDED a 1",
-            "ADDED b 2",
-            r#"SYNCED "3" false"#,
-            "DELETED b 2",
-            "ADDED c 9",
-            r#"SYNCED "10" true"#
-        ]
-    );
+    assert_eq!(seen, RELISTED);
     assert_eq!(reflector.stats().snapshot().relists, 1);
     // `Cache::replace` hands SYNCED to the consumers before it records the resourceVersion,
     // so a consumer can see SYNCED a moment before the cache says "10".

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 
-use super::tests::{Recorder, config, event, events_until, list, pod};
+use super::tests::{RELISTED, Recorder, config, event, events_until, list, pod};
 use tokio::time::Instant;
 
 use super::*;
