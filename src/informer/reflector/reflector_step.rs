@@ -263,11 +263,11 @@ mod tests {
     #[test]
     fn a_watch_applies_changes_and_bookmarks_and_follows_their_resource_versions() {
         let mut progress = Progress::default();
-        let step1 = step_line(&mut progress, &change("MODIFIED", "a", "7"));
+        let step1 = step_line(&mut progress, change("MODIFIED", "a", "7"));
         assert!(matches!(step1, Step::Change(ChangeKind::Modified, ref o) if o.name() == "a"));
         assert_eq!(progress.rv.as_deref(), Some("7"));
         assert!(progress.saw_events);
-        let step2 = step_line(&mut progress, &bookmark("9", false));
+        let step2 = step_line(&mut progress, bookmark("9", false));
         assert!(matches!(step2, Step::Bookmark(Some(ref rv)) if rv == "9"));
         assert_eq!(progress.rv.as_deref(), Some("9"));
     }
@@ -276,14 +276,14 @@ mod tests {
     fn a_streaming_list_collects_until_its_end_bookmark() {
         let mut progress = streaming();
         assert!(matches!(
-            step_line(&mut progress, &change("ADDED", "a", "1")),
+            step_line(&mut progress, change("ADDED", "a", "1")),
             Step::Collected
         ));
         assert!(matches!(
-            step_line(&mut progress, &bookmark("2", false)),
+            step_line(&mut progress, bookmark("2", false)),
             Step::Bookmark(None)
         ));
-        let Step::Synced(list) = step_line(&mut progress, &bookmark("3", true)) else {
+        let Step::Synced(list) = step_line(&mut progress, bookmark("3", true)) else {
             panic!("synced at the end bookmark")
         };
         assert_eq!(list.objects.len(), 1);
@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(progress.rv.as_deref(), Some("3"));
         // After it, a plain watch.
         assert!(matches!(
-            step_line(&mut progress, &change("DELETED", "a", "4")),
+            step_line(&mut progress, change("DELETED", "a", "4")),
             Step::Change(ChangeKind::Deleted, _)
         ));
     }
@@ -300,7 +300,7 @@ mod tests {
     #[test]
     fn a_change_before_the_end_bookmark_means_no_streaming_list() {
         let mut progress = streaming();
-        let end = step_line(&mut progress, &change("MODIFIED", "a", "1"));
+        let end = step_line(&mut progress, change("MODIFIED", "a", "1"));
         assert!(matches!(end, Step::End(StreamEnd::Unsupported)));
         assert_eq!(end.events(), Some(1));
     }
