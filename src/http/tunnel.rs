@@ -115,7 +115,20 @@ async fn socks5_connect(
     host: &str,
     port: u16,
 ) -> Result<(), Error> {
-    let io = |err: std::io::Error| failed(proxy, format!("SOCKS5 handshake failed: {err}"));
+    socks5_login(tcp, proxy).await?;
+    let request = socks5_request(proxy, host, port)?;
+    tcp.write_all(&request).await.map_err(handshake(proxy))?;
+    socks5_reply(tcp, proxy, host, port).await
+}
+
+/// What a broken SOCKS5 handshake says.
+fn handshake(proxy: &Proxy) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |err| failed(proxy, format!("SOCKS5 handshake failed: {err}"))
+}
+
+/// The greeting, and the user name and password when the proxy asks for them (RFC 1929).
+async fn socks5_login(tcp: &mut TcpStream, proxy: &Proxy) -> Result<(), Error> {
+    let io = handshake(proxy);
     let methods: &[u8] = if proxy.auth.is_some() {
         &[0x00, 0x02]
     } else {
@@ -123,11 +136,11 @@ async fn socks5_connect(
     };
     let mut greeting = vec![0x05, methods.len() as u8];
     greeting.extend_from_slice(methods);
-    tcp.write_all(&greeting).await.map_err(io)?;
+    tcp.write_all(&greeting).await.map_err(&io)?;
     let mut choice = [0u8; 2];
-    tcp.read_exact(&mut choice).await.map_err(io)?;
+    tcp.read_exact(&mut choice).await.map_err(&io)?;
     match choice {
-        [0x05, 0x00] => {}
+        [0x05, 0x00] => Ok(()),
         [0x05, 0x02] => {
             let (user, password) = proxy.auth.as_ref().ok_or_else(|| {
                 failed(
@@ -140,22 +153,25 @@ async fn socks5_connect(
             login.extend_from_slice(user.as_bytes());
             login.push(u8::try_from(password.len()).map_err(|_| too_long())?);
             login.extend_from_slice(password.as_bytes());
-            tcp.write_all(&login).await.map_err(io)?;
+            tcp.write_all(&login).await.map_err(&io)?;
             let mut verdict = [0u8; 2];
-            tcp.read_exact(&mut verdict).await.map_err(io)?;
+            tcp.read_exact(&mut verdict).await.map_err(&io)?;
             if verdict[1] != 0x00 {
                 return Err(failed(proxy, "refused the user name and password".into()));
             }
+            Ok(())
         }
-        [0x05, 0xff] => {
-            return Err(failed(
-                proxy,
-                "accepts none of our authentication methods".into(),
-            ));
-        }
-        _ => return Err(failed(proxy, "does not speak SOCKS5".into())),
+        [0x05, 0xff] => Err(failed(
+            proxy,
+            "accepts none of our authentication methods".into(),
+        )),
+        _ => Err(failed(proxy, "does not speak SOCKS5".into())),
     }
+}
 
+/// The CONNECT request for `host:port`: an address as it is, a name for the proxy to resolve
+/// (the cluster's DNS may be visible only to it).
+fn socks5_request(proxy: &Proxy, host: &str, port: u16) -> Result<Vec<u8>, Error> {
     let mut connect = vec![0x05, 0x01, 0x00];
     match host.parse::<std::net::IpAddr>() {
         Ok(std::net::IpAddr::V4(ip)) => {
@@ -166,7 +182,6 @@ async fn socks5_connect(
             connect.push(0x04);
             connect.extend_from_slice(&ip.octets());
         }
-        // The proxy resolves the name: the cluster's DNS may be visible only to it.
         Err(_) => {
             let len = u8::try_from(host.len())
                 .map_err(|_| failed(proxy, "host name longer than 255 bytes".into()))?;
@@ -175,9 +190,19 @@ async fn socks5_connect(
         }
     }
     connect.extend_from_slice(&port.to_be_bytes());
-    tcp.write_all(&connect).await.map_err(io)?;
+    Ok(connect)
+}
+
+/// The proxy's answer to the CONNECT request, read to its end.
+async fn socks5_reply(
+    tcp: &mut TcpStream,
+    proxy: &Proxy,
+    host: &str,
+    port: u16,
+) -> Result<(), Error> {
+    let io = handshake(proxy);
     let mut reply = [0u8; 4];
-    tcp.read_exact(&mut reply).await.map_err(io)?;
+    tcp.read_exact(&mut reply).await.map_err(&io)?;
     if reply[1] != 0x00 {
         let why = match reply[1] {
             0x02 => "connection not allowed by its rules",
@@ -198,12 +223,12 @@ async fn socks5_connect(
         0x04 => 16,
         0x03 => {
             let mut len = [0u8; 1];
-            tcp.read_exact(&mut len).await.map_err(io)?;
+            tcp.read_exact(&mut len).await.map_err(&io)?;
             usize::from(len[0])
         }
         _ => return Err(failed(proxy, "sent a malformed SOCKS5 reply".into())),
     };
     let mut bound = vec![0u8; skip + 2];
-    tcp.read_exact(&mut bound).await.map_err(io)?;
+    tcp.read_exact(&mut bound).await.map_err(&io)?;
     Ok(())
 }

@@ -15,7 +15,9 @@
 //!
 //! Built on these, with I/O:
 //! - [`connect`]: the credential provider and the endpoint a credential resolves to.
-//! - [`reflector`]: the list-watch state machine, one task per shared informer.
+//! - [`transport`]: a list page and a watch's lines through the connection pool, behind the
+//!   `ListWatch` trait (the plain watch's transport too); HTTP's status and pauses settled.
+//! - [`reflector`]: the list-watch state machine and its runner, one task per shared informer.
 //! - [`registry`]: shared informers by key, reference-counted handles.
 //! - [`stats`]: the reflector's counters.
 //! - [`memory`]: where their native memory goes, from sizes and capacities.
@@ -32,6 +34,7 @@ pub mod registry;
 pub mod selector;
 pub mod stats;
 pub mod store;
+pub mod transport;
 pub mod wire;
 
 #[cfg(test)]

@@ -38,12 +38,11 @@ use super::stats::Stats;
 use crate::http::ConnectionPool;
 use crate::projection::Projection;
 
-mod list_watch;
 mod machine;
 mod reflector_step;
 mod runner;
 
-pub use list_watch::{Fault, ListWatch, PoolListWatch, Request, WatchLines};
+pub use crate::informer::transport::{Fault, ListWatch, PoolListWatch, Request, WatchLines};
 use runner::{Parts, Run};
 
 /// How the initial list (and a relist) is made.

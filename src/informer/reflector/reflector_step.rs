@@ -3,8 +3,8 @@
 //! no I/O, no clock, no cache — so every case is a plain test; `Run::stream` does what the
 //! returned [`Step`] says.
 
-use super::list_watch::Fault;
 use crate::informer::store::{ChangeKind, Listed, Object};
+use crate::informer::transport::Fault;
 use crate::informer::wire::{WatchLine, WireError, read_event};
 use crate::projection::Projection;
 

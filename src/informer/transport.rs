@@ -1,8 +1,9 @@
-//! The reflector's two requests behind a trait, as client-go's `ListerWatcher` and
-//! kube-runtime's `ApiMode` put them: a list page read whole, and a watch read as lines. The
-//! connection pool is one implementation ([`PoolListWatch`]); the state machine's tests run a
-//! script instead, on tokio's paused clock. Everything that is HTTP (the status, `Retry-After`,
-//! the error body) is settled here, so the reflector sees only bodies and [`Fault`]s.
+//! The transport: the reflector's two requests behind a trait, as client-go's `ListerWatcher`
+//! and kube-runtime's `ApiMode` put them, a list page read whole and a watch read as lines; the
+//! plain watch (`crate::watch`) makes its one watch through it too. The connection pool is one
+//! implementation ([`PoolListWatch`]); the reflector's scripts run a fake instead, on tokio's
+//! paused clock. Everything that is HTTP (the status, `Retry-After`, the error body) is settled
+//! here, so the callers see only bodies and [`Fault`]s.
 
 use std::future::Future;
 use std::sync::Arc;
