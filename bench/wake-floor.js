@@ -8,7 +8,9 @@
 //   bare     an empty 10 ms `setInterval` tick in a Node.js process without this addon;
 //   addon    the same with the addon loaded (its tokio runtime started);
 //   hub      the same with an informer registry connected (its thread-safe function), as a
-//            watcher has.
+//            watcher has;
+//   runtime  a registry connected and disconnected again: its thread-safe function released,
+//            the tokio runtime that connecting started still running (it is process-wide).
 // The variants run in fresh processes, interleaved, `rounds` times (default 5); medians. Nothing
 // is sent anywhere.
 
@@ -16,15 +18,16 @@ const { execFileSync } = require('node:child_process');
 const path = require('node:path');
 const { emptyWakeUpUs } = require('./measure');
 
-const MODES = ['python', 'bare', 'addon', 'hub'];
+const MODES = ['python', 'bare', 'addon', 'hub', 'runtime'];
 
 /** In a child: the main thread's CPU per empty tick, in µs. */
 async function tick(mode, ticks) {
-  if (mode === 'addon' || mode === 'hub') {
+  if (mode === 'addon' || mode === 'hub' || mode === 'runtime') {
     const native = require('../lib/native.js');
-    if (mode === 'hub') {
+    if (mode !== 'addon') {
       const registry = new native.NativeInformerRegistry();
       registry.connect(() => {});
+      if (mode === 'runtime') registry.disconnect();
       globalThis.registry = registry;
     }
   }
