@@ -18,11 +18,16 @@ thread_local! {
     /// Bytes allocated and not freed by this thread (a thread may free what another
     /// allocated, so only differences within one thread's work are meaningful).
     static LIVE: Cell<isize> = const { Cell::new(0) };
+    /// Allocations this thread made.
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
 }
 
 fn count(delta: isize) {
     // A const-initialised Cell has no destructor: reachable until the thread's very end.
     let _ = LIVE.try_with(|live| live.set(live.get() + delta));
+    if delta > 0 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+    }
 }
 
 // SAFETY: every call is passed on unchanged to the system allocator; counting touches only a
@@ -46,6 +51,10 @@ static COUNTING: Counting = Counting;
 
 fn live() -> isize {
     LIVE.with(Cell::get)
+}
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
 }
 
 /// A ConfigMap `i` whose text is made `len` bytes long by its data.
@@ -202,4 +211,46 @@ fn headers_follow_objects_through_events() {
     let (one, _) = cache.footprint();
     assert_eq!((one.objects, one.text_bytes), (1, 700));
     assert!(one.header_bytes.abs_diff(per_object) <= 8, "{one:?}");
+}
+
+#[test]
+fn an_object_is_built_with_one_allocation_its_own() {
+    // Packs (a run of one letter), and does not pack (text of no repeats).
+    let packs = config_map(1, 2_000);
+    let mut noise = String::new();
+    let mut x: u32 = 7;
+    while noise.len() < 1_800 {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        noise.push(char::from(b'a' + (x >> 16) as u8 % 26));
+    }
+    let random = format!(
+        r#"{{"metadata":{{"name":"r","namespace":"ns","uid":"u","resourceVersion":"1"}},"data":{{"x":"{noise}"}}}}"#
+    );
+    // The thread's build buffer grows once, on the first objects.
+    for text in [&packs, random.as_bytes().to_vec().as_ref()] {
+        drop(Object::parse(text).unwrap().pack_if(true));
+    }
+    for (text, packed) in [(packs.as_slice(), true), (random.as_bytes(), false)] {
+        let before = allocations();
+        let object = Object::parse(text).unwrap();
+        assert_eq!(
+            allocations() - before,
+            1,
+            "parsed: the object's one allocation"
+        );
+        let object = object.pack_if(true);
+        assert_eq!(
+            object.stored_text_bytes() < object.text_len(),
+            packed,
+            "packed as expected"
+        );
+        // lz4_flex allocates its hash table for each block it makes (freed at once; its API
+        // takes no table of ours). Beyond that, only the packed object, if it packs.
+        let made = usize::from(packed);
+        assert_eq!(
+            allocations() - before,
+            1 + 1 + made,
+            "packing adds lz4's table and the packed object's allocation, and nothing else"
+        );
+    }
 }
