@@ -42,9 +42,10 @@ use crate::error::Failure;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::http::ConnectionPool;
 use crate::informer::connect::{Cluster, Endpoint};
+use crate::informer::reflector::ReflectorConfig;
 use crate::informer::stats::{Labels, cluster_label};
 use crate::proxy::ProxyEnv;
-use crate::request::{ResourceRef, WatchQuery, watch_url};
+use crate::request::{ResourceRef, WatchQuery};
 use crate::watch::{Watch, WatchConfig, WatchCounters};
 
 /// One process-wide pool, so every watch to a cluster shares its connections.
@@ -354,8 +355,16 @@ fn in_cluster_env(service_account_dir: Option<&str>) -> InClusterEnv {
 /// informers share (`informer::connect::Cluster::resolve`); a refusal is its failure and the
 /// message naming `what`.
 fn endpoint_for(spec: &WatchSpec, what: &str) -> std::result::Result<Endpoint, (Failure, String)> {
-    spec.cluster
-        .cluster()
+    resolve(&spec.cluster.cluster(), spec, what)
+}
+
+/// [`endpoint_for`] on `cluster`, `spec`'s.
+fn resolve(
+    cluster: &Cluster,
+    spec: &WatchSpec,
+    what: &str,
+) -> std::result::Result<Endpoint, (Failure, String)> {
+    cluster
         .resolve(&spec.credential.credential())
         .map_err(|refusal| (refusal.failure, format!("{what}: {}", refusal.warning)))
 }
@@ -365,7 +374,8 @@ fn endpoint_for(spec: &WatchSpec, what: &str) -> std::result::Result<Endpoint, (
 fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
     let resource_path = spec.resource.path();
     let what = format!("watch of {resource_path}");
-    let endpoint = match endpoint_for(&spec, &what) {
+    let cluster = spec.cluster.cluster();
+    let endpoint = match resolve(&cluster, &spec, &what) {
         Ok(endpoint) => endpoint,
         Err((failure, warning)) => {
             return Ok(Watch::refused(resource_path, failure, warning, counters));
@@ -380,12 +390,7 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
         send_initial_events: spec.send_initial_events.unwrap_or(false),
         resource_version_match: spec.resource_version_match,
     };
-    let config = WatchConfig {
-        cluster_name: spec.cluster.cluster_name,
-        url: watch_url(&endpoint.base_url, &resource_path, &query),
-        resource_path,
-        bearer: endpoint.bearer,
-        client: endpoint.client,
+    let runner = ReflectorConfig {
         max_line_bytes: spec
             .max_line_bytes
             .and_then(|n| usize::try_from(n).ok())
@@ -396,8 +401,13 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
             .idle_timeout_seconds
             .filter(|s| *s > 0.0)
             .and_then(|s| Duration::try_from_secs_f64(s).ok()),
-        redactor: endpoint.redactor,
         projection: spec.resource.projection(&[])?,
+        ..ReflectorConfig::once(cluster, resource_path, query)
+    };
+    let config = WatchConfig {
+        runner,
+        endpoint,
+        credential: spec.credential.credential(),
         counters,
     };
     Ok(within_runtime_if_available(|| {

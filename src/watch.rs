@@ -1,57 +1,51 @@
-//! One watch: the task that reads the body, and the queue JavaScript takes batches from.
+//! One watch (`watchResource`): the informers' runner with a plan of one attempt, and the
+//! queue JavaScript takes batches from as the runner's sink.
 //!
 //! ```text
-//! task: request ─► body chunks ─► LineFramer ─► classify ─► Outbox (batches, byte budget) ─┐
-//! JS:   take_batch() now, or arm() and be woken when nothing is ready ◄─ one JSON array text ◄─┘
+//! runner: request ─► body lines ─► Outbox::line (classify, project) ─► Outbox (batches) ─┐
+//! JS:     take_batch() now, or arm() and be woken when nothing is ready ◄─ JSON array text ◄┘
 //! ```
-//! The request and its lines go through the informers' transport ([`PoolListWatch`]: the
-//! status, the error body, the body's lines and their bytes counted), so a plain watch and an
-//! informer's watch are asked for and read the same way.
-//! The queue holds at most [`QUEUE_BUDGET_BYTES`] of event text: when it is full the task
-//! stops polling the body, the socket's receive window fills, and the server's writes block.
+//! The runner (`informer::reflector`, [`Plan::Once`]) asks for the watch, reads its lines and
+//! decides what its end means by the same rules as an informer's, and the same transport
+//! counts its status, error body, lines and bytes; a plain watch differs only in trying once
+//! and keeping nothing: its [`Sink`] is its [`Outbox`], which passes each line on as it came.
+//! The queue holds at most [`QUEUE_BUDGET_BYTES`] of event text: when it is full the runner
+//! waits in [`Sink::line`], stops polling the body, the socket's receive window fills, and the
+//! server's writes block.
 //! Cancelling (or dropping the [`Watch`]) drops the task's future, which drops the response and
 //! so closes the connection (HTTP/1.1) or resets the stream (HTTP/2).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Credential;
 use crate::batch::Batch;
 use crate::error::Failure;
 use crate::event::{Line, classify};
-use crate::http::ClientKey;
-use crate::http::{ConnectionPool, Get};
+use crate::http::ConnectionPool;
+use crate::informer::connect::Endpoint;
+use crate::informer::reflector::{
+    PoolListWatch, Progress, ReflectorConfig, Reporter, Sink, Step, StreamEnd, watch_once,
+};
 use crate::informer::stats::Stats;
-use crate::informer::transport::{Fault, ListWatch, PoolListWatch, Request, WatchLines};
+use crate::informer::store::{ChangeKind, Listed, Object};
 use crate::outbox::Outbox;
 pub use crate::outbox::{QUEUE_BUDGET_BYTES, Wake};
 use crate::projection::Projection;
-use crate::redact::Redactor;
 
 /// Everything the task needs, resolved before it starts.
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
-    /// Cluster name, for warnings.
-    pub cluster_name: String,
-    /// The contract's `resourcePath`, for ERROR events and warnings.
-    pub resource_path: String,
-    /// The full request URL.
-    pub url: String,
-    /// Bearer token, sent as `Authorization` on this request only.
-    pub bearer: Option<String>,
-    /// Which pooled client to use.
-    pub client: ClientKey,
-    /// Lines above this end the watch.
-    pub max_line_bytes: usize,
-    /// End the watch when no bytes arrive for this long.
-    pub idle_timeout: Option<Duration>,
-    /// Masks the credentials in every warning.
-    pub redactor: Redactor,
-    /// Cut each object down to these fields before it crosses into JavaScript.
-    pub projection: Option<Projection>,
+    /// The runner's: the cluster, the path, the line and idle limits, the projection, and
+    /// `Plan::Once` with the query as it was asked for.
+    pub runner: ReflectorConfig,
+    /// Where the request goes, resolved from `credential`.
+    pub endpoint: Endpoint,
+    /// What `endpoint` was resolved from.
+    pub credential: Credential,
     /// Where the watch counts what it does, for the metrics.
     pub counters: Arc<WatchCounters>,
 }
@@ -96,21 +90,29 @@ impl Watch {
         pool: Arc<ConnectionPool>,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
-        let outbox = Arc::new(Outbox::new(config.resource_path.clone()));
+        let outbox = Arc::new(Outbox::new(config.runner.resource_path.clone()));
         let cancel = CancellationToken::new();
         let counters = config.counters.clone();
-        let producer = Producer {
-            outbox: outbox.clone(),
-        };
+        let sink = outbox.clone();
         let task_cancel = cancel.clone();
         runtime.spawn(async move {
+            let reporter: Arc<dyn Reporter> = sink.clone();
+            let run = watch_once(
+                config.runner,
+                config.endpoint,
+                config.credential,
+                reporter,
+                config.counters.stats.clone(),
+                sink.clone(),
+                PoolListWatch(pool),
+            );
             tokio::select! {
                 // Cancellation wins ties: after an abort nothing more is reported.
                 biased;
                 () = task_cancel.cancelled() => {}
-                () = producer.run(&config, PoolListWatch(pool)) => {}
+                () = run => {}
             }
-            producer.outbox.close();
+            sink.close();
         });
         Self {
             outbox,
@@ -179,110 +181,86 @@ impl Drop for Watch {
     }
 }
 
-/// Whether the body loop goes on after a line.
-#[derive(Debug, PartialEq, Eq)]
-enum Flow {
-    Continue,
-    Stop,
-}
+/// A plain watch keeps nothing: each line is passed on as it came (projected when asked), and
+/// only the end and the failures are its runner's.
+impl Sink for Outbox {
+    type Watching = ();
 
-/// The task's side of the queue.
-struct Producer {
-    outbox: Arc<Outbox>,
-}
+    fn watching(self: &Arc<Self>, _initial: bool) {}
 
-impl Producer {
-    async fn run(&self, config: &WatchConfig, api: impl ListWatch) {
-        if let Err(fault) = self.stream(config, api).await {
-            self.warn(config, &fault.describe());
-            let failure = fault.failure();
-            config.counters.failed(&failure);
-            self.outbox.push_failure(&failure);
-        }
-    }
-
-    async fn stream(&self, config: &WatchConfig, api: impl ListWatch) -> Result<(), Fault> {
-        let request = Request {
-            client: &config.client,
-            get: Get {
-                url: config.url.clone(),
-                bearer: config.bearer.clone(),
-                // `metadataOnly`: PartialObjectMetadata (see `Projection`).
-                accept: config.projection.as_ref().and_then(|p| p.accept(true)),
-            },
-            idle: config.idle_timeout,
-            stats: &config.counters.stats,
-        };
-        let metadata_only = request.get.accept.is_some();
-        let mut lines = match api.watch(request, config.max_line_bytes).await {
-            Ok(lines) => lines,
-            Err(fault) => {
-                if metadata_only && let Fault::Status { status: 406, .. } = fault {
-                    let detail = "the server answered 406 Not Acceptable to a metadata-only \
-                        (PartialObjectMetadata) watch: it cannot serve metadataOnly; watch \
-                        without it";
-                    self.warn(config, detail);
-                }
-                return Err(fault);
-            }
-        };
-        // Counted as open (`watch.active`) while its body is read.
-        let _open = config.counters.stats.watch_open();
-        while let Some(line) = lines.next().await.map_err(Fault::from_error)? {
-            if self.deliver(config, line).await == Flow::Stop {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    async fn deliver(&self, config: &WatchConfig, line: Bytes) -> Flow {
+    async fn line(
+        &self,
+        _progress: &mut Progress,
+        line: Bytes,
+        projection: Option<&Projection>,
+        _pack: bool,
+    ) -> Step {
         match classify(&line) {
             // Keep-alive newlines and padding carry nothing.
-            Line::Blank => {}
+            Line::Blank => Step::Skip,
             // The common case: the text goes to JavaScript untouched, once the budget has room.
             Line::Event { resource_version } => {
-                config.counters.stats.events(1);
-                let line = match &config.projection {
-                    Some(projection) => {
-                        let projected = projection.apply(&line).map_or(line, Bytes::from);
-                        if let Some(notice) = projection.take_notice() {
-                            self.warn(config, &notice);
-                        }
-                        projected
-                    }
+                let line = match projection {
+                    Some(projection) => projection.apply(&line).map_or(line, Bytes::from),
                     None => line,
                 };
-                self.outbox
-                    .push_line(&line, resource_version.as_deref())
-                    .await;
+                self.push_line(&line, resource_version.as_deref()).await;
+                Step::Passed
             }
             // The server's own verdict (410 Expired, mostly) ends the watch, as it ends the
             // stream on the server's side; one ERROR is the last thing a consumer sees.
-            Line::Error(failure) => {
-                config.counters.failed(&failure);
-                self.outbox.push_failure(&failure);
-                return Flow::Stop;
-            }
+            Line::Error(failure) => Step::End(StreamEnd::Error {
+                status: failure.status_code,
+                retry_after: None,
+            }),
             // A broken line must not take the rest of the stream with it.
-            Line::Malformed(reason) => {
-                self.warn(config, &format!("skipped a watch line: {reason}"));
-            }
+            Line::Malformed(reason) => Step::Warn(format!("skipped a watch line: {reason}")),
         }
-        Flow::Continue
     }
 
-    fn warn(&self, config: &WatchConfig, detail: &str) {
-        let text = format!(
-            "watch of {} on cluster '{}': {detail}",
-            config.resource_path, config.cluster_name
-        );
-        self.outbox.push_warning(config.redactor.apply(&text));
+    /// Never called: a plain watch's lines are never changes.
+    fn apply(&self, _kind: ChangeKind, _object: Object) -> usize {
+        0
     }
+
+    /// Never called: a plain watch passes its bookmarks on as lines.
+    fn bookmark(&self, _rv: &str) {}
+
+    /// Never called: a plain watch has no list.
+    fn replace(&self, _listed: Listed, _rv: &str, _relist: bool) -> usize {
+        0
+    }
+
+    fn error(&self, failure: &Failure, _retrying: bool) {
+        self.push_failure(failure);
+    }
+
+    fn recovered(&self) {}
+
+    fn take_change_notice(&self) -> bool {
+        false
+    }
+
+    fn end(&self) {
+        self.close();
+    }
+}
+
+/// A plain watch's warnings go to JavaScript with its events (its logger's `warn`); it has no
+/// notices (it neither reconnects nor relists) and no sync.
+impl Reporter for Outbox {
+    fn warn(&self, message: &str) {
+        self.push_warning(message.to_owned());
+    }
+    fn info(&self, _message: &str) {}
+    fn synced(&self) {}
+    fn ended(&self) {}
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
@@ -300,16 +278,27 @@ mod tests {
     }
 
     fn config_for(origin: &str) -> WatchConfig {
+        use crate::auth::ClusterSpec;
+        use crate::informer::connect::Cluster;
+        use crate::request::WatchQuery;
+
+        let cluster = Cluster {
+            spec: ClusterSpec {
+                name: "c".into(),
+                url: origin.into(),
+                ..ClusterSpec::default()
+            },
+            ..Cluster::default()
+        };
+        let credential = Credential::Bearer("sekret-token".into());
+        let endpoint = cluster.resolve(&credential).unwrap();
         WatchConfig {
-            cluster_name: "c".into(),
-            resource_path: "/api/v1/pods".into(),
-            url: format!("{origin}/api/v1/pods?watch=true"),
-            bearer: Some("sekret-token".into()),
-            client: ClientKey::plain(origin),
-            max_line_bytes: 1024,
-            idle_timeout: None,
-            redactor: Redactor::new(Some("sekret-token"), None),
-            projection: None,
+            runner: ReflectorConfig {
+                max_line_bytes: 1024,
+                ..ReflectorConfig::once(cluster, "/api/v1/pods".into(), WatchQuery::default())
+            },
+            endpoint,
+            credential,
             counters: Arc::default(),
         }
     }

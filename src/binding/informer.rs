@@ -43,7 +43,7 @@ use crate::auth::Credential;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::backoff::BackoffPolicy;
 use crate::informer::connect::{CredentialFuture, CredentialProvider, StaticCredential};
-use crate::informer::reflector::{InitialList, Reflector, ReflectorConfig, Reporter};
+use crate::informer::reflector::{InitialList, Plan, Reflector, ReflectorConfig, Reporter};
 use crate::informer::registry::{Registry, Sinks};
 use crate::informer::stats::{Labels, cluster_label};
 
@@ -290,6 +290,7 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
             .unwrap_or(DEFAULT_MAX_LINE_BYTES),
         watch_timeout: duration("watchTimeoutSeconds", spec.watch_timeout_seconds)?,
         pack: spec.compress,
+        plan: Plan::ListWatch,
     })
 }
 

@@ -31,19 +31,24 @@ use tokio_util::sync::CancellationToken;
 
 use super::backoff::{BackoffPolicy, Jitter};
 use super::cache::Cache;
-use super::connect::{Cluster, CredentialProvider};
+use super::connect::{Cluster, CredentialProvider, Endpoint, StaticCredential};
 use super::memory::{Fixed, Footprint, arc_bytes, hash_table_bytes};
 use super::recovery::Recoveries;
 use super::stats::Stats;
+use crate::auth::Credential;
 use crate::http::ConnectionPool;
 use crate::projection::Projection;
+use crate::request::WatchQuery;
 
 mod machine;
 mod reflector_step;
 mod runner;
+mod sink;
 
 pub use crate::informer::transport::{Fault, ListWatch, PoolListWatch, Request, WatchLines};
+pub use reflector_step::{Progress, Step, StreamEnd};
 use runner::{Parts, Run};
+pub use sink::Sink;
 
 /// How the initial list (and a relist) is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +59,17 @@ pub enum InitialList {
     Paginated,
     /// Always a streaming list.
     Streaming,
+}
+
+/// What the runner does with its collection.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// An informer's: list, watch from the list's resourceVersion, and again after every end
+    /// (or relist) for as long as it runs.
+    ListWatch,
+    /// A plain watch's (`watchResource`): one watch, exactly as asked for; its end or its first
+    /// failure (one ERROR) is the end.
+    Once(WatchQuery),
 }
 
 /// Everything the reflector needs, resolved before it starts.
@@ -86,6 +102,8 @@ pub struct ReflectorConfig {
     pub watch_timeout: Duration,
     /// The cache holds texts packed (see [`super::object::Object::packed`]).
     pub pack: bool,
+    /// What it does.
+    pub plan: Plan,
 }
 
 /// The most one object's JSON is taken to need in a list page: etcd refuses a request
@@ -189,6 +207,7 @@ impl Reflector {
             reporter,
             memory,
             jitter: Jitter::from_time(),
+            stats: Arc::default(),
         };
         Self::start_with(config, parts, PoolListWatch(pool), runtime)
     }
@@ -201,8 +220,8 @@ impl Reflector {
         runtime: &tokio::runtime::Handle,
     ) -> Self {
         let config_bytes = config.heap_bytes();
-        let mut run = Run::new(config, parts, api);
-        let cache = run.cache.clone();
+        let cache = Arc::new(Cache::new(config.resource_path.clone()));
+        let mut run = Run::new(config, parts, api, cache.clone());
         let stats = run.stats.clone();
         let reporter = run.reporter.clone();
         let cancel = CancellationToken::new();
@@ -215,7 +234,7 @@ impl Reflector {
                 () = task_cancel.cancelled() => {}
                 () = run.run() => {}
             }
-            run.cache.end();
+            run.sink.end();
             task_finished.store(true, std::sync::atomic::Ordering::SeqCst);
             reporter.ended();
         };
@@ -269,6 +288,32 @@ impl Reflector {
     }
 }
 
+/// A plain watch (`watchResource`): the runner with `config.plan` [`Plan::Once`] over `sink`,
+/// from `endpoint` (resolved from `credential` already: a refusal is the caller's one ERROR),
+/// its requests through `api`, counted in `stats`. Returns when the watch has ended and
+/// `sink` has heard so.
+pub async fn watch_once<A: ListWatch, S: Sink>(
+    config: ReflectorConfig,
+    endpoint: Endpoint,
+    credential: Credential,
+    reporter: Arc<dyn Reporter>,
+    stats: Arc<Stats>,
+    sink: Arc<S>,
+    api: A,
+) {
+    let parts = Parts {
+        provider: Arc::new(StaticCredential(credential)),
+        reporter,
+        memory: Arc::default(),
+        jitter: Jitter::from_time(),
+        stats,
+    };
+    let mut run = Run::new(config, parts, api, sink);
+    run.endpoint = Some((endpoint, tokio::time::Instant::now()));
+    run.run().await;
+    run.sink.end();
+}
+
 impl Drop for Reflector {
     fn drop(&mut self) {
         self.cancel.cancel();
@@ -280,6 +325,28 @@ fn capacity(text: &Option<String>) -> usize {
 }
 
 impl ReflectorConfig {
+    /// A plain watch's ([`Plan::Once`] with `query`) of `resource_path` on `cluster`: what
+    /// only an informer uses (pages, backoff, timeouts, credential refresh, packing) unset, and
+    /// no line or idle limit, no projection until the caller sets them.
+    pub fn once(cluster: Cluster, resource_path: String, query: WatchQuery) -> Self {
+        Self {
+            cluster,
+            resource_path,
+            label_selector: query.label_selector.clone(),
+            field_selector: query.field_selector.clone(),
+            page_size: 0,
+            initial_list: InitialList::Auto,
+            backoff: BackoffPolicy::default(),
+            idle_timeout: None,
+            projection: None,
+            credential_ttl: Duration::ZERO,
+            max_line_bytes: usize::MAX,
+            watch_timeout: Duration::ZERO,
+            pack: false,
+            plan: Plan::Once(query),
+        }
+    }
+
     /// Its strings on the heap, by capacity: the path, the selectors, the cluster's (name, URL,
     /// CA data, proxy and TLS name, the proxy environment). A projection's paths are not
     /// counted (a few short strings when `fields` or `strip` is given).

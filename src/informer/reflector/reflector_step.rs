@@ -39,6 +39,14 @@ pub enum StreamEnd {
     },
     /// 410: the resourceVersion is too old.
     Expired,
+    /// The server ended it with an in-stream ERROR of this code (other than an informer's
+    /// 410, which is [`StreamEnd::Expired`]).
+    Error {
+        /// The Status's code.
+        status: u16,
+        /// The pause it asks for.
+        retry_after: Option<std::time::Duration>,
+    },
     /// A non-ADDED event before the initial-events-end bookmark: no streaming list here.
     Unsupported,
     /// It failed.
@@ -52,6 +60,8 @@ pub enum Step {
     Skip,
     /// A line or an object that cannot be used (said in the warning); the stream goes on.
     Warn(String),
+    /// A plain watch's event, passed on as it came.
+    Passed,
     /// An ADDED of the streaming list's initial events, collected.
     Collected,
     /// A change for the cache.
@@ -69,7 +79,7 @@ impl Step {
     /// the last event), if it counts at all.
     pub fn events(&self) -> Option<usize> {
         match self {
-            Self::Collected | Self::Change(..) => Some(1),
+            Self::Collected | Self::Change(..) | Self::Passed => Some(1),
             // The change that showed a streaming list is not served was received all the same.
             Self::End(StreamEnd::Unsupported) => Some(1),
             Self::Bookmark(_) | Self::Synced(_) => Some(0),
@@ -163,11 +173,10 @@ fn line_step(
             }
         }
         WatchLine::Error { code: 410, .. } => Step::End(StreamEnd::Expired),
-        WatchLine::Error { code, retry_after } => Step::End(StreamEnd::Fault(Fault::Status {
+        WatchLine::Error { code, retry_after } => Step::End(StreamEnd::Error {
             status: code,
             retry_after,
-            detail: "an ERROR event in the watch stream".into(),
-        })),
+        }),
         WatchLine::Other(_) => Step::Skip,
     }
 }
@@ -314,20 +323,19 @@ mod tests {
             Step::End(StreamEnd::Expired)
         ));
         let busy = br#"{"type":"ERROR","object":{"code":429,"details":{"retryAfterSeconds":4}}}"#;
-        let Step::End(StreamEnd::Fault(Fault::Status {
+        let Step::End(StreamEnd::Error {
             status,
             retry_after,
-            ..
-        })) = step_line(&mut progress, busy)
+        }) = step_line(&mut progress, busy)
         else {
-            panic!("a fault")
+            panic!("an in-stream error")
         };
         assert_eq!((status, retry_after), (429, Some(Duration::from_secs(4))));
         // A Status code out of range is a 500, by the crate's one rule.
         let zero = br#"{"type":"ERROR","object":{"code":0}}"#;
         assert!(matches!(
             step_line(&mut progress, zero),
-            Step::End(StreamEnd::Fault(Fault::Status { status: 500, .. }))
+            Step::End(StreamEnd::Error { status: 500, .. })
         ));
         assert!(!progress.saw_events, "errors are not traffic");
     }

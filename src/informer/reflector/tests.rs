@@ -149,6 +149,7 @@ pub(super) fn config(origin: &str, initial_list: InitialList) -> ReflectorConfig
         max_line_bytes: 1 << 20,
         watch_timeout: Duration::from_secs(300),
         pack: true,
+        plan: Plan::ListWatch,
     }
 }
 
@@ -427,9 +428,10 @@ async fn the_first_failure_after_a_healthy_minute_still_sends_an_error() {
         reporter: recorder.clone(),
         memory: Arc::default(),
         jitter: Jitter::new(7),
+        stats: Arc::default(),
     };
-    let mut run = Run::new(config, parts, PoolListWatch(Arc::default()));
-    let cache = run.cache.clone();
+    let cache = Arc::new(Cache::new(config.resource_path.clone()));
+    let mut run = Run::new(config, parts, PoolListWatch(Arc::default()), cache.clone());
     let cursor = cache.subscribe();
     let healthy = crate::informer::backoff::HEALTHY_AFTER + Duration::from_secs(1);
     for round in 1..=3 {

@@ -145,6 +145,8 @@ pub struct Machine {
     failing: bool,
     /// The first sync was reported.
     synced_once: bool,
+    /// A plain watch's rules: one attempt, its end or first failure the end.
+    once: bool,
 }
 
 /// A transition: the next state, and what to do on the way.
@@ -160,12 +162,28 @@ impl Machine {
             watched: false,
             failing: false,
             synced_once: false,
+            once: false,
         }
     }
 
-    /// Where a reflector starts.
-    pub fn start() -> State {
-        State::Listing { relist: false }
+    /// A plain watch's (`Plan::Once`): no list, no retry. It watches once, and its end is the
+    /// end: a clean one quietly, a failure (an answer, an in-stream ERROR, a broken stream) with
+    /// one last ERROR.
+    pub fn once(jitter: Jitter) -> Self {
+        Self {
+            once: true,
+            ..Self::new(BackoffPolicy::default(), jitter)
+        }
+    }
+
+    /// Where a reflector starts: an informer lists, a plain watch watches (as it was asked
+    /// for, so from no resourceVersion of the machine's).
+    pub fn start(&self) -> State {
+        if self.once {
+            State::Watching { rv: String::new() }
+        } else {
+            State::Listing { relist: false }
+        }
     }
 
     /// The backoff's count of failures (the current step).
@@ -236,6 +254,14 @@ impl Machine {
             Fault::Status { status, .. } => matches!(status, 400 | 422),
             _ => false,
         };
+        if self.once {
+            effects.push(Effect::Warn(fault.describe()));
+            effects.push(Effect::Failed {
+                failure,
+                retrying: false,
+            });
+            return (State::Closed, effects);
+        }
         if terminal {
             effects.push(Effect::Warn(format!("{}; giving up", fault.describe())));
             effects.push(Effect::Failed {
@@ -287,10 +313,11 @@ impl Machine {
         (State::Listing { relist: true }, effects)
     }
 
-    /// The answer to a watch from `rv` was a failure.
+    /// The answer to a watch from `rv` was a failure: a 410 relists (a plain watch has no
+    /// list: it is its last failure).
     pub fn watch_refused(&mut self, fault: &Fault, rv: String, now: Instant) -> Transition {
         match fault {
-            Fault::Status { status: 410, .. } => Self::expired(),
+            Fault::Status { status: 410, .. } if !self.once => Self::expired(),
             _ => self.failed(fault, Resume::Watch(rv), now),
         }
     }
@@ -389,6 +416,10 @@ impl Machine {
             StreamEnd::Clean { .. } => Fault::Protocol(
                 "the streaming list ended before its initial-events-end bookmark".into(),
             ),
+            StreamEnd::Error {
+                status,
+                retry_after,
+            } => in_stream(status, retry_after),
             StreamEnd::Fault(fault) => fault,
         };
         self.failed(&fault, resume, now)
@@ -398,7 +429,29 @@ impl Machine {
     /// traffic (the server's `timeoutSeconds`) watches again at once, one so soon and silent
     /// that it counts as a failure waits a backoff step without an ERROR; a 410 relists; a
     /// fault is a failure.
+    ///
+    /// A plain watch's end is the end: a clean one quietly, an in-stream ERROR (410 too) as
+    /// that one last ERROR, without a warning (the server said why), a fault as a failure.
     pub fn watch_ended(&mut self, end: StreamEnd, rv: String, now: Instant) -> Transition {
+        if self.once {
+            let status = match end {
+                StreamEnd::Fault(fault) => return self.failed(&fault, Resume::Watch(rv), now),
+                StreamEnd::Expired => 410,
+                StreamEnd::Error { status, .. } => status,
+                StreamEnd::Clean { .. } | StreamEnd::Unsupported => {
+                    return (State::Closed, Vec::new());
+                }
+            };
+            let failure = Failure::from_status(status);
+            let effects = vec![
+                Effect::CountError(failure.error_type.as_str()),
+                Effect::Failed {
+                    failure,
+                    retrying: false,
+                },
+            ];
+            return (State::Closed, effects);
+        }
         match end {
             StreamEnd::Clean { saw_events } => {
                 match self
@@ -419,6 +472,10 @@ impl Machine {
             StreamEnd::Expired => Self::expired(),
             // Only a streaming list's stream can say this, and only before it synced.
             StreamEnd::Unsupported => (State::Listing { relist: true }, Vec::new()),
+            StreamEnd::Error {
+                status,
+                retry_after,
+            } => self.failed(&in_stream(status, retry_after), Resume::Watch(rv), now),
             StreamEnd::Fault(fault) => self.failed(&fault, Resume::Watch(rv), now),
         }
     }
@@ -426,6 +483,15 @@ impl Machine {
     /// A backoff's sleep is over.
     pub fn woke(resume: Resume) -> State {
         resume.state()
+    }
+}
+
+/// The fault an in-stream ERROR of `status` is to an informer.
+fn in_stream(status: u16, retry_after: Option<Duration>) -> Fault {
+    Fault::Status {
+        status,
+        retry_after,
+        detail: "an ERROR event in the watch stream".into(),
     }
 }
 

@@ -6,13 +6,14 @@ use tokio::time::Instant;
 use super::{RELEASE_AFTER_BYTES, Run};
 use crate::informer::reflector::machine::{PageRefused, Resume, State, StreamingList};
 use crate::informer::reflector::reflector_step::Initial;
+use crate::informer::reflector::sink::Sink;
 use crate::informer::reflector::{Fault, InitialList, ListWatch};
 use crate::informer::store::{Listed, Object};
 use crate::informer::wire::{ListPage, WireError};
 use crate::projection::Projection;
 use crate::request::list_url;
 
-impl<A: ListWatch> Run<A> {
+impl<A: ListWatch, S: Sink> Run<A, S> {
     /// Lists (streaming or paginated) and caches the result; then watches.
     pub(super) async fn list(&mut self, relist: bool) -> State {
         let streaming = match self.config.initial_list {
@@ -153,7 +154,7 @@ impl<A: ListWatch> Run<A> {
     }
 
     pub(super) fn synced(&mut self, objects: Listed, rv: &str, relist: bool) {
-        let changes = self.cache.replace(objects, rv, relist);
+        let changes = self.sink.replace(objects, rv, relist);
         self.changed();
         self.progress.rv = Some(rv.to_owned());
         // What a large list left free goes back to the system (see `heap`); small lists

@@ -12,14 +12,14 @@ use tokio::time::Instant;
 
 use super::machine::{self, Effect, Machine, Resume, State, Transition};
 use super::reflector_step::Progress;
+use super::sink::Sink;
 use super::{
-    Fault, ListMemory, ListWatch, MAX_OBJECT_BYTES, ReflectorConfig, Reporter, Request, capacity,
-    max_page_bytes,
+    Fault, ListMemory, ListWatch, MAX_OBJECT_BYTES, Plan, ReflectorConfig, Reporter, Request,
+    capacity, max_page_bytes,
 };
 use crate::error::Error;
 use crate::http::Get;
 use crate::informer::backoff::Jitter;
-use crate::informer::cache::Cache;
 use crate::informer::connect::{CredentialProvider, Endpoint};
 use crate::informer::recovery::{News, RECOVERY_JITTER};
 use crate::informer::stats::Stats;
@@ -39,16 +39,19 @@ pub(super) struct Parts {
     pub(super) reporter: Arc<dyn Reporter>,
     pub(super) memory: Arc<ListMemory>,
     pub(super) jitter: Jitter,
+    /// Where it counts what it does.
+    pub(super) stats: Arc<Stats>,
 }
 
 /// The task's state.
-pub(super) struct Run<A> {
+pub(super) struct Run<A, S> {
     pub(super) config: ReflectorConfig,
     pub(super) provider: Arc<dyn CredentialProvider>,
     pub(super) reporter: Arc<dyn Reporter>,
     pub(super) memory: Arc<ListMemory>,
     pub(super) api: A,
-    pub(super) cache: Arc<Cache>,
+    /// Where what it reads goes.
+    pub(super) sink: Arc<S>,
     pub(super) stats: Arc<Stats>,
     /// Every flag, and the decisions.
     pub(super) machine: Machine,
@@ -62,17 +65,21 @@ pub(super) struct Run<A> {
     pub(super) news: Option<News>,
 }
 
-impl<A: ListWatch> Run<A> {
-    pub(super) fn new(config: ReflectorConfig, parts: Parts, api: A) -> Self {
+impl<A: ListWatch, S: Sink> Run<A, S> {
+    pub(super) fn new(config: ReflectorConfig, parts: Parts, api: A, sink: Arc<S>) -> Self {
+        let machine = match config.plan {
+            Plan::ListWatch => Machine::new(config.backoff, parts.jitter),
+            Plan::Once(_) => Machine::once(parts.jitter),
+        };
         Self {
-            machine: Machine::new(config.backoff, parts.jitter),
-            cache: Arc::new(Cache::new(config.resource_path.clone())),
+            machine,
+            sink,
             config,
             provider: parts.provider,
             reporter: parts.reporter,
             memory: parts.memory,
             api,
-            stats: Arc::new(Stats::default()),
+            stats: parts.stats,
             endpoint: None,
             progress: Progress::default(),
             released_at_bytes: 0,
@@ -81,7 +88,7 @@ impl<A: ListWatch> Run<A> {
     }
 
     pub(super) async fn run(&mut self) {
-        let mut state = Machine::start();
+        let mut state = self.machine.start();
         loop {
             state = match state {
                 State::Listing { relist } => self.list(relist).await,
@@ -117,11 +124,11 @@ impl<A: ListWatch> Run<A> {
             Effect::Warn(text) => self.warn(&text),
             Effect::Info(text) => self.info(&text),
             Effect::Failed { failure, retrying } => {
-                self.cache.error(&failure, retrying);
+                self.sink.error(&failure, retrying);
                 self.reporter.failed();
             }
             Effect::Succeeded { news } => {
-                self.cache.recovered();
+                self.sink.recovered();
                 if news {
                     self.reporter.recovered();
                     if let Some(news) = self.news.as_mut() {
@@ -132,16 +139,26 @@ impl<A: ListWatch> Run<A> {
             // From now on the informer asks for plain JSON and cuts the objects down here
             // (`refused` says so once; None without metadataOnly, or when the header was not
             // sent).
-            Effect::RefuseMetadataOnly => {
-                if let Some(warning) = self
-                    .config
-                    .projection
-                    .as_ref()
-                    .and_then(Projection::refused)
-                {
-                    self.warn(&warning);
+            //
+            // A plain watch tries once: it says what the 406 means, and ends.
+            Effect::RefuseMetadataOnly => match self.config.plan {
+                Plan::ListWatch => {
+                    if let Some(warning) = self
+                        .config
+                        .projection
+                        .as_ref()
+                        .and_then(Projection::refused)
+                    {
+                        self.warn(&warning);
+                    }
                 }
-            }
+                Plan::Once(_) if self.accept(true).is_some() => self.warn(
+                    "the server answered 406 Not Acceptable to a metadata-only \
+                     (PartialObjectMetadata) watch: it cannot serve metadataOnly; watch \
+                     without it",
+                ),
+                Plan::Once(_) => {}
+            },
             Effect::RememberPaginated => self
                 .memory
                 .remember_paginated(&self.config.cluster.spec.url),
@@ -181,14 +198,18 @@ impl<A: ListWatch> Run<A> {
     /// The cache changed: a reader that asked to hear of it ([`Cache::arm_change_notice`])
     /// is told, once.
     fn changed(&self) {
-        if self.cache.take_change_notice() {
+        if self.sink.take_change_notice() {
             self.reporter.changed();
         }
     }
 
     fn context(&self) -> String {
+        let what = match self.config.plan {
+            Plan::ListWatch => "informer",
+            Plan::Once(_) => "watch",
+        };
         format!(
-            "informer of {} on cluster '{}'",
+            "{what} of {} on cluster '{}'",
             self.config.resource_path, self.config.cluster.spec.name
         )
     }
@@ -270,14 +291,16 @@ impl<A: ListWatch> Run<A> {
             })
     }
 
-    /// A watch of the collection with `query`, bookmarks on and the server asked to end it
-    /// after a jittered while, as lines.
+    /// A watch of the collection with `query`, as lines: an informer's with bookmarks on and
+    /// the server asked to end it after a jittered while, a plain watch's as it was asked for.
     async fn watch_lines(&mut self, mut query: WatchQuery) -> Result<A::Lines, Fault> {
-        query.allow_watch_bookmarks = true;
-        query.timeout_seconds = Some(machine::jittered_timeout(
-            self.config.watch_timeout,
-            self.machine.draw(),
-        ));
+        if matches!(self.config.plan, Plan::ListWatch) {
+            query.allow_watch_bookmarks = true;
+            query.timeout_seconds = Some(machine::jittered_timeout(
+                self.config.watch_timeout,
+                self.machine.draw(),
+            ));
+        }
         let endpoint = self.endpoint().await?;
         let url = watch_url(&endpoint.base_url, &self.config.resource_path, &query);
         let request = self.request(&endpoint, url, true);

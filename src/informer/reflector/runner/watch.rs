@@ -3,19 +3,28 @@
 
 use tokio::time::Instant;
 
+use crate::request::WatchQuery;
+
 use super::Run;
+use crate::informer::reflector::Plan;
 use crate::informer::reflector::machine::State;
-use crate::informer::reflector::reflector_step::{Initial, Step, StreamEnd, step};
+use crate::informer::reflector::reflector_step::{Initial, Step, StreamEnd};
+use crate::informer::reflector::sink::Sink;
 use crate::informer::reflector::{Fault, ListWatch, WatchLines};
 
-impl<A: ListWatch> Run<A> {
+impl<A: ListWatch, S: Sink> Run<A, S> {
     /// Watches from `rv`.
     pub(super) async fn watch(&mut self, rv: String) -> State {
         for effect in self.machine.watch_starting() {
             self.effect(effect);
         }
-        let mut query = self.query();
-        query.resource_version = Some(rv.clone());
+        let query = match &self.config.plan {
+            Plan::ListWatch => WatchQuery {
+                resource_version: Some(rv.clone()),
+                ..self.query()
+            },
+            Plan::Once(query) => query.clone(),
+        };
         let lines = match Box::pin(self.watch_lines(query)).await {
             Ok(lines) => {
                 self.succeeded();
@@ -47,7 +56,7 @@ impl<A: ListWatch> Run<A> {
         initial: Option<Initial>,
     ) -> (StreamEnd, bool) {
         let _open = self.stats.watch_open();
-        let _watching = self.cache.watching(initial.is_some());
+        let _watching = self.sink.watching(initial.is_some());
         self.progress.initial = initial;
         self.progress.saw_events = false;
         let end = loop {
@@ -60,27 +69,30 @@ impl<A: ListWatch> Run<A> {
                 }
                 Err(err) => break StreamEnd::Fault(Fault::from_error(err)),
             };
-            let step = step(
-                &mut self.progress,
-                &line,
-                self.config.projection.as_ref(),
-                self.config.pack,
-            );
+            let step = self
+                .sink
+                .line(
+                    &mut self.progress,
+                    line,
+                    self.config.projection.as_ref(),
+                    self.config.pack,
+                )
+                .await;
             self.take_notice();
             if let Some(events) = step.events() {
                 self.stats.events(events);
             }
             match step {
-                Step::Skip | Step::Collected => {}
+                Step::Skip | Step::Collected | Step::Passed => {}
                 Step::Warn(text) => self.warn(&text),
                 Step::Change(kind, object) => {
-                    if self.cache.apply(kind, object) > 0 {
+                    if self.sink.apply(kind, object) > 0 {
                         self.changed();
                     }
                 }
                 Step::Bookmark(rv) => {
                     if let Some(rv) = rv {
-                        self.cache.bookmark(&rv);
+                        self.sink.bookmark(&rv);
                     }
                 }
                 Step::Synced(list) => {

@@ -205,6 +205,7 @@ fn run_shared(
         reporter: recorder.clone(),
         memory: memory.clone(),
         jitter: Jitter::new(7),
+        stats: Arc::default(),
     };
     let reflector = Reflector::start_with(
         config,

@@ -9,6 +9,8 @@ use super::*;
 use crate::error::{Error, ErrorType};
 use crate::informer::connect::Refusal;
 
+mod once;
+
 fn machine() -> Machine {
     Machine::new(BackoffPolicy::default(), Jitter::new(7))
 }
@@ -85,10 +87,15 @@ fn effect(effect: &Effect) -> String {
 
 type Input = fn(&mut Machine, Instant) -> Transition;
 
-/// `(what, input, state, effects)`: each row on a new machine.
+/// `(what, input, state, effects)`: each row on a new informer's machine.
 fn check(rows: &[(&str, Input, &str, &[&str])]) {
+    check_on(machine, rows);
+}
+
+/// [`check`], each row on a new machine made by `make`.
+fn check_on(make: fn() -> Machine, rows: &[(&str, Input, &str, &[&str])]) {
     for (what, input, state, effects) in rows {
-        let mut m = machine();
+        let mut m = make();
         let t0 = Instant::from_std(std::time::Instant::now());
         let (next, done) = input(&mut m, t0);
         assert_eq!(brief(&next, t0), *state, "{what}: the state");
@@ -412,6 +419,22 @@ fn a_watch_that_ends_watches_again_backs_off_or_relists() {
             ],
         ),
         (
+            "an ERROR in the stream",
+            |m, t| {
+                let end = StreamEnd::Error {
+                    status: 429,
+                    retry_after: Some(Duration::from_secs(4)),
+                };
+                m.watch_ended(end, "7".into(), t)
+            },
+            "backoff earliest+4s then watch 7",
+            &[
+                "count UNKNOWN_ERROR",
+                "ERROR UNKNOWN_ERROR 429 retrying",
+                "warn HTTP 429: an ERROR event in the watch stream; retrying",
+            ],
+        ),
+        (
             "a cut stream",
             |m, t| {
                 let fault = Fault::Transport(Error::Connect("reset".into()));
@@ -431,7 +454,7 @@ fn a_watch_that_ends_watches_again_backs_off_or_relists() {
 fn the_flags_a_401_a_success_a_reconnect_and_the_first_sync_set() {
     let mut m = machine();
     let t0 = Instant::from_std(std::time::Instant::now());
-    assert_eq!(Machine::start(), State::Listing { relist: false });
+    assert_eq!(machine().start(), State::Listing { relist: false });
     assert_eq!(m.answered(), Effect::Succeeded { news: false });
     assert!(!m.credential_stale());
     m.failed(&status(401, None), Resume::List { relist: false }, t0);
