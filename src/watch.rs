@@ -112,7 +112,7 @@ impl Watch {
                 () = task_cancel.cancelled() => {}
                 () = run => {}
             }
-            sink.close();
+            sink.end();
         });
         Self {
             outbox,

@@ -290,8 +290,8 @@ impl Reflector {
 
 /// A plain watch (`watchResource`): the runner with `config.plan` [`Plan::Once`] over `sink`,
 /// from `endpoint` (resolved from `credential` already: a refusal is the caller's one ERROR),
-/// its requests through `api`, counted in `stats`. Returns when the watch has ended and
-/// `sink` has heard so.
+/// its requests through `api`, counted in `stats`. Returns when the watch has ended; the
+/// caller ends `sink` (after this, or after cancelling it).
 pub async fn watch_once<A: ListWatch, S: Sink>(
     config: ReflectorConfig,
     endpoint: Endpoint,
@@ -311,7 +311,6 @@ pub async fn watch_once<A: ListWatch, S: Sink>(
     let mut run = Run::new(config, parts, api, sink);
     run.endpoint = Some((endpoint, tokio::time::Instant::now()));
     run.run().await;
-    run.sink.end();
 }
 
 impl Drop for Reflector {
