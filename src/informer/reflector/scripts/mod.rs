@@ -4,8 +4,8 @@
 //! clock) it was made and the bearer token it carried. Once the script is spent, requests
 //! never answer, so the reflector stays where it is until the test stops it.
 //!
-//! This file holds the fake and the helpers; the scripts are in `resumes.rs`, `lists.rs` and
-//! `recovery.rs`.
+//! This file holds the fake and the helpers; the scripts are in `resumes.rs`, `lists.rs`,
+//! `recovery.rs` and (a plain watch's) `once.rs`.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -21,6 +21,7 @@ use crate::error::Error;
 use crate::informer::connect::StaticCredential;
 
 mod lists;
+mod once;
 mod recovery;
 mod resumes;
 
