@@ -254,16 +254,13 @@ impl Machine {
             Fault::Status { status, .. } => matches!(status, 400 | 422),
             _ => false,
         };
-        if self.once {
-            effects.push(Effect::Warn(fault.describe()));
-            effects.push(Effect::Failed {
-                failure,
-                retrying: false,
-            });
-            return (State::Closed, effects);
-        }
-        if terminal {
-            effects.push(Effect::Warn(format!("{}; giving up", fault.describe())));
+        // A plain watch's every failure is its last; it gives up on nothing it was promised.
+        if terminal || self.once {
+            let warning = match self.once {
+                true => fault.describe(),
+                false => format!("{}; giving up", fault.describe()),
+            };
+            effects.push(Effect::Warn(warning));
             effects.push(Effect::Failed {
                 failure,
                 retrying: false,
@@ -429,28 +426,10 @@ impl Machine {
     /// traffic (the server's `timeoutSeconds`) watches again at once, one so soon and silent
     /// that it counts as a failure waits a backoff step without an ERROR; a 410 relists; a
     /// fault is a failure.
-    ///
-    /// A plain watch's end is the end: a clean one quietly, an in-stream ERROR (410 too) as
-    /// that one last ERROR, without a warning (the server said why), a fault as a failure.
+    /// A plain watch's end is the end (`once.rs`).
     pub fn watch_ended(&mut self, end: StreamEnd, rv: String, now: Instant) -> Transition {
         if self.once {
-            let status = match end {
-                StreamEnd::Fault(fault) => return self.failed(&fault, Resume::Watch(rv), now),
-                StreamEnd::Expired => 410,
-                StreamEnd::Error { status, .. } => status,
-                StreamEnd::Clean { .. } | StreamEnd::Unsupported => {
-                    return (State::Closed, Vec::new());
-                }
-            };
-            let failure = Failure::from_status(status);
-            let effects = vec![
-                Effect::CountError(failure.error_type.as_str()),
-                Effect::Failed {
-                    failure,
-                    retrying: false,
-                },
-            ];
-            return (State::Closed, effects);
+            return self.once_ended(end, rv, now);
         }
         match end {
             StreamEnd::Clean { saw_events } => {
@@ -500,6 +479,8 @@ pub fn jittered_timeout(base: Duration, draw: f64) -> u64 {
     let base = base.as_secs().max(1);
     base + (draw * base as f64) as u64
 }
+
+mod once;
 
 #[cfg(test)]
 mod tests;
