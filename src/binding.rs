@@ -355,17 +355,17 @@ fn in_cluster_env(service_account_dir: Option<&str>) -> InClusterEnv {
 /// informers share (`informer::connect::Cluster::resolve`); a refusal is its failure and the
 /// message naming `what`.
 fn endpoint_for(spec: &WatchSpec, what: &str) -> std::result::Result<Endpoint, (Failure, String)> {
-    resolve(&spec.cluster.cluster(), spec, what)
+    resolve(&spec.cluster.cluster(), &spec.credential.credential(), what)
 }
 
-/// [`endpoint_for`] on `cluster`, `spec`'s.
+/// [`endpoint_for`] on `cluster` (`spec`'s) with `credential` (`spec`'s).
 fn resolve(
     cluster: &Cluster,
-    spec: &WatchSpec,
+    credential: &Credential,
     what: &str,
 ) -> std::result::Result<Endpoint, (Failure, String)> {
     cluster
-        .resolve(&spec.credential.credential())
+        .resolve(credential)
         .map_err(|refusal| (refusal.failure, format!("{what}: {}", refusal.warning)))
 }
 
@@ -375,7 +375,8 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
     let resource_path = spec.resource.path();
     let what = format!("watch of {resource_path}");
     let cluster = spec.cluster.cluster();
-    let endpoint = match resolve(&cluster, &spec, &what) {
+    let credential = spec.credential.credential();
+    let endpoint = match resolve(&cluster, &credential, &what) {
         Ok(endpoint) => endpoint,
         Err((failure, warning)) => {
             return Ok(Watch::refused(resource_path, failure, warning, counters));
@@ -407,7 +408,7 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
     let config = WatchConfig {
         runner,
         endpoint,
-        credential: spec.credential.credential(),
+        credential,
         counters,
     };
     Ok(within_runtime_if_available(|| {

@@ -5,7 +5,7 @@
 //! runner: request ─► body lines ─► Outbox::line (classify, project) ─► Outbox (batches) ─┐
 //! JS:     take_batch() now, or arm() and be woken when nothing is ready ◄─ JSON array text ◄┘
 //! ```
-//! The runner (`informer::reflector`, [`Plan::Once`]) asks for the watch, reads its lines and
+//! The runner (`informer::reflector`, `Plan::Once`) asks for the watch, reads its lines and
 //! decides what its end means by the same rules as an informer's, and the same transport
 //! counts its status, error body, lines and bytes; a plain watch differs only in trying once
 //! and keeping nothing: its [`Sink`] is its [`Outbox`], which passes each line on as it came.
