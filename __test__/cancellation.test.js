@@ -10,7 +10,12 @@ const { spawnSync } = require('node:child_process');
 const { createSimulator, certs } = require('../sim');
 const native = require('../lib/native');
 const { toSpec } = require('../lib/watcher');
-const { startWatch, waiting } = require('../lib/watch-hub');
+const { Hub } = require('../lib/hub');
+
+/** A hub of its own, as a watcher has, for the tests that drive a native watch directly. */
+const hub = new Hub();
+const startWatch = (spec) => hub.watch(spec);
+const waiting = () => hub.waiting();
 const {
   useSimulator,
   testWithTimeout,
@@ -20,6 +25,7 @@ const {
   pod,
   seedPods,
   floodWatches,
+  onCrossings,
 } = require('./helpers');
 const { sleep, within, until, untilCollected } = require('./wait');
 
@@ -137,19 +143,17 @@ timedTest('abort mid-stream: buffered events are dropped, no ERROR, socket close
   // All five initial events in one chunk, hence one batch: the abort lands mid-batch.
   sim.setFault({ writeMode: 'coalesce' });
   const { gen, controller, logger } = abortableWatch('mid', 5);
-  const original = native.NativeWatch.prototype.takeBatch;
   const batchSizes = [];
-  native.NativeWatch.prototype.takeBatch = function takeBatch() {
-    const batch = original.call(this);
+  const record = (batch) => {
     const events = typeof batch === 'string' ? batch : batch?.events;
     if (events) batchSizes.push(JSON.parse(events).length);
-    return batch;
   };
+  const restore = onCrossings({ taken: record, woken: record });
   let first;
   try {
     first = await within(gen.next(), EVENT_MS, 'the first event');
   } finally {
-    native.NativeWatch.prototype.takeBatch = original;
+    restore();
   }
   assert.equal(first.value.type, 'ADDED');
   assert.ok(batchSizes[0] > 1, `the first batch held more than one event (${batchSizes})`);

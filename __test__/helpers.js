@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const { NativeKubernetesWatcher } = require('..');
-const { NativeWatch } = require('../lib/native');
+const { HubSource } = require('../lib/hub');
 const { createSimulator } = require('../sim');
 
 const TOKEN = 'tok-7f3a9c1e5b2d4a6f';
@@ -175,28 +175,51 @@ function seedPods(sim, ns, count) {
 }
 
 /**
- * Counts how batches cross into JavaScript until `restore()`: `taken` at once by takeBatch(),
- * `empty` takeBatch() calls that found none, `awaited` batches taken after a wait() that found
- * none ready (the watch then waits to be woken); `batches()` is taken + awaited.
+ * Watches batches cross into JavaScript through every hub source (lib/hub.js) until the
+ * returned restore(): `taken(batch)` for a batch a takeBatch() (a native poll()) found,
+ * `empty()` for one that found none (the poll armed the wake-up), `woken(batch)` for what a
+ * wake-up handed a waiting stream (a batch, or null: ready to poll). A test using it runs plain
+ * watches alone.
  */
-function countBatches() {
-  const { takeBatch, wait } = NativeWatch.prototype;
-  const counts = { taken: 0, empty: 0, awaited: 0 };
-  const waited = new WeakSet();
-  NativeWatch.prototype.takeBatch = function (...args) {
+function onCrossings({ taken = () => {}, empty = () => {}, woken = () => {} }) {
+  const { takeBatch, wait } = HubSource.prototype;
+  HubSource.prototype.takeBatch = function (...args) {
     const batch = takeBatch.apply(this, args);
-    if (batch === null) counts.empty++;
-    else if (waited.delete(this)) counts.awaited++;
-    else counts.taken++;
+    if (batch === null) empty();
+    else taken(batch);
     return batch;
   };
-  NativeWatch.prototype.wait = function (...args) {
-    const ready = wait.apply(this, args);
-    if (!ready) waited.add(this);
-    return ready;
+  HubSource.prototype.wait = function (onBatch) {
+    return wait.call(this, (batch) => {
+      woken(batch);
+      onBatch(batch);
+    });
   };
+  return () => Object.assign(HubSource.prototype, { takeBatch, wait });
+}
+
+/**
+ * Counts how batches cross into JavaScript until `restore()`: `taken` at once by takeBatch()
+ * (a native poll()), `empty` takeBatch() calls that found none, `awaited` batches taken after
+ * a wake-up of a waiting stream (a watch's wake-up says its batch is ready, and the poll that
+ * follows takes it; an informer consumer's carries it); `batches()` is taken + awaited.
+ */
+function countBatches() {
+  const counts = { taken: 0, empty: 0, awaited: 0 };
+  let woke = false;
+  counts.restore = onCrossings({
+    taken: () => {
+      if (woke) counts.awaited++;
+      else counts.taken++;
+      woke = false;
+    },
+    empty: () => counts.empty++,
+    woken: (batch) => {
+      if (batch !== null) counts.awaited++;
+      else woke = true;
+    },
+  });
   counts.batches = () => counts.taken + counts.awaited;
-  counts.restore = () => Object.assign(NativeWatch.prototype, { takeBatch, wait });
   return counts;
 }
 
@@ -244,4 +267,5 @@ module.exports = {
   floodWatches,
   seedPods,
   countBatches,
+  onCrossings,
 };

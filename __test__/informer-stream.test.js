@@ -93,12 +93,12 @@ async function countPerChange(t, informers, changes) {
   const counts = { poll: 0, back: 0, promises: 0 };
   let counting = false;
   const { poll } = native.NativeInformerConsumer.prototype;
-  const { connect } = native.NativeInformerRegistry.prototype;
+  const { connect } = native.NativeRegistry.prototype;
   native.NativeInformerConsumer.prototype.poll = function (...args) {
     if (counting) counts.poll++;
     return poll.apply(this, args);
   };
-  native.NativeInformerRegistry.prototype.connect = function (back) {
+  native.NativeRegistry.prototype.connect = function (back) {
     return connect.call(this, (...message) => {
       if (counting) counts.back++;
       return back(...message);
@@ -112,7 +112,7 @@ async function countPerChange(t, informers, changes) {
   t.after(() => {
     hook.disable();
     Object.assign(native.NativeInformerConsumer.prototype, { poll });
-    Object.assign(native.NativeInformerRegistry.prototype, { connect });
+    Object.assign(native.NativeRegistry.prototype, { connect });
   });
   const { watcher } = recordingWatcher();
   const seen = new Map();
@@ -169,14 +169,14 @@ test('wake-ups that come close together cross in one call, each consumer woken o
   for (let i = 0; i < informers; i++) s.create('configmaps', cm('x', {}, `ns-${i}`));
   const calls = [];
   let counting = false;
-  const { connect } = native.NativeInformerRegistry.prototype;
-  native.NativeInformerRegistry.prototype.connect = function (back) {
+  const { connect } = native.NativeRegistry.prototype;
+  native.NativeRegistry.prototype.connect = function (back) {
     return connect.call(this, (from, messages) => {
       if (counting) calls.push(from.length);
       return back(from, messages);
     });
   };
-  t.after(() => Object.assign(native.NativeInformerRegistry.prototype, { connect }));
+  t.after(() => Object.assign(native.NativeRegistry.prototype, { connect }));
   const { watcher } = recordingWatcher();
   const seen = new Map();
   await openPerNamespace(t, s, watcher, informers, (e, i) => {
@@ -226,14 +226,14 @@ test('news does not overtake the wake-ups held back before it: a warning after a
   // Each call of the registry's function, in order: who each message is from (0: news) and,
   // for news, its kind.
   const calls = [];
-  const { connect } = native.NativeInformerRegistry.prototype;
-  native.NativeInformerRegistry.prototype.connect = function (back) {
+  const { connect } = native.NativeRegistry.prototype;
+  native.NativeRegistry.prototype.connect = function (back) {
     return connect.call(this, (from, messages) => {
       calls.push(from.map((id, i) => (id === 0 ? JSON.parse(messages[i]).kind : id)));
       return back(from, messages);
     });
   };
-  t.after(() => Object.assign(native.NativeInformerRegistry.prototype, { connect }));
+  t.after(() => Object.assign(native.NativeRegistry.prototype, { connect }));
   const { watcher, log } = recordingWatcher();
   const informer = watcher.informer(params(s), { namespace: 'default', initialList: 'paginated' });
   t.after(() => informer.close());

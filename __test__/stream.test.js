@@ -14,6 +14,7 @@ const {
   pod,
   seedPods,
   countBatches,
+  onCrossings,
   floodWatches,
 } = require('./helpers');
 const { sleep, within } = require('./wait');
@@ -118,29 +119,22 @@ timedTest(
 );
 
 /**
- * Counts the batch texts the NativeWatch behind a stream hands over, until restore(), however
- * each crossed: taken at once, or taken once the watch hub woke a waiting next() (both through
- * takeBatch(): a string, or a batch object). Which way a batch crosses depends on whether the
- * consumer or the socket is ahead at that moment, which a busy machine decides; every text is
- * made the same way.
+ * Counts the batch texts the watch behind a stream hands over, until restore(), however each
+ * crossed: taken at once (takeBatch(), a native poll()), or handed to a waiting next() by the
+ * hub's wake-up (a string, or a batch object either way). Which way a batch crosses depends on
+ * whether the consumer or the socket is ahead at that moment, which a busy machine decides;
+ * every text is made the same way.
  * `onText(text)` sees each of those texts.
  */
 function watchBehindTheStream(onText = () => {}) {
-  const { NativeWatch } = require('../lib/native');
-  const { takeBatch } = NativeWatch.prototype;
   const seen = { textBatches: 0 };
-  const record = (text) => {
+  const record = (batch) => {
+    const text = typeof batch === 'string' ? batch : batch?.events;
     if (!text) return;
     seen.textBatches++;
     onText(text);
   };
-  NativeWatch.prototype.takeBatch = function (...args) {
-    const batch = takeBatch.apply(this, args);
-    if (typeof batch === 'string') record(batch);
-    else if (batch !== null) record(batch.events);
-    return batch;
-  };
-  seen.restore = () => Object.assign(NativeWatch.prototype, { takeBatch });
+  seen.restore = onCrossings({ taken: record, woken: record });
   return seen;
 }
 

@@ -1,6 +1,6 @@
 'use strict';
-// The watch hub (lib/watch-hub.js, src/binding.rs): every plain watch of the process wakes
-// JavaScript through one weak thread-safe function. Its wake-ups reach the right watch with its
+// The hub (lib/hub.js, src/binding/registry.rs): every plain watch of a watcher wakes
+// JavaScript through its one weak thread-safe function, the one its informers use. Its wake-ups reach the right watch with its
 // events intact and in order; it keeps the process alive only while a watch waits (child
 // processes must exit by themselves once their watches and informers ended, or were left idle);
 // and it holds nothing that keeps a watcher or a finished generator from being collected.
@@ -10,7 +10,7 @@ const { spawn } = require('node:child_process');
 const path = require('node:path');
 const readline = require('node:readline');
 const { NativeKubernetesWatcher } = require('..');
-const { waiting } = require('../lib/watch-hub');
+const { HUB } = require('../lib/hub');
 const { useSimulator, testWithTimeout, TOKEN, paramsFor, pod, collect } = require('./helpers');
 const { within, until, untilCollected } = require('./wait');
 
@@ -83,10 +83,14 @@ for (const mode of ['closed', 'idle']) {
 timedTest('a watcher and its finished generators are collected: the hub holds none of them', async () => {
   const collected = new Set();
   const registry = new FinalizationRegistry((name) => collected.add(name));
-  const before = waiting();
+  let hub = null;
+  const waiting = () => hub.waiting();
   await (async () => {
     const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
     registry.register(watcher, 'watcher');
+    // Held past the watcher: the hub holds nothing of it.
+    hub = watcher[HUB]();
+    const before = waiting();
     const gens = [0, 1, 2].map((i) => {
       const gen = watcher.watchResource(paramsFor(sim), { namespace: 'gc', timeoutSeconds: 1 });
       registry.register(gen, `watch ${i}`);
@@ -96,6 +100,7 @@ timedTest('a watcher and its finished generators are collected: the hub holds no
     // return() while waiting, and by the server (timeoutSeconds).
     const pending = gens.map((gen) => gen.next());
     await until(() => waiting() === before + 3, 2000, 'the three watches to wait through the hub');
+    assert.equal(before, 0);
     sim.create('pods', pod('a', { namespace: 'gc' }));
     for (const result of await within(Promise.all(pending), 5000, 'the first events'))
       assert.equal(result.value.type, 'ADDED');
@@ -108,7 +113,7 @@ timedTest('a watcher and its finished generators are collected: the hub holds no
     for (const gen of gens.slice(0, 2))
       assert.deepEqual(await within(gen.next(), 5000, 'the server end'), { value: undefined, done: true });
   })();
-  assert.equal(waiting(), before, 'no watch waits any more');
+  assert.equal(waiting(), 0, 'no watch waits any more');
   const all = ['watcher', 'watch 0', 'watch 1', 'watch 2'];
   await untilCollected(
     () => all.every((name) => collected.has(name)),
@@ -147,5 +152,50 @@ timedTest('200 watches woken through one hub: each gets its own events, intact a
     );
   });
   await Promise.all(gens.map((gen) => gen.return()));
-  assert.equal(waiting(), 0);
+  assert.equal(watcher[HUB]().waiting(), 0);
 });
+
+timedTest(
+  "a watcher's plain watches and informers come back through one function of its registry",
+  async (t) => {
+    const native = require('../lib/native');
+    const { connect } = native.NativeRegistry.prototype;
+    const calls = [];
+    native.NativeRegistry.prototype.connect = function (back) {
+      calls.push({ registry: this, from: [] });
+      const call = calls[calls.length - 1];
+      return connect.call(this, (from, messages) => {
+        call.from.push(...from);
+        return back(from, messages);
+      });
+    };
+    t.after(() => Object.assign(native.NativeRegistry.prototype, { connect }));
+    const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
+    const informer = watcher.informer(paramsFor(sim, { plural: 'configmaps' }), { namespace: 'one' });
+    const gen = watcher.watchResource(paramsFor(sim), { namespace: 'one' });
+    const stream = informer[Symbol.asyncIterator]();
+    try {
+      await within(informer.synced, 5000, 'the informer to sync');
+      assert.equal((await within(stream.next(), 5000, 'the SYNCED marker')).value.type, 'SYNCED');
+      // Both wait before the changes: each is woken through the function.
+      const nextEvent = gen.next();
+      const nextChange = stream.next();
+      await until(() => watcher[HUB]().waiting() === 2, 2000, 'the watch and the consumer to wait');
+      sim.create('pods', pod('p', { namespace: 'one' }));
+      sim.create('configmaps', { metadata: { name: 'c', namespace: 'one' } });
+      assert.equal((await within(nextEvent, 5000, 'the watch event')).value.object.metadata.name, 'p');
+      assert.equal((await within(nextChange, 5000, 'the informer change')).value.object.metadata.name, 'c');
+    } finally {
+      await gen.return();
+      await stream.return();
+      informer.close();
+    }
+    const registries = new Set(calls.map((call) => call.registry));
+    assert.equal(registries.size, 1, 'one registry for the watcher');
+    assert.equal(calls.length, 1, 'connected once while something was open or waiting');
+    const from = calls[0].from;
+    assert.ok(from.includes(0), "the informer's news came through it");
+    const waiters = new Set(from.filter((id) => id !== 0));
+    assert.equal(waiters.size, 2, `the watch's and the consumer's wake-ups came through it (from ${from})`);
+  },
+);

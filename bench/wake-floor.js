@@ -25,7 +25,7 @@ async function tick(mode, ticks) {
   if (mode === 'addon' || mode === 'hub' || mode === 'runtime') {
     const native = require('../lib/native.js');
     if (mode !== 'addon') {
-      const registry = new native.NativeInformerRegistry();
+      const registry = new native.NativeRegistry();
       registry.connect(() => {});
       if (mode === 'runtime') registry.disconnect();
       globalThis.registry = registry;

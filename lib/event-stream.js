@@ -14,11 +14,11 @@
 //   - a batch ready in the native queue: taken synchronously (`takeBatch()`, no Promise, no
 //     thread hop) and parsed at once, one JSON.parse per batch;
 //   - none ready: the next() that waits gets one Promise, settled straight from the source's
-//     wake-up (`wait(onBatch)`) with the batch's first event. The wake-ups of every watch, and of
-//     every consumer of a watcher's informers, come back through one weak thread-safe function
-//     (lib/watch-hub.js, InformerHub in lib/informer.js), not a Promise and a thread-safe
-//     function per wait: per change one native call, one Promise, one JSON.parse, with a
-//     thousand consumers that each see a change now and then (bench/fleet.js);
+//     wake-up (`wait(onBatch)`) with the batch's first event. The wake-ups of every watch and of
+//     every informer consumer of a watcher come back through one weak thread-safe function (its
+//     hub, lib/hub.js), not a Promise and a thread-safe function per wait: per change one native
+//     call, one Promise, one JSON.parse, with a thousand consumers that each see a change now
+//     and then (bench/fleet.js);
 //   - every HOLD_LOOP_MS of taking ready batches, one setImmediate() so the event loop turns:
 //     resolved promises are microtasks, and a flood of ready batches would otherwise starve
 //     timers and I/O for as long as it lasts;
@@ -26,10 +26,10 @@
 //     promise chain, in call order, as an async generator's queue.
 //
 // What differs between a watch and an informer consumer is only the source, which `start()`
-// returns on the first next(): `takeBatch()` the ready batch or null (an informer consumer's
-// also arms its wake-up), `wait(onBatch)` after a takeBatch() that found none (`onBatch(batch)`
-// is then called once with the next batch; or it returns that batch when one is ready already),
-// `cancel()`. A batch is the JSON text of an array of events, or
+// returns on the first next(): `takeBatch()` the ready batch, or null having armed its wake-up,
+// `wait(onBatch)` after a takeBatch() that found none (`onBatch(batch)` is then called once with
+// the next batch, or with null when one is ready to take; or it returns that batch when one is
+// ready already), `cancel()`. A batch is the JSON text of an array of events, or
 // `{ events, warnings, done }`; the one with `done` is the last.
 //
 // Generator semantics kept: nothing starts before the first next(); return(value) and
@@ -54,8 +54,8 @@ AsyncGeneratorShape.prototype = Object.getPrototypeOf(async function* () {}).pro
 
 /**
  * @typedef {string | { events: string, warnings: string[], done: boolean }} Batch
- * @typedef {object} Source what a stream reads: PlainWatch (lib/watch-hub.js), InformerConsumer
- *   (lib/informer.js)
+ * @typedef {object} Source what a stream reads: HubSource (lib/hub.js), over a plain watch or
+ *   an informer consumer
  * @property {() => Batch | null} takeBatch
  * @property {(onBatch: (batch: Batch) => void) => Batch | null} wait
  * @property {() => void} cancel
@@ -213,7 +213,10 @@ class EventStream extends AsyncGeneratorShape {
     if (batch !== null) this.#resume(batch);
   }
 
-  /** The waiting call goes on: with the batch of its wake-up, or after the loop's turn. */
+  /**
+   * The waiting call goes on: with the batch of its wake-up, or after the loop's turn or a
+   * wake-up that says a batch is ready (null: take it).
+   */
   #resume(batch) {
     this.#turnBy = performance.now() + HOLD_LOOP_MS;
     let event;

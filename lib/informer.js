@@ -1,7 +1,7 @@
 'use strict';
 // KubernetesInformer: a list-watch that never gives up, with the cluster's state cached natively
 // (src/informer/). JavaScript's part: check the arguments, open the shared informer in the
-// watcher's native registry, hand each consumer's batches over (one JSON.parse per batch,
+// watcher's native registry (through its hub, lib/hub.js), hand each consumer's batches over (one JSON.parse per batch,
 // lib/event-stream.js), parse `get`/`list` results on demand, answer
 // `getCredential` requests, and route the native side's news to the logger.
 
@@ -20,108 +20,6 @@ const {
 } = require('./spec');
 
 const INITIAL_LISTS = new Set(['auto', 'paginated', 'streaming']);
-
-/** The longest delay setInterval takes (about 24.8 days): a timer that never fires. */
-const NEVER_MS = 2 ** 31 - 1;
-
-/**
- * One per watcher: its native registry, and the two ways back from it, both shared by every
- * informer and consumer of the watcher. The native side says everything through one
- * thread-safe function per registry (the news of every handle and the wake-ups of every
- * waiting consumer, in the order sent), not one per handle and one per pending `nextBatch()`:
- * libuv looks at every one of them on each wake-up of the loop, which made the main thread's
- * cost of a change grow with the number of informers (src/binding/informer.rs). It is called
- * with two arrays, who each message is from (a consumer, or 0 for news) and the messages, so no
- * object is built per wake-up; wake-ups that come close together share a call (and a wake-up
- * of the loop), and each goes straight to the waiting stream's callback (lib/event-stream.js).
- * That function is weak; while an informer runs or a consumer waits, a timer that never fires
- * keeps the process alive, as the per-handle functions did, and when nothing is open or waiting
- * the registry lets the function go (it holds this hub, and through it the informers, strongly).
- */
-class InformerHub {
-  registry;
-  /** Open informers by native handle id, for their news. */
-  #informers = new Map();
-  /** Waiting consumers' `onBatch` by consumer id. */
-  #waiters = new Map();
-  #keepAlive = null;
-  #connected = false;
-
-  constructor() {
-    this.registry = new native.NativeInformerRegistry();
-  }
-
-  /** Opens `spec`; `onNews(message)` then receives the handle's news, `{ kind, message, id }`. */
-  open(spec, onNews) {
-    if (!this.#connected) this.registry.connect(this.#back);
-    this.#connected = true;
-    let handle;
-    try {
-      handle = this.registry.open(spec);
-    } catch (err) {
-      this.#hold();
-      throw err;
-    }
-    this.#informers.set(handle.id(), onNews);
-    this.#hold();
-    return handle;
-  }
-
-  /** The informer of `handle` says nothing more and no longer keeps the process alive. */
-  release(handle) {
-    this.#informers.delete(handle.id());
-    this.#hold();
-  }
-
-  /**
-   * `onBatch(batch)` receives consumer `id`'s next batch (events, or the end), once: after a
-   * `poll()` of that consumer that found none and armed its wake-up.
-   */
-  wait(id, onBatch) {
-    this.#waiters.set(id, onBatch);
-    this.#hold();
-  }
-
-  /** Handles' news (from 0, JSON text) and waiting consumers' batches, in the order sent. */
-  #back = (from, messages) => {
-    for (let i = 0; i < from.length; i++) {
-      if (from[i] === 0) this.#news(messages[i]);
-      else this.#wake(from[i], messages[i]);
-    }
-  };
-
-  #wake(consumer, batch) {
-    const onBatch = this.#waiters.get(consumer);
-    // Only a consumer that waits is woken, once per wait.
-    if (onBatch === undefined) return;
-    this.#waiters.delete(consumer);
-    this.#hold();
-    onBatch(batch);
-  }
-
-  #news(text) {
-    let message;
-    try {
-      message = JSON.parse(text);
-    } catch {
-      return;
-    }
-    this.#informers.get(message.handle)?.(message);
-  }
-
-  /** Keeps the process alive and the registry connected while anything is open or waiting. */
-  #hold() {
-    const busy = this.#informers.size > 0 || this.#waiters.size > 0;
-    if (busy) {
-      this.#keepAlive ??= setInterval(() => {}, NEVER_MS);
-      return;
-    }
-    if (this.#keepAlive !== null) clearInterval(this.#keepAlive);
-    this.#keepAlive = null;
-    if (this.#connected) this.registry.disconnect();
-    this.#connected = false;
-  }
-}
 
 /** The informer options on top of what the watch spec already checked. */
 function informerOptions(options) {
@@ -219,43 +117,6 @@ function openInformer(watcher, params, options = {}) {
     dynamicCredential: Boolean(getCredential),
   };
   return new KubernetesInformer(watcher, spec, { signal, getCredential, namespace: resource.namespace });
-}
-
-/**
- * What EventStream (lib/event-stream.js) reads one informer consumer through: the native
- * consumer's batches (`poll()`, whose wake-ups come through the hub under the consumer's id),
- * and a cancel that also forgets it in its informer's set. A wrapper, so the native object's
- * own methods stay as the addon made them.
- */
-class InformerConsumer {
-  #native;
-  #consumers;
-  #hub;
-  /** The id its wake-ups carry. */
-  #id;
-
-  constructor(consumer, consumers, hub) {
-    this.#native = consumer;
-    this.#consumers = consumers;
-    this.#hub = hub;
-    this.#id = consumer.id();
-  }
-
-  /** The batch ready now, or `null` having armed the consumer's wake-up: one native call. */
-  takeBatch() {
-    return this.#native.poll();
-  }
-
-  /** After a takeBatch() that found none: `onBatch(batch)` receives the next batch, once. */
-  wait(onBatch) {
-    this.#hub.wait(this.#id, onBatch);
-    return null;
-  }
-
-  cancel() {
-    this.#consumers.delete(this);
-    this.#native.cancel();
-  }
 }
 
 class KubernetesInformer {
@@ -417,7 +278,9 @@ class KubernetesInformer {
   [Symbol.asyncIterator]() {
     if (this.#closed || !this.#native) return (async function* () {})();
     const start = () => {
-      const consumer = new InformerConsumer(this.#native.subscribe(), this.#consumers, this.#watcher.hub);
+      const consumer = this.#watcher.hub.consumer(this.#native.subscribe(), (ended) =>
+        this.#consumers.delete(ended),
+      );
       if (this.#closed) consumer.cancel();
       else this.#consumers.add(consumer);
       return consumer;
@@ -426,7 +289,7 @@ class KubernetesInformer {
     return new EventStream(start, undefined, (message) => this.#watcher.warn(message));
   }
 
-  /** The native handle's news, `{ kind, message, id }` (InformerHub). */
+  /** The native handle's news, `{ kind, message, id }` (lib/hub.js). */
   #onNative(message) {
     switch (message.kind) {
       case 'warn':
@@ -497,4 +360,4 @@ class KubernetesInformer {
   }
 }
 
-module.exports = { KubernetesInformer, InformerHub, openInformer };
+module.exports = { KubernetesInformer, openInformer };

@@ -12,8 +12,8 @@
 
 const native = require('./native');
 const { EventStream } = require('./event-stream');
-const { startWatch } = require('./watch-hub');
-const { InformerHub, openInformer } = require('./informer');
+const { HUB, Hub } = require('./hub');
+const { openInformer } = require('./informer');
 const { registerMetrics, SNAPSHOT } = require('./metrics');
 const { fail, requireObject, optionalString, signalOf, toSpec } = require('./spec');
 
@@ -28,10 +28,11 @@ const consoleLogger = {
 class NativeKubernetesWatcher {
   #logger;
   #serviceAccountDir;
-  /** This watcher's shared informers (sharing is per watcher), made on first use. */
-  #informers = null;
-  /** What this watcher's plain watches count, for its metrics. */
-  #watchMetrics = new native.NativeWatchMetrics();
+  /**
+   * This watcher's native registry and its way back (lib/hub.js): its shared informers (sharing
+   * is per watcher) and its plain watches, made on first use.
+   */
+  #hub = null;
   /** getCredential functions by identity, for the sharing key. */
   #functionIds = new WeakMap();
   #nextFunctionId = 1;
@@ -64,7 +65,7 @@ class NativeKubernetesWatcher {
   watchResource(params, options = {}) {
     const spec = toSpec(params, options ?? {}, this.#serviceAccountDir);
     return new EventStream(
-      () => startWatch(spec, this.#watchMetrics),
+      () => this[HUB]().watch(spec),
       signalOf(options ?? {}),
       (message) => this.#warn(message),
     );
@@ -77,9 +78,8 @@ class NativeKubernetesWatcher {
    * Malformed arguments throw a TypeError at call time.
    */
   informer(params, options = {}) {
-    this.#informers ??= new InformerHub();
     const context = {
-      hub: this.#informers,
+      hub: this[HUB](),
       serviceAccountDir: this.#serviceAccountDir,
       functionId: (fn) => {
         if (!this.#functionIds.has(fn)) this.#functionIds.set(fn, this.#nextFunctionId++);
@@ -134,9 +134,14 @@ class NativeKubernetesWatcher {
    */
   [SNAPSHOT]() {
     // An empty registry (nothing connected, nothing started) still says what memory is held.
-    this.#informers ??= new InformerHub();
-    const { series, clusters, memory } = JSON.parse(this.#informers.registry.metricsJson(this.#watchMetrics));
+    const { series, clusters, memory } = JSON.parse(this[HUB]().registry.metricsJson());
     return { series, clusters, memory };
+  }
+
+  /** This watcher's hub (lib/hub.js), made on first use; for tests too. */
+  [HUB]() {
+    this.#hub ??= new Hub();
+    return this.#hub;
   }
 
   #info(message) {

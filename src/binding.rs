@@ -1,13 +1,11 @@
 //! The N-API shell: converts the JavaScript watch spec, starts the core watch, hands batches
 //! back. No contract logic lives here.
 //!
-//! A watch with nothing ready is armed (`wait()`), and the push that readies its next batch
-//! names it on one weak thread-safe function per JavaScript environment ([`NativeWatchHub`]),
-//! shared by every watch: JavaScript then takes the batch with `takeBatch()`. Not a Promise
-//! per wait (`AsyncBlock`, a thread-safe function each): each thread-safe function is a libuv
-//! async handle, and libuv looks at every one of the loop's on every wake-up, so with one per
-//! waiting watch the main thread's cost of an event grew with the number of watches (as it did
-//! for informers, `binding/informer.rs`).
+//! One watcher's native side is its [`registry::NativeRegistry`]: its shared informers
+//! (`binding/informer.rs`, `binding/informer_handle.rs`) and its plain watches
+//! (`binding/watch.rs`), whose batches and news all come back to JavaScript through the
+//! registry's one thread-safe function (`binding/way_back.rs`), and whose figures one metrics
+//! collection reads there (`binding/snapshot.rs`).
 //!
 //! The calls besides watches and informers (`fetchText`, `poolStats`, `buildInfo`) are in
 //! `binding/calls.rs`.
@@ -15,38 +13,32 @@
 mod calls;
 mod informer;
 mod informer_handle;
+mod registry;
 mod selector;
 mod snapshot;
 mod strings;
 mod strip;
+mod watch;
 mod watch_metrics;
 mod way_back;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock};
-use std::time::Duration;
 
 use napi::bindgen_prelude::Either;
-use napi::bindgen_prelude::within_runtime_if_available;
 use napi::bindgen_prelude::{ToNapiValue, TypeName, ValueType};
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Env, Result, Status, sys};
+use napi::{Env, Result, sys};
 use napi_derive::napi;
 
 use self::strings::copied_string;
-use self::watch_metrics::NativeWatchMetrics;
 use crate::auth::{ClusterSpec, Credential, InClusterEnv};
 use crate::batch::Batch;
 use crate::error::Failure;
-use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::http::ConnectionPool;
 use crate::informer::connect::{Cluster, Endpoint};
-use crate::informer::reflector::ReflectorConfig;
 use crate::informer::stats::{Labels, cluster_label};
 use crate::proxy::ProxyEnv;
-use crate::request::{ResourceRef, WatchQuery};
-use crate::watch::{Watch, WatchConfig, WatchCounters};
+use crate::request::ResourceRef;
 
 /// One process-wide pool, so every watch to a cluster shares its connections.
 static POOL: LazyLock<Arc<ConnectionPool>> = LazyLock::new(Arc::default);
@@ -171,6 +163,16 @@ impl ResourceSpec {
         .path()
     }
 
+    /// The metrics series of this collection on `cluster` (namespaces are not kept apart).
+    fn labels(&self, cluster: &ClusterTarget) -> Labels {
+        Labels {
+            cluster: cluster_label(&cluster.cluster_url),
+            group: self.group.clone(),
+            version: self.api_version.clone(),
+            resource: self.plural.clone(),
+        }
+    }
+
     /// The projection of `fields`, `strip` and `metadata_only`; `kept` paths stay with `fields`.
     fn projection(&self, kept: &[&str]) -> Result<Option<crate::projection::Projection>> {
         strip::projection_of(
@@ -243,103 +245,6 @@ impl From<Batch> for NativeBatch {
     }
 }
 
-/// The way back from every watch of one JavaScript environment: `(watch: number) => void`,
-/// called with a watch's `id()` when its armed queue has a batch. Weak: what keeps the
-/// process alive while a watch waits is JavaScript's (`lib/watch-hub.js`), so an environment
-/// whose watches all ended or went idle can exit.
-type Wakes = ThreadsafeFunction<u32, (), u32, Status, false, true>;
-
-/// Watch ids, process-wide (a wake names its watch by it).
-static NEXT_WATCH: AtomicU32 = AtomicU32::new(1);
-
-/// Starts watches whose wake-ups all come back through one thread-safe function.
-#[napi]
-pub struct NativeWatchHub {
-    wakes: Arc<Wakes>,
-}
-
-#[napi]
-impl NativeWatchHub {
-    /// `wake` is called with a watch's `id()` once a batch is ready after its `wait()`.
-    #[napi(constructor, ts_args_type = "wake: (watch: number) => void")]
-    pub fn new(wake: Wakes) -> Self {
-        Self {
-            wakes: Arc::new(wake),
-        }
-    }
-
-    /// Starts a watch, counted in `metrics` (its watcher's); refusals and configuration errors
-    /// come back as the watch's first batch (only a `strip` path JavaScript should have refused
-    /// already throws).
-    #[napi]
-    pub fn start(&self, spec: WatchSpec, metrics: &NativeWatchMetrics) -> Result<NativeWatch> {
-        let labels = Labels {
-            cluster: cluster_label(&spec.cluster.cluster_url),
-            group: spec.resource.group.clone(),
-            version: spec.resource.api_version.clone(),
-            resource: spec.resource.plural.clone(),
-        };
-        let counters = Arc::new(WatchCounters::default());
-        let watch = start_watch(spec, counters.clone())?;
-        metrics.track(labels, counters);
-        let id = NEXT_WATCH.fetch_add(1, Ordering::Relaxed);
-        let wakes = self.wakes.clone();
-        watch.set_wake(Box::new(move || {
-            // Fails only while the environment shuts down, when nobody waits any more.
-            let _ = wakes.call(id, ThreadsafeFunctionCallMode::NonBlocking);
-        }));
-        Ok(NativeWatch { inner: watch, id })
-    }
-}
-
-/// A running watch, owned by one JavaScript generator.
-#[napi]
-pub struct NativeWatch {
-    inner: Watch,
-    id: u32,
-}
-
-#[napi]
-impl NativeWatch {
-    /// The batch ready now, or `null` when there is none yet: then `wait()`. Taking a ready
-    /// batch costs no Promise and no thread hop. The common batch (events, no warnings, not the
-    /// last) comes as its events text alone, sparing an object per batch.
-    #[napi(ts_return_type = "string | NativeBatch | null")]
-    pub fn take_batch(&self) -> Option<Crossing> {
-        Some(crossing(self.inner.take_batch()?))
-    }
-
-    /// The id its wakes carry.
-    #[napi]
-    pub fn id(&self) -> u32 {
-        self.id
-    }
-
-    /// `true` when `takeBatch()` has a batch (or the end) now; else the hub's function is
-    /// called with `id()`, once, when it has: on the thread that brings the batch, or by
-    /// `cancel()`. No task, thread hop or Promise per wait.
-    #[napi]
-    pub fn wait(&self) -> bool {
-        self.inner.arm()
-    }
-
-    /// Stops the native task and closes the connection; safe to call any number of times. A
-    /// waiting watch is woken (its end is ready).
-    #[napi]
-    pub fn cancel(&self) {
-        self.inner.cancel();
-    }
-}
-
-/// A worker thread's JavaScript objects are finalized when it terminates, and an abandoned
-/// generator's when it is collected: cancel here, so no watch (and no connection) outlives the
-/// object that owns it.
-impl Drop for NativeWatch {
-    fn drop(&mut self) {
-        self.inner.cancel();
-    }
-}
-
 /// What the in-cluster rule looks at: the service environment and whether the service
 /// account's CA exists under `service_account_dir` (default: the standard mount).
 fn in_cluster_env(service_account_dir: Option<&str>) -> InClusterEnv {
@@ -367,51 +272,4 @@ fn resolve(
     cluster
         .resolve(credential)
         .map_err(|refusal| (refusal.failure, format!("{what}: {}", refusal.warning)))
-}
-
-/// Starts the core watch of `spec`; refusals and configuration errors come back as its first
-/// batch (only a `strip` path JavaScript should have refused already throws).
-fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
-    let resource_path = spec.resource.path();
-    let what = format!("watch of {resource_path}");
-    let cluster = spec.cluster.cluster();
-    let credential = spec.credential.credential();
-    let endpoint = match resolve(&cluster, &credential, &what) {
-        Ok(endpoint) => endpoint,
-        Err((failure, warning)) => {
-            return Ok(Watch::refused(resource_path, failure, warning, counters));
-        }
-    };
-    let query = WatchQuery {
-        label_selector: spec.resource.label_selector.clone(),
-        field_selector: spec.resource.field_selector.clone(),
-        resource_version: spec.resource_version,
-        timeout_seconds: spec.timeout_seconds.and_then(|s| u64::try_from(s).ok()),
-        allow_watch_bookmarks: spec.allow_watch_bookmarks.unwrap_or(false),
-        send_initial_events: spec.send_initial_events.unwrap_or(false),
-        resource_version_match: spec.resource_version_match,
-    };
-    let runner = ReflectorConfig {
-        max_line_bytes: spec
-            .max_line_bytes
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(DEFAULT_MAX_LINE_BYTES),
-        // One too long for a Duration (JavaScript lets any finite number through) is no limit
-        // at all, as it would be in effect; `from_secs_f64` panicked on it and aborted the process.
-        idle_timeout: spec
-            .idle_timeout_seconds
-            .filter(|s| *s > 0.0)
-            .and_then(|s| Duration::try_from_secs_f64(s).ok()),
-        projection: spec.resource.projection(&[])?,
-        ..ReflectorConfig::once(cluster, resource_path, query)
-    };
-    let config = WatchConfig {
-        runner,
-        endpoint,
-        credential,
-        counters,
-    };
-    Ok(within_runtime_if_available(|| {
-        Watch::start(config, POOL.clone(), &tokio::runtime::Handle::current())
-    }))
 }

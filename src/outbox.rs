@@ -11,10 +11,13 @@
 //! waits, stops reading the body, and the server's writes block. Taking a batch returns its
 //! budget.
 //!
-//! When nothing is ready, JavaScript [arms](Outbox::arm) the queue instead of waiting on it:
-//! the push (or the end) that makes a batch ready calls the queue's [`Wake`], once, on the
-//! thread that brought it. No task waits and no Promise exists per wait; the binding's wake
-//! names the watch on one thread-safe function shared by every watch (`src/binding.rs`).
+//! When nothing is ready, JavaScript's [poll](Outbox::poll) arms the queue instead of waiting
+//! on it: the push (or the end) that makes a batch ready calls the queue's [`Wake`], once, on
+//! the thread that brought it. No task waits and no Promise exists per wait; the binding's wake
+//! names the watch on the watcher's one thread-safe function (`binding/way_back.rs`), and
+//! JavaScript then polls again. The batch is taken then, not at the wake-up as an informer
+//! consumer's is: what arrives while the wake-up crosses joins it, so a stream that JavaScript
+//! keeps up with still crosses in batches, not an event at a time.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
@@ -136,20 +139,25 @@ impl Outbox {
         }
     }
 
-    /// What [`Outbox::arm`] calls; set once, later calls are ignored.
+    /// What [`Outbox::poll`] arms; set once, later calls are ignored.
     pub(crate) fn set_wake(&self, wake: Wake) {
         let _ = self.wake.set(wake);
     }
 
-    /// `true` when a batch (or the end) is ready to take now; else the wake is called, once,
-    /// when one is. Arming twice before the wake still wakes once.
-    pub(crate) fn arm(&self) -> bool {
+    /// The batch ready now (or the end); else `None`, and the wake is called, once, when one is.
+    /// Polling twice before the wake still wakes once.
+    pub(crate) fn poll(&self) -> Option<Batch> {
         let mut state = self.lock();
-        if state.ready() {
-            return true;
+        match take_from(&mut state) {
+            Some(taken) => {
+                drop(state);
+                Some(self.hand_over(taken))
+            }
+            None => {
+                state.armed = true;
+                None
+            }
         }
-        state.armed = true;
-        false
     }
 
     /// Calls the wake now if the queue is armed (a cancelled watch's end is ready at once,
@@ -165,25 +173,15 @@ impl Outbox {
 
     /// The oldest ready batch, the end, or `None` when JavaScript has to wait.
     pub(crate) fn take(&self) -> Option<Batch> {
-        let mut state = self.lock();
-        let (mut batch, held) = match state.sealed.pop_front() {
-            Some(sealed) => sealed,
-            None if !state.open.is_empty() => std::mem::take(&mut state.open).finish(),
-            None if state.closed => return Some(Batch::end()),
-            None => return None,
-        };
-        let drained = state.sealed.is_empty() && state.open.is_empty();
-        batch.done = state.closed && drained;
-        let spare = if drained {
-            // JavaScript has caught up: a watch that goes quiet now keeps no batch-sized buffer.
-            Some(std::mem::take(&mut state.open))
-        } else {
-            None
-        };
-        drop(state);
-        drop(spare);
-        self.budget.add_permits(held);
-        Some(batch)
+        let taken = take_from(&mut self.lock())?;
+        Some(self.hand_over(taken))
+    }
+
+    /// Finishes a take outside the lock: the batch's budget goes back.
+    fn hand_over(&self, taken: Taken) -> Batch {
+        drop(taken.spare);
+        self.budget.add_permits(taken.held);
+        taken.batch
     }
 
     /// Waits for a batch or the end; the end at once after `cancel`.
@@ -195,6 +193,36 @@ impl Outbox {
         // Nothing panics while holding the lock; a poisoned state is still consistent.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// A batch taken under the queue's lock, its budget still held.
+struct Taken {
+    batch: Batch,
+    /// Budget the batch holds.
+    held: usize,
+    /// The emptied open batch's buffer, freed outside the lock.
+    spare: Option<BatchBuilder>,
+}
+
+/// The oldest ready batch of `state`, the end, or `None`.
+fn take_from(state: &mut State) -> Option<Taken> {
+    let (mut batch, held) = match state.sealed.pop_front() {
+        Some(sealed) => sealed,
+        None if !state.open.is_empty() => std::mem::take(&mut state.open).finish(),
+        None if state.closed => {
+            return Some(Taken {
+                batch: Batch::end(),
+                held: 0,
+                spare: None,
+            });
+        }
+        None => return None,
+    };
+    let drained = state.sealed.is_empty() && state.open.is_empty();
+    batch.done = state.closed && drained;
+    // JavaScript has caught up: a watch that goes quiet now keeps no batch-sized buffer.
+    let spare = drained.then(|| std::mem::take(&mut state.open));
+    Some(Taken { batch, held, spare })
 }
 
 #[cfg(test)]
@@ -315,26 +343,27 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_armed_queue_wakes_once_at_the_push_that_readies_it_and_not_before() {
+    async fn a_poll_that_finds_nothing_arms_one_wake_at_the_push_that_readies_a_batch() {
         use std::sync::atomic::Ordering::SeqCst;
         let (outbox, wakes) = counted();
-        assert!(!outbox.arm(), "nothing ready: armed");
-        assert!(!outbox.arm(), "armed twice before the wake");
+        assert!(outbox.poll().is_none(), "nothing ready: armed");
+        assert!(outbox.poll().is_none(), "armed twice before the wake");
         assert_eq!(wakes.load(SeqCst), 0);
         outbox.push_line(LINE, Some("1")).await;
         assert_eq!(wakes.load(SeqCst), 1, "woken by the push");
         outbox.push_line(LINE, Some("2")).await;
-        assert_eq!(wakes.load(SeqCst), 1, "once per arming");
-        assert!(outbox.arm(), "ready: nothing to arm, take it now");
+        assert_eq!(wakes.load(SeqCst), 1, "once per poll that armed");
+        let batch = outbox.poll().expect("ready: taken now, nothing armed");
         assert_eq!(
-            event_count(&outbox.take().unwrap()),
+            event_count(&batch),
             2,
-            "both, in one batch"
+            "what came while the wake crossed joins the batch"
         );
-        assert!(!outbox.arm());
+        assert!(outbox.poll().is_none());
         outbox.close();
         assert_eq!(wakes.load(SeqCst), 2, "woken by the end");
-        assert!(outbox.take().unwrap().done);
+        assert!(outbox.poll().unwrap().done);
+        assert!(outbox.poll().unwrap().done, "the end stays the end");
         outbox.interrupt();
         assert_eq!(
             wakes.load(SeqCst),
@@ -349,7 +378,7 @@ mod tests {
         let (outbox, wakes) = counted();
         outbox.interrupt();
         assert_eq!(wakes.load(SeqCst), 0, "not armed: no wake");
-        assert!(!outbox.arm());
+        assert!(outbox.poll().is_none());
         outbox.interrupt();
         outbox.interrupt();
         assert_eq!(wakes.load(SeqCst), 1);

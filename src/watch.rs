@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! runner: request ─► body lines ─► Outbox::line (classify, project) ─► Outbox (batches) ─┐
-//! JS:     take_batch() now, or arm() and be woken when nothing is ready ◄─ JSON array text ◄┘
+//! JS:     poll() now, or poll again once woken when nothing was ready ◄─ JSON array text ◄┘
 //! ```
 //! The runner (`informer::reflector`, `Plan::Once`) asks for the watch, reads its lines and
 //! decides what its end means by the same rules as an informer's, and the same transport
@@ -67,12 +67,11 @@ impl WatchCounters {
         self.stats.error(failure.error_type.as_str());
     }
 
-    fn took(&self, batch: Option<Batch>) -> Option<Batch> {
-        if let Some(batch) = &batch {
+    fn took(&self, batch: Option<&Batch>) {
+        if let Some(batch) = batch {
             self.delivered
                 .fetch_add(batch.count as u64, Ordering::Relaxed);
         }
-        batch
     }
 }
 
@@ -140,34 +139,33 @@ impl Watch {
         }
     }
 
-    /// The batch ready now (every ready event up to the batch cap), or `None` when the caller
-    /// has to wait with [`Watch::next_batch`]. A `done` batch after [`Watch::cancel`].
-    pub fn take_batch(&self) -> Option<Batch> {
-        if self.cancel.is_cancelled() {
-            return Some(Batch::end());
-        }
-        self.counters.took(self.outbox.take())
-    }
-
     /// Waits for at least one item (or the end), then returns what is ready, as
-    /// [`Watch::take_batch`] would. Returns a `done` batch at once after [`Watch::cancel`].
+    /// [`Watch::poll`] would. Returns a `done` batch at once after [`Watch::cancel`].
     pub async fn next_batch(&self) -> Batch {
         let batch = self.outbox.next(&self.cancel).await;
-        self.counters.took(Some(batch)).unwrap_or_default()
+        self.counters.took(Some(&batch));
+        batch
     }
 
-    /// What [`Watch::arm`] calls when it owes a wake; set once, later calls are ignored.
+    /// What a [`Watch::poll`] that found nothing calls once a batch is ready; set once, later
+    /// calls are ignored.
     pub fn set_wake(&self, wake: Wake) {
         self.outbox.set_wake(wake);
     }
 
-    /// `true` when [`Watch::take_batch`] has a batch (or the end) now; else the wake is called,
-    /// once, on the thread that makes one ready, or by [`Watch::cancel`].
-    pub fn arm(&self) -> bool {
-        self.cancel.is_cancelled() || self.outbox.arm()
+    /// The batch ready now (every ready event up to the batch cap; a `done` batch after
+    /// [`Watch::cancel`]); else `None`, and the wake is called, once, on the thread that makes a
+    /// batch (or the end) ready, or by [`Watch::cancel`]. One call per wait, taking and arming.
+    pub fn poll(&self) -> Option<Batch> {
+        if self.cancel.is_cancelled() {
+            return Some(Batch::end());
+        }
+        let batch = self.outbox.poll();
+        self.counters.took(batch.as_ref());
+        batch
     }
 
-    /// Stops the task and closes its connection; idempotent. An armed watch is woken: its end
+    /// Stops the task and closes its connection; idempotent. A polled watch is woken: its end
     /// is ready.
     pub fn cancel(&self) {
         self.cancel.cancel();

@@ -1,31 +1,10 @@
 //! The informer's N-API shell: converts the JavaScript informer spec, opens a shared informer
-//! in the watcher's registry, hands consumers' batches and the cache's reads to JavaScript,
-//! and carries the reflector's news (warnings, notices, sync, end, credential requests) and
-//! the consumers' wake-ups back.
+//! in the watcher's registry (`binding/registry.rs`), and carries the reflector's news
+//! (warnings, notices, sync, end, credential requests) back through the registry's function.
 //! The handle and consumer classes JavaScript holds are in `binding/informer_handle.rs`.
-//!
-//! Both go through one thread-safe function per registry (per watcher), never one per handle
-//! or per waiting consumer: each thread-safe function is a libuv async handle, and libuv looks
-//! at every async handle of the loop on every wake-up, so with one per informer and one per
-//! pending `nextBatch()` promise the main thread's cost of a change grew with the number of
-//! informers (bench/README.md, "The main thread's cost per change no longer grows with the
-//! informers").
-//! One function also keeps news and wake-ups in the order they were sent (a consumer's
-//! ADDED batch before the `synced` that follows it). It is called with two arrays, never an
-//! object per message: who each message is from (a consumer's id, or 0 for a handle's news) and
-//! the messages (a wake-up's batch, the common one as its events text alone, or the news as
-//! JSON naming its handle): building an object per wake-up was a tenth of the main thread's
-//! time per change (bench/README.md, "A change costs the main thread one Promise, one native
-//! call and half a wake-up").
-//!
-//! Wake-ups are gathered ([`WayBack`], `binding/way_back.rs`): the first after a quiet spell
-//! crosses at once, and while they keep coming, those within its interval of the last call
-//! cross together in the next. News is never gathered. JavaScript dispatches them
-//! (`lib/informer.js`). The function is weak: what keeps the process alive while informers run
-//! or consumers wait is JavaScript's.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -35,9 +14,7 @@ use napi_derive::napi;
 use tokio::sync::oneshot;
 
 use super::informer_handle::NativeInformer;
-use super::snapshot::snapshot_json;
-use super::watch_metrics::NativeWatchMetrics;
-use super::way_back::{Back, WayBack};
+use super::way_back::WayBack;
 use super::{ClusterTarget, CredentialSpec, POOL, ResourceSpec};
 use crate::auth::Credential;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
@@ -45,7 +22,6 @@ use crate::informer::backoff::BackoffPolicy;
 use crate::informer::connect::{CredentialFuture, CredentialProvider, StaticCredential};
 use crate::informer::reflector::{InitialList, Plan, Reflector, ReflectorConfig, Reporter};
 use crate::informer::registry::{Registry, Sinks};
-use crate::informer::stats::{Labels, cluster_label};
 
 /// How long a `getCredential` call may take before it counts as failed.
 const CREDENTIAL_WAIT: Duration = Duration::from_secs(60);
@@ -119,9 +95,6 @@ impl JsSink {
         self.way_back.news(value.to_string())
     }
 }
-
-/// Consumer ids, process-wide (a wake-up names its consumer by it).
-pub(super) static NEXT_CONSUMER: AtomicU32 = AtomicU32::new(1);
 
 struct JsReporter {
     sinks: Arc<Sinks<JsSink>>,
@@ -238,18 +211,6 @@ pub fn answer_credential(id: f64, credential: Option<CredentialSpec>, error: Opt
     let _ = tx.send(answer);
 }
 
-/// The shared informers of one `NativeKubernetesWatcher`.
-#[napi]
-#[derive(Default)]
-pub struct NativeInformerRegistry {
-    registry: Registry<JsSink>,
-    /// Set by `connect` while JavaScript has informers open or consumers waiting: a thread-safe
-    /// function holds its JavaScript function strongly, so holding it for good would keep
-    /// the watcher's side of JavaScript from ever being collected.
-    back: Mutex<Option<Arc<WayBack>>>,
-    next_handle: AtomicU32,
-}
-
 pub(super) fn invalid(message: String) -> Error {
     Error::new(Status::InvalidArg, message)
 }
@@ -294,99 +255,44 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
     })
 }
 
-#[napi]
-impl NativeInformerRegistry {
-    #[napi(constructor)]
-    pub fn new() -> Self {
-        Self {
-            next_handle: AtomicU32::new(1),
-            ..Self::default()
-        }
-    }
-
-    /// Where the handles opened from now on report: `back(0, news)` receives every handle's
-    /// news as JSON text, `{ handle, kind, message, id }`, and `back(consumer, batch)` a waiting
-    /// consumer's next batch (after a `poll()` that found none), the common batch as its events
-    /// text, all in the order they were sent.
-    #[napi(ts_args_type = "back: (from: number[], messages: (string | NativeBatch)[]) => void")]
-    pub fn connect(&self, back: Back) {
-        let runtime = within_runtime_if_available(tokio::runtime::Handle::current);
-        *lock(&self.back) = Some(Arc::new(WayBack::new(back, runtime)));
-    }
-
-    /// Lets the function of `connect` go, once nothing is open or waiting (what still holds
-    /// it, a closing handle or a finishing consumer, lets it go when it ends).
-    #[napi]
-    pub fn disconnect(&self) {
-        lock(&self.back).take();
-    }
-
-    /// A handle on the shared informer for `spec.key`, started if none runs; its news comes
-    /// to the function of `connect` with the handle's `id()`.
-    #[napi]
-    pub fn open(&self, spec: InformerSpec) -> Result<NativeInformer> {
-        let config = config_of(&spec)?;
-        let provider_static = (!spec.dynamic_credential).then(|| {
-            spec.credential
-                .as_ref()
-                .map(CredentialSpec::credential)
-                .unwrap_or(Credential::Anonymous)
-        });
-        let back = match &*lock(&self.back) {
-            Some(back) => back.clone(),
-            None => {
-                return Err(Error::from_reason(
-                    "kube-watch-native: the informer registry is not connected",
-                ));
-            }
+/// Opens a handle, numbered `id`, on the shared informer of `registry` for `spec.key`, started
+/// if none runs; its news and its consumers' wake-ups go back through `back`.
+pub(super) fn open(
+    registry: &Registry<JsSink>,
+    spec: InformerSpec,
+    id: u32,
+    back: Arc<WayBack>,
+) -> Result<NativeInformer> {
+    let config = config_of(&spec)?;
+    let provider_static = (!spec.dynamic_credential).then(|| {
+        spec.credential
+            .as_ref()
+            .map(CredentialSpec::credential)
+            .unwrap_or(Credential::Anonymous)
+    });
+    let sink = JsSink {
+        handle: id,
+        way_back: back.clone(),
+    };
+    let labels = spec.resource.labels(&spec.cluster);
+    let handle = registry.open(spec.key, labels, sink, |sinks, memory| {
+        let provider: Arc<dyn CredentialProvider> = match provider_static {
+            Some(credential) => Arc::new(StaticCredential(credential)),
+            None => Arc::new(JsCredentials {
+                sinks: sinks.clone(),
+            }),
         };
-        let id = self.next_handle.fetch_add(1, Ordering::Relaxed);
-        let sink = JsSink {
-            handle: id,
-            way_back: back.clone(),
-        };
-        let labels = Labels {
-            cluster: cluster_label(&spec.cluster.cluster_url),
-            group: spec.resource.group.clone(),
-            version: spec.resource.api_version.clone(),
-            resource: spec.resource.plural.clone(),
-        };
-        let handle = self.registry.open(spec.key, labels, sink, |sinks, memory| {
-            let provider: Arc<dyn CredentialProvider> = match provider_static {
-                Some(credential) => Arc::new(StaticCredential(credential)),
-                None => Arc::new(JsCredentials {
-                    sinks: sinks.clone(),
-                }),
-            };
-            let reporter = Arc::new(JsReporter { sinks });
-            within_runtime_if_available(|| {
-                Reflector::start(
-                    config,
-                    provider,
-                    reporter,
-                    memory,
-                    POOL.clone(),
-                    &tokio::runtime::Handle::current(),
-                )
-            })
-        });
-        Ok(NativeInformer { handle, id, back })
-    }
-
-    /// Shared informers running now.
-    #[napi]
-    pub fn running(&self) -> u32 {
-        self.registry.running() as u32
-    }
-
-    /// Every figure of this watcher's informers and of its plain watches (`watches`), added up
-    /// per series (cluster, group, version, resource: namespaces are not kept apart), and of the
-    /// process's connections, in one call, as JSON text ([`NativeMetrics`]): what one metrics
-    /// collection reads. One string crosses to JavaScript, not an object per informer (with
-    /// 1 000 informers, objects cost three times as much). Counters are read, not reset;
-    /// nothing here runs per event.
-    #[napi]
-    pub fn metrics_json(&self, watches: &NativeWatchMetrics) -> String {
-        snapshot_json(&self.registry, watches)
-    }
+        let reporter = Arc::new(JsReporter { sinks });
+        within_runtime_if_available(|| {
+            Reflector::start(
+                config,
+                provider,
+                reporter,
+                memory,
+                POOL.clone(),
+                &tokio::runtime::Handle::current(),
+            )
+        })
+    });
+    Ok(NativeInformer { handle, id, back })
 }

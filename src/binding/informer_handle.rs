@@ -3,15 +3,14 @@
 //! follows them, its wake-ups going back through the registry's function (`binding/informer.rs`).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
-use napi::bindgen_prelude::{Either, Either3};
+use napi::bindgen_prelude::{Either, Either4};
 use napi::{Error, Result};
 use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
-use super::informer::{JsSink, NEXT_CONSUMER, invalid};
-use super::way_back::WayBack;
+use super::informer::{JsSink, invalid};
+use super::way_back::{WayBack, next_waiter};
 use super::{Crossing, crossing};
 use crate::batch::Batch;
 use crate::informer::fanout::Cursor;
@@ -69,12 +68,12 @@ impl NativeInformer {
     #[napi]
     pub fn subscribe(&self) -> NativeInformerConsumer {
         let cursor = self.handle.reflector().cache().subscribe();
-        let id = NEXT_CONSUMER.fetch_add(1, Ordering::Relaxed);
+        let id = next_waiter();
         let back = self.back.clone();
         cursor.set_waker(Box::new(move |batch| {
             let batch = match crossing(batch) {
-                Either::A(text) => Either3::A(text),
-                Either::B(batch) => Either3::B(batch),
+                Either::A(text) => Either4::A(text),
+                Either::B(batch) => Either4::B(batch),
             };
             // Fails only while the environment shuts down, when nobody is waiting any more.
             back.wake(id, batch);

@@ -1,9 +1,9 @@
 //! What one metrics collection reads of a watcher's informers, its plain watches and the
-//! process's connections ([`NativeInformerRegistry::metrics_json`]): every figure added up per
+//! process's connections ([`NativeRegistry::metrics_json`]): every figure added up per
 //! series (cluster, group, version, resource: namespaces are not kept apart), the plain
 //! watches' into the informers' series of the same labels, as one JSON text.
 //!
-//! [`NativeInformerRegistry::metrics_json`]: super::informer::NativeInformerRegistry::metrics_json
+//! [`NativeRegistry::metrics_json`]: super::registry::NativeRegistry::metrics_json
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -11,13 +11,13 @@ use serde::Serialize;
 
 use super::calls::{ClusterConnections, pool_stats};
 use super::informer::JsSink;
-use super::watch_metrics::{NativeWatchMetrics, WatchSeries};
+use super::watch_metrics::{WatchMetrics, WatchSeries};
 use crate::informer::memory::Footprint;
 use crate::informer::registry::Registry;
 use crate::informer::stats::{Labels, StatsSnapshot};
 
 /// The snapshot of `registry`'s informers and of `watches`, as JSON text ([`NativeMetrics`]).
-pub(super) fn snapshot_json(registry: &Registry<JsSink>, watches: &NativeWatchMetrics) -> String {
+pub(super) fn snapshot_json(registry: &Registry<JsSink>, watches: &WatchMetrics) -> String {
     let mut series: HashMap<Labels, SeriesMetrics> = HashMap::new();
     let mut live = Vec::new();
     let mut retired = Vec::new();
@@ -78,7 +78,7 @@ pub(super) fn snapshot_json(registry: &Registry<JsSink>, watches: &NativeWatchMe
     serde_json::to_string(&metrics).unwrap_or_default()
 }
 
-/// What one metrics collection reads ([`NativeInformerRegistry::metrics_json`]).
+/// What one metrics collection reads ([`NativeRegistry::metrics_json`]).
 #[derive(Serialize)]
 pub struct NativeMetrics {
     /// One entry per series of the watcher's informers, closed ones' counts included, with its

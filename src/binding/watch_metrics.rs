@@ -2,22 +2,20 @@
 //! in its own [`WatchCounters`] (relaxed atomics, on its task's thread), and one metrics
 //! collection reads them all here, added up per series (cluster, group, version, resource:
 //! never the namespace), and into the informers' series of the same labels
-//! (`NativeInformerRegistry::metrics_json`), in one call. Nothing here runs per event.
+//! (`NativeRegistry::metrics_json`), in one call. Nothing here runs per event.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use napi_derive::napi;
 use serde::Serialize;
 
 use crate::informer::stats::{Labels, StatsSnapshot, Totals};
 use crate::watch::WatchCounters;
 
 /// A watcher's plain watches, for its metrics.
-#[napi]
 #[derive(Default)]
-pub struct NativeWatchMetrics {
+pub struct WatchMetrics {
     state: Mutex<Tracked>,
 }
 
@@ -49,7 +47,7 @@ impl Tracked {
     }
 }
 
-impl NativeWatchMetrics {
+impl WatchMetrics {
     /// Counts the watch of `counters` in the series of `labels`.
     pub(super) fn track(&self, labels: Labels, counters: Arc<WatchCounters>) {
         let mut tracked = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -60,7 +58,7 @@ impl NativeWatchMetrics {
     }
 }
 
-/// One series of plain watches, as [`NativeWatchMetrics::metrics_json`] gives it.
+/// One series of plain watches, as [`WatchMetrics::metrics_json`] gives it.
 #[derive(Serialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct WatchSeries {
@@ -110,30 +108,7 @@ impl WatchSeries {
     }
 }
 
-#[derive(Serialize)]
-struct WatchMetricsJson {
-    series: Vec<WatchSeries>,
-}
-
-#[napi]
-impl NativeWatchMetrics {
-    #[napi(constructor)]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Every figure of this watcher's plain watches added up per series, the ones let go of
-    /// included (counters never go down), as JSON text: `{ series: [...] }`.
-    #[napi]
-    pub fn metrics_json(&self) -> String {
-        let json = WatchMetricsJson {
-            series: self.series(),
-        };
-        serde_json::to_string(&json).unwrap_or_default()
-    }
-}
-
-impl NativeWatchMetrics {
+impl WatchMetrics {
     /// Every figure of this watcher's plain watches added up per series, the ones let go of
     /// included.
     pub(super) fn series(&self) -> Vec<WatchSeries> {

@@ -1,12 +1,14 @@
 //! The registry's way back to JavaScript: one thread-safe function per registry (per watcher),
-//! called with two arrays (who each message is from, and the messages), and the consumers'
-//! wake-ups gathered for it (see the module above, `binding/informer.rs`).
+//! called with two arrays (who each message is from, and the messages), the informer
+//! consumers' wake-ups gathered for it and a plain watch's sent at once (see
+//! `binding/registry.rs`).
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use napi::Status;
-use napi::bindgen_prelude::{Either3, FnArgs};
+use napi::bindgen_prelude::{Either4, FnArgs, Null};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 
 use super::{BatchText, NativeBatch};
@@ -24,14 +26,24 @@ use super::{BatchText, NativeBatch};
 /// 10 ms costs a wake-up per change".
 const WAKE_UP_INTERVAL: Duration = Duration::from_millis(50);
 
-/// One message: a waiting consumer's next batch (taken on the thread that brought it), or a
-/// handle's news as JSON text.
-pub type Item = Either3<BatchText, NativeBatch, String>;
+/// One message: a waiting consumer's next batch (taken on the thread that brought it), a
+/// handle's news as JSON text, or `null`: a waiting watch's batch is ready to poll.
+pub type Item = Either4<BatchText, NativeBatch, String, Null>;
 /// What the registry's function is called with: who each message is from (a consumer's id,
 /// from 1, or 0 for news) and the messages, in the order sent.
 pub type Message = FnArgs<(Vec<u32>, Vec<Item>)>;
-/// The registry's way back: `(from: number[], messages: (string | NativeBatch)[]) => void`, weak.
+/// The registry's way back: `(from: number[], messages: (string | NativeBatch | null)[]) =>
+/// void`, weak.
 pub type Back = ThreadsafeFunction<Message, (), Message, Status, false, true>;
+
+/// Ids of whatever waits (informer consumers and plain watches), process-wide: a wake-up names
+/// its waiter by it, and JavaScript keeps every waiter of a watcher in one map.
+static NEXT_WAITER: AtomicU32 = AtomicU32::new(1);
+
+/// A new waiter id (from 1: 0 is news).
+pub fn next_waiter() -> u32 {
+    NEXT_WAITER.fetch_add(1, Ordering::Relaxed)
+}
 
 /// The registry's way back to JavaScript: its function, and the wake-ups gathered for its next
 /// call.
@@ -86,6 +98,16 @@ impl WayBack {
         self.call(gathered, None);
     }
 
+    /// Sends waiting watch `from`'s wake-up (`null`: its batch is ready to poll) now, with
+    /// whatever was gathered before it: a plain watch crosses as soon as it has something, as
+    /// it always did.
+    pub fn ready(&self, from: u32) {
+        let mut gathered = lock(&self.gathered);
+        gathered.from.push(from);
+        gathered.items.push(Either4::D(Null));
+        self.call(gathered, None);
+    }
+
     /// Sends a handle's news in a call of its own, after whatever was gathered before it;
     /// false when the function can no longer be called (the environment shuts down).
     pub fn news(&self, text: String) -> bool {
@@ -109,7 +131,7 @@ impl WayBack {
         }
         if let Some(text) = news {
             ok = self.back.call(
-                (vec![0], vec![Either3::C(text)]).into(),
+                (vec![0], vec![Either4::C(text)]).into(),
                 ThreadsafeFunctionCallMode::NonBlocking,
             ) == Status::Ok;
         }
