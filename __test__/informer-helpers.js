@@ -17,9 +17,10 @@ async function sim(t, options) {
 }
 
 /** A watcher with its logger's messages recorded. */
-function recordingWatcher() {
+function recordingWatcher(options = {}) {
   const log = { warn: [], info: [] };
   const watcher = new NativeKubernetesWatcher({
+    ...options,
     logger: {
       warn: (m) => log.warn.push(m),
       error: (m) => log.warn.push(m),

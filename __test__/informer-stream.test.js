@@ -10,6 +10,7 @@ const { createHook } = require('node:async_hooks');
 const native = require('../lib/native');
 const { sim, recordingWatcher, params, cm, delay } = require('./informer-helpers');
 const { within } = require('./wait');
+const { NativeKubernetesWatcher } = require('..');
 
 /**
  * Opens an informer of `s` through `watcher` in each namespace ns-0…ns-{count - 1}, closed when
@@ -163,8 +164,11 @@ test('a change to a waiting consumer costs one native call, one wake-up and a Pr
   }
 });
 
-test('wake-ups that come close together cross in one call, each consumer woken once with its change', async (t) => {
-  const informers = 20;
+/**
+ * Changes `informers` informers' objects at once, each read by its consumer, and resolves with
+ * the number of wake-ups each call of the registry's function carried.
+ */
+async function wakeUpCalls(t, informers, watcherOptions) {
   const s = await sim(t);
   for (let i = 0; i < informers; i++) s.create('configmaps', cm('x', {}, `ns-${i}`));
   const calls = [];
@@ -177,7 +181,7 @@ test('wake-ups that come close together cross in one call, each consumer woken o
     });
   };
   t.after(() => Object.assign(native.NativeRegistry.prototype, { connect }));
-  const { watcher } = recordingWatcher();
+  const { watcher } = recordingWatcher(watcherOptions);
   const seen = new Map();
   await openPerNamespace(t, s, watcher, informers, (e, i) => {
     if (e.type === 'MODIFIED') seen.set(i, [...(seen.get(i) ?? []), e.object.data.v]);
@@ -204,10 +208,29 @@ test('wake-ups that come close together cross in one call, each consumer woken o
     informers,
     'one wake-up per consumer',
   );
+  return calls;
+}
+
+test('wake-ups that come close together cross in one call, each consumer woken once with its change', async (t) => {
+  const informers = 20;
+  const calls = await wakeUpCalls(t, informers);
   // Without gathering, one call per wake-up: 20. The first crosses at once, the rest within
   // the interval after it; a slow machine may spread them over a few.
   t.diagnostic(`calls: ${calls}`);
   assert.ok(calls.length <= informers / 4, `${calls.length} calls for ${informers} wake-ups: ${calls}`);
+});
+
+test('gatherMs: 0 sends each wake-up in a call of its own; a gatherMs the watcher cannot take is refused', async (t) => {
+  const informers = 20;
+  const calls = await wakeUpCalls(t, informers, { gatherMs: 0 });
+  assert.deepEqual(calls, Array(informers).fill(1), `calls: ${calls}`);
+  for (const gatherMs of [-1, Number.NaN, Infinity, '5', 1001]) {
+    assert.throws(
+      () => new NativeKubernetesWatcher({ gatherMs }),
+      (err) => err instanceof TypeError && /options\.gatherMs/.test(err.message),
+      `gatherMs ${String(gatherMs)}`,
+    );
+  }
 });
 
 test('news does not overtake the wake-ups held back before it: a warning after a change reaches JavaScript after both consumers’ wake-ups', async (t) => {

@@ -165,7 +165,8 @@ timedTest(
       calls.push({ registry: this, from: [] });
       const call = calls[calls.length - 1];
       return connect.call(this, (from, messages) => {
-        call.from.push(...from);
+        // A watch's wake-up is its id alone; the rest come as arrays.
+        call.from.push(...(typeof from === 'number' ? [from] : from));
         return back(from, messages);
       });
     };

@@ -7,6 +7,7 @@
 //        [--incompressible]
 //        [--rate=100] [--seconds=20] [--strip | --strip=both] [--outage] [--outage-seconds=20]
 //        [--compare | --compare-only] [--compare-seconds=30] [--compare-runs=2] [--no-compress]
+//        [--gather-ms=N]
 //        [--server-processes=N]
 //        [--server-cpu-prof=<dir>] [--server-trace-gc] [--pkg=<package directory>] [--json=<file>]
 //
@@ -41,6 +42,8 @@
 // pattern, so that their JSON does not pack (the small-object shape: `--types=1 --bytes=…`).
 // --compare-only: those runs alone, without the fleet's. --no-compress: the native informers
 // hold their objects' JSON as received (`compress: false`) instead of packed.
+// --gather-ms: the native worker's watcher gathers consumers' wake-ups over N ms (its
+// `gatherMs`) instead of the default.
 // --pkg: the native worker loads that build of the package (its index.js, lib/, addon) instead.
 // Every process is bounded: give-ups are computed from the options, and every child dies with
 // this process (bench/children.js).
@@ -60,7 +63,7 @@ const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixe
 const MiB = 2 ** 20;
 
 const OPTIONS =
-  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|incompressible|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-only|compare-seconds=\d+|compare-runs=\d+|no-compress|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+)$/;
+  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|incompressible|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-only|compare-seconds=\d+|compare-runs=\d+|no-compress|gather-ms=\d+|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+)$/;
 
 /** The options of a full fleet run, `--full` first filling in the issue's figures. */
 function parseOptions(argv) {
@@ -90,6 +93,7 @@ function parseOptions(argv) {
     compare: full || argv.includes('--compare') || argv.includes('--compare-only'),
     compareOnly: argv.includes('--compare-only'),
     compress: !argv.includes('--no-compress'),
+    gatherMs: opt('gather-ms', undefined),
     compareSeconds: opt('compare-seconds', 30),
     compareRuns: opt('compare-runs', 2),
     json: argv.find((x) => x.startsWith('--json='))?.slice(7),
@@ -277,6 +281,7 @@ function measure(which, servers, o, config, count, seconds, during) {
     types,
     strip: false,
     compress: o.compress,
+    ...(o.gatherMs !== undefined && { gatherMs: o.gatherMs }),
     ...(which === 'native' && o.pkg && { pkg: o.pkg }),
     ...config,
     deadlineSeconds: seconds + 60,

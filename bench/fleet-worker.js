@@ -93,6 +93,7 @@ async function main(config) {
   const say = (m) => console.error(`fleet worker: ${m}`);
   let warnings = 0;
   const watcher = new NativeKubernetesWatcher({
+    ...(config.gatherMs !== undefined && { gatherMs: config.gatherMs }),
     logger: {
       // An outage makes every informer of the stopped cluster warn on each attempt: count them,
       // print the first few.

@@ -2,7 +2,7 @@
 'use strict';
 // `npm run bench:fleet` → node bench/fleet.js [--informers=100,1000] [--clusters=1] [--objects=2]
 //                                [--changes=2000] [--rate=200] [--runs=3] [--strip] [--json=file]
-//                                [--against=<package directory>] [--watches]
+//                                [--against=<package directory>] [--watches] [--gather-ms=N]
 //
 // Main-thread cost of a fleet of informers: `clusters` simulated API servers (bench/fleet-server.js,
 // one process of their own, HTTPS with h2) hold `objects` ConfigMaps in each namespace; the
@@ -21,6 +21,7 @@
 // With --watches, plain watches (`watchResource` with sendInitialEvents, one per cluster and
 // namespace, each read by a for await loop) stand in for the informers: their synced is the
 // bookmark that ends the initial events, and no cache is held.
+// --gather-ms: the watchers (of every build) gather consumers' wake-ups over N ms (`gatherMs`).
 // Every process is bounded: the worker gives up after 120 s, and every child dies with this one.
 //
 // `--full` or `--types=N` run the full fleet of issue 18 instead (20 resource types per cluster,
@@ -52,7 +53,7 @@ if (argv.some((a) => a === '--full' || a.startsWith('--types='))) {
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 for (const a of argv) {
   if (
-    !/^--(informers=[\d,]+|against=.+|clusters=\d+|objects=\d+|changes=\d+|rate=\d+|runs=\d+|strip|watches|json=.+)$/.test(
+    !/^--(informers=[\d,]+|against=.+|clusters=\d+|objects=\d+|changes=\d+|rate=\d+|runs=\d+|strip|watches|gather-ms=\d+|json=.+)$/.test(
       a,
     )
   ) {
@@ -68,6 +69,7 @@ const RATE = Number(opt('rate') ?? 200);
 const RUNS = Number(opt('runs') ?? 3);
 const STRIP = argv.includes('--strip');
 const WATCHES = argv.includes('--watches');
+const GATHER_MS = opt('gather-ms') === undefined ? undefined : Number(opt('gather-ms'));
 const PACKAGES = [['this', path.join(__dirname, '..')]];
 if (opt('against')) PACKAGES.push(['against', path.resolve(opt('against'))]);
 const log = (...a) => console.error(...a);
@@ -124,6 +126,7 @@ async function measure(informers, pkg) {
     informers,
     strip: STRIP,
     watches: WATCHES,
+    gatherMs: GATHER_MS,
   };
   const result = await new Promise((resolve, reject) => {
     const child = track(
@@ -218,10 +221,10 @@ function mainThreadNs() {
   return Number(text.split(' ')[0]);
 }
 
-async function worker({ pkg, urls, namespaces, informers, strip, watches }) {
+async function worker({ pkg, urls, namespaces, informers, strip, watches, gatherMs }) {
   const certs = require('../sim/certs');
   giveUpAfter('fleet worker', 120);
-  const watcher = stderrWatcher(pkg);
+  const watcher = stderrWatcher(pkg, gatherMs === undefined ? {} : { gatherMs });
   const rssBefore = process.memoryUsage().rss;
   const started = performance.now();
   const opened = [];

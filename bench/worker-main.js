@@ -33,10 +33,10 @@ function giveUpAfter(name, seconds) {
 }
 
 /** A watcher of the package in directory `pkg` whose warnings and errors go to stderr. */
-function stderrWatcher(pkg) {
+function stderrWatcher(pkg, options = {}) {
   const { NativeKubernetesWatcher } = require(pkg);
   const say = (m) => console.error(m);
-  return new NativeKubernetesWatcher({ logger: { warn: say, error: say } });
+  return new NativeKubernetesWatcher({ ...options, logger: { warn: say, error: say } });
 }
 
 /**

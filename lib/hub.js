@@ -34,8 +34,9 @@ class Hub {
   #keepAlive = null;
   #connected = false;
 
-  constructor() {
-    this.registry = new native.NativeRegistry();
+  /** `gatherMs`: how long informer consumers' wake-ups are gathered (the native default if absent). */
+  constructor(gatherMs) {
+    this.registry = new native.NativeRegistry(gatherMs);
   }
 
   /** Opens informer `spec`; `onNews(message)` then receives its news, `{ kind, message, id }`. */
@@ -93,8 +94,15 @@ class Hub {
     return this.#waiters.size;
   }
 
-  /** Handles' news (from 0, JSON text) and waiters' batches, in the order sent. */
+  /**
+   * Handles' news (from 0, JSON text) and waiters' batches, in the order sent; or a waiting
+   * watch's id alone: its batch is ready to poll.
+   */
   #back = (from, messages) => {
+    if (typeof from === 'number') {
+      this.#wake(from, null);
+      return;
+    }
     for (let i = 0; i < from.length; i++) {
       if (from[i] === 0) this.#news(messages[i]);
       else this.#wake(from[i], messages[i]);

@@ -15,7 +15,10 @@ const { EventStream } = require('./event-stream');
 const { HUB, Hub } = require('./hub');
 const { openInformer } = require('./informer');
 const { registerMetrics, SNAPSHOT } = require('./metrics');
-const { fail, requireObject, optionalString, signalOf, toSpec } = require('./spec');
+const { fail, requireObject, optionalNumber, optionalString, signalOf, toSpec } = require('./spec');
+
+/** The longest a change may be held for others to share its wake-up (options.gatherMs). */
+const MAX_GATHER_MS = 1000;
 
 const consoleLogger = {
   error: (message) => console.error(message),
@@ -36,6 +39,8 @@ class NativeKubernetesWatcher {
   /** getCredential functions by identity, for the sharing key. */
   #functionIds = new WeakMap();
   #nextFunctionId = 1;
+  /** How long informer consumers' wake-ups are gathered (options.gatherMs), or the default. */
+  #gatherMs;
   /**
    * Informers open through this watcher, for close(). Held strongly, as the informer hub holds
    * an open informer anyway; plain watches are not tracked (a generator its owner abandons must
@@ -45,7 +50,7 @@ class NativeKubernetesWatcher {
   #closed = false;
 
   /**
-   * @param {{ logger?: import('..').LoggerService, serviceAccountDir?: string }} [options]
+   * @param {{ logger?: import('..').LoggerService, serviceAccountDir?: string, gatherMs?: number }} [options]
    */
   constructor(options = {}) {
     requireObject(options, 'options');
@@ -56,6 +61,12 @@ class NativeKubernetesWatcher {
     }
     this.#logger = logger;
     this.#serviceAccountDir = optionalString(options.serviceAccountDir, 'options.serviceAccountDir');
+    this.#gatherMs = optionalNumber(options.gatherMs, 'options.gatherMs');
+    if (this.#gatherMs > MAX_GATHER_MS) {
+      throw new TypeError(
+        `kube-watch-native: options.gatherMs must be at most ${MAX_GATHER_MS} (got ${this.#gatherMs})`,
+      );
+    }
   }
 
   /**
@@ -140,7 +151,7 @@ class NativeKubernetesWatcher {
 
   /** This watcher's hub (lib/hub.js), made on first use; for tests too. */
   [HUB]() {
-    this.#hub ??= new Hub();
+    this.#hub ??= new Hub(this.#gatherMs);
     return this.#hub;
   }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Either, Either4};
+use napi::bindgen_prelude::{Either, Either3};
 use napi::{Error, Result};
 use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
@@ -72,8 +72,8 @@ impl NativeInformer {
         let back = self.back.clone();
         cursor.set_waker(Box::new(move |batch| {
             let batch = match crossing(batch) {
-                Either::A(text) => Either4::A(text),
-                Either::B(batch) => Either4::B(batch),
+                Either::A(text) => Either3::A(text),
+                Either::B(batch) => Either3::B(batch),
             };
             // Fails only while the environment shuts down, when nobody is waiting any more.
             back.wake(id, batch);

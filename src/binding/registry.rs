@@ -23,6 +23,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use napi::Result;
 use napi::bindgen_prelude::within_runtime_if_available;
@@ -34,7 +35,7 @@ use super::informer_handle::NativeInformer;
 use super::snapshot::snapshot_json;
 use super::watch::{self, NativeWatch};
 use super::watch_metrics::WatchMetrics;
-use super::way_back::{Back, WayBack};
+use super::way_back::{Back, WAKE_UP_INTERVAL, WayBack};
 use crate::informer::registry::Registry;
 
 /// The shared informers and the plain watches of one `NativeKubernetesWatcher`.
@@ -49,29 +50,37 @@ pub struct NativeRegistry {
     /// the watcher's side of JavaScript from ever being collected.
     back: Mutex<Option<Arc<WayBack>>>,
     next_handle: AtomicU32,
+    /// How long informer consumers' wake-ups are gathered ([`WAKE_UP_INTERVAL`] by default).
+    gather: Duration,
 }
 
 #[napi]
 impl NativeRegistry {
+    /// `gather_ms`: how long informer consumers' wake-ups are gathered into one call (a
+    /// watcher's `gatherMs`, checked by `lib/watcher.js`; 0 sends each at once).
     #[napi(constructor)]
-    pub fn new() -> Self {
+    pub fn new(gather_ms: Option<f64>) -> Self {
+        let gather = gather_ms
+            .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
+            .unwrap_or(WAKE_UP_INTERVAL);
         Self {
             next_handle: AtomicU32::new(1),
+            gather,
             ..Self::default()
         }
     }
 
-    /// Where the handles and watches opened from now on report: `back` receives, in the order
-    /// sent, every handle's news as JSON text (`{ handle, kind, message, id }`, from 0), a
-    /// waiting consumer's next batch (after a `poll()` that found none, from its `id()`), the
-    /// common batch as its events text, and `null` from a waiting watch whose batch is ready to
-    /// `poll()`.
+    /// Where the handles and watches opened from now on report: `back(from, messages)`
+    /// receives, in the order sent, every handle's news as JSON text (`{ handle, kind, message,
+    /// id }`, from 0) and a waiting consumer's next batch (after a `poll()` that found none,
+    /// from its `id()`), the common batch as its events text; `back(id)` says that waiting
+    /// watch `id`'s batch is ready to `poll()`.
     #[napi(
-        ts_args_type = "back: (from: number[], messages: (string | NativeBatch | null)[]) => void"
+        ts_args_type = "back: (from: number | number[], messages?: (string | NativeBatch)[]) => void"
     )]
     pub fn connect(&self, back: Back) {
         let runtime = within_runtime_if_available(tokio::runtime::Handle::current);
-        *self.lock() = Some(Arc::new(WayBack::new(back, runtime)));
+        *self.lock() = Some(Arc::new(WayBack::new(back, self.gather, runtime)));
     }
 
     /// Lets the function of `connect` go, once nothing is open or waiting (what still holds

@@ -1,6 +1,6 @@
 //! The registry's way back to JavaScript: one thread-safe function per registry (per watcher),
 //! called with two arrays (who each message is from, and the messages), the informer
-//! consumers' wake-ups gathered for it and a plain watch's sent at once (see
+//! consumers' wake-ups gathered for it, or with a plain watch's id alone, sent at once (see
 //! `binding/registry.rs`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use napi::Status;
-use napi::bindgen_prelude::{Either4, FnArgs, Null};
+use napi::bindgen_prelude::{Either, Either3, FnArgs};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 
 use super::{BatchText, NativeBatch};
 
-/// While wake-ups keep coming, at most one call of the registry's function per this long: a
-/// change waits at most this long when the last call was less than this long ago.
+/// While informer consumers' wake-ups keep coming, at most one call of the registry's function
+/// per this long by default (a watcher's `gatherMs` sets its own): a change waits at most this
+/// long when the last call was less than this long ago.
 ///
 /// 50 ms, not the 20 ms it was: a wake-up of the main thread costs it several times the work
 /// of a change, even when it does nothing (that is the machine's and Node's, not this addon's:
@@ -22,17 +23,17 @@ use super::{BatchText, NativeBatch};
 /// of the cost. The price is latency while changes keep coming; the first change after a quiet
 /// spell still crosses at once, and news is never held. The interval swept, with its figures:
 /// bench/README.md, "Where a change's main-thread time goes, and wake-ups gathered over 50 ms";
-/// why not 2 ms, which gives a p99 under 10 ms at three times the CPU per change: "Latency under
-/// 10 ms costs a wake-up per change".
-const WAKE_UP_INTERVAL: Duration = Duration::from_millis(50);
+/// what a short one costs: "Latency under 10 ms costs a wake-up per change".
+pub const WAKE_UP_INTERVAL: Duration = Duration::from_millis(50);
 
-/// One message: a waiting consumer's next batch (taken on the thread that brought it), a
-/// handle's news as JSON text, or `null`: a waiting watch's batch is ready to poll.
-pub type Item = Either4<BatchText, NativeBatch, String, Null>;
+/// One message: a waiting consumer's next batch (taken on the thread that brought it), or a
+/// handle's news as JSON text.
+pub type Item = Either3<BatchText, NativeBatch, String>;
 /// What the registry's function is called with: who each message is from (a consumer's id,
-/// from 1, or 0 for news) and the messages, in the order sent.
-pub type Message = FnArgs<(Vec<u32>, Vec<Item>)>;
-/// The registry's way back: `(from: number[], messages: (string | NativeBatch | null)[]) =>
+/// from 1, or 0 for news) and the messages, in the order sent; or a waiting watch's id alone,
+/// its batch ready to poll (no array to build for the commonest call of a watcher's watches).
+pub type Message = FnArgs<(Either<u32, Vec<u32>>, Option<Vec<Item>>)>;
+/// The registry's way back: `(from: number | number[], messages?: (string | NativeBatch)[]) =>
 /// void`, weak.
 pub type Back = ThreadsafeFunction<Message, (), Message, Status, false, true>;
 
@@ -49,6 +50,8 @@ pub fn next_waiter() -> u32 {
 /// call.
 pub struct WayBack {
     back: Back,
+    /// Gathering: at most one call of consumers' wake-ups per this long.
+    interval: Duration,
     /// Where a gathered call is sent from when it is due.
     runtime: tokio::runtime::Handle,
     gathered: Mutex<Gathered>,
@@ -65,17 +68,19 @@ struct Gathered {
 }
 
 impl WayBack {
-    /// Its function, and where a gathered call is sent from when it is due.
-    pub fn new(back: Back, runtime: tokio::runtime::Handle) -> Self {
+    /// Its function, how long wake-ups are gathered, and where a gathered call is sent from
+    /// when it is due.
+    pub fn new(back: Back, interval: Duration, runtime: tokio::runtime::Handle) -> Self {
         Self {
             back,
+            interval,
             runtime,
             gathered: Mutex::default(),
         }
     }
 
     /// Sends consumer `from`'s wake-up: now, or with the next call when the last one was
-    /// less than [`WAKE_UP_INTERVAL`] ago.
+    /// less than the interval ago.
     pub fn wake(self: &Arc<Self>, from: u32, batch: Item) {
         let mut gathered = lock(&self.gathered);
         gathered.from.push(from);
@@ -84,7 +89,7 @@ impl WayBack {
             return;
         }
         if let Some(last) = gathered.last_call {
-            let at = last + WAKE_UP_INTERVAL;
+            let at = last + self.interval;
             if Instant::now() < at {
                 gathered.due = true;
                 let way_back = Arc::clone(self);
@@ -98,14 +103,17 @@ impl WayBack {
         self.call(gathered, None);
     }
 
-    /// Sends waiting watch `from`'s wake-up (`null`: its batch is ready to poll) now, with
-    /// whatever was gathered before it: a plain watch crosses as soon as it has something, as
-    /// it always did.
+    /// Sends waiting watch `from`'s wake-up (its batch is ready to poll) now, after whatever
+    /// was gathered before it: a plain watch crosses as soon as it has something, as it always
+    /// did.
     pub fn ready(&self, from: u32) {
         let mut gathered = lock(&self.gathered);
-        gathered.from.push(from);
-        gathered.items.push(Either4::D(Null));
-        self.call(gathered, None);
+        self.call_gathered(&mut gathered);
+        gathered.last_call = Some(Instant::now());
+        let _ = self.back.call(
+            (Either::A(from), None).into(),
+            ThreadsafeFunctionCallMode::NonBlocking,
+        );
     }
 
     /// Sends a handle's news in a call of its own, after whatever was gathered before it;
@@ -118,24 +126,29 @@ impl WayBack {
     /// Calls the function with what is gathered, then with `news` if any. Under the lock, so
     /// calls from different threads keep the order their messages were sent in.
     fn call(&self, mut gathered: MutexGuard<'_, Gathered>, news: Option<String>) -> bool {
-        gathered.due = false;
-        let mut ok = true;
-        if !gathered.items.is_empty() {
-            gathered.last_call = Some(Instant::now());
-            let from = std::mem::take(&mut gathered.from);
-            let items = std::mem::take(&mut gathered.items);
-            ok = self.back.call(
-                (from, items).into(),
-                ThreadsafeFunctionCallMode::NonBlocking,
-            ) == Status::Ok;
-        }
+        let mut ok = self.call_gathered(&mut gathered);
         if let Some(text) = news {
             ok = self.back.call(
-                (vec![0], vec![Either4::C(text)]).into(),
+                (Either::B(vec![0]), Some(vec![Either3::C(text)])).into(),
                 ThreadsafeFunctionCallMode::NonBlocking,
             ) == Status::Ok;
         }
         ok
+    }
+
+    /// Calls the function with what is gathered, if anything is (its lock held by the caller).
+    fn call_gathered(&self, gathered: &mut Gathered) -> bool {
+        gathered.due = false;
+        if gathered.items.is_empty() {
+            return true;
+        }
+        gathered.last_call = Some(Instant::now());
+        let from = std::mem::take(&mut gathered.from);
+        let items = std::mem::take(&mut gathered.items);
+        self.back.call(
+            (Either::B(from), Some(items)).into(),
+            ThreadsafeFunctionCallMode::NonBlocking,
+        ) == Status::Ok
     }
 }
 
