@@ -56,8 +56,8 @@ const files = fs
   .sort()
   .map((f) => path.join('__test__', f));
 // Two files at a time: most of the suite waits on sockets, timers and child processes (the
-// browser test alone idles a minute), so on CI's 2 cores two at a time took 200 s where one at a
-// time took 360 s, with the same results; the runner's default there would be one.
+// browser test alone idles a minute), so on CI's 2 cores, where the runner's default is one at a
+// time, two took a little over half as long, with the same results.
 const CONCURRENCY = '--test-concurrency=2';
 for (const { major, node } of nodes()) {
   step(`javascript suite on Node.js ${major}`, node, [
