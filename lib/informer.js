@@ -1,8 +1,8 @@
 'use strict';
 // KubernetesInformer: a list-watch that never gives up, with the cluster's state cached natively
 // (src/informer/). JavaScript's part: check the arguments, open the shared informer in the
-// watcher's native registry (through its hub, lib/hub.js), hand each consumer's batches over (one JSON.parse per batch,
-// lib/event-stream.js), parse `get`/`list` results on demand, answer
+// watcher's native registry (through its hub, lib/hub.js), hand each consumer's batches over
+// (one JSON.parse per batch, lib/event-stream.js), parse `get`/`list` results on demand, answer
 // `getCredential` requests, and route the native side's news to the logger.
 
 const native = require('./native');
