@@ -10,7 +10,7 @@
 //! counts its status, error body, lines and bytes; a plain watch differs only in trying once
 //! and keeping nothing: its [`Sink`] is its [`Outbox`], which passes each line on as it came.
 //! The queue holds at most [`QUEUE_BUDGET_BYTES`] of event text: when it is full the runner
-//! waits in [`Sink::line`], stops polling the body, the socket's receive window fills, and the
+//! waits in [`Sink::pass`], stops polling the body, the socket's receive window fills, and the
 //! server's writes block.
 //! Cancelling (or dropping the [`Watch`]) drops the task's future, which drops the response and
 //! so closes the connection (HTTP/1.1) or resets the stream (HTTP/2).
@@ -186,7 +186,7 @@ impl Sink for Outbox {
 
     fn watching(self: &Arc<Self>, _initial: bool) {}
 
-    async fn line(
+    fn line(
         &self,
         _progress: &mut Progress,
         line: Bytes,
@@ -202,8 +202,7 @@ impl Sink for Outbox {
                     Some(projection) => projection.apply(&line).map_or(line, Bytes::from),
                     None => line,
                 };
-                self.push_line(&line, resource_version.as_deref()).await;
-                Step::Passed
+                Step::Pass(line, resource_version)
             }
             // The server's own verdict (410 Expired, mostly) ends the watch, as it ends the
             // stream on the server's side; one ERROR is the last thing a consumer sees.
@@ -214,6 +213,10 @@ impl Sink for Outbox {
             // A broken line must not take the rest of the stream with it.
             Line::Malformed(reason) => Step::Warn(format!("skipped a watch line: {reason}")),
         }
+    }
+
+    async fn pass(&self, line: Bytes, resource_version: Option<&str>) {
+        self.push_line(&line, resource_version).await;
     }
 
     /// Never called: a plain watch's lines are never changes.
@@ -385,6 +388,45 @@ mod tests {
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("malformed JSON"));
         assert!(warnings[0].contains("cluster 'c'"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_event_is_counted_before_javascript_can_take_it() {
+        let body: &'static [u8] = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+            content-length: 37\r\n\r\n{\"type\":\"ADDED\",\"object\":{\"code\":1}}\n";
+        let (origin, _closed) = one_shot_server(Some(body)).await;
+        let config = config_for(&origin);
+        let counters = config.counters.clone();
+        let watch = Watch::start(
+            config,
+            Arc::new(ConnectionPool::default()),
+            &tokio::runtime::Handle::current(),
+        );
+        // The wake runs on the thread that readies the batch: what it sees, a consumer woken by
+        // it may see, so the event must be in the stats by then.
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+        let seen = counters.clone();
+        watch.set_wake(Box::new(move || {
+            let _ = seen_tx.send(seen.stats.snapshot().events);
+        }));
+        assert!(
+            watch.poll().is_none(),
+            "nothing is ready before the server answers"
+        );
+        let counted =
+            tokio::task::spawn_blocking(move || seen_rx.recv_timeout(Duration::from_secs(5)))
+                .await
+                .unwrap()
+                .expect("woken within 5 s");
+        assert_eq!(
+            counted, 1,
+            "the event was counted when its batch was readied"
+        );
+        let batch = watch.poll().expect("the batch is ready once woken");
+        assert_eq!(
+            batch.events_text(),
+            r#"[{"type":"ADDED","object":{"code":1}}]"#
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -60,8 +60,9 @@ pub enum Step {
     Skip,
     /// A line or an object that cannot be used (said in the warning); the stream goes on.
     Warn(String),
-    /// A plain watch's event, passed on as it came.
-    Passed,
+    /// A plain watch's event, to be passed on as it came (after it is counted, so that a
+    /// consumer that has it finds it in the stats): its text and resourceVersion.
+    Pass(bytes::Bytes, Option<String>),
     /// An ADDED of the streaming list's initial events, collected.
     Collected,
     /// A change for the cache.
@@ -79,7 +80,7 @@ impl Step {
     /// the last event), if it counts at all.
     pub fn events(&self) -> Option<usize> {
         match self {
-            Self::Collected | Self::Change(..) | Self::Passed => Some(1),
+            Self::Collected | Self::Change(..) | Self::Pass(..) => Some(1),
             // The change that showed a streaming list is not served was received all the same.
             Self::End(StreamEnd::Unsupported) => Some(1),
             Self::Bookmark(_) | Self::Synced(_) => Some(0),

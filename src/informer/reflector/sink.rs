@@ -23,15 +23,18 @@ pub trait Sink: Send + Sync + 'static {
     /// A watch body is read until the guard is dropped (`initial`: a streaming list's).
     fn watching(self: &Arc<Self>, initial: bool) -> Self::Watching;
 
-    /// One line of a watch body (without its terminator), taken in: what it asks of the runner.
-    /// A plain watch waits here, while its queue is full, for JavaScript to take events.
+    /// One line of a watch body (without its terminator), read: what it asks of the runner.
     fn line(
         &self,
         progress: &mut Progress,
         line: Bytes,
         projection: Option<&Projection>,
         pack: bool,
-    ) -> impl Future<Output = Step> + Send;
+    ) -> Step;
+
+    /// A line passed on as it came (a [`Step::Pass`]). A plain watch waits here, while its
+    /// queue is full, for JavaScript to take events.
+    fn pass(&self, line: Bytes, resource_version: Option<&str>) -> impl Future<Output = ()> + Send;
 
     /// A change the line was (a [`Step::Change`]); how many changes it made.
     fn apply(&self, kind: ChangeKind, object: Object) -> usize;
@@ -63,7 +66,7 @@ impl Sink for Cache {
         Cache::watching(self, initial)
     }
 
-    async fn line(
+    fn line(
         &self,
         progress: &mut Progress,
         line: Bytes,
@@ -72,6 +75,9 @@ impl Sink for Cache {
     ) -> Step {
         step(progress, &line, projection, pack)
     }
+
+    /// Never called: the cache's lines are objects, never passed on.
+    async fn pass(&self, _line: Bytes, _resource_version: Option<&str>) {}
 
     fn apply(&self, kind: ChangeKind, object: Object) -> usize {
         Cache::apply(self, kind, object)

@@ -69,21 +69,19 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
                 }
                 Err(err) => break StreamEnd::Fault(Fault::from_error(err)),
             };
-            let step = self
-                .sink
-                .line(
-                    &mut self.progress,
-                    line,
-                    self.config.projection.as_ref(),
-                    self.config.pack,
-                )
-                .await;
+            let step = self.sink.line(
+                &mut self.progress,
+                line,
+                self.config.projection.as_ref(),
+                self.config.pack,
+            );
             self.take_notice();
             if let Some(events) = step.events() {
                 self.stats.events(events);
             }
             match step {
-                Step::Skip | Step::Collected | Step::Passed => {}
+                Step::Skip | Step::Collected => {}
+                Step::Pass(line, rv) => self.sink.pass(line, rv.as_deref()).await,
                 Step::Warn(text) => self.warn(&text),
                 Step::Change(kind, object) => {
                     if self.sink.apply(kind, object) > 0 {
