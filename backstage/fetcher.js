@@ -33,7 +33,7 @@
 const crypto = require('node:crypto');
 const { parseSelector, requiresKey, matchesUnlabelled, SelectorError } = require('./selector');
 const { DEFAULT_OBJECT_TYPES, DEFAULT_ROTATING_PROVIDERS, DEFAULTS } = require('./config');
-const { liveRequestContext } = require('./live');
+const { liveRequestContext, answerNotLive, answerFollowed } = require('./live');
 
 /** The label the Kubernetes plugin selects entities' objects by. */
 const ID_LABEL = 'backstage.io/kubernetes-id';
@@ -310,6 +310,7 @@ class NativeInformerFetcher {
 
   /** Pod metrics are not watchable: always the default fetcher's. */
   fetchPodMetricsByNamespaces(clusterDetails, credential, namespaces, labelSelector) {
+    answerNotLive();
     return this.#default.fetchPodMetricsByNamespaces(clusterDetails, credential, namespaces, labelSelector);
   }
 
@@ -626,6 +627,7 @@ class NativeInformerFetcher {
 
   /** The default fetcher's answer, without `managedFields` when configured (as cached answers are). */
   #delegate(params) {
+    answerNotLive();
     const answer = this.#default.fetchObjectsForService(params);
     if (!this.#stripManagedFields) return answer;
     return answer.then((wrapper) => {
@@ -699,7 +701,9 @@ class NativeInformerFetcher {
       this.#follow(entry);
       keys.push(key);
     }
-    if (keys.length > 0) this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys);
+    if (keys.length === 0) return;
+    if (this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys)) answerFollowed();
+    else answerNotLive();
   }
 
   /**

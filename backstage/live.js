@@ -21,6 +21,27 @@ const { AsyncLocalStorage } = require('node:async_hooks');
  */
 const liveRequestContext = new AsyncLocalStorage();
 
+/**
+ * Notes that a part of the answer being built is not followed by signals (the default fetcher
+ * answered it, or its viewer could not be registered): the frontend must poll that answer, not
+ * trust memory. Outside a user's call, nothing.
+ */
+function answerNotLive() {
+  const context = liveRequestContext.getStore();
+  if (context) context.notLive = true;
+}
+
+/** Notes that the answer being built is followed: its viewer is registered for signals. */
+function answerFollowed() {
+  const context = liveRequestContext.getStore();
+  if (context) context.followed = true;
+}
+
+/** Whether the call that ran in `context` may be served from memory until a signal. */
+function isLiveAnswer(context) {
+  return Boolean(context?.followed) && !context.notLive;
+}
+
 /** The signals channel of an entity's Kubernetes tab; the frontend subscribes to the same name. */
 const channelOf = (entityRef) => `kubernetes:${entityRef}`;
 
@@ -130,13 +151,14 @@ function createLivePublisher({
   return {
     /**
      * A user loaded an entity whose answer depends on these watch keys (the fetcher calls it once
-     * per cluster it answered, so keys add up); refreshes the viewer's TTL.
+     * per cluster it answered, so keys add up); refreshes the viewer's TTL. Returns whether the
+     * viewer is registered (signals will follow its answer).
      * @param {string} userEntityRef
      * @param {string} entityRef
      * @param {string[]} watchKeys
      */
     viewed(userEntityRef, entityRef, watchKeys) {
-      if (closed) return;
+      if (closed) return false;
       if (typeof userEntityRef !== 'string' || typeof entityRef !== 'string' || !Array.isArray(watchKeys)) {
         throw new TypeError('viewed(userEntityRef: string, entityRef: string, watchKeys: string[])');
       }
@@ -173,6 +195,7 @@ function createLivePublisher({
         ids.add(id);
       }
       sweep(t);
+      return viewers.has(id);
     },
 
     /**
@@ -225,4 +248,11 @@ function createLivePublisher({
   };
 }
 
-module.exports = { createLivePublisher, liveRequestContext, channelOf };
+module.exports = {
+  createLivePublisher,
+  liveRequestContext,
+  channelOf,
+  answerNotLive,
+  answerFollowed,
+  isLiveAnswer,
+};
