@@ -338,6 +338,40 @@ test('informers share per watcher and key; the last close stops the list-watch',
   await until(() => s.activeWatches() === 0, 'no watch left', 3000);
 });
 
+test('the sharing key is the whole connection: another CA, TLS check, proxy or server name is another informer', async (t) => {
+  const { certs } = require('../sim');
+  const s = await sim(t, { token: 'tok', tls: true });
+  s.create('configmaps', cm('a'));
+  const { watcher } = recordingWatcher();
+  const at = (clusterDetails) => ({
+    ...params(s),
+    clusterDetails: { name: 'sim', url: s.url, ...clusterDetails },
+  });
+  const trusting = watcher.informer(at({ skipTLSVerify: true }));
+  t.after(() => trusting.close());
+  await trusting.synced;
+  // A CA that did not sign the server's certificate: alone it never syncs, and it must not be
+  // handed the cache of the informer that skips verification.
+  const wrongCa = watcher.informer(at({ caData: Buffer.from(certs.otherCa).toString('base64') }));
+  t.after(() => wrongCa.close());
+  assert.equal(wrongCa.stats().handles, 1, 'a CA of its own: not the trusting informer');
+  await delay(300);
+  assert.equal(wrongCa.state().synced, false);
+  assert.deepEqual(wrongCa.list(), []);
+  for (const extra of [{ tlsServerName: 'localhost' }, { proxyUrl: 'http://127.0.0.1:9' }]) {
+    const other = watcher.informer(at({ skipTLSVerify: true, ...extra }));
+    assert.equal(other.stats().handles, 1, `${Object.keys(extra)[0]} is part of the key`);
+    other.close();
+  }
+  // The same connection under another cluster name is the same informer.
+  const renamed = watcher.informer({
+    ...at({ skipTLSVerify: true }),
+    clusterDetails: { name: 'other', url: s.url, skipTLSVerify: true },
+  });
+  assert.equal(renamed.stats().handles, 2, 'the name labels, it does not key');
+  renamed.close();
+});
+
 test('close(): consumers end normally, later consumers end at once, synced rejects before the sync', async (t) => {
   const s = await sim(t, { token: 'tok' });
   s.create('configmaps', cm('a'));

@@ -92,8 +92,12 @@ function openInformer(watcher, params, options = {}) {
   const staticCredential = getCredential ? null : base.credential;
   const identity = getCredential ? `getCredential#${watcher.functionId(getCredential)}` : staticCredential;
   const { resource } = base;
+  // The whole connection identity (URL, CA, TLS verification, proxy, server name, auth
+  // provider): an informer that a wrong CA would keep from ever syncing must not be handed the
+  // cache of one that skips verification. The cluster's name only labels warnings and metrics.
+  const { clusterName: _clusterName, ...connection } = base.cluster;
   const key = JSON.stringify([
-    base.cluster.clusterUrl,
+    connection,
     identity,
     resource.group,
     resource.apiVersion,
