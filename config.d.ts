@@ -43,11 +43,48 @@ export interface Config {
        */
       maxCachedBytes?: number;
       /**
-       * Auth providers whose token is minted from the backend's own identity and the cluster's
-       * authMetadata and rotates: a new token of theirs keeps its informers. Any other provider's
-       * informers belong to the exact credential. Default ['aws', 'azure', 'googleServiceAccount'];
-       * set [] if a strategy of your own, registered under one of these names, resolves tokens
-       * per caller.
+       * The part (0 to 1) of maxInformers and of maxCachedBytes that the informers opened by one
+       * user's loads may take, so that one user cannot take the bounds from every other.
+       * Default 0.25.
+       */
+      userShare?: number;
+      /**
+       * The part (0 to 1) of maxInformers that custom resources named in request bodies (not in
+       * `kubernetes.customResources` or the cluster's own) may take. Default 0.1.
+       */
+      bodyShare?: number;
+      /**
+       * A cache is served only while its watch has shown life this recently (the watch opened,
+       * an event, a bookmark: the API server sends one about once a minute); a stream silent
+       * longer is cut and watched again, and loads meanwhile get the default fetcher's LIST.
+       * Default 90 seconds.
+       */
+      liveness?: HumanDuration | string;
+      /**
+       * How often the credential of informers in use is checked with the API server (a
+       * SelfSubjectReview): the server authenticates a watch only when it starts, so a revoked
+       * token would otherwise be served until the watch ends. A cache is served only while its
+       * credential passed a check within twice this. Default 30 seconds.
+       */
+      credentialCheckInterval?: HumanDuration | string;
+      /**
+       * Clusters whose auth provider takes the viewer's token (oidc, google, aks, a custom
+       * per-viewer strategy) and whose config also carries a serviceAccountToken are cached with
+       * that token; each viewer's access is asked of the API server with the viewer's own token
+       * (a SelfSubjectAccessReview of the LIST the default would send), and remembered this long
+       * per viewer, type and namespace. A revoked binding shows within it (the default fetcher
+       * shows it at once); 0 asks on every load. Default 10 seconds.
+       */
+      authorizationTtl?: HumanDuration | string;
+      /** Access decisions remembered at most (keyed hashes, never tokens). Default 10 000. */
+      maxDecisions?: number;
+      /**
+       * Auth providers whose token rotates (minted from the backend's own identity): their
+       * informers are keyed by the user the API server reports for the token (SelfSubjectReview:
+       * username, uid, groups), so a new token of the same user keeps them, and a strategy of
+       * your own registered under one of these names that hands out per-user tokens gets one
+       * identity per user. Any other provider's informers belong to the exact credential.
+       * Default ['aws', 'azure', 'googleServiceAccount', 'serviceAccount'].
        */
       rotatingAuthProviders?: string[];
       /**
@@ -63,8 +100,16 @@ export interface Config {
         viewerTtl?: HumanDuration | string;
         /** At most one signal per entity and user this often. Default 250 ms. */
         minInterval?: HumanDuration | string;
-        /** (user, entity) pairs remembered at most; the oldest go first. Default 10 000. */
+        /**
+         * (user, entity) pairs followed at most; past it a load is answered as not live (the
+         * frontend polls it). Default 10 000.
+         */
         maxViewers?: number;
+        /**
+         * Pairs of one user followed at most; past it the user's oldest is signalled once and
+         * dropped. Default 200.
+         */
+        maxViewersPerUser?: number;
       };
       /**
        * The object types answered from informers, by Backstage's `objectType` names (`pods`,

@@ -25,8 +25,8 @@ function setUp(options = {}) {
 
 test('a change signals the user who loaded the entity, on its channel, with no object data', async () => {
   const { live, published, settle, clock } = setUp();
-  live.viewed(ALICE, SVC_A, ['alpha|pods|app=a|']);
-  live.changed('alpha|pods|app=a|', { clusters: ['alpha'] });
+  assert.equal(live.viewed(ALICE, SVC_A, ['alpha|pods|app=a|'], { cluster: 'alpha' }), true);
+  live.changed('alpha|pods|app=a|');
   await settle();
   assert.deepEqual(published, [
     {
@@ -53,26 +53,30 @@ test("another user's entity, and a key nobody loaded, get nothing", async () => 
 
 test('two users of one entity each get their own signal; keys of several clusters add up', async () => {
   const { live, published, settle } = setUp();
-  live.viewed(ALICE, SVC_A, ['alpha-key']);
-  live.viewed(ALICE, SVC_A, ['beta-key']); // the fetcher calls once per cluster
-  live.viewed(BOB, SVC_A, ['alpha-key']);
-  live.changed('alpha-key', { clusters: ['alpha'] });
-  live.changed('beta-key', { clusters: ['beta'] }); // Alice's is coalesced (within minInterval)
+  live.viewed(ALICE, SVC_A, ['alpha-key'], { cluster: 'alpha' });
+  live.viewed(ALICE, SVC_A, ['beta-key'], { cluster: 'beta' }); // the fetcher calls once per cluster
+  live.viewed(BOB, SVC_A, ['alpha-key'], { cluster: 'alpha' });
+  live.changed('alpha-key');
+  live.changed('beta-key'); // Alice was signalled already: one reload answers both
   await settle();
   assert.deepEqual(published.map((s) => s.recipients.entityRef).sort(), [ALICE, BOB]);
 });
 
-test('1000 changes in 1 s give at most 1 s / minInterval + 1 signals, the first at once, the last trailing', async () => {
+test('1000 changes in 1 s, the tab reloading after each signal: at most 1 s / minInterval + 1 signals, the first at once, the last trailing', async () => {
   const { live, published, settle, clock } = setUp({ minIntervalMs: 250 });
-  live.viewed(ALICE, SVC_A, ['k']);
+  live.viewed(ALICE, SVC_A, ['k'], { cluster: 'alpha' });
   const start = clock.now();
+  let seen = 0;
   for (let i = 0; i < 1000; i++) {
-    live.changed('k', { clusters: [i % 2 ? 'alpha' : 'beta'] });
-    if (i === 0) {
-      await settle();
-      assert.equal(published.length, 1, 'the first signal after a quiet spell goes at once');
-    }
+    live.changed('k');
+    await settle();
+    if (i === 0) assert.equal(published.length, 1, 'the first signal after a quiet spell goes at once');
     assert.ok(clock.pending <= 1, `${clock.pending} timers pending: one per viewer is enough`);
+    // The frontend reloads 5 ms after a signal, which arms the viewer again.
+    if (published.length > seen && clock.now() - published.at(-1).message.at === 5) {
+      seen = published.length;
+      live.viewed(ALICE, SVC_A, ['k'], { cluster: 'alpha' });
+    }
     clock.advance(1);
   }
   clock.advance(1000); // the trailing signal of the spell
@@ -83,20 +87,36 @@ test('1000 changes in 1 s give at most 1 s / minInterval + 1 signals, the first 
   for (let i = 1; i < times.length; i++) assert.ok(times[i] - times[i - 1] >= 250, `signals ${times}`);
   assert.equal(times[0], start);
   assert.ok(times.at(-1) >= start + 999, 'a change late in the spell was signalled');
-  assert.deepEqual(published.at(-1).message.clusters, ['alpha', 'beta']);
   assert.equal(clock.pending, 0, 'no timer left once quiet');
 });
 
-test('a change after a quiet spell goes at once again', async () => {
+test('a signal asks for one reload: no more signals until the viewer is answered again', async () => {
   const { live, published, settle, clock } = setUp({ minIntervalMs: 250 });
-  live.viewed(ALICE, SVC_A, ['k']);
+  live.viewed(ALICE, SVC_A, ['k'], { cluster: 'alpha' });
   live.changed('k');
   clock.advance(5000);
+  live.changed('k'); // the tab did not reload (closed, or refused since): nothing
+  await settle();
+  assert.equal(published.length, 1);
+  live.viewed(ALICE, SVC_A, ['k'], { cluster: 'alpha' }); // answered again
+  clock.advance(1000);
   live.changed('k');
   await settle();
-  assert.equal(published.length, 2);
-  assert.equal(published[1].message.at - published[0].message.at, 5000);
+  assert.equal(published.length, 2, 'after a quiet spell, at once again');
+  assert.equal(published[1].message.at - published[0].message.at, 6000);
   assert.equal(clock.pending, 0);
+});
+
+test('a signal names the cluster as the viewer’s own answer names it', async () => {
+  const { live, published, settle } = setUp();
+  // One shared informer, known to Alice as `shared` and to Bob as `secret-prod-eu`.
+  live.viewed(ALICE, SVC_A, ['informer-1'], { cluster: 'shared' });
+  live.viewed(BOB, SVC_A, ['informer-1'], { cluster: 'secret-prod-eu' });
+  live.changed('informer-1');
+  await settle();
+  const clustersOf = (user) => published.find((s) => s.recipients.entityRef === user).message.clusters;
+  assert.deepEqual(clustersOf(ALICE), ['shared']);
+  assert.deepEqual(clustersOf(BOB), ['secret-prod-eu']);
 });
 
 test('viewerTtl: signals stop when it passes without a load, and a load refreshes it', async () => {
@@ -108,6 +128,7 @@ test('viewerTtl: signals stop when it passes without a load, and a load refreshe
   live.changed('k');
   await settle();
   assert.equal(published.length, 1, 'a load refreshes the TTL');
+  live.viewed(ALICE, SVC_A, ['k']); // the reload: alive until 28 000
   clock.advance(10_000);
   live.changed('k');
   await settle();
@@ -127,26 +148,45 @@ test('a trailing signal due after the TTL passed is not sent', async () => {
   assert.equal(published.length, 1);
 });
 
-test('maxViewers bounds the count: the oldest load is forgotten first', async () => {
+test('maxViewers: past it a new viewer is refused (its load says so), none is dropped silently', async () => {
   const { live, published, settle } = setUp({ maxViewers: 3 });
-  for (const user of ['u1', 'u2', 'u3', 'u4']) live.viewed(`user:default/${user}`, SVC_A, ['k']);
-  assert.equal(live.size, 3);
-  live.viewed('user:default/u2', SVC_A, ['k']); // u2 is now the newest
-  live.viewed('user:default/u5', SVC_A, ['k']); // evicts u3
+  for (const user of ['u1', 'u2', 'u3']) {
+    assert.equal(live.viewed(`user:default/${user}`, SVC_A, ['k']), true);
+  }
+  assert.equal(live.viewed('user:default/u4', SVC_A, ['k']), false, 'refused: the frontend polls it');
+  assert.equal(live.viewed('user:default/u2', SVC_A, ['k']), true, 'a followed viewer reloads');
   assert.equal(live.size, 3);
   live.changed('k');
   await settle();
   assert.deepEqual(published.map((s) => s.recipients.entityRef).sort(), [
+    'user:default/u1',
     'user:default/u2',
-    'user:default/u4',
-    'user:default/u5',
+    'user:default/u3',
   ]);
+  assert.equal(live.counts().refused, 1);
+});
+
+test('maxViewersPerUser: one user loading many entities evicts only their own, each told once', async () => {
+  const { live, published, settle } = setUp({ maxViewers: 100, maxViewersPerUser: 5 });
+  live.viewed(ALICE, SVC_A, ['k-a'], { cluster: 'alpha' });
+  for (let i = 0; i < 50; i++) live.viewed(BOB, `component:default/e${i}`, [`k${i}`], { cluster: 'beta' });
+  assert.equal(live.size, 6, 'Alice’s one and Bob’s five');
+  await settle();
+  // Each of Bob's evicted viewers was signalled once, so an open tab of it reloads.
+  assert.equal(published.length, 45);
+  assert.ok(published.every((s) => s.recipients.entityRef === BOB));
+  assert.deepEqual(published[0].message.clusters, ['beta']);
+  live.changed('k-a');
+  await settle();
+  assert.equal(published.at(-1).recipients.entityRef, ALICE, 'Alice is still followed');
+  assert.equal(live.counts().evicted, 45);
 });
 
 test('close() cancels pending signals, leaves no timer, and is safe twice', async () => {
   const { live, published, settle, clock } = setUp({ minIntervalMs: 250 });
   live.viewed(ALICE, SVC_A, ['k']);
   live.changed('k');
+  live.viewed(ALICE, SVC_A, ['k']); // reloaded at once
   live.changed('k'); // a trailing one is pending
   assert.equal(clock.pending, 1);
   live.close();
@@ -172,10 +212,13 @@ test('a failing publish is logged once and does not throw', async () => {
   });
   live.viewed(ALICE, SVC_A, ['k']);
   live.changed('k');
+  await new Promise((resolve) => setImmediate(resolve));
+  // The failure re-arms the viewer: the next change tries again.
   live.changed('k');
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(warnings.length, 1);
   assert.match(warnings[0], /events down/);
+  assert.deepEqual(live.counts(), { published: 2, failed: 2, evicted: 0, refused: 0 });
 });
 
 test('programmer errors are TypeErrors naming the field', () => {

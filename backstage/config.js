@@ -35,11 +35,12 @@ const OBJECT_TYPES = [
 const DEFAULT_OBJECT_TYPES = OBJECT_TYPES.filter((t) => t !== 'secrets');
 
 /**
- * Auth providers whose credential is minted from the backend's own cloud identity and the
- * cluster's `authMetadata` (a role, a tenant), and rotates: the built-in aws, azure and
- * googleServiceAccount strategies. Their informers are shared across rotations of the token.
+ * Auth providers whose credential rotates: the built-in aws, azure and googleServiceAccount
+ * strategies, and serviceAccount's in-cluster projected token. Their informers are keyed by the
+ * user the API server reports for the token (./identity.js), so they are shared across
+ * rotations, and never across users.
  */
-const DEFAULT_ROTATING_PROVIDERS = ['aws', 'azure', 'googleServiceAccount'];
+const DEFAULT_ROTATING_PROVIDERS = ['aws', 'azure', 'googleServiceAccount', 'serviceAccount'];
 
 const DEFAULTS = {
   enabled: true,
@@ -53,9 +54,25 @@ const DEFAULTS = {
   // JSON held (before the cache's packing, which about halves it): the 500 000-object fleet of
   // bench/fleet.js holds 1.1 GB of JSON, 0.4 GB with managedFields stripped.
   maxCachedBytes: 1024 * 1024 * 1024,
+  // A quarter of each bound per user; a tenth of the informers for types named in requests.
+  userShare: 0.25,
+  bodyShare: 0.1,
+  // A real API server sends a bookmark about once a minute: half as long again.
+  livenessMs: 90_000,
+  credentialCheckMs: 30_000,
+  // A viewer's access decision (./access.js): a revoked binding shows within this long.
+  authorizationTtlMs: 10_000,
+  // 20 viewers × 15 types × 6 clusters × a few namespaces, several times over.
+  maxDecisions: 10_000,
   rotatingAuthProviders: DEFAULT_ROTATING_PROVIDERS,
   /** The live tab (./live.js), when the Signals backend plugin is installed. */
-  live: { enabled: true, viewerTtlMs: 10 * 60_000, maxViewers: 10_000, minIntervalMs: 250 },
+  live: {
+    enabled: true,
+    viewerTtlMs: 10 * 60_000,
+    maxViewers: 10_000,
+    maxViewersPerUser: 200,
+    minIntervalMs: 250,
+  },
 };
 
 function configError(key, message) {
@@ -68,11 +85,17 @@ function configError(key, message) {
  */
 function readNativeInformersConfig(config) {
   const section = config.getOptionalConfig(PREFIX);
-  if (!section) return { ...DEFAULTS, objectTypes: new Set(DEFAULT_OBJECT_TYPES) };
+  // The custom resources the operator configured; any other comes from a request body.
+  const customResources = (config.getOptionalConfigArray('kubernetes.customResources') ?? []).map((c) => ({
+    group: c.getOptionalString('group') ?? '',
+    apiVersion: c.getOptionalString('apiVersion'),
+    plural: c.getOptionalString('plural'),
+  }));
+  if (!section) return { ...DEFAULTS, customResources, objectTypes: new Set(DEFAULT_OBJECT_TYPES) };
   const live = section.getOptionalConfig('live');
   /** `key` of `within` (the section, or its `live`), named as the operator writes it. */
   const name = (key, within) => (within === section ? key : `live.${key}`);
-  const duration = (key, fallback, within = section) => {
+  const duration = (key, fallback, within = section, { zero = false } = {}) => {
     if (within.getOptional(key) === undefined) return fallback;
     let ms;
     try {
@@ -80,7 +103,9 @@ function readNativeInformersConfig(config) {
     } catch (err) {
       throw configError(name(key, within), err.message);
     }
-    if (!Number.isFinite(ms) || ms <= 0) throw configError(name(key, within), 'must be longer than zero');
+    if (!Number.isFinite(ms) || ms < 0 || (ms === 0 && !zero)) {
+      throw configError(name(key, within), zero ? 'must not be negative' : 'must be longer than zero');
+    }
     return ms;
   };
   const count = (key, fallback, within = section) => {
@@ -89,6 +114,13 @@ function readNativeInformersConfig(config) {
     if (!Number.isInteger(value) || value < 1) {
       throw configError(name(key, within), `must be a whole number above zero, got ${value}`);
     }
+    return value;
+  };
+  const share = (key, fallback) => {
+    const value = section.getOptionalNumber(key);
+    if (value === undefined) return fallback;
+    if (!(value > 0 && value <= 1))
+      throw configError(key, `must be a number above 0 and at most 1, got ${value}`);
     return value;
   };
   const types = section.getOptionalStringArray('objectTypes');
@@ -102,12 +134,19 @@ function readNativeInformersConfig(config) {
     }
   }
   return {
+    customResources,
     enabled: section.getOptionalBoolean('enabled') ?? DEFAULTS.enabled,
     idleTimeoutMs: duration('idleTimeout', DEFAULTS.idleTimeoutMs),
     syncTimeoutMs: duration('syncTimeout', DEFAULTS.syncTimeoutMs),
     stripManagedFields: section.getOptionalBoolean('stripManagedFields') ?? DEFAULTS.stripManagedFields,
     maxInformers: count('maxInformers', DEFAULTS.maxInformers),
     maxCachedBytes: count('maxCachedBytes', DEFAULTS.maxCachedBytes),
+    userShare: share('userShare', DEFAULTS.userShare),
+    bodyShare: share('bodyShare', DEFAULTS.bodyShare),
+    livenessMs: duration('liveness', DEFAULTS.livenessMs),
+    credentialCheckMs: duration('credentialCheckInterval', DEFAULTS.credentialCheckMs),
+    authorizationTtlMs: duration('authorizationTtl', DEFAULTS.authorizationTtlMs, section, { zero: true }),
+    maxDecisions: count('maxDecisions', DEFAULTS.maxDecisions),
     rotatingAuthProviders:
       section.getOptionalStringArray('rotatingAuthProviders') ?? DEFAULTS.rotatingAuthProviders,
     objectTypes: new Set(types ?? DEFAULT_OBJECT_TYPES),
@@ -116,6 +155,7 @@ function readNativeInformersConfig(config) {
           enabled: live.getOptionalBoolean('enabled') ?? DEFAULTS.live.enabled,
           viewerTtlMs: duration('viewerTtl', DEFAULTS.live.viewerTtlMs, live),
           maxViewers: count('maxViewers', DEFAULTS.live.maxViewers, live),
+          maxViewersPerUser: count('maxViewersPerUser', DEFAULTS.live.maxViewersPerUser, live),
           minIntervalMs: duration('minInterval', DEFAULTS.live.minIntervalMs, live),
         }
       : DEFAULTS.live,

@@ -59,11 +59,20 @@ function defaultSetTimer(fn, ms) {
  * Publishes a coalesced signal to each recent viewer of an entity whose answer depends on a
  * changed watch key.
  *
+ * A signal asks for one reload: a viewer is signalled at most once per load it was answered
+ * (its next load registers it again), so a viewer refused since (a permission policy changed, a
+ * token revoked), or whose tab has closed, hears nothing more. Every viewer within the bounds is
+ * followed, and none is dropped silently: a user past `maxViewersPerUser` loses their oldest
+ * viewer, which is signalled once so that its tab reloads (and is answered as not live if it
+ * cannot be followed again); past `maxViewers` a new viewer is not registered, and its load
+ * says so (`viewed` returns false: the frontend polls it).
+ *
  * @param {object} options
  * @param {{ publish(signal: object): Promise<void> | void }} options.signals `signalsServiceRef`'s service
  * @param {{ warn(message: string): void }} [options.logger]
  * @param {number} [options.viewerTtlMs] how long a load keeps its viewer signalled (10 min)
- * @param {number} [options.maxViewers] (user, entity) pairs remembered at most; the oldest go first
+ * @param {number} [options.maxViewers] (user, entity) pairs followed at most (10 000)
+ * @param {number} [options.maxViewersPerUser] pairs of one user followed at most (200)
  * @param {number} [options.minIntervalMs] at most one signal per (entity, user) per this (250 ms)
  * @param {() => number} [options.now] the clock, in ms
  * @param {(fn: () => void, ms: number) => () => void} [options.setTimer] schedules `fn`; returns its cancel
@@ -73,6 +82,7 @@ function createLivePublisher({
   logger,
   viewerTtlMs = 600_000,
   maxViewers = 10_000,
+  maxViewersPerUser = 200,
   minIntervalMs = 250,
   now = Date.now,
   setTimer = defaultSetTimer,
@@ -80,7 +90,7 @@ function createLivePublisher({
   if (!signals || typeof signals.publish !== 'function') {
     throw new TypeError('createLivePublisher: options.signals must have a publish() method');
   }
-  for (const [name, value] of Object.entries({ viewerTtlMs, maxViewers, minIntervalMs })) {
+  for (const [name, value] of Object.entries({ viewerTtlMs, maxViewers, maxViewersPerUser, minIntervalMs })) {
     if (!Number.isFinite(value) || value < 0) {
       throw new TypeError(`createLivePublisher: options.${name} must be a finite number >= 0`);
     }
@@ -89,33 +99,44 @@ function createLivePublisher({
   /**
    * One (user, entity) pair, in order of its last load (a Map keeps insertion order, and a load
    * moves its viewer to the end), so the oldest and the expired are always at the front.
-   * @type {Map<string, { userEntityRef: string, entityRef: string, keys: Set<string>,
-   *   expiresAt: number, lastSentAt: number, pending: Set<string> | null, cancel: (() => void) | null }>}
+   * `keys`: watch key → the cluster's name as the viewer's answer names it. `armed`: answered
+   * since its last signal.
+   * @type {Map<string, { userEntityRef: string, entityRef: string, keys: Map<string, string>,
+   *   expiresAt: number, lastSentAt: number, armed: boolean, pending: Set<string> | null,
+   *   cancel: (() => void) | null }>}
    */
   const viewers = new Map();
+  /** userEntityRef → the ids of that user's viewers, oldest first. */
+  const byUser = new Map();
   /** Watch key -> the ids of the viewers whose answer depends on it. */
   const byKey = new Map();
+  const counts = { published: 0, failed: 0, evicted: 0, refused: 0 };
   let closed = false;
   let warned = false;
 
   const idOf = (userEntityRef, entityRef) => `${userEntityRef}\n${entityRef}`;
+
+  function unlinkKey(id, key) {
+    const ids = byKey.get(key);
+    ids?.delete(id);
+    if (ids?.size === 0) byKey.delete(key);
+  }
 
   function forget(id) {
     const viewer = viewers.get(id);
     if (!viewer) return;
     viewer.cancel?.();
     viewers.delete(id);
-    for (const key of viewer.keys) {
-      const ids = byKey.get(key);
-      ids?.delete(id);
-      if (ids?.size === 0) byKey.delete(key);
-    }
+    const own = byUser.get(viewer.userEntityRef);
+    own?.delete(id);
+    if (own?.size === 0) byUser.delete(viewer.userEntityRef);
+    for (const key of viewer.keys.keys()) unlinkKey(id, key);
   }
 
-  /** Drops expired viewers from the front, and the oldest past `maxViewers`. */
+  /** Drops expired viewers from the front. */
   function sweep(t) {
     for (const [id, viewer] of viewers) {
-      if (viewer.expiresAt > t && viewers.size <= maxViewers) break;
+      if (viewer.expiresAt > t) break;
       forget(id);
     }
   }
@@ -123,16 +144,21 @@ function createLivePublisher({
   function send(viewer) {
     const clusters = [...viewer.pending].sort();
     viewer.pending = null;
+    viewer.armed = false;
     viewer.lastSentAt = now();
     const signal = {
       recipients: { type: 'user', entityRef: viewer.userEntityRef },
       channel: channelOf(viewer.entityRef),
       message: { clusters, at: viewer.lastSentAt },
     };
-    // publish() goes through the events service; a failure costs one refresh, not the informer.
+    counts.published++;
+    // publish() goes through the events service. A failure re-arms the viewer, so the next
+    // change tries again, rather than leaving its tab on an answer nobody will signal.
     Promise.resolve()
       .then(() => signals.publish(signal))
       .catch((error) => {
+        counts.failed++;
+        if (viewers.get(idOf(viewer.userEntityRef, viewer.entityRef)) === viewer) viewer.armed = true;
         if (warned) return;
         warned = true;
         logger?.warn(`kube-watch-native: publishing a live signal failed (reported once): ${error}`);
@@ -148,16 +174,46 @@ function createLivePublisher({
     if (viewer.pending) send(viewer);
   }
 
+  /** Signals `viewer` for these clusters, at once or at the end of its minInterval. */
+  function signal(id, viewer, clusters, t) {
+    viewer.pending ??= new Set();
+    for (const cluster of clusters) viewer.pending.add(cluster);
+    if (viewer.cancel) return; // a trailing signal is due and will carry this one
+    const wait = viewer.lastSentAt + minIntervalMs - t;
+    if (wait <= 0) send(viewer);
+    else viewer.cancel = setTimer(() => flush(id), wait);
+  }
+
+  /** Makes room for one more viewer of `userEntityRef`: false when there is none. */
+  function room(userEntityRef, t) {
+    sweep(t);
+    const own = byUser.get(userEntityRef);
+    if (own && own.size >= maxViewersPerUser) {
+      // The user's oldest viewer goes, told once so that an open tab reloads.
+      const oldest = own.values().next().value;
+      const viewer = viewers.get(oldest);
+      counts.evicted++;
+      if (viewer.armed) send(Object.assign(viewer, { pending: new Set(viewer.keys.values()) }));
+      forget(oldest);
+    }
+    if (viewers.size >= maxViewers) {
+      counts.refused++;
+      return false;
+    }
+    return true;
+  }
+
   return {
     /**
-     * A user loaded an entity whose answer depends on these watch keys (the fetcher calls it once
-     * per cluster it answered, so keys add up); refreshes the viewer's TTL. Returns whether the
-     * viewer is registered (signals will follow its answer).
+     * A user's load was answered from these watch keys of the cluster the user knows as
+     * `cluster` (the fetcher calls it once per cluster it answered, so keys add up); arms the
+     * viewer for one signal and refreshes its TTL. Returns whether the viewer is followed.
      * @param {string} userEntityRef
      * @param {string} entityRef
      * @param {string[]} watchKeys
+     * @param {{ cluster?: string }} [answered]
      */
-    viewed(userEntityRef, entityRef, watchKeys) {
+    viewed(userEntityRef, entityRef, watchKeys, { cluster = '' } = {}) {
       if (closed) return false;
       if (typeof userEntityRef !== 'string' || typeof entityRef !== 'string' || !Array.isArray(watchKeys)) {
         throw new TypeError('viewed(userEntityRef: string, entityRef: string, watchKeys: string[])');
@@ -167,29 +223,33 @@ function createLivePublisher({
       let viewer = viewers.get(id);
       if (viewer) {
         viewers.delete(id); // re-inserted below: the newest load goes to the end
+        byUser.get(userEntityRef).delete(id);
       } else {
+        if (!room(userEntityRef, t)) return false;
         viewer = {
           userEntityRef,
           entityRef,
-          keys: new Set(),
+          keys: new Map(),
           expiresAt: 0,
           lastSentAt: -Infinity,
+          armed: false,
           pending: null,
           cancel: null,
         };
       }
       viewer.expiresAt = t + viewerTtlMs;
+      viewer.armed = true;
       viewers.set(id, viewer);
+      if (!byUser.has(userEntityRef)) byUser.set(userEntityRef, new Set());
+      byUser.get(userEntityRef).add(id);
       for (const key of watchKeys) {
-        if (viewer.keys.has(key)) continue;
-        if (viewer.keys.size >= MAX_KEYS_PER_VIEWER) {
-          const oldest = viewer.keys.values().next().value;
+        if (!viewer.keys.has(key) && viewer.keys.size >= MAX_KEYS_PER_VIEWER) {
+          const oldest = viewer.keys.keys().next().value;
           viewer.keys.delete(oldest);
-          const ids = byKey.get(oldest);
-          ids?.delete(id);
-          if (ids?.size === 0) byKey.delete(oldest);
+          unlinkKey(id, oldest);
         }
-        viewer.keys.add(key);
+        viewer.keys.delete(key); // re-inserted: the newest at the end
+        viewer.keys.set(key, cluster);
         let ids = byKey.get(key);
         if (!ids) byKey.set(key, (ids = new Set()));
         ids.add(id);
@@ -200,12 +260,12 @@ function createLivePublisher({
 
     /**
      * Something under this watch key changed (an object the key's selector selects, before or
-     * after the change, or the informer's error state): signal each recent viewer that depends
-     * on it, the first at once after a quiet spell, then at most one per `minIntervalMs`.
+     * after the change, the informer's failure, or whether its cache is served): signal each
+     * viewer that depends on it and was answered since its last signal, the first at once
+     * after a quiet spell, then at most one per `minIntervalMs`.
      * @param {string} watchKey
-     * @param {{ clusters?: string[] }} [change] the clusters the change was seen on
      */
-    changed(watchKey, { clusters = [] } = {}) {
+    changed(watchKey) {
       if (closed) return;
       const t = now();
       sweep(t);
@@ -213,17 +273,14 @@ function createLivePublisher({
       if (!ids) return;
       for (const id of [...ids]) {
         const viewer = viewers.get(id);
-        if (viewer.expiresAt <= t) {
-          forget(id);
-          continue;
-        }
-        viewer.pending ??= new Set();
-        for (const cluster of clusters) viewer.pending.add(cluster);
-        if (viewer.cancel) continue; // a trailing signal is due and will carry this one
-        const wait = viewer.lastSentAt + minIntervalMs - t;
-        if (wait <= 0) send(viewer);
-        else viewer.cancel = setTimer(() => flush(id), wait);
+        if (!viewer.armed) continue; // signalled already: its reload arms it again
+        signal(id, viewer, [viewer.keys.get(watchKey)], t);
       }
+    },
+
+    /** Stops following a (user, entity) pair: its user was refused what its answer shows. */
+    forget(userEntityRef, entityRef) {
+      forget(idOf(userEntityRef, entityRef));
     },
 
     /** Whether a viewer not yet expired depends on this watch key. */
@@ -235,9 +292,14 @@ function createLivePublisher({
       return false;
     },
 
-    /** (user, entity) pairs remembered now. */
+    /** (user, entity) pairs followed now. */
     get size() {
       return viewers.size;
+    },
+
+    /** Signals sent, publishes that failed, viewers evicted for their user's share, and refused. */
+    counts() {
+      return { ...counts };
     },
 
     /** Forgets every viewer and cancels every pending signal; safe to call twice. */

@@ -15,6 +15,8 @@
 /**
  * @typedef {object} Identity
  * @property {string} user the user name refusals name
+ * @property {string} [uid] the user's uid, as a SelfSubjectReview reports it
+ * @property {string[]} [groups] the user's groups besides `system:authenticated`
  * @property {Rule[]|undefined} rules undefined: everything (cluster-admin)
  */
 
@@ -56,7 +58,12 @@ function authenticate(options, req, record) {
   if (token && sent === token) return { user: 'system:admin', rules: undefined };
   if (tokens && Object.hasOwn(tokens, sent)) {
     const grant = tokens[sent];
-    return { user: grant.user ?? 'system:serviceaccount:default:sim', rules: grant.rules };
+    return {
+      user: grant.user ?? 'system:serviceaccount:default:sim',
+      uid: grant.uid,
+      groups: grant.groups,
+      rules: grant.rules,
+    };
   }
   return null;
 }
@@ -88,4 +95,100 @@ function forbidden(identity, route, verb) {
   };
 }
 
-module.exports = { authenticate, forbidden, validateTokens, bearerToken };
+/**
+ * Whether a request is for the SelfSubjectReview collection, which every authenticated user may
+ * create (system:basic-user); it serves POST only.
+ */
+function isSelfSubjectReview(route) {
+  return (
+    route?.type === 'resource' &&
+    route.group === 'authentication.k8s.io' &&
+    route.version === 'v1' &&
+    route.plural === 'selfsubjectreviews' &&
+    route.namespace === undefined &&
+    route.name === undefined
+  );
+}
+
+/**
+ * The answer kube-apiserver (1.28+) gives a SelfSubjectReview: 201 with the user it sees for
+ * the request's credential, `system:authenticated` among the groups.
+ */
+function selfSubjectReview(identity) {
+  const userInfo = { username: identity.user };
+  if (identity.uid) userInfo.uid = identity.uid;
+  userInfo.groups = [...(identity.groups ?? []), 'system:authenticated'];
+  return {
+    kind: 'SelfSubjectReview',
+    apiVersion: 'authentication.k8s.io/v1',
+    metadata: { creationTimestamp: null },
+    status: { userInfo },
+  };
+}
+
+/** Whether a request is for the SelfSubjectAccessReview collection (POST only, as the review). */
+function isSelfSubjectAccessReview(route) {
+  return (
+    route?.type === 'resource' &&
+    route.group === 'authorization.k8s.io' &&
+    route.version === 'v1' &&
+    route.plural === 'selfsubjectaccessreviews' &&
+    route.namespace === undefined &&
+    route.name === undefined
+  );
+}
+
+/**
+ * The answer to a SelfSubjectAccessReview of `review` (the request body, parsed): whether
+ * `identity` may do its verb on its resource, by the same rules as a request (201, or 400 for a
+ * review without resource attributes, as kube-apiserver answers).
+ * @returns {{ code: number, body: object }}
+ */
+function selfSubjectAccessReview(identity, review) {
+  const attributes = review?.spec?.resourceAttributes;
+  if (review?.kind !== 'SelfSubjectAccessReview' || !attributes || typeof attributes.resource !== 'string') {
+    return {
+      code: 400,
+      body: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message:
+          'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified',
+        reason: 'Invalid',
+        code: 400,
+      },
+    };
+  }
+  const route = {
+    type: 'resource',
+    group: attributes.group ?? '',
+    plural: attributes.resource,
+    namespace: attributes.namespace || undefined,
+  };
+  const refusal = forbidden(identity, route, attributes.verb ?? '');
+  const status = { allowed: refusal === null };
+  if (refusal !== null) status.reason = '';
+  return {
+    code: 201,
+    body: {
+      kind: 'SelfSubjectAccessReview',
+      apiVersion: 'authorization.k8s.io/v1',
+      metadata: { creationTimestamp: null },
+      spec: review.spec,
+      status,
+    },
+  };
+}
+
+module.exports = {
+  authenticate,
+  isSelfSubjectAccessReview,
+  selfSubjectAccessReview,
+  forbidden,
+  validateTokens,
+  bearerToken,
+  isSelfSubjectReview,
+  selfSubjectReview,
+};

@@ -1,0 +1,274 @@
+'use strict';
+// The security review of the Backstage module (issue 34), finding by finding, against the
+// simulator: a cache is served only while it can prove it is current and its credential good,
+// its identity is never taken from a name, its answers are each load's own, and no request can
+// pin or blow its bounds. Each test fails on the module as it was before the review.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { NativeKubernetesWatcher } = require('..');
+const { NativeInformerFetcher } = require('../backstage/fetcher');
+const { createLivePublisher, liveRequestContext } = require('../backstage/live');
+const { createSimulator } = require('../sim');
+const { recordingLogger } = require('./helpers');
+const { eventually } = require('./backstage-helpers');
+
+const ID = 'backstage.io/kubernetes-id';
+const PODS = { group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A stand-in for Backstage's default fetcher: one marker object per type asked. */
+function recordingDefault() {
+  const calls = [];
+  return {
+    calls,
+    async fetchObjectsForService(params) {
+      calls.push(params);
+      const resources = [...params.objectTypesToFetch, ...params.customResources];
+      return {
+        errors: [],
+        responses: resources.map((r) => ({ type: r.objectType, resources: [{ fromDefault: true }] })),
+      };
+    },
+    async fetchPodMetricsByNamespaces() {
+      return { errors: [], responses: [] };
+    },
+  };
+}
+
+/** A simulator with bookmarks every 200 ms and a fetcher over it, both closed after `t`. */
+async function setUp(t, { sim: simOptions = {}, ...options } = {}) {
+  const sim = await createSimulator({ bookmarkIntervalMs: 200, ...simOptions });
+  t.after(() => sim.close());
+  const logger = recordingLogger();
+  const defaultFetcher = recordingDefault();
+  const fetcher = new NativeInformerFetcher({
+    watcher: new NativeKubernetesWatcher({ logger }),
+    defaultFetcher,
+    logger,
+    ...options,
+  });
+  t.after(() => fetcher.close());
+  const request = (token, overrides = {}) => ({
+    serviceId: 'svc',
+    clusterDetails: {
+      name: 'one',
+      url: sim.url,
+      authMetadata: { 'kubernetes.io/auth-provider': 'serviceAccount', serviceAccountToken: token },
+    },
+    credential: { type: 'bearer token', token },
+    objectTypesToFetch: new Set([PODS]),
+    labelSelector: `${ID}=svc`,
+    customResources: [],
+    ...overrides,
+  });
+  return { sim, fetcher, defaultFetcher, logger, request };
+}
+
+const pod = (name, labels = { [ID]: 'svc' }) => ({ metadata: { name, namespace: 'team', labels } });
+const names = (answer) => answer.responses[0].resources.map((o) => o.metadata?.name ?? 'default');
+const fromDefault = (answer) => answer.responses[0]?.resources[0]?.fromDefault === true;
+
+/** Loads until an answer comes from the cache (not the default fetcher's marker). */
+async function fromCache(fetcher, request, what = 'an answer from the cache') {
+  return eventually(
+    async () => {
+      const answer = await fetcher.fetchObjectsForService(request);
+      return !fromDefault(answer) && answer;
+    },
+    { what },
+  );
+}
+
+test('finding 3: a watch silent past the liveness bound is not served; the informer watches again', async (t) => {
+  const { sim, fetcher, request } = await setUp(t, { sim: { token: 'tok-a' }, livenessMs: 1200 });
+  sim.create('pods', pod('p1'));
+  await fromCache(fetcher, request('tok-a'));
+  // Bookmarks keep a quiet watch alive past the bound.
+  await sleep(1600);
+  assert.ok(!fromDefault(await fetcher.fetchObjectsForService(request('tok-a'))), 'a quiet watch is alive');
+  // The next watch answers its headers and then writes nothing: the connection alive, the stream quiet.
+  sim.nextWatchFault({ stallAfterEvents: 0 });
+  sim.endWatches();
+  await sleep(300);
+  sim.create('pods', pod('p2'));
+  const stalledAt = Date.now();
+  await eventually(async () => fromDefault(await fetcher.fetchObjectsForService(request('tok-a'))), {
+    timeoutMs: 3000,
+    what: 'the default fetcher to answer for the silent watch',
+  });
+  t.diagnostic(`silent watch not served after ${Date.now() - stalledAt} ms (bound 1200 ms)`);
+  // The informer cut the silent stream and watched again: served again, with what it missed.
+  const again = await fromCache(fetcher, request('tok-a'), 'the cache served again after a new watch');
+  assert.deepEqual(names(again).sort(), ['p1', 'p2']);
+});
+
+test('finding 4: a revoked token stops being served within twice the check interval', async (t) => {
+  const { sim, fetcher, request } = await setUp(t, {
+    sim: { tokens: { 'tok-sa': { user: 'system:serviceaccount:backstage:reader' } } },
+    credentialCheckMs: 400,
+  });
+  sim.create('pods', pod('p1'));
+  await fromCache(fetcher, request('tok-sa'));
+  delete sim.options.tokens['tok-sa']; // the ServiceAccount token is deleted
+  const revokedAt = Date.now();
+  sim.create('pods', pod('p2'));
+  await eventually(async () => fromDefault(await fetcher.fetchObjectsForService(request('tok-sa'))), {
+    timeoutMs: 3000,
+    what: 'the default fetcher (whose LIST is refused 401) to answer',
+  });
+  const took = Date.now() - revokedAt;
+  t.diagnostic(`revoked token not served after ${took} ms (bound 800 ms + a check)`);
+  assert.ok(took < 2000, `${took} ms`);
+  const checks = sim.requests.filter((r) => r.path.endsWith('/selfsubjectreviews') || r.path === '/api');
+  assert.ok(
+    checks.some((r) => r.status === 401),
+    'a check was refused',
+  );
+  // The watch itself is still open: the API server authenticated it when it started.
+  assert.ok(sim.activeWatches() >= 1);
+});
+
+test('finding 5: each load gets its own answer: a caller changing it in place changes no other', async (t) => {
+  const { sim, fetcher, request } = await setUp(t, { sim: { token: 'tok-a' } });
+  sim.create('pods', pod('mine'));
+  sim.create('pods', pod('private'));
+  const first = await fromCache(fetcher, request('tok-a'));
+  // An objects provider filtering per user in place.
+  first.responses[0].resources.splice(1, 1);
+  first.responses[0].resources[0].metadata.name = 'changed';
+  const second = await fetcher.fetchObjectsForService(request('tok-a'));
+  assert.deepEqual(names(second), ['mine', 'private']);
+  const third = await fetcher.fetchObjectsForService(request('tok-a'));
+  assert.notEqual(third.responses[0].resources[0], second.responses[0].resources[0]);
+});
+
+test('finding 7: a strategy under the serviceAccount name with per-user tokens gets one identity per user the server reports', async (t) => {
+  const { sim, fetcher, defaultFetcher, request } = await setUp(t, {
+    sim: {
+      tokens: {
+        'tok-alice-1': { user: 'alice', uid: 'u-alice' },
+        'tok-alice-2': { user: 'alice', uid: 'u-alice' },
+        'tok-bob': { user: 'bob', uid: 'u-bob', rules: [{ resources: ['configmaps'] }] },
+      },
+    },
+  });
+  sim.create('pods', pod('alices-view'));
+  // No serviceAccountToken in the cluster's config: the strategy resolves a token per caller.
+  const perUser = (token) => ({
+    ...request(token),
+    clusterDetails: {
+      name: 'one',
+      url: sim.url,
+      authMetadata: { 'kubernetes.io/auth-provider': 'serviceAccount' },
+    },
+  });
+  assert.deepEqual(names(await fromCache(fetcher, perUser('tok-alice-1'))), ['alices-view']);
+  for (const token of ['tok-bob', 'tok-unknown']) {
+    const calls = defaultFetcher.calls.length;
+    for (let i = 0; i < 5; i++) {
+      const answer = await fetcher.fetchObjectsForService(perUser(token));
+      assert.ok(fromDefault(answer), `${token}: the default's answer (403 / 401), never Alice's pods`);
+      await sleep(50);
+    }
+    assert.ok(defaultFetcher.calls.length > calls);
+  }
+  // Another token the server says is Alice shares her informers.
+  const before = fetcher.informers().length;
+  assert.deepEqual(names(await fromCache(fetcher, perUser('tok-alice-2'))), ['alices-view']);
+  assert.equal(fetcher.informers().length, before, 'the same user: the same informer');
+});
+
+test('finding 11: maxCachedBytes holds under concurrent loads of distinct selectors', async (t) => {
+  const bound = 60_000;
+  const { sim, fetcher, logger, request } = await setUp(t, {
+    sim: { token: 'tok-a' },
+    maxCachedBytes: bound,
+  });
+  const padding = 'x'.repeat(2000);
+  for (let i = 0; i < 200; i++) {
+    sim.create('pods', { ...pod(`p${i}`, { [ID]: 'svc', app: 'web', [`s${i % 20}`]: 'y' }), data: padding });
+  }
+  // Twenty loads at once, each with a selector of its own (an informer each, ~20 KB each).
+  const selectors = Array.from({ length: 20 }, (_, i) => `app=web,s${i}=y,tier!=z`);
+  await Promise.all(
+    selectors.map((labelSelector) => fetcher.fetchObjectsForService(request('tok-a', { labelSelector }))),
+  );
+  await sleep(600);
+  const informers = fetcher.informers();
+  const held = informers.reduce((sum, i) => sum + i.cachedBytes, 0);
+  t.diagnostic(`${informers.length} informers hold ${held} bytes (bound ${bound})`);
+  assert.ok(held <= bound, `${held} bytes held under a bound of ${bound}`);
+  assert.ok(informers.length >= 1 && informers.length < 20, `${informers.length} informers`);
+  assert.ok(logger.warnings().some((w) => w.includes('kubernetes.nativeInformers.maxCachedBytes reached')));
+});
+
+test('finding 12: types from a request body that the server refuses or lacks close at once and stay closed', async (t) => {
+  const { sim, fetcher, request } = await setUp(t, {
+    sim: { tokens: { 'tok-pods': { user: 'pods-only', rules: [{ resources: ['pods'] }] } } },
+  });
+  const madeUp = Array.from({ length: 10 }, (_, i) => ({
+    group: `made-up-${i}.example.com`,
+    apiVersion: 'v1',
+    plural: 'things',
+    objectType: 'customresources',
+  }));
+  const body = request('tok-pods', { objectTypesToFetch: new Set(), customResources: madeUp });
+  await fetcher.fetchObjectsForService(body);
+  assert.deepEqual(fetcher.informers(), [], 'refused (403) before syncing: closed at once');
+  const requests = sim.requests.length;
+  for (let i = 0; i < 3; i++) await fetcher.fetchObjectsForService(body);
+  await sleep(300);
+  const reopened = sim.requests.slice(requests).filter((r) => r.query.watch || r.query.limit);
+  assert.deepEqual(reopened, [], 'not opened again within a minute');
+});
+
+test('finding 12: custom resources named in request bodies take at most bodyShare of maxInformers', async (t) => {
+  const { sim, fetcher, request } = await setUp(t, {
+    sim: { token: 'tok-a' },
+    maxInformers: 20,
+    bodyShare: 0.1,
+    customResources: [{ group: 'example.com', apiVersion: 'v1', plural: 'configured' }],
+  });
+  const kinds = ['configured', ...Array.from({ length: 6 }, (_, i) => `kind${i}`)];
+  for (const plural of kinds) sim.defineResource(`example.com/v1/${plural}`, { kind: plural });
+  const resources = kinds.map((plural) => ({
+    group: 'example.com',
+    apiVersion: 'v1',
+    plural,
+    objectType: 'customresources',
+  }));
+  await fetcher.fetchObjectsForService(
+    request('tok-a', { objectTypesToFetch: new Set(), customResources: resources }),
+  );
+  const open = fetcher.informers().map((i) => i.plural);
+  assert.ok(open.includes('configured'), 'a configured custom resource is not a body type');
+  assert.equal(open.length, 1 + 2, `the configured one and 2 of the body's (${open})`);
+});
+
+test('findings 2 and 8: every viewer of an informer is signalled, past 256 selectors, naming its own cluster', async (t) => {
+  const published = [];
+  const publisher = createLivePublisher({ signals: { publish: (s) => void published.push(s) } });
+  const { sim, fetcher, request } = await setUp(t, { sim: { token: 'tok-a' }, live: publisher });
+  sim.create('pods', pod('p0', { [ID]: 'svc', n: '0' }));
+  const load = (i, clusterName) =>
+    liveRequestContext.run(
+      { userEntityRef: `user:default/u${i}`, entityRef: `component:default/e${i}` },
+      () =>
+        fetcher.fetchObjectsForService({
+          ...request('tok-a', { labelSelector: `${ID}=svc,n=${i}` }),
+          clusterDetails: { ...request('tok-a').clusterDetails, name: clusterName },
+        }),
+    );
+  await fromCache(fetcher, request('tok-a'));
+  await load(0, 'known-to-u0-as-this');
+  for (let i = 1; i < 300; i++) await load(i, 'shared');
+  assert.equal(fetcher.informers().length, 1, 'one informer for every selector of the id label');
+  sim.patch('pods', 'team', 'p0', (p) => void (p.metadata.annotations = { changed: 'yes' }));
+  await eventually(() => published.length > 0, { what: 'the first viewer’s signal' });
+  await sleep(300);
+  assert.deepEqual(
+    published.map((s) => [s.recipients.entityRef, s.message.clusters]),
+    [['user:default/u0', ['known-to-u0-as-this']]],
+  );
+});

@@ -1,0 +1,207 @@
+'use strict';
+// Viewers' own credentials served from the shared cache (issue 35): a cluster whose provider takes
+// the viewer's token (oidc here) and whose config also carries a serviceAccountToken is cached
+// with that token, and each viewer's access is asked of the API server with the viewer's own
+// token (a SelfSubjectAccessReview of the LIST the default would send). Every answer is compared
+// with Backstage's real default fetcher sending that viewer's token.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const {
+  KubernetesClientBasedFetcher,
+} = require('@backstage/plugin-kubernetes-backend/dist/service/KubernetesFetcher.cjs.js');
+const {
+  KubernetesConnection,
+} = require('@backstage/plugin-kubernetes-backend/dist/service/KubernetesConnection.cjs.js');
+const { NativeKubernetesWatcher } = require('..');
+const { NativeInformerFetcher } = require('../backstage/fetcher');
+const { createLivePublisher, liveRequestContext } = require('../backstage/live');
+const { createSimulator, certs } = require('../sim');
+const { recordingLogger } = require('./helpers');
+const { eventually } = require('./backstage-helpers');
+
+const ID = 'backstage.io/kubernetes-id';
+const CA_DATA = Buffer.from(certs.ca).toString('base64');
+const PODS = { group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' };
+const SERVICES = { group: '', apiVersion: 'v1', plural: 'services', objectType: 'services' };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const asJson = (value) => JSON.parse(JSON.stringify(value));
+
+const TOKENS = {
+  'tok-sa-cache': { user: 'system:serviceaccount:backstage:cache' },
+  'tok-alice': { user: 'alice' },
+  'tok-bob': { user: 'bob', rules: [{ namespaces: ['team'] }] },
+  'tok-carol': { user: 'carol', rules: [] },
+};
+
+async function setUp(t, options = {}) {
+  const sim = await createSimulator({ tls: true, tokens: { ...TOKENS }, bookmarkIntervalMs: 300 });
+  t.after(() => sim.close());
+  for (const [ns, name] of [
+    ['team', 'p-team'],
+    ['other', 'p-other'],
+  ]) {
+    sim.create('pods', { metadata: { name, namespace: ns, labels: { [ID]: 'svc' } } });
+    sim.create('services', { metadata: { name: `s-${name}`, namespace: ns, labels: { [ID]: 'svc' } } });
+  }
+  const logger = recordingLogger();
+  const real = new KubernetesClientBasedFetcher({
+    connection: new KubernetesConnection({ logger: recordingLogger() }),
+  });
+  const fetcher = new NativeInformerFetcher({
+    watcher: new NativeKubernetesWatcher({ logger }),
+    defaultFetcher: real,
+    logger,
+    authorizationTtlMs: 300,
+    ...options,
+  });
+  t.after(() => fetcher.close());
+  const clusterDetails = {
+    name: 'oidc-cluster',
+    url: sim.url,
+    caData: CA_DATA,
+    authMetadata: {
+      'kubernetes.io/auth-provider': 'oidc',
+      'kubernetes.io/oidc-token-provider': 'okta',
+      serviceAccountToken: 'tok-sa-cache',
+    },
+  };
+  const as = (token, overrides = {}) => ({
+    serviceId: 'svc',
+    clusterDetails,
+    credential: { type: 'bearer token', token },
+    objectTypesToFetch: new Set([PODS, SERVICES]),
+    labelSelector: `${ID}=svc`,
+    customResources: [],
+    ...overrides,
+  });
+  /** Ours and the default's answers for `params`, compared; ours returned. */
+  const same = async (params, what) => {
+    const [ours, theirs] = await Promise.all([
+      fetcher.fetchObjectsForService(params).then(asJson),
+      real.fetchObjectsForService(params).then(asJson),
+    ]);
+    assert.deepStrictEqual(ours, theirs, what);
+    return ours;
+  };
+  return { sim, fetcher, real, as, same };
+}
+
+const VIEWERS = ['tok-alice', 'tok-bob', 'tok-carol', 'tok-unknown'];
+
+test('each viewer gets exactly the default’s answer for its own token, whichever order the cache warms in', async (t) => {
+  for (const order of [VIEWERS, [...VIEWERS].reverse()]) {
+    await t.test(order.join(' then '), async (t) => {
+      const { fetcher, as, same } = await setUp(t);
+      for (let round = 0; round < 3; round++) {
+        for (const token of order) {
+          for (const namespace of [undefined, 'team', 'other']) {
+            await same(as(token, namespace ? { namespace } : {}), `${token} in ${namespace ?? '(all)'}`);
+          }
+        }
+        await sleep(400); // the informer syncs and watches; decisions past their TTL are asked again
+      }
+      const { allowed, refused } = fetcher.decisions();
+      assert.ok(allowed > 0 && refused > 0, `decisions ${JSON.stringify(fetcher.decisions())}`);
+      assert.ok(fetcher.answered().cached > 0, 'some answers came from the cache');
+      assert.deepEqual(
+        fetcher
+          .informers()
+          .map((i) => [i.plural, i.namespace ?? '(all)'])
+          .sort(),
+        [
+          ['pods', '(all)'],
+          ['services', '(all)'],
+        ],
+        'one informer per type, whoever asked',
+      );
+    });
+  }
+});
+
+test('warm answers within authorizationTtl cost the cluster no request; a revoked binding shows after it', async (t) => {
+  const { sim, fetcher, as, same } = await setUp(t, { authorizationTtlMs: 1500 });
+  const bob = as('tok-bob', { namespace: 'team' });
+  await eventually(
+    async () =>
+      (await fetcher.fetchObjectsForService(bob)).errors.length === 0 && fetcher.answered().cached > 0,
+    {
+      what: 'a cached answer for Bob',
+    },
+  );
+  await same(bob, 'Bob, warm');
+  const before = sim.requests.length;
+  for (let i = 0; i < 20; i++) await fetcher.fetchObjectsForService(bob);
+  assert.deepEqual(
+    sim.requests.slice(before).map((r) => `${r.method} ${r.path}`),
+    [],
+    'twenty warm loads within the TTL: no request at all',
+  );
+  // Bob's binding is revoked: within the TTL the cache still answers; after it, the default's 403.
+  sim.options.tokens['tok-bob'] = { user: 'bob', rules: [] };
+  await sleep(1600);
+  const answer = await same(bob, 'Bob, revoked');
+  assert.deepEqual(
+    answer.errors.map((e) => [e.errorType, e.statusCode]),
+    [
+      ['UNAUTHORIZED_ERROR', 403],
+      ['UNAUTHORIZED_ERROR', 403],
+    ].map(([, code]) => ['UNKNOWN_ERROR', code]),
+  );
+});
+
+test('an expired or unknown token gets the default’s 401; a failed review gets the default fetcher', async (t) => {
+  const { sim, as, same, fetcher } = await setUp(t, { authorizationTtlMs: 0 });
+  const unknown = await same(as('tok-unknown'), 'unknown token');
+  assert.deepEqual(
+    unknown.errors.map((e) => e.statusCode),
+    [401, 401],
+  );
+  await same(as('tok-alice'), 'Alice');
+  delete sim.options.tokens['tok-alice']; // her token expired
+  const expired = await same(as('tok-alice'), 'Alice, expired');
+  assert.deepEqual(
+    expired.errors.map((e) => e.statusCode),
+    [401, 401],
+  );
+  sim.options.tokens['tok-alice'] = TOKENS['tok-alice'];
+  sim.failNext(1, 503); // the review fails
+  const failed = fetcher.decisions().failed;
+  await fetcher.fetchObjectsForService(as('tok-alice'));
+  assert.equal(fetcher.decisions().failed, failed + 1);
+  await same(as('tok-alice'), 'Alice after a failed review');
+});
+
+test('signals: an allowed viewer is signalled, a refused one never, a revoked one no longer', async (t) => {
+  const published = [];
+  const publisher = createLivePublisher({ signals: { publish: (s) => void published.push(s) } });
+  const { sim, fetcher, as } = await setUp(t, { live: publisher, authorizationTtlMs: 0 });
+  const load = (user, token) =>
+    liveRequestContext.run(
+      { userEntityRef: `user:default/${user}`, entityRef: 'component:default/svc' },
+      () => fetcher.fetchObjectsForService(as(token, { namespace: 'team' })),
+    );
+  await eventually(
+    async () => {
+      await load('alice', 'tok-alice');
+      await load('bob', 'tok-bob');
+      await load('carol', 'tok-carol');
+      return fetcher.answered().cached >= 4;
+    },
+    { what: 'Alice and Bob answered from the cache' },
+  );
+  sim.create('pods', { metadata: { name: 'p-new', namespace: 'team', labels: { [ID]: 'svc' } } });
+  await eventually(() => published.length >= 2, { what: 'signals for Alice and Bob' });
+  await sleep(300);
+  const to = () => published.map((s) => s.recipients.entityRef).sort();
+  assert.deepEqual(to(), ['user:default/alice', 'user:default/bob'], 'Carol, refused, never');
+  // Bob's access is revoked; his next load is refused, and he is not signalled again.
+  sim.options.tokens['tok-bob'] = { user: 'bob', rules: [] };
+  await load('alice', 'tok-alice');
+  await load('bob', 'tok-bob');
+  published.length = 0;
+  sim.create('pods', { metadata: { name: 'p-newer', namespace: 'team', labels: { [ID]: 'svc' } } });
+  await eventually(() => published.length >= 1, { what: 'Alice’s signal' });
+  await sleep(300);
+  assert.deepEqual(to(), ['user:default/alice'], 'Bob, revoked, no longer');
+});

@@ -1,0 +1,139 @@
+'use strict';
+// What a cached answer looks like: exactly the default fetcher's LIST answer for the same type,
+// after JSON parsing. Items in the API server's order; built-in types' items without `kind` and
+// `apiVersion` (a custom resource of a built-in group gets the list's `kind`; a CRD's items keep
+// both, as the server sends them); secrets' values `***`; a cluster-scoped type asked for in a
+// namespace answered with the default's 404.
+//
+// An answer is remembered per informer, type, namespace and selector until the cache changes,
+// as JSON text: every load parses its own copy, so a caller that changes what it was handed (an
+// app's objects provider filtering per user in place) never changes another load's answer.
+
+/**
+ * API groups served by the API server's own types, whose list items carry no `kind` or
+ * `apiVersion`; a custom resource of any other group is a CRD, served from unstructured JSON,
+ * whose list items keep both.
+ */
+const BUILT_IN_GROUPS = new Set([
+  '',
+  'admissionregistration.k8s.io',
+  'apiextensions.k8s.io',
+  'apiregistration.k8s.io',
+  'apps',
+  'authentication.k8s.io',
+  'authorization.k8s.io',
+  'autoscaling',
+  'batch',
+  'certificates.k8s.io',
+  'coordination.k8s.io',
+  'discovery.k8s.io',
+  'events.k8s.io',
+  'flowcontrol.apiserver.k8s.io',
+  'internal.apiserver.k8s.io',
+  'metrics.k8s.io',
+  'networking.k8s.io',
+  'node.k8s.io',
+  'policy',
+  'rbac.authorization.k8s.io',
+  'resource.k8s.io',
+  'scheduling.k8s.io',
+  'storage.k8s.io',
+  'storagemigration.k8s.io',
+]);
+
+/** Answers remembered per informer at most (per type, namespace and selector). */
+const MEMO_LIMIT = 256;
+
+/** The path the default fetcher's LIST goes to, as its KubernetesFetchError names it. */
+function resourcePathFor(clusterDetails, { group, apiVersion, plural }, namespace) {
+  const encode = encodeURIComponent;
+  let path = group ? `/apis/${encode(group)}/${encode(apiVersion)}` : `/api/${encode(apiVersion)}`;
+  if (namespace) path += `/namespaces/${encode(namespace)}`;
+  path += `/${encode(plural)}`;
+  const url = new URL(clusterDetails.url);
+  url.pathname = url.pathname === '/' ? path : url.pathname + path;
+  return url.pathname;
+}
+
+/** The etcd key order in which the API server lists objects (`namespace/name`). */
+function storageKey(object) {
+  const { namespace, name } = object.metadata ?? {};
+  return namespace ? `${namespace}/${name}` : String(name);
+}
+
+function redact(values) {
+  return Object.fromEntries(Object.keys(values).map((key) => [key, '***']));
+}
+
+/** Whether a resource is secrets, however it is asked for. */
+function isSecrets(resource) {
+  return (
+    resource.objectType === 'secrets' || ((resource.group ?? '') === '' && resource.plural === 'secrets')
+  );
+}
+
+const isError = (result) => Object.hasOwn(result, 'errorType');
+
+/**
+ * The cached objects as the default fetcher returns a LIST's (see the top of the file).
+ * Undefined when a custom resource has no kind (the default's answer is then its error).
+ */
+function transform(resource, items) {
+  const custom = resource.objectType === 'customresources';
+  const crd = custom && !BUILT_IN_GROUPS.has(resource.group ?? '');
+  const secrets = isSecrets(resource);
+  const keyed = items.map((item) => [storageKey(item), item]);
+  keyed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const out = [];
+  for (const [, item] of keyed) {
+    if (custom && item.kind === undefined) return undefined;
+    let object = item;
+    if (!crd) {
+      const { kind, apiVersion: _apiVersion, ...rest } = item;
+      object = custom ? { ...rest, kind } : rest;
+    }
+    if (secrets || object.kind === 'Secret') {
+      if (object.data && typeof object.data === 'object') object.data = redact(object.data);
+      if (object.stringData && typeof object.stringData === 'object') {
+        object.stringData = redact(object.stringData);
+      }
+    }
+    out.push(object);
+  }
+  return { type: resource.objectType, resources: out };
+}
+
+/**
+ * The answer from `entry`'s cache for `resource` in `namespace` by `selector`: a fresh copy per
+ * call, parsed from the text remembered for the cache's generation. Undefined when the cache
+ * cannot answer as the default would (the caller asks the default fetcher).
+ */
+function cachedAnswer(entry, resource, namespace, selector, generation) {
+  // The answer's form depends on how the type was asked for (a default type, or the same type
+  // as a custom resource, which gets `kind`).
+  const memoKey = `${resource.objectType}\0${namespace ?? ''}\0${selector}`;
+  const memo = entry.memo.get(memoKey);
+  if (memo && memo.generation === generation) return JSON.parse(memo.text);
+  let items;
+  try {
+    items = entry.informer.list({ namespace, labelSelector: selector });
+  } catch {
+    // A selector the native cache reads otherwise than the module's parser: the API server decides.
+    return undefined;
+  }
+  const answer = transform(resource, items);
+  if (answer === undefined) return undefined;
+  if (entry.memo.size >= MEMO_LIMIT) entry.memo.clear();
+  // The generation read before the list: a change in between only makes the memo stale early.
+  entry.memo.set(memoKey, { generation, text: JSON.stringify(answer) });
+  return answer;
+}
+
+module.exports = {
+  BUILT_IN_GROUPS,
+  resourcePathFor,
+  isSecrets,
+  isError,
+  transform,
+  cachedAnswer,
+};

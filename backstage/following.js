@@ -1,0 +1,158 @@
+'use strict';
+// The live tab's following of informers: which viewers' answers each informer's changes touch,
+// and when an answer a viewer was given has changed, so that the publisher (./live.js) signals
+// them.
+//
+// A user's load depends on a watch key per informer, selector and namespace it was answered
+// from. An answer changes when an object its selector selects changes, when the informer fails
+// or recovers, and when the cache stops being served (its watch silent past the liveness bound,
+// its credential refused or not checked in time: ./fetcher.js `servable`): then the viewer's
+// next load is the default fetcher's, which the frontend polls, so the viewer is told once.
+//
+// Each informer is compared at most every LIVE_CHECK_MS, and only when its state tag (generation,
+// failure, sync, servable) moved since the last comparison; a comparison hashes the text of what
+// each watched selector selects. A load compares first when the tag moved, so that viewers who
+// loaded before a change still hear of it after a later viewer's load.
+
+const crypto = require('node:crypto');
+
+/**
+ * An informer with live viewers is looked at again at most this often: a busy type's changes
+ * cost its answers' comparison a few times a second, not once per change.
+ */
+const LIVE_CHECK_MS = 100;
+
+class Following {
+  #publisher;
+  #servable;
+  #now;
+  #entries;
+
+  /**
+   * @param {object} options
+   * @param {ReturnType<import('./live').createLivePublisher>} options.publisher
+   * @param {(entry: object) => { servable: boolean, until: number }} options.servable whether
+   *   the entry's cache answers loads now, and until when at most (Infinity: until it changes)
+   * @param {Map<string, object>} options.entries the pool's entries (a dropped entry is not followed)
+   */
+  constructor({ publisher, servable, entries, now = Date.now }) {
+    this.#publisher = publisher;
+    this.#servable = servable;
+    this.#entries = entries;
+    this.#now = now;
+  }
+
+  /**
+   * A user's load was answered from these entries for `selector` and `namespace` on the cluster
+   * the user knows as `cluster`: registers the viewer. Returns whether it was registered.
+   */
+  viewed(viewer, entries, { selector, namespace, cluster }) {
+    const keys = [];
+    for (const entry of entries) {
+      if (!entry || this.#entries.get(entry.key) !== entry) continue;
+      // Viewers who loaded before a change not yet compared hear of it before this one joins.
+      if (entry.watched.size > 0 && this.#tag(entry) !== entry.tag) this.#check(entry);
+      const key = `${entry.key}\0${namespace ?? ''}\0${selector}`;
+      if (!entry.watched.has(key)) {
+        entry.watched.set(key, { namespace, selector, last: this.#fingerprint(entry, namespace, selector) });
+        entry.tag ??= this.#tag(entry);
+      }
+      this.#follow(entry);
+      keys.push(key);
+    }
+    if (keys.length === 0) return false;
+    return this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys, { cluster });
+  }
+
+  /** Something outside the informer changed whether its cache is served (its credential). */
+  changed(entry) {
+    if (entry.watched.size > 0) this.#scheduleCheck(entry, 0);
+  }
+
+  #tag(entry) {
+    const state = entry.informer.state();
+    const { servable } = this.#servable(entry);
+    return `${state.generation}|${state.error?.statusCode ?? ''}|${state.synced}|${servable}`;
+  }
+
+  /**
+   * What a viewer's answer from `entry` is now, as a short string: the default fetcher's while
+   * the cache is not served, else its failure, whether it is synced, and a hash of the objects
+   * it selects (the text, unparsed).
+   */
+  #fingerprint(entry, namespace, selector) {
+    if (!this.#servable(entry).servable) return 'default';
+    const state = entry.informer.state();
+    let text = '';
+    if (state.synced) {
+      try {
+        text = entry.informer.listText({ namespace, labelSelector: selector });
+      } catch {
+        // A selector the native cache refuses: its answer is the default's, which never changes here.
+      }
+    }
+    const digest = crypto.createHash('sha256').update(text).digest('base64url');
+    return `${state.error?.statusCode ?? ''}|${state.synced}|${digest}`;
+  }
+
+  /** Looks again at `entry` when it syncs, fails, recovers, ends or (once armed) changes. */
+  #follow(entry) {
+    if (entry.unfollow) return;
+    entry.unfollow = entry.informer.onStateChange(() => this.#scheduleCheck(entry));
+    if (!entry.informer.armChangeNotice(entry.informer.state().generation)) this.#scheduleCheck(entry);
+    this.#armStaleness(entry);
+  }
+
+  #scheduleCheck(entry, delay) {
+    if (entry.checkTimer !== null) return;
+    const wait = delay ?? Math.max(0, entry.checkedAt + LIVE_CHECK_MS - this.#now());
+    entry.checkTimer = setTimeout(() => {
+      entry.checkTimer = null;
+      this.#check(entry);
+    }, wait);
+    entry.checkTimer.unref?.();
+  }
+
+  /** A timer for the moment the cache stops being served if nothing moves it on. */
+  #armStaleness(entry) {
+    clearTimeout(entry.staleTimer);
+    const { until } = this.#servable(entry);
+    if (!Number.isFinite(until)) return;
+    entry.staleTimer = setTimeout(() => this.#scheduleCheck(entry, 0), Math.max(0, until - this.#now()) + 5);
+    entry.staleTimer.unref?.();
+  }
+
+  /** Signals every watch key of `entry` whose answer changed; forgets the keys nobody watches. */
+  #check(entry) {
+    if (this.#entries.get(entry.key) !== entry) return;
+    clearTimeout(entry.checkTimer);
+    entry.checkTimer = null;
+    entry.checkedAt = this.#now();
+    // Read before the answers, so a change while they are compared arms no stale notice.
+    const { generation } = entry.informer.state();
+    const tag = this.#tag(entry);
+    if (tag !== entry.tag) {
+      entry.tag = tag;
+      for (const [key, watched] of entry.watched) {
+        if (!this.#publisher.watching(key)) {
+          entry.watched.delete(key);
+          continue;
+        }
+        const now = this.#fingerprint(entry, watched.namespace, watched.selector);
+        if (now === watched.last) continue;
+        watched.last = now;
+        this.#publisher.changed(key);
+      }
+    }
+    if (entry.watched.size === 0) {
+      entry.unfollow?.();
+      entry.unfollow = null;
+      clearTimeout(entry.staleTimer);
+      return;
+    }
+    this.#armStaleness(entry);
+    if (!entry.informer.armChangeNotice(generation)) this.#scheduleCheck(entry);
+  }
+}
+
+module.exports = { Following, LIVE_CHECK_MS };
