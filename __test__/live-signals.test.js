@@ -181,6 +181,23 @@ test(
     assert.ok(podNames(delegated).includes('web-1'), 'the default fetcher answered it');
     assert.equal(delegated.live, null, 'a delegated answer is never marked live');
 
+    // The other routes through the objects provider: the workloads query is answered from the
+    // same informers; custom resources are outside this backend's objectTypes (delegated).
+    const post = (route, body) =>
+      fetch(`${backend.url}/api/kubernetes/resources/${route}/query`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer mock-user-token' },
+        body: JSON.stringify({ entityRef: 'component:default/live-svc', ...body }),
+      });
+    const workloads = await post('workloads', {});
+    assert.equal(workloads.status, 200, await workloads.clone().text());
+    assert.equal(workloads.headers.get('x-kube-watch-live'), '1');
+    const custom = await post('custom', {
+      customResources: [{ group: 'example.com', apiVersion: 'v1', plural: 'widgets' }],
+    });
+    assert.equal(custom.status, 200, await custom.clone().text());
+    assert.equal(custom.headers.get('x-kube-watch-live'), null);
+
     // A service's call (no user to signal) is not live either.
     const service = await loadAnswer(backend, 'mock-service-token', LIVE_SVC);
     assert.equal(service.status, 200);
