@@ -1,6 +1,7 @@
 'use strict';
 // backstage/live.js, the live tab's publisher, under a fake clock: who gets a signal, how
-// often, for how long, and how much it remembers.
+// often, for how long, and how much it remembers; and the middleware that marks a followed
+// answer live (backstage/live-provider.js).
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -235,4 +236,68 @@ test('liveRequestContext carries the viewer through awaits', async () => {
   });
   assert.deepEqual(seen, { userEntityRef: ALICE, entityRef: SVC_A });
   assert.equal(liveRequestContext.getStore(), undefined);
+});
+
+test('liveHeaderMiddleware: x-kube-watch-live only on a 200 whose every provider call is followed; exposed through CORS', async () => {
+  const { liveHeaderMiddleware, LiveObjectsProvider } = require('../backstage/live-provider');
+  const { answerFollowed, answerNotLive } = require('../backstage/live');
+  const auth = { isPrincipal: (credentials, type) => credentials.principal.type === type };
+  const user = { principal: { type: 'user', userEntityRef: ALICE } };
+  const service = { principal: { type: 'service', subject: 'plugin:x' } };
+  const entity = { kind: 'Component', metadata: { name: 'svc-a', namespace: 'default' } };
+  /** One request through the middleware: `notes` run inside each provider call; the headers written. */
+  async function answer({
+    method = 'POST',
+    credentials = user,
+    calls = [[answerFollowed]],
+    status = 200,
+    cors,
+  } = {}) {
+    const headers = new Map(cors ? [['access-control-allow-origin', cors]] : []);
+    const res = {
+      statusCode: status,
+      setHeader: (name, value) => headers.set(name, value),
+      getHeader: (name) => headers.get(name),
+      writeHead(code) {
+        this.written = code;
+        return this;
+      },
+    };
+    await new Promise((resolve, reject) => {
+      liveHeaderMiddleware()({ method }, res, async () => {
+        try {
+          for (const notes of calls) {
+            const inner = { getKubernetesObjectsByEntity: async () => notes.forEach((note) => note()) };
+            await new LiveObjectsProvider({ inner, auth }).getKubernetesObjectsByEntity(
+              { entity },
+              { credentials },
+            );
+          }
+          await new Promise((r) => setImmediate(r)); // the route answers later, as express does
+          res.writeHead(res.statusCode);
+          resolve();
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+    return Object.fromEntries(headers);
+  }
+  assert.deepEqual(await answer(), { 'x-kube-watch-live': '1' });
+  assert.deepEqual(await answer({ calls: [[answerFollowed, answerNotLive]] }), {}, 'a part delegated');
+  assert.deepEqual(
+    await answer({ calls: [[answerFollowed], [answerNotLive]] }),
+    {},
+    'one call of two delegated',
+  );
+  assert.deepEqual(await answer({ calls: [[]] }), {}, 'nothing followed (no informer answered)');
+  assert.deepEqual(await answer({ calls: [] }), {}, 'no provider call (another route)');
+  assert.deepEqual(await answer({ credentials: service }), {}, 'a service: no user to signal');
+  assert.deepEqual(await answer({ status: 500 }), {});
+  assert.deepEqual(await answer({ method: 'GET' }), {});
+  assert.deepEqual(await answer({ cors: 'https://app.example' }), {
+    'access-control-allow-origin': 'https://app.example',
+    'x-kube-watch-live': '1',
+    'access-control-expose-headers': 'x-kube-watch-live',
+  });
 });

@@ -59,16 +59,24 @@ function fakeSignals() {
   return api;
 }
 
-/** A default client that counts its calls and answers a new object each time. */
+/**
+ * A default client that counts its calls and answers a new object each time, marked live (as
+ * the backend's header marks it, through liveAnswerFetch) while `client.live` is true.
+ */
 function fakeClient() {
   const calls = [];
+  const marked = new WeakSet();
   let n = 0;
   const answer = (method) => async (request) => {
     calls.push(method);
     if (request?.entity?.metadata?.name === 'broken') throw new Error('HTTP 500');
-    return { items: [], n: ++n };
+    const value = { items: [], n: ++n };
+    if (client.live) marked.add(value);
+    return value;
   };
-  return {
+  const client = {
+    live: true,
+    isLive: (value) => marked.has(value),
     calls,
     getObjectsByEntity: answer('objects'),
     getWorkloadsByEntity: answer('workloads'),
@@ -87,6 +95,7 @@ function fakeClient() {
       return 'response';
     },
   };
+  return client;
 }
 
 async function setUp(options = {}) {
@@ -97,6 +106,7 @@ async function setUp(options = {}) {
   const api = new LiveKubernetesApi({
     client,
     signalApi: signals,
+    isLive: client.isLive,
     now: clock.now,
     setTimer: clock.setTimer,
     // What is served from memory, and when: the holding of polls has its own tests below.
@@ -129,6 +139,71 @@ test('served from memory until a signal on the entity channel, then fetched once
   assert.notEqual(fresh, first);
   await api.getObjectsByEntity({ entity: SVC_A, auth: {} });
   assert.deepEqual(client.calls, ['objects', 'objects'], 'one refetch per signal');
+});
+
+test('an answer the backend did not mark live (the default fetcher gave it) is fetched at every call while the connection is up; a live one is kept', async () => {
+  const { api, client, signals, clock } = await setUp({ holdMs: 10_000 });
+  client.live = false;
+  const first = await api.getObjectsByEntity({ entity: SVC_A, auth: {} });
+  assert.deepEqual(signals.channels, ['kubernetes:component:default/svc-a'], 'the connection is up');
+  const again = api.getObjectsByEntity({ entity: SVC_A, auth: {} });
+  assert.equal(await settled(again), true, 'a poll of it is never held: no signal would release it');
+  assert.notEqual(await again, first, 'not from memory');
+  await api.getWorkloadsByEntity({ entity: SVC_A, auth: {} });
+  await api.getWorkloadsByEntity({ entity: SVC_A, auth: {} });
+  assert.deepEqual(client.calls, ['objects', 'objects', 'workloads', 'workloads']);
+  client.live = true; // the backend follows it now (say, its selector was made positive)
+  const live = await api.getObjectsByEntity({ entity: SVC_A, auth: {} });
+  clock.advance(2000); // past pollGapMs: not a poll, so not held
+  const kept = await api.getObjectsByEntity({ entity: SVC_A, auth: {} });
+  assert.equal(kept, live, 'a live answer, from memory');
+  assert.equal(client.calls.length, 5);
+});
+
+test('without isLive (a client whose answers carry no mark) nothing is kept: every call goes to the network', async () => {
+  const { LiveKubernetesApi } = await load();
+  const client = fakeClient();
+  const api = new LiveKubernetesApi({ client, signalApi: fakeSignals() });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.deepEqual(client.calls, ['objects', 'objects']);
+  api.close();
+});
+
+test('liveAnswerFetch: only the JSON of a response marked x-kube-watch-live: 1 reads as live, each by its own identity', async () => {
+  const { liveAnswerFetch, LIVE_HEADER } = await load();
+  assert.equal(LIVE_HEADER, 'x-kube-watch-live');
+  const asked = [];
+  const fetchApi = {
+    async fetch(url, init) {
+      asked.push([url, init]);
+      const headers = url.endsWith('/live')
+        ? { [LIVE_HEADER]: '1' }
+        : url.endsWith('/zero')
+          ? { [LIVE_HEADER]: '0' }
+          : {};
+      return new Response(JSON.stringify({ items: [url] }), { headers });
+    },
+  };
+  const { fetchApi: marked, isLive } = liveAnswerFetch(fetchApi);
+  const init = { method: 'POST', body: '{}' };
+  const [live, plain, zero] = await Promise.all(
+    ['/live', '/plain', '/zero'].map(async (url) => (await marked.fetch(url, init)).json()),
+  );
+  assert.deepEqual(
+    asked,
+    [
+      ['/live', init],
+      ['/plain', init],
+      ['/zero', init],
+    ],
+    'passed on as given',
+  );
+  assert.deepEqual([live.items, plain.items, zero.items], [['/live'], ['/plain'], ['/zero']]);
+  assert.deepEqual([isLive(live), isLive(plain), isLive(zero)], [true, false, false]);
+  assert.equal(isLive(structuredClone(live)), false, 'an equal object is not the answer');
+  assert.equal(isLive(undefined), false);
+  assert.equal(isLive('text'), false);
 });
 
 test("another entity's signal leaves this one's answer in memory", async () => {
@@ -225,7 +300,7 @@ test('a signal while the request is out: that answer is not kept', async () => {
       return { items: [], calls };
     },
   };
-  const api = new LiveKubernetesApi({ client, signalApi: signals });
+  const api = new LiveKubernetesApi({ client, signalApi: signals, isLive: () => true });
   await api.getObjectsByEntity({ entity: SVC_A });
   await api.getObjectsByEntity({ entity: SVC_A });
   await api.getObjectsByEntity({ entity: SVC_A });
@@ -649,4 +724,19 @@ test('holdMs: a held poll settles at once when the refetch it waits for fails, s
   assert.equal(await settled(poll), true, 'not held on until holdMs');
   assert.equal(await poll, first);
   await assert.rejects(api.getObjectsByEntity({ entity: SVC_A }), /HTTP 503/);
+});
+
+test('holdMs: a poll held on a live answer settles with the refetch when that one is not live, and the next goes to the network', async () => {
+  const { api, client, signals } = await setUp({ holdMs: 10_000 });
+  const first = await api.getObjectsByEntity({ entity: SVC_A });
+  const poll = api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(await settled(poll), false);
+  client.live = false; // the backend now hands this entity to the default fetcher
+  signals.emit('kubernetes:component:default/svc-a');
+  const fresh = await poll;
+  assert.notEqual(fresh, first, 'the refetch, not held on until holdMs');
+  const next = api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(await settled(next), true);
+  assert.notEqual(await next, fresh, 'from the network');
+  assert.equal(client.calls.length, 3);
 });

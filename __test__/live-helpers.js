@@ -305,4 +305,4 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
   };
 }
 
-module.exports = { ID, LIVE_SVC, OTHER_SVC, pod, startCluster, startLiveBackend, bundle, startOrigin };
+module.exports = { ID, TOKEN, LIVE_SVC, OTHER_SVC, pod, startCluster, startLiveBackend, bundle, startOrigin };

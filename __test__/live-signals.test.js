@@ -11,7 +11,8 @@ const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
 const { NativeInformerFetcher } = require('../backstage/fetcher');
 const { liveRequestContext } = require('../backstage/live');
-const { startCluster, startLiveBackend, LIVE_SVC, OTHER_SVC, pod } = require('./live-helpers');
+const { startCluster, startLiveBackend, LIVE_SVC, OTHER_SVC, pod, TOKEN } = require('./live-helpers');
+const { certs } = require('../sim');
 const { until } = require('./sim-helpers');
 
 const ALICE = 'user:default/mock'; // mock-user-token
@@ -77,13 +78,12 @@ test(
 
     await load(backend, 'mock-user-token', LIVE_SVC);
     await load(backend, BOB_TOKEN, OTHER_SVC);
-    assert.deepEqual(
-      seen.slice(0, 2).map(({ userEntityRef, entityRef }) => ({ userEntityRef, entityRef })),
-      [
-        { userEntityRef: ALICE, entityRef: 'component:default/live-svc' },
-        { userEntityRef: BOB, entityRef: 'component:default/other-svc' },
-      ],
-    );
+    // The fetcher adds its own notes (followed, notLive) to the same context as it answers.
+    const who = ({ userEntityRef, entityRef }) => ({ userEntityRef, entityRef });
+    assert.deepEqual(seen.slice(0, 2).map(who), [
+      { userEntityRef: ALICE, entityRef: 'component:default/live-svc' },
+      { userEntityRef: BOB, entityRef: 'component:default/other-svc' },
+    ]);
     await sleep(300); // the subscribe messages are in, the informers watching
     alice.received.length = 0;
 
@@ -143,5 +143,104 @@ test(
     sim.create('pods', pod('live-svc-3', 'live-svc'));
     await sleep(700);
     assert.equal(alice.received.length, expired, 'no signal once viewerTtl has passed');
+  },
+);
+
+/** A load's answer as `token`'s user: its status, its live header and its body. */
+async function loadAnswer(backend, token, entity, body = { entity }) {
+  const res = await fetch(`${backend.url}/api/kubernetes/services/${entity.metadata.name}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, live: res.headers.get('x-kube-watch-live'), body: await res.json() };
+}
+
+const podNames = (answer) =>
+  answer.body.items.flatMap((item) =>
+    item.resources.filter((r) => r.type === 'pods').flatMap((r) => r.resources.map((p) => p.metadata.name)),
+  );
+
+test(
+  'only an answer every part of which signals follow carries x-kube-watch-live: not a delegated selector, not an oidc cluster',
+  { timeout: 60_000 },
+  async (t) => {
+    const sim = await startCluster();
+    t.after(() => sim.close?.());
+    const web = pod('web-1', 'unused');
+    web.metadata.labels = { tier: 'web' };
+    sim.create('pods', web);
+    // Every requirement negative: it matches unlabelled objects, so the default fetcher answers.
+    const NEGATIVE = {
+      ...LIVE_SVC,
+      metadata: {
+        name: 'negative-svc',
+        namespace: 'default',
+        annotations: { 'backstage.io/kubernetes-label-selector': 'tier!=db' },
+      },
+    };
+    const backend = await startLiveBackend(sim, { entities: [LIVE_SVC, NEGATIVE] });
+    t.after(() => backend.stop());
+
+    const followed = await loadAnswer(backend, 'mock-user-token', LIVE_SVC);
+    assert.equal(followed.status, 200);
+    assert.deepEqual(podNames(followed), ['live-svc-1']);
+    assert.equal(followed.live, '1', 'answered from informers the viewer is registered on');
+
+    const delegated = await loadAnswer(backend, 'mock-user-token', NEGATIVE);
+    assert.equal(delegated.status, 200);
+    assert.ok(podNames(delegated).includes('web-1'), 'the default fetcher answered it');
+    assert.equal(delegated.live, null, 'a delegated answer is never marked live');
+
+    // The other routes through the objects provider: the workloads query is answered from the
+    // same informers; custom resources are outside this backend's objectTypes (delegated).
+    const post = (route, body) =>
+      fetch(`${backend.url}/api/kubernetes/resources/${route}/query`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer mock-user-token' },
+        body: JSON.stringify({ entityRef: 'component:default/live-svc', ...body }),
+      });
+    const workloads = await post('workloads', {});
+    assert.equal(workloads.status, 200, await workloads.clone().text());
+    assert.equal(workloads.headers.get('x-kube-watch-live'), '1');
+    const custom = await post('custom', {
+      customResources: [{ group: 'example.com', apiVersion: 'v1', plural: 'widgets' }],
+    });
+    assert.equal(custom.status, 200, await custom.clone().text());
+    assert.equal(custom.headers.get('x-kube-watch-live'), null);
+
+    // A service's call (no user to signal) is not live either.
+    const service = await loadAnswer(backend, 'mock-service-token', LIVE_SVC);
+    assert.equal(service.status, 200);
+    assert.equal(service.live, null);
+  },
+);
+
+test(
+  'an oidc cluster (the viewer’s own credential) is answered by the default fetcher: no live header',
+  { timeout: 60_000 },
+  async (t) => {
+    const sim = await startCluster();
+    t.after(() => sim.close?.());
+    const backend = await startLiveBackend(sim, {
+      clusters: [
+        {
+          name: 'sim-oidc',
+          url: sim.url,
+          authProvider: 'oidc',
+          oidcTokenProvider: 'okta',
+          caData: Buffer.from(certs.ca).toString('base64'),
+          skipMetricsLookup: true,
+        },
+      ],
+    });
+    t.after(() => backend.stop());
+    const answer = await loadAnswer(backend, 'mock-user-token', LIVE_SVC, {
+      entity: LIVE_SVC,
+      auth: { oidc: { okta: TOKEN } },
+    });
+    assert.equal(answer.status, 200);
+    assert.deepEqual(podNames(answer), ['live-svc-1'], 'the viewer’s token listed the pods');
+    assert.equal(answer.live, null);
   },
 );

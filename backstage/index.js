@@ -34,6 +34,7 @@ const liveDeps = signalsNode && {
   objectsProviders: kubernetesObjectsProviderExtensionPoint,
   auth: coreServices.auth,
   instanceMetadata: coreServices.rootInstanceMetadata,
+  httpRouter: coreServices.httpRouter,
 };
 
 /**

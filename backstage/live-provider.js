@@ -2,8 +2,10 @@
 // The live tab's wiring in the backend module: when the Signals backend plugin is installed, an
 // objects provider that wraps the Kubernetes plugin's default one (built on whichever fetcher
 // is registered, this module's included) and runs each user's call inside
-// `liveRequestContext`, so the fetcher knows who is looking at which entity; and the publisher
-// (./live.js) that the fetcher tells about changes.
+// `liveRequestContext`, so the fetcher knows who is looking at which entity; a middleware of the
+// plugin's router that marks an answer live (`x-kube-watch-live: 1`) only when signals follow
+// every part of it, so the frontend polls any other answer as the stock client does; and the
+// publisher (./live.js) that the fetcher tells about changes.
 //
 // Optional all the way: `@backstage/plugin-signals-node` is not a dependency of this package (it
 // is loaded only if the app has it), and `signalsServiceRef` always resolves where it is
@@ -11,7 +13,18 @@
 // Signals backend plugin is there to deliver anything is read from the instance's installed
 // plugins. Without it nothing is registered and nothing changes.
 
-const { createLivePublisher, liveRequestContext } = require('./live');
+const { AsyncLocalStorage } = require('node:async_hooks');
+const { createLivePublisher, liveRequestContext, isLiveAnswer } = require('./live');
+
+/**
+ * The response header that tells the frontend an answer is followed by signals, so it may serve
+ * it from memory until one arrives. Any answer without it (a part came from the default fetcher,
+ * pod metrics, a service's call) must be polled as the stock client polls: nothing signals it.
+ */
+const LIVE_HEADER = 'x-kube-watch-live';
+
+/** The HTTP request being answered: `{ calls }`, the live contexts of its objects-provider calls. */
+const liveResponseContext = new AsyncLocalStorage();
 
 /** `@backstage/plugin-signals-node` if the app has it installed, else null. */
 function loadSignalsNode() {
@@ -59,8 +72,38 @@ class LiveObjectsProvider {
       userEntityRef: credentials.principal.userEntityRef,
       entityRef: entityRefOf(request.entity),
     };
+    liveResponseContext.getStore()?.calls.push(context);
     return liveRequestContext.run(context, call);
   }
+}
+
+/**
+ * A middleware of the Kubernetes plugin's router: runs the rest of the request inside
+ * `liveResponseContext` and, as its headers are written, marks a successful answer live when the
+ * objects provider was called and every call's answer is followed (`isLiveAnswer`). The body is
+ * untouched: the stock client ignores the header.
+ */
+function liveHeaderMiddleware() {
+  return (req, res, next) => {
+    if (req.method !== 'POST') return next();
+    const request = { calls: [] };
+    const writeHead = res.writeHead;
+    // Every way of sending (res.json, res.end, an explicit writeHead) writes the head through this.
+    res.writeHead = function liveWriteHead(...args) {
+      res.writeHead = writeHead;
+      const status = typeof args[0] === 'number' ? args[0] : res.statusCode;
+      if (status === 200 && request.calls.length > 0 && request.calls.every(isLiveAnswer)) {
+        res.setHeader(LIVE_HEADER, '1');
+        // An app on another origin (the backend's CORS answered) reads only exposed headers.
+        if (res.getHeader('access-control-allow-origin')) {
+          const exposed = [res.getHeader('access-control-expose-headers') ?? []].flat();
+          res.setHeader('access-control-expose-headers', [...exposed, LIVE_HEADER].join(', '));
+        }
+      }
+      return writeHead.apply(this, args);
+    };
+    liveResponseContext.run(request, next);
+  };
 }
 
 /**
@@ -68,7 +111,7 @@ class LiveObjectsProvider {
  * is installed and `kubernetes.nativeInformers.live.enabled` is not false; else undefined.
  * Called from the module's init, where extension points still take registrations.
  */
-async function setUpLive({ options, logger, signals, objectsProviders, auth, instanceMetadata }) {
+async function setUpLive({ options, logger, signals, objectsProviders, auth, instanceMetadata, httpRouter }) {
   if (!signals) return undefined; // @backstage/plugin-signals-node is not installed
   if (!options.enabled) {
     logger.info(
@@ -86,6 +129,8 @@ async function setUpLive({ options, logger, signals, objectsProviders, auth, ins
   objectsProviders.addObjectsProvider(
     async ({ getDefault }) => new LiveObjectsProvider({ inner: await getDefault(), auth }),
   );
+  // A module's init runs before its plugin's, so this comes before the plugin's own routes.
+  httpRouter.use(liveHeaderMiddleware());
   logger.info('kube-watch-native: live Kubernetes tab on (signals on kubernetes:<entityRef>)');
   return live;
 }
@@ -95,4 +140,6 @@ module.exports = {
   loadSignalsNode,
   LiveObjectsProvider,
   entityRefOf,
+  liveHeaderMiddleware,
+  LIVE_HEADER,
 };

@@ -48,6 +48,13 @@ export interface LiveKubernetesApiOptions {
    * memory at once. Default 1000, past the 500 ms `refreshIntervalMs` the README gives.
    */
   pollGapMs?: number;
+  /**
+   * Whether an answer of the client is followed by signals (the backend marked its response
+   * `x-kube-watch-live: 1`); only those are kept in memory, and any other is fetched at every
+   * call, as the stock client fetches it. Default: none is. {@link createLiveKubernetesApi}
+   * gives the one {@link liveAnswerFetch} makes.
+   */
+  isLive?: (value: unknown) => boolean;
   /** The clock, in ms (tests). */
   now?: () => number;
   /** Schedules `fn`; returns its cancel function (tests). */
@@ -100,6 +107,19 @@ export declare function entityRefOf(entity: {
 
 /** The signals channel of an entity's Kubernetes tab: `kubernetes:<entityRef>`. */
 export declare function channelOf(entityRef: string): string;
+
+/** The response header kube-watch-native/backstage marks a live answer with (value `1`). */
+export declare const LIVE_HEADER: 'x-kube-watch-live';
+
+/**
+ * Wraps a FetchApi: `isLive(value)` is true of exactly the objects that `json()` of a response
+ * marked `x-kube-watch-live: 1` returned. Give `fetchApi` to the KubernetesBackendClient and
+ * `isLive` to {@link LiveKubernetesApi}.
+ */
+export declare function liveAnswerFetch(fetchApi: FetchApi): {
+  fetchApi: FetchApi;
+  isLive: (value: unknown) => boolean;
+};
 
 /** The deps of the API factory. */
 export declare const liveKubernetesApiDeps: {

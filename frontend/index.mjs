@@ -15,7 +15,7 @@ import {
   kubernetesAuthProvidersApiRef,
 } from '@backstage/plugin-kubernetes-react';
 import { signalApiRef } from '@backstage/plugin-signals-react';
-import { LiveKubernetesApi } from './live-api.mjs';
+import { LiveKubernetesApi, liveAnswerFetch } from './live-api.mjs';
 
 export {
   LiveKubernetesApi,
@@ -24,6 +24,8 @@ export {
   browserWakes,
   entityRefOf,
   channelOf,
+  liveAnswerFetch,
+  LIVE_HEADER,
 } from './live-api.mjs';
 
 /** The deps both frontend systems give the factory. */
@@ -34,13 +36,21 @@ export const liveKubernetesApiDeps = {
   signalApi: signalApiRef,
 };
 
-/** Builds the LiveKubernetesApi around the default client, as the Kubernetes plugin builds that. */
+/**
+ * Builds the LiveKubernetesApi around the default client, as the Kubernetes plugin builds that,
+ * with a fetchApi that notes which answers the backend marked live (only those are kept).
+ */
 export function createLiveKubernetesApi(
   { discoveryApi, fetchApi, kubernetesAuthProvidersApi, signalApi },
   options = {},
 ) {
-  const client = new KubernetesBackendClient({ discoveryApi, fetchApi, kubernetesAuthProvidersApi });
-  return new LiveKubernetesApi({ client, signalApi, ...options });
+  const marked = liveAnswerFetch(fetchApi);
+  const client = new KubernetesBackendClient({
+    discoveryApi,
+    fetchApi: marked.fetchApi,
+    kubernetesAuthProvidersApi,
+  });
+  return new LiveKubernetesApi({ client, signalApi, isLive: marked.isLive, ...options });
 }
 
 /** An API factory for `kubernetesApiRef` with these options (`maxAgeMs`, `idleMs`). */

@@ -5,8 +5,11 @@
 // `refreshIntervalMs` of EntityKubernetesContent), but a poll of an unchanged entity costs no
 // request: the last answer to the same request is served until a signal arrives on
 // `kubernetes:<entityRef>` (published by kube-watch-native/backstage to the user who loaded it),
-// until `maxAgeMs` passes, or until the connection changes. While the signals connection is down,
-// or its state cannot be read, every call goes to the network, exactly as the default client's.
+// until `maxAgeMs` passes, or until the connection changes. Only an answer the backend marked
+// live (`x-kube-watch-live: 1`: signals follow every part of it) is kept: one the default fetcher
+// gave (a viewer's own credential, a selector of negative requirements, pod metrics) would never
+// be signalled, so it is fetched at every poll. While the signals connection is down, or its
+// state cannot be read, every call goes to the network, exactly as the default client's.
 //
 // A poll is held (`holdMs`): a call that comes within `pollGapMs` of the last answer handed out
 // for the same request, and finds that answer in memory, settles when the refetch a signal
@@ -27,6 +30,37 @@ export function entityRefOf(entity) {
 export const channelOf = (entityRef) => `kubernetes:${entityRef}`;
 
 const WEBSOCKET_OPEN = 1;
+
+/** The backend's mark on an answer that signals follow (kube-watch-native/backstage). */
+export const LIVE_HEADER = 'x-kube-watch-live';
+
+/**
+ * Wraps a FetchApi so that the JSON of each response marked live can be recognised:
+ * `{ fetchApi, isLive }`, where `isLive(value)` says whether `value` is the very object a live
+ * response's `json()` gave. KubernetesBackendClient hands back exactly that object, so the mark
+ * follows the answer to its call whatever the request body held, and a concurrent call's answer
+ * can never take another's mark. An answer the client made some other way reads as not live.
+ */
+export function liveAnswerFetch(fetchApi) {
+  const live = new WeakSet();
+  return {
+    fetchApi: {
+      async fetch(input, init) {
+        const response = await fetchApi.fetch(input, init);
+        if (response?.headers?.get?.(LIVE_HEADER) === '1' && typeof response.json === 'function') {
+          const json = response.json.bind(response);
+          response.json = async () => {
+            const value = await json();
+            if (value !== null && typeof value === 'object') live.add(value);
+            return value;
+          };
+        }
+        return response;
+      },
+    },
+    isLive: (value) => value !== null && typeof value === 'object' && live.has(value),
+  };
+}
 
 /** How often a held poll looks whether its signals connection is still the one it was held on. */
 const HOLD_CHECK_MS = 250;
@@ -135,6 +169,7 @@ export class LiveKubernetesApi {
   #prefetchWithinMs;
   #holdMs;
   #pollGapMs;
+  #isLive;
   /** Stops the wake source; set while any entity is watched. */
   #stopWakes = null;
   /** Bumped by every wake: an answer fetched across one is not kept. */
@@ -182,6 +217,12 @@ export class LiveKubernetesApi {
    *   request was handed out is the next poll, and may be held (1000: past the 500 ms
    *   `refreshIntervalMs` the README gives); a call after a longer pause, such as the tab opened
    *   again, is answered from memory at once
+   * @param {(value: unknown) => boolean} [options.isLive] whether an answer of the client is
+   *   followed by signals (the backend marked it live); only those are kept. Default: none is,
+   *   so every call goes to the network as the stock client's: a client whose answers cannot be
+   *   told apart may be talking to a backend, or a cluster, that never signals, and an answer
+   *   served from memory then would not change for `maxAgeMs`. {@link createLiveKubernetesApi}
+   *   gives the one {@link liveAnswerFetch} makes
    */
   constructor({
     client,
@@ -197,6 +238,7 @@ export class LiveKubernetesApi {
     prefetchWithinMs = 15_000,
     holdMs = 10_000,
     pollGapMs = 1000,
+    isLive = () => false,
   }) {
     if (!client) throw new TypeError('LiveKubernetesApi: options.client is required');
     if (!signalApi || typeof signalApi.subscribe !== 'function') {
@@ -215,6 +257,7 @@ export class LiveKubernetesApi {
     this.#prefetchWithinMs = prefetchWithinMs;
     this.#holdMs = holdMs;
     this.#pollGapMs = pollGapMs;
+    this.#isLive = isLive;
   }
 
   getObjectsByEntity(requestBody) {
@@ -359,8 +402,9 @@ export class LiveKubernetesApi {
 
   /**
    * Sends `request` ({ entityRef, body, call }) to the network, as the flight of `key`. Its
-   * answer is kept only if the channel was live before it left and nothing was signalled (and
-   * no wake came) while it was out: else it may predate a change nobody will signal again.
+   * answer is kept only if the backend marked it live, the channel was live before it left and
+   * nothing was signalled (and no wake came) while it was out: else it may predate a change
+   * nobody will signal again, or be one nobody signals at all.
    * `awaited`: a caller has it (else it is a signal's refetch, until a poll joins it).
    */
   #fetch(key, request, awaited = false) {
@@ -380,13 +424,17 @@ export class LiveKubernetesApi {
           this.#entities.get(entityRef) === watched &&
           watched.version === version &&
           this.#connectionOf(this.#signalApi, channelOf(entityRef)) === connection;
-        if (still) {
-          const held = this.#holds.get(key);
+        const held = this.#holds.get(key);
+        if (still && this.#isLive(value)) {
           const given = flight.awaited || held?.body === request.body;
           const givenAt = given ? this.#now() : null;
           this.#answers.set(key, { ...request, value, at, connection, givenAt });
           if (held?.body === request.body) this.#release(key, value);
-        } else if (this.#answers.get(key)?.at <= at) this.#answers.delete(key);
+        } else {
+          if (this.#answers.get(key)?.at <= at) this.#answers.delete(key);
+          // Not live: no signal will come for it, so a poll held for it takes it now.
+          if (still && held?.body === request.body) this.#release(key, value);
+        }
         return value;
       } catch (error) {
         this.#answers.delete(key);

@@ -1,6 +1,6 @@
 // A Backstage app's use of kube-watch-native/live-frontend, as its docs show it: compiled with
 // --strict against the published frontend packages' types (__test__/types.test.js).
-import type { AnyApiFactory } from '@backstage/core-plugin-api';
+import type { AnyApiFactory, FetchApi } from '@backstage/core-plugin-api';
 import type { KubernetesApi } from '@backstage/plugin-kubernetes-react';
 import type { SignalApi } from '@backstage/plugin-signals-react';
 import {
@@ -9,6 +9,7 @@ import {
   channelOf,
   createLiveKubernetesApiFactory,
   entityRefOf,
+  liveAnswerFetch,
   liveKubernetesApiFactory,
   restartSignalClientConnection,
   signalClientConnection,
@@ -19,7 +20,9 @@ export const apis: AnyApiFactory[] = [
   createLiveKubernetesApiFactory({ maxAgeMs: 60_000 }),
 ];
 
-export function wrap(client: KubernetesApi, signalApi: SignalApi): KubernetesApi {
+export function wrap(client: KubernetesApi, signalApi: SignalApi, fetchApi: FetchApi): KubernetesApi {
+  // The client would be built on `marked.fetchApi`.
+  const marked: { fetchApi: FetchApi; isLive: (value: unknown) => boolean } = liveAnswerFetch(fetchApi);
   const stop = browserWakes((reason: string) => console.log(reason), { gapMs: 10_000 });
   stop();
   const api = new LiveKubernetesApi({
@@ -30,6 +33,7 @@ export function wrap(client: KubernetesApi, signalApi: SignalApi): KubernetesApi
     wakes: (onWake) => browserWakes(onWake),
     restartConnection: restartSignalClientConnection,
     connectionOf: signalClientConnection,
+    isLive: marked.isLive,
   });
   const watched: string[] = api.watchedEntities;
   console.log(watched, channelOf(entityRefOf({ kind: 'Component', metadata: { name: 'a' } })));
