@@ -4,7 +4,10 @@
 // a seeded generator draws requests (label selectors from the whole grammar, namespaces, the
 // default types, cluster-scoped types, custom resources real, missing and `secrets`, several
 // identities on one cluster name and URL, a token the cluster refuses, a token that rotates) with
-// changes, deletions and transient 503s between them. Every answer must equal the default's
+// changes, deletions and transient 503s between them, and viewers' own tokens on a cluster of a
+// per-viewer provider (oidc) cached with its serviceAccountToken: seeded viewers with random
+// bindings (cluster-wide, some namespaces, some types, none), an unknown token, and bindings
+// revoked, granted again and tokens expiring between requests. Every answer must equal the default's
 // after JSON parsing, items in the same order (nothing is sorted here). A change is seen by the
 // informers a moment after it is made, so the first comparison after one may be retried until
 // the informers have it (at most 3 s); every other comparison gets one try. A failure names the
@@ -143,10 +146,27 @@ const TOKENS = {
   'tok-aws-1': { user: 'arn:aws:iam::1:role/backstage' },
 };
 
+/** A viewer's binding drawn at random: cluster-wide, some namespaces, some types, or none. */
+function drawBinding(r) {
+  const roll = r.next();
+  if (roll < 0.25) return undefined;
+  if (roll < 0.5) return [{ namespaces: r.some(NAMESPACES, 2) }];
+  if (roll < 0.75)
+    return [
+      { resources: r.some(['pods', 'services', 'configmaps', 'apps/deployments', 'example.com/widgets'], 3) },
+    ];
+  return [];
+}
+
+const VIEWER_TOKENS = ['tok-viewer-1a', 'tok-viewer-2b', 'tok-viewer-3c', 'tok-viewer-4d'];
+
 async function startCluster(r) {
+  const viewers = Object.fromEntries(
+    VIEWER_TOKENS.map((token, i) => [token, { user: `viewer-${i}`, rules: drawBinding(r) }]),
+  );
   const sim = await createSimulator({
     tls: true,
-    tokens: { ...TOKENS },
+    tokens: { ...TOKENS, ...viewers },
     bookmarkIntervalMs: 60_000,
     keepAliveTimeoutMs: 10 * 60_000,
   });
@@ -170,7 +190,7 @@ async function startCluster(r) {
 }
 
 /** The identities requests come as: [clusterDetails, credential] on one cluster name and URL. */
-function identities(sim, aws) {
+function identities(sim, aws, viewer) {
   const cluster = (authMetadata) => ({ name: 'alpha', url: sim.url, caData: CA_DATA, authMetadata });
   const serviceAccount = (token) => [
     cluster({ 'kubernetes.io/auth-provider': 'serviceAccount', serviceAccountToken: token }),
@@ -184,6 +204,15 @@ function identities(sim, aws) {
     // The admin's cluster entry, but a credential of its own (a custom strategy registered
     // under a built-in name, resolving a token per caller): the default sends that token.
     custom: [serviceAccount('tok-admin-1f')[0], { type: 'bearer token', token: 'tok-pods-3d' }],
+    // A viewer's own token on an oidc cluster that is cached with the admin's token.
+    viewer: [
+      cluster({
+        'kubernetes.io/auth-provider': 'oidc',
+        'kubernetes.io/oidc-token-provider': 'okta',
+        serviceAccountToken: 'tok-admin-1f',
+      }),
+      { type: 'bearer token', token: viewer },
+    ],
     aws: [
       cluster({
         'kubernetes.io/auth-provider': 'aws',
@@ -210,6 +239,9 @@ async function run(t, seed) {
     logger,
     syncTimeoutMs: 3000,
     maxInformers: MAX_INFORMERS,
+    // Every load asks its viewer's access, so a revocation shows in the very next answer, as the
+    // default's does (the TTL's own rule is tested in backstage-viewers.test.js).
+    authorizationTtlMs: 0,
     objectTypes: new Set([...TYPES.map(([, t]) => t.objectType), 'customresources']),
   });
   t.after(() => fetcher.close());
@@ -253,6 +285,15 @@ async function run(t, seed) {
       log.push(`${step}: watches cut, the next one failing`);
       continue;
     }
+    if (roll >= 0.24 && roll < 0.27) {
+      // A viewer's binding revoked or granted anew, or its token expiring.
+      const token = r.pick(VIEWER_TOKENS);
+      const how = r.int(3);
+      if (how === 2) delete sim.options.tokens[token];
+      else sim.options.tokens[token] = { user: token, rules: how === 0 ? [] : drawBinding(r) };
+      log.push(`${step}: viewer ${token} ${['revoked', 'granted anew', 'expired'][how]}`);
+      continue;
+    }
     if (roll < 0.24) {
       // The aws token rotates: the new one is accepted, the old one soon is not.
       const next = `tok-aws-${++aws.generation}`;
@@ -274,8 +315,12 @@ async function run(t, seed) {
       'pods',
       'refused',
       'custom',
+      'viewer',
+      'viewer',
+      'viewer',
     ]);
-    const [clusterDetails, credential] = identities(sim, aws)[who];
+    const viewer = r.pick([...VIEWER_TOKENS, 'tok-viewer-unknown']);
+    const [clusterDetails, credential] = identities(sim, aws, viewer)[who];
     const params = {
       serviceId: 'svc',
       clusterDetails,
@@ -285,7 +330,7 @@ async function run(t, seed) {
       customResources: r.next() < 0.5 ? r.some(CUSTOM, 2).map(([, c]) => c) : [],
       ...(r.next() < 0.6 && { namespace: r.pick([...NAMESPACES, 'nowhere']) }),
     };
-    const what = `${step}: ${who} ${JSON.stringify(params.labelSelector)} in ${params.namespace ?? '(all)'}: ${[
+    const what = `${step}: ${who === 'viewer' ? viewer : who} ${JSON.stringify(params.labelSelector)} in ${params.namespace ?? '(all)'}: ${[
       ...params.objectTypesToFetch,
       ...params.customResources,
     ]
@@ -348,8 +393,14 @@ test('every answer equals the default fetcher’s, request by request, for a see
       );
     }
     // Rotations kept the aws identity's informers: one identity per token that is not rotating
-    // (admin, team, pods, refused, custom) and one for aws, whatever its token is now.
-    assert.ok(fetcher.identities() <= 6, `seed ${seed}: ${fetcher.identities()} identities`);
+    // (admin, team, pods, refused, custom), one for aws, whatever its token is now, and one for
+    // the viewers' cluster, whoever views it.
+    assert.ok(fetcher.identities() <= 7, `seed ${seed}: ${fetcher.identities()} identities`);
+    const { allowed, refused } = fetcher.decisions();
+    assert.ok(
+      allowed > 10 && refused > 5,
+      `seed ${seed}: viewers' decisions ${JSON.stringify(fetcher.decisions())}`,
+    );
     // Tokens never reach the logs.
     for (const line of logger.lines)
       assert.doesNotMatch(line.message, /tok-/, `seed ${seed}: ${line.message}`);

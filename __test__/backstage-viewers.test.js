@@ -205,3 +205,44 @@ test('signals: an allowed viewer is signalled, a refused one never, a revoked on
   await sleep(300);
   assert.deepEqual(to(), ['user:default/alice'], 'Bob, revoked, no longer');
 });
+
+test('the module’s metrics: answers, access decisions and signals, with no token, user or entity', async (t) => {
+  const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics');
+  const { registerModuleMetrics } = require('../backstage/metrics');
+  class PullReader extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  const reader = new PullReader();
+  const provider = new MeterProvider({ readers: [reader] });
+  t.after(() => provider.shutdown());
+  const publisher = createLivePublisher({ signals: { publish: () => {} } });
+  const { fetcher, as } = await setUp(t, { live: publisher, authorizationTtlMs: 60_000 });
+  const metrics = registerModuleMetrics(fetcher, publisher, { meterProvider: provider });
+  t.after(() => metrics.close());
+  for (const token of ['tok-alice', 'tok-carol', 'tok-alice'])
+    await fetcher.fetchObjectsForService(as(token));
+  const { resourceMetrics } = await reader.collect();
+  const points = {};
+  for (const scope of resourceMetrics.scopeMetrics) {
+    for (const metric of scope.metrics) {
+      for (const p of metric.dataPoints) {
+        points[`${metric.descriptor.name}${JSON.stringify(p.attributes)}`] = p.value;
+      }
+    }
+  }
+  assert.equal(
+    points['kube_watch.backstage.access.decisions{"decision":"allowed"}'],
+    2,
+    JSON.stringify(points),
+  );
+  assert.equal(points['kube_watch.backstage.access.decisions{"decision":"refused"}'], 2);
+  assert.equal(points['kube_watch.backstage.access.decisions{"decision":"remembered"}'], 2);
+  assert.equal(
+    points['kube_watch.backstage.answers{"answer":"default"}'] +
+      points['kube_watch.backstage.answers{"answer":"cache"}'],
+    6,
+  );
+  assert.equal(points['kube_watch.backstage.signals{"outcome":"published"}'], 0);
+  assert.doesNotMatch(JSON.stringify(points), /tok-|alice|carol/);
+});

@@ -109,8 +109,10 @@ async function setUp(options = {}) {
     isLive: client.isLive,
     now: clock.now,
     setTimer: clock.setTimer,
-    // What is served from memory, and when: the holding of polls has its own tests below.
+    // What is served from memory, and when: the holding of polls has its own tests below, and
+    // so does the stock polling of answers that are not live.
     holdMs: 0,
+    notLiveMaxAgeMs: 0,
     ...options,
   });
   return { api, client, signals, clock };
@@ -163,11 +165,25 @@ test('an answer the backend did not mark live (the default fetcher gave it) is f
 test('without isLive (a client whose answers carry no mark) nothing is kept: every call goes to the network', async () => {
   const { LiveKubernetesApi } = await load();
   const client = fakeClient();
-  const api = new LiveKubernetesApi({ client, signalApi: fakeSignals() });
+  const api = new LiveKubernetesApi({ client, signalApi: fakeSignals(), notLiveMaxAgeMs: 0 });
   await api.getObjectsByEntity({ entity: SVC_A });
   await api.getObjectsByEntity({ entity: SVC_A });
   assert.deepEqual(client.calls, ['objects', 'objects']);
   api.close();
+});
+
+test('an answer that is not live is polled as the stock client polls: kept notLiveMaxAgeMs, never held', async () => {
+  const { api, client, clock } = await setUp({ notLiveMaxAgeMs: 9000, holdMs: 10_000 });
+  client.live = false;
+  const first = await api.getObjectsByEntity({ entity: SVC_A });
+  for (let i = 0; i < 17; i++) {
+    clock.advance(500); // a tab polling memory every 500 ms
+    assert.equal(await api.getObjectsByEntity({ entity: SVC_A }), first, `poll ${i}: from memory, at once`);
+  }
+  clock.advance(500); // 9 s after the answer
+  const next = await api.getObjectsByEntity({ entity: SVC_A });
+  assert.notEqual(next, first, 'from the network again');
+  assert.deepEqual(client.calls, ['objects', 'objects'], 'one request per 9 s, not one per poll');
 });
 
 test('liveAnswerFetch: only the JSON of a response marked x-kube-watch-live: 1 reads as live, each by its own identity', async () => {

@@ -25,6 +25,7 @@ const {
 const { NativeKubernetesWatcher } = require('../lib/watcher');
 const { NativeInformerFetcher } = require('./fetcher');
 const { readNativeInformersConfig } = require('./config');
+const { registerModuleMetrics } = require('./metrics');
 const { setUpLive, loadSignalsNode } = require('./live-provider');
 
 /** The live tab's dependencies, only where the app has @backstage/plugin-signals-node (./live-provider.js). */
@@ -88,6 +89,7 @@ const kubernetesModuleNativeInformers = createBackendModule({
         }
         const publisher = await setUpLive({ options: options.live, logger, ...live });
         let fetcher;
+        let metrics;
         fetchers.addFetcher(async ({ getDefault }) => {
           fetcher = new NativeInformerFetcher({
             watcher,
@@ -96,9 +98,11 @@ const kubernetesModuleNativeInformers = createBackendModule({
             ...options,
             live: publisher,
           });
+          metrics = registerModuleMetrics(fetcher, publisher);
           return fetcher;
         });
         lifecycle.addShutdownHook(() => {
+          metrics?.close();
           fetcher?.close();
           publisher?.close();
         });

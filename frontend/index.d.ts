@@ -50,11 +50,16 @@ export interface LiveKubernetesApiOptions {
   pollGapMs?: number;
   /**
    * Whether an answer of the client is followed by signals (the backend marked its response
-   * `x-kube-watch-live: 1`); only those are kept in memory, and any other is fetched at every
-   * call, as the stock client fetches it. Default: none is. {@link createLiveKubernetesApi}
+   * `x-kube-watch-live: 1`); only those are kept until a signal, and any other at most
+   * `notLiveMaxAgeMs`, as the stock client's polling would keep it. Default: none is. {@link createLiveKubernetesApi}
    * gives the one {@link liveAnswerFetch} makes.
    */
   isLive?: (value: unknown) => boolean;
+  /**
+   * An answer not followed by signals is served from memory for at most this long (9000: within
+   * the stock client's 10 s polling); 0: every call for it goes to the network.
+   */
+  notLiveMaxAgeMs?: number;
   /** The clock, in ms (tests). */
   now?: () => number;
   /** Schedules `fn`; returns its cancel function (tests). */

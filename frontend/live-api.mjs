@@ -6,9 +6,10 @@
 // request: the last answer to the same request is served until a signal arrives on
 // `kubernetes:<entityRef>` (published by kube-watch-native/backstage to the user who loaded it),
 // until `maxAgeMs` passes, or until the connection changes. Only an answer the backend marked
-// live (`x-kube-watch-live: 1`: signals follow every part of it) is kept: one the default fetcher
-// gave (a viewer's own credential, a selector of negative requirements, pod metrics) would never
-// be signalled, so it is fetched at every poll. While the signals connection is down, or its
+// live (`x-kube-watch-live: 1`: signals follow every part of it) is kept until a signal: one the
+// default fetcher gave (a viewer's own credential, a selector of negative requirements, pod
+// metrics) would never be signalled, so it is kept only `notLiveMaxAgeMs` (9 s), and the tab
+// polls the network for it as the stock one does every 10 s. While the signals connection is down, or its
 // state cannot be read, every call goes to the network, exactly as the default client's.
 //
 // A poll is held (`holdMs`): a call that comes within `pollGapMs` of the last answer handed out
@@ -170,6 +171,7 @@ export class LiveKubernetesApi {
   #holdMs;
   #pollGapMs;
   #isLive;
+  #notLiveMaxAgeMs;
   /** Stops the wake source; set while any entity is watched. */
   #stopWakes = null;
   /** Bumped by every wake: an answer fetched across one is not kept. */
@@ -223,6 +225,10 @@ export class LiveKubernetesApi {
    *   told apart may be talking to a backend, or a cluster, that never signals, and an answer
    *   served from memory then would not change for `maxAgeMs`. {@link createLiveKubernetesApi}
    *   gives the one {@link liveAnswerFetch} makes
+   * @param {number} [options.notLiveMaxAgeMs] an answer not followed by signals is served from
+   *   memory for at most this long (9000: within the stock client's 10 s polling), so a tab
+   *   polling memory every 500 ms asks the network for it no more often than the stock tab
+   *   does; 0: every call goes to the network
    */
   constructor({
     client,
@@ -239,6 +245,7 @@ export class LiveKubernetesApi {
     holdMs = 10_000,
     pollGapMs = 1000,
     isLive = () => false,
+    notLiveMaxAgeMs = 9000,
   }) {
     if (!client) throw new TypeError('LiveKubernetesApi: options.client is required');
     if (!signalApi || typeof signalApi.subscribe !== 'function') {
@@ -258,6 +265,7 @@ export class LiveKubernetesApi {
     this.#holdMs = holdMs;
     this.#pollGapMs = pollGapMs;
     this.#isLive = isLive;
+    this.#notLiveMaxAgeMs = notLiveMaxAgeMs;
   }
 
   getObjectsByEntity(requestBody) {
@@ -344,8 +352,10 @@ export class LiveKubernetesApi {
       hit &&
       hit.connection === connection && // never null: an answer is kept only while live
       hit.body === body &&
-      this.#now() - hit.at < this.#maxAgeMs
+      this.#now() - hit.at < (hit.live ? this.#maxAgeMs : this.#notLiveMaxAgeMs)
     ) {
+      // Not followed by signals: served as the stock client's poll would have left it, no more.
+      if (!hit.live) return hit.value;
       const held = this.#holds.get(key);
       if (held?.body === body) return held.promise;
       const now = this.#now();
@@ -428,7 +438,11 @@ export class LiveKubernetesApi {
         if (still && this.#isLive(value)) {
           const given = flight.awaited || held?.body === request.body;
           const givenAt = given ? this.#now() : null;
-          this.#answers.set(key, { ...request, value, at, connection, givenAt });
+          this.#answers.set(key, { ...request, value, at, connection, givenAt, live: true });
+          if (held?.body === request.body) this.#release(key, value);
+        } else if (still && this.#notLiveMaxAgeMs > 0) {
+          // No signal will come for it: kept no longer than the stock client's polling would keep it.
+          this.#answers.set(key, { ...request, value, at, connection, givenAt: null, live: false });
           if (held?.body === request.body) this.#release(key, value);
         } else {
           if (this.#answers.get(key)?.at <= at) this.#answers.delete(key);
