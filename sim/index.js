@@ -12,7 +12,7 @@ const { Http2Sessions } = require('./http2');
 const certs = require('./certs');
 const { Store } = require('./store');
 const { resourceKey } = require('./resources');
-const { sendStatus, sendJson } = require('./status');
+const { sendStatus } = require('./status');
 const routes = require('./routes');
 const { Watch, parseWatchOptions } = require('./watch');
 const { compileFieldSelector } = require('./field-selector');
@@ -22,35 +22,8 @@ const { startWorkload } = require('./workload');
 const serverFaults = require('./server-faults');
 const { startChaos } = require('./chaos');
 const { partialKind } = require('./metadata');
-const {
-  authenticate,
-  forbidden,
-  validateTokens,
-  isSelfSubjectReview,
-  selfSubjectReview,
-  isSelfSubjectAccessReview,
-  selfSubjectAccessReview,
-} = require('./rbac');
-
-/** A request's body, parsed as JSON (null when it is not JSON); at most 64 KiB is read. */
-function readJson(req) {
-  return new Promise((resolve, reject) => {
-    const chunks = [];
-    let size = 0;
-    req.on('data', (chunk) => {
-      size += chunk.length;
-      if (size <= 65536) chunks.push(chunk);
-    });
-    req.on('end', () => {
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      } catch {
-        resolve(null);
-      }
-    });
-    req.on('error', reject);
-  });
-}
+const { authenticate, forbidden, validateTokens } = require('./rbac');
+const { isReview, serveReview } = require('./reviews');
 
 function peerCommonName(req) {
   const sock = req.socket;
@@ -316,22 +289,7 @@ class Simulator extends EventEmitter {
         );
       else if (routes.isWatchRequest(req, r, params)) done = this.serveWatch(req, res, r, params, record);
       else if (!this.authorized(req, record)) done = sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
-      else if (isSelfSubjectAccessReview(r) && req.method === 'POST')
-        done = readJson(req).then((review) => {
-          const { code, body } = selfSubjectAccessReview(record.identity, review);
-          sendJson(res, code, body);
-        });
-      else if (isSelfSubjectReview(r))
-        done =
-          req.method === 'POST'
-            ? sendJson(res, 201, selfSubjectReview(record.identity))
-            : sendStatus(
-                res,
-                405,
-                'the server does not allow this method on the requested resource',
-                'MethodNotAllowed',
-                {},
-              );
+      else if (isReview(r)) done = serveReview(req, res, r, record.identity);
       else if (!this.permitted(req, res, r, record, r && r.name === undefined ? 'list' : 'get'))
         done = undefined;
       else done = routes.route(this, req, res, r, params);
