@@ -17,6 +17,8 @@
 const AVOID_MS = 60_000;
 /** How often the cached bytes are counted again while an informer lists. */
 const GUARD_MS = 200;
+/** How long a count of the bytes serves the bounds' checks of new informers. */
+const COUNT_REUSE_MS = 100;
 /** At most one warning per bound this often. */
 const WARN_EVERY_MS = 60_000;
 
@@ -113,6 +115,7 @@ class Pool {
   #avoid = new Map();
   #warned = new Map();
   #guard = null;
+  #counted = null;
   #onDrop;
 
   constructor({ logger, maxInformers, maxCachedBytes, userShare, bodyShare, onDrop }) {
@@ -202,7 +205,7 @@ class Pool {
         `${bodyMost} informers of custom resources named in requests are open`,
       );
     }
-    const { total, byOwner } = this.#bytes();
+    const { total, byOwner } = this.#recentBytes();
     if (total >= this.#maxCachedBytes) {
       return this.#full('maxCachedBytes', `the informers hold ${total} bytes of JSON`);
     }
@@ -210,6 +213,18 @@ class Pool {
       return this.#full('maxCachedBytes', `one user's informers hold ${byOwner.get(owner)} bytes of JSON`);
     }
     return true;
+  }
+
+  /**
+   * The byte count of at most COUNT_REUSE_MS ago: a burst of opens (a backend's first loads)
+   * counts once, not once per open; what crosses meanwhile the guard closes.
+   */
+  #recentBytes() {
+    const now = Date.now();
+    if (this.#counted === null || now - this.#counted.at >= COUNT_REUSE_MS) {
+      this.#counted = { at: now, ...this.#bytes() };
+    }
+    return this.#counted;
   }
 
   #bytes() {
