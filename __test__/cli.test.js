@@ -9,8 +9,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const { parseResourceArg, ResourceArgError } = require('../lib/resource-arg');
-const { createTableFormatter, eventStatus, formatTime, createLogger } = require('../lib/cli-format');
+const { parseResourceArg, ResourceArgError } = require('../cli/resource-arg');
+const { createTableFormatter, eventStatus, formatTime, createLogger } = require('../cli/format');
 const { BIN, writeKubeconfig } = require('./kube-watch-child');
 
 const TOKEN = 'cli-test-token-SHOULD-NEVER-BE-PRINTED';

@@ -126,7 +126,7 @@ test('every package the shipped files import is a dependency or a peer dependenc
       else if (/\.(js|mjs|ts)$/.test(name)) files.push(file);
     }
   };
-  for (const dir of ['lib', 'backstage', 'frontend']) walk(dir);
+  for (const dir of ['lib', 'cli', 'backstage', 'frontend']) walk(dir);
   files.push('index.js', 'index.d.ts', 'config.d.ts');
   const missing = [];
   for (const file of files) {

@@ -26,7 +26,7 @@ function tempDir(t, prefix) {
  */
 function installedLayout(project, { platform, binary, version } = {}) {
   const main = path.join(project, 'node_modules', 'kube-watch-native');
-  for (const entry of ['index.js', 'lib', 'bin', 'scripts/install.js', 'package.json']) {
+  for (const entry of ['index.js', 'lib', 'cli', 'bin', 'scripts/install.js', 'package.json']) {
     fs.mkdirSync(path.dirname(path.join(main, entry)), { recursive: true });
     fs.cpSync(path.join(root, entry), path.join(main, entry), { recursive: true });
   }

@@ -6,8 +6,8 @@
 
 const { parseArgs } = require('node:util');
 
-const { splitResourceArg, ResourceArgError } = require('../lib/resource-arg');
-const { startSession, watchCommand } = require('../lib/cli-watch');
+const { splitResourceArg, ResourceArgError } = require('../cli/resource-arg');
+const { startSession, watchCommand } = require('../cli/watch');
 
 const USAGE = `Usage: kube-watch RESOURCE [options]
        kube-watch --demo [RESOURCE] [options]

@@ -19,8 +19,8 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const native = require('./native');
-const { toSpec } = require('./spec');
+const native = require('../lib/native');
+const { toSpec } = require('../lib/spec');
 
 const AGGREGATED_ACCEPT =
   'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';

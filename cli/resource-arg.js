@@ -1,7 +1,7 @@
 'use strict';
 /**
  * Reads the resource argument of `kube-watch` the way `kubectl get` reads it. With the
- * server's discovery documents (lib/discovery.js), `resolveResource` finds it among the
+ * server's discovery documents (cli/discovery.js), `resolveResource` finds it among the
  * resources the server serves, under any of their names; without them (discovery failed),
  * `parseResourceArg` uses a built-in table of the well-known resources and API groups.
  *
@@ -209,7 +209,7 @@ const display = (r) => (r.group ? `${r.plural}.${r.group}` : r.plural);
 const isBuiltinGroup = (group) => group === '' || !group.includes('.') || group.endsWith('.k8s.io');
 
 /**
- * Finds the argument among the server's resources (from lib/discovery.js), as kubectl does:
+ * Finds the argument among the server's resources (from cli/discovery.js), as kubectl does:
  * by plural, then singular or kind, then short name; with or without group and version. A
  * name several groups serve resolves to the core group's, else the one built-in group's;
  * otherwise it is ambiguous and the error lists the candidates, as it does for an unknown name.

@@ -4,7 +4,7 @@
 // cleanups), then the watch's steps (cluster, resource, namespace, addon, options) and the
 // watch or the informer, printing until it ends.
 
-const { loadKubeconfig, KubeconfigError } = require('./kubeconfig');
+const { loadKubeconfig, KubeconfigError } = require('../lib/kubeconfig');
 const { parseResourceArg, resolveResource, ResourceArgError } = require('./resource-arg');
 const { discover, cacheDir, DiscoveryError } = require('./discovery');
 const {
@@ -14,8 +14,8 @@ const {
   isCertificateProblem,
   kubeconfigHint,
   shouldColor,
-} = require('./cli-format');
-const { MetricsReader, formatMetrics } = require('./metrics');
+} = require('./format');
+const { MetricsReader, formatMetrics } = require('../lib/metrics');
 
 /** How often `--stats` prints the figures. */
 const STATS_INTERVAL_MS = 5000;
