@@ -31,6 +31,18 @@ struct Progress {
     /// between watches (a backoff after a watch that ended, a reconnect), when the cache may
     /// be behind the server.
     watching_since: Option<u64>,
+    /// The last moment (ms since the epoch) the informer had proof its cache is current with
+    /// the server: a resumed watch answered 2xx, an event applied, a bookmark, a complete
+    /// list; None before the first. A stream that stays open but silent leaves it behind, so
+    /// a reader can bound how stale what it serves may be.
+    alive_at: Option<u64>,
+}
+
+/// Now, in ms since the Unix epoch (0 for a clock before it).
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
 }
 
 /// An informer's last failure, as readers see it until the informer shows it works again.
@@ -49,6 +61,9 @@ pub struct Health {
     pub generation: u64,
     pub failure: Option<LastFailure>,
     pub watching_since: Option<u64>,
+    /// The last moment (ms since the epoch) the informer had proof its cache is current with
+    /// the server; None before the first.
+    pub alive_at: Option<u64>,
 }
 
 /// While it lives, the cache's health says a watch stream is being read (see
@@ -105,6 +120,7 @@ impl Cache {
             progress.generation += 1;
         }
         progress.failure = None;
+        progress.alive_at = Some(epoch_ms());
         if !applied.rv().is_empty() {
             progress.resource_version.clear();
             progress.resource_version.push_str(applied.rv());
@@ -116,6 +132,7 @@ impl Cache {
     pub fn bookmark(&self, rv: &str) {
         let mut progress = self.progress();
         progress.failure = None;
+        progress.alive_at = Some(epoch_ms());
         progress.resource_version.clear();
         progress.resource_version.push_str(rv);
     }
@@ -145,6 +162,7 @@ impl Cache {
         progress.synced = true;
         progress.generation += 1;
         progress.failure = None;
+        progress.alive_at = Some(epoch_ms());
         drop(progress);
         self.fanout.synced(rv, relist);
         drop(store);
@@ -259,6 +277,7 @@ impl Cache {
             generation: progress.generation,
             failure: progress.failure,
             watching_since: progress.watching_since,
+            alive_at: progress.alive_at,
         }
     }
 
@@ -266,15 +285,20 @@ impl Cache {
     /// streaming list's, whose end (the initial-events-end bookmark) proves the cache current
     /// by itself, so it counts as watching since 0; a resumed watch first replays what changed
     /// while it was closed, so readers count from when it opened.
+    ///
+    /// A resumed watch answered 2xx is proof of life (`alive_at`): the server took its
+    /// resourceVersion, so the cache is current but for what the stream is about to replay. A
+    /// streaming list's opening is not: the cache is current only at its end (`replace`).
     pub fn watching(self: &Arc<Self>, initial: bool) -> Watching {
-        let since = if initial {
-            0
+        let mut progress = self.progress();
+        if initial {
+            progress.watching_since = Some(0);
         } else {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_millis() as u64)
-        };
-        self.progress().watching_since = Some(since);
+            let now = epoch_ms();
+            progress.watching_since = Some(now);
+            progress.alive_at = Some(now);
+        }
+        drop(progress);
         Watching(Arc::clone(self))
     }
 

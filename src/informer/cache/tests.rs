@@ -197,3 +197,46 @@ fn a_terminal_error_ends_every_consumer_after_what_was_pending() {
     assert_eq!(parsed.len(), 1, "with the ERROR that ended the informer");
     assert_eq!(parsed[0]["retrying"], false);
 }
+
+#[test]
+fn proof_of_life_is_none_at_first_then_set_by_a_watch_opened_an_event_a_bookmark_and_a_list() {
+    let cache = Arc::new(Cache::new("/api/v1/pods".into()));
+    assert_eq!(cache.health().alive_at, None, "no proof before the first");
+    let streaming_list = cache.watching(true);
+    assert_eq!(
+        cache.health().alive_at,
+        None,
+        "a streaming list proves nothing before its end"
+    );
+    drop(streaming_list);
+    // Each step waits for the clock to move on, so each must set the moment anew.
+    let later = |before: Option<u64>| {
+        let before = before.expect("set");
+        while epoch_ms() <= before {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    };
+    cache.replace(a_and_b(), "10", false);
+    let listed = cache.health().alive_at;
+    assert!(listed.is_some(), "a complete list");
+    later(listed);
+    let watching = cache.watching(false);
+    let opened = cache.health().alive_at;
+    assert!(opened > listed, "a resumed watch answered 2xx");
+    drop(watching);
+    assert_eq!(cache.health().alive_at, opened, "kept between watches");
+    later(opened);
+    cache.apply(ChangeKind::Modified, object("a", "1", "11", "x"));
+    let applied = cache.health().alive_at;
+    assert!(applied > opened, "an event");
+    later(applied);
+    cache.bookmark("12");
+    let bookmarked = cache.health().alive_at;
+    assert!(bookmarked > applied, "a bookmark");
+    cache.error(&Failure::from_status(503), true);
+    assert_eq!(
+        cache.health().alive_at,
+        bookmarked,
+        "a failure is no proof either way"
+    );
+}
