@@ -322,6 +322,8 @@ export interface KubernetesInformerState {
    * reconnect, a relist), when the cache may be behind the server.
    */
   watchingSince: number | null;
+  /** The last proof (ms since the epoch) that the cache is current with the server; null before any. */
+  aliveAt: number | null;
   /**
    * The failure not yet over: it lasts until a request succeeds or an event or bookmark
    * arrives. `statusCode` is 0 below HTTP; `retrying` is false once the informer gave up.

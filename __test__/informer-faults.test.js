@@ -370,3 +370,34 @@ test('a slow consumer never delays the cache or another consumer, and holds at m
   assert.ok(held.every((e) => e.type === 'MODIFIED' && e.object.data.v === '499'));
   assert.equal(informer.stats().consumers, 2);
 });
+
+test('state().aliveAt: null before any proof, set by the list, moved by an event and a reopened watch, left behind by a silent one', async (t) => {
+  const s = await sim(t, { token: 'tok' });
+  s.create('configmaps', cm('a'));
+  const aborted = new AbortController();
+  aborted.abort();
+  assert.equal(
+    recordingWatcher().watcher.informer(params(s), { signal: aborted.signal }).state().aliveAt,
+    null,
+  );
+  const before = Date.now();
+  const { informer, c } = await syncedInformer(t, s);
+  const listed = informer.state().aliveAt;
+  assert.ok(listed >= before && listed <= Date.now(), `the list proves it: ${listed}`);
+  await delay(20);
+  s.create('configmaps', cm('b'));
+  await until(() => c.view.has('default/b'), 'b');
+  const changed = informer.state().aliveAt;
+  assert.ok(changed > listed, 'an event moves it');
+  await delay(20);
+  // The next watch answers 200 and then says nothing: a stream alive but stalled.
+  s.nextWatchFault({ stallAfterEvents: 0 });
+  s.endWatches();
+  await until(() => informer.state().aliveAt > changed, 'the reopened watch');
+  const reopened = informer.state().aliveAt;
+  s.create('configmaps', cm('c'));
+  await delay(300);
+  assert.ok(!c.view.has('default/c'), 'the stalled stream sent nothing');
+  assert.equal(informer.state().aliveAt, reopened, 'silence proves nothing');
+  assert.ok(informer.state().watchingSince !== null, 'while the stream still counts as watched');
+});

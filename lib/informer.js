@@ -199,10 +199,12 @@ class KubernetesInformer {
 
   /**
    * The informer's health, read natively without following its events: `{ synced, finished,
-   * generation, size, cachedBytes, watchingSince, error }`, where `generation` changes with
-   * every change to the cache, `watchingSince` is when the watch being read opened (null
-   * between watches) and `error` is the failure not yet over (until a request succeeds, or an
-   * event or bookmark arrives).
+   * generation, size, cachedBytes, watchingSince, aliveAt, error }`, where `generation`
+   * changes with every change to the cache, `watchingSince` is when the watch being read opened
+   * (null between watches), `aliveAt` is the last moment (ms since the epoch) the informer had
+   * proof its cache is current (a resumed watch answered, an event, a bookmark, a complete
+   * list; null before the first) and `error` is the failure not yet over (until a request
+   * succeeds, or an event or bookmark arrives).
    */
   state() {
     if (!this.#native) {
@@ -213,12 +215,14 @@ class KubernetesInformer {
         size: 0,
         cachedBytes: 0,
         watchingSince: null,
+        aliveAt: null,
         error: null,
       };
     }
     const state = this.#native.state();
     state.error ??= null;
     state.watchingSince ??= null;
+    state.aliveAt ??= null;
     return state;
   }
 

@@ -34,6 +34,10 @@ pub struct InformerState {
     /// streaming list's, current once synced): absent between watches (a backoff, a
     /// reconnect), when the cache may be behind the server.
     pub watching_since: Option<f64>,
+    /// The last moment (ms since the epoch) the informer had proof its cache is current with
+    /// the server (a resumed watch answered 2xx, an event, a bookmark, a complete list):
+    /// absent before the first. A stream open but silent leaves it behind.
+    pub alive_at: Option<f64>,
     /// The failure not yet over: until a request succeeds, or an event or bookmark comes.
     pub error: Option<InformerStateError>,
 }
@@ -153,6 +157,7 @@ impl NativeInformer {
             size: cache.len() as u32,
             cached_bytes: cache.cached_bytes() as f64,
             watching_since: health.watching_since.map(|ms| ms as f64),
+            alive_at: health.alive_at.map(|ms| ms as f64),
             error: health.failure.map(|last| InformerStateError {
                 error_type: last.failure.error_type.as_str().to_owned(),
                 status_code: u32::from(last.failure.status_code),

@@ -31,6 +31,18 @@ struct Progress {
     /// between watches (a backoff after a watch that ended, a reconnect), when the cache may
     /// be behind the server.
     watching_since: Option<u64>,
+    /// The last moment (ms since the epoch) the informer had proof its cache is current with
+    /// the server: a resumed watch answered 2xx, an event applied, a bookmark, a complete
+    /// list; None before the first. A stream that stays open but silent leaves it behind, so
+    /// a reader can bound how stale what it serves may be.
+    alive_at: Option<u64>,
+}
+
+/// Now, in ms since the Unix epoch (0 for a clock before it).
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
 }
 
 /// An informer's last failure, as readers see it until the informer shows it works again.
@@ -49,6 +61,9 @@ pub struct Health {
     pub generation: u64,
     pub failure: Option<LastFailure>,
     pub watching_since: Option<u64>,
+    /// The last moment (ms since the epoch) the informer had proof its cache is current with
+    /// the server; None before the first.
+    pub alive_at: Option<u64>,
 }
 
 /// While it lives, the cache's health says a watch stream is being read (see
@@ -105,6 +120,7 @@ impl Cache {
             progress.generation += 1;
         }
         progress.failure = None;
+        progress.alive_at = Some(epoch_ms());
         if !applied.rv().is_empty() {
             progress.resource_version.clear();
             progress.resource_version.push_str(applied.rv());
@@ -116,6 +132,7 @@ impl Cache {
     pub fn bookmark(&self, rv: &str) {
         let mut progress = self.progress();
         progress.failure = None;
+        progress.alive_at = Some(epoch_ms());
         progress.resource_version.clear();
         progress.resource_version.push_str(rv);
     }
@@ -145,6 +162,7 @@ impl Cache {
         progress.synced = true;
         progress.generation += 1;
         progress.failure = None;
+        progress.alive_at = Some(epoch_ms());
         drop(progress);
         self.fanout.synced(rv, relist);
         drop(store);
@@ -259,6 +277,7 @@ impl Cache {
             generation: progress.generation,
             failure: progress.failure,
             watching_since: progress.watching_since,
+            alive_at: progress.alive_at,
         }
     }
 
@@ -266,15 +285,20 @@ impl Cache {
     /// streaming list's, whose end (the initial-events-end bookmark) proves the cache current
     /// by itself, so it counts as watching since 0; a resumed watch first replays what changed
     /// while it was closed, so readers count from when it opened.
+    ///
+    /// A resumed watch answered 2xx is proof of life (`alive_at`): the server took its
+    /// resourceVersion, so the cache is current but for what the stream is about to replay. A
+    /// streaming list's opening is not: the cache is current only at its end (`replace`).
     pub fn watching(self: &Arc<Self>, initial: bool) -> Watching {
-        let since = if initial {
-            0
+        let mut progress = self.progress();
+        if initial {
+            progress.watching_since = Some(0);
         } else {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_millis() as u64)
-        };
-        self.progress().watching_since = Some(since);
+            let now = epoch_ms();
+            progress.watching_since = Some(now);
+            progress.alive_at = Some(now);
+        }
+        drop(progress);
         Watching(Arc::clone(self))
     }
 
@@ -300,201 +324,4 @@ impl Cache {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn object(name: &str, uid: &str, rv: &str, app: &str) -> Object {
-        let text = format!(
-            r#"{{"metadata":{{"name":"{name}","namespace":"ns","uid":"{uid}","resourceVersion":"{rv}","labels":{{"app":"{app}"}}}}}}"#
-        );
-        Object::parse(text.as_bytes()).unwrap()
-    }
-
-    /// Pods `a` (app x) and `b` (app y) as a list.
-    fn a_and_b() -> Listed {
-        [object("a", "1", "5", "x"), object("b", "2", "6", "y")]
-            .into_iter()
-            .collect()
-    }
-
-    fn events(cursor: &Cursor) -> Vec<serde_json::Value> {
-        let mut out = Vec::new();
-        while let Some(batch) = cursor.take() {
-            if batch.events.is_empty() {
-                break;
-            }
-            let parsed: Vec<serde_json::Value> = serde_json::from_slice(&batch.events).unwrap();
-            out.extend(parsed);
-        }
-        out
-    }
-
-    fn summary(events: &[serde_json::Value]) -> Vec<String> {
-        events
-            .iter()
-            .map(|e| match e["type"].as_str().unwrap() {
-                "SYNCED" => format!("SYNCED {} {}", e["resourceVersion"], e["relist"]),
-                t => format!(
-                    "{t} {} {}",
-                    e["object"]["metadata"]["name"], e["resourceVersion"]
-                ),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_consumer_before_the_sync_gets_the_list_then_synced_and_one_after_a_snapshot() {
-        let cache = Cache::new("/api/v1/pods".into());
-        let early = cache.subscribe();
-        assert!(early.take().is_none(), "nothing before the list");
-        cache.replace(a_and_b(), "10", false);
-        assert!(cache.is_synced());
-        assert_eq!(
-            summary(&events(&early)),
-            [
-                r#"ADDED "a" "5""#,
-                r#"ADDED "b" "6""#,
-                r#"SYNCED "10" false"#
-            ]
-        );
-        cache.apply(ChangeKind::Modified, object("a", "1", "11", "x"));
-        cache.bookmark("12");
-        assert_eq!(cache.resource_version().as_deref(), Some("12"));
-        let late = cache.subscribe();
-        assert_eq!(
-            summary(&events(&late)),
-            [
-                r#"ADDED "a" "11""#,
-                r#"ADDED "b" "6""#,
-                r#"SYNCED "12" false"#
-            ],
-            "a late consumer starts from the cache and the current resourceVersion"
-        );
-        assert_eq!(summary(&events(&early)), [r#"MODIFIED "a" "11""#]);
-        assert_eq!(cache.consumers(), 2);
-        drop(late);
-        assert_eq!(cache.consumers(), 1);
-    }
-
-    #[test]
-    fn health_counts_changes_and_keeps_a_failure_until_a_sign_of_life() {
-        let cache = Cache::new("/api/v1/pods".into());
-        let start = cache.health();
-        assert!(!start.synced && start.failure.is_none());
-        let unavailable = Failure::from_status(503);
-        cache.error(&unavailable, true);
-        assert_eq!(
-            cache.health().failure,
-            Some(LastFailure {
-                failure: unavailable,
-                retrying: true
-            })
-        );
-        cache.replace(a_and_b(), "10", false);
-        let synced = cache.health();
-        assert!(synced.synced && synced.failure.is_none());
-        assert!(synced.generation > start.generation);
-        cache.apply(ChangeKind::Modified, object("a", "1", "5", "x"));
-        assert_eq!(
-            cache.health().generation,
-            synced.generation,
-            "a repeat changes nothing"
-        );
-        cache.apply(ChangeKind::Modified, object("a", "1", "11", "x"));
-        let changed = cache.health().generation;
-        assert!(changed > synced.generation);
-        cache.error(&unavailable, true);
-        cache.bookmark("12");
-        assert!(
-            cache.health().failure.is_none(),
-            "a bookmark is a sign of life"
-        );
-        cache.error(&unavailable, true);
-        cache.recovered();
-        assert!(
-            cache.health().failure.is_none(),
-            "so is a request answered 200"
-        );
-        let now = cache.health().generation;
-        assert!(!cache.arm_change_notice(now - 1), "changed since: look now");
-        assert!(cache.arm_change_notice(now));
-        assert!(cache.take_change_notice());
-        assert!(!cache.take_change_notice(), "once per arming");
-        let cache = Arc::new(cache);
-        let watching = cache.watching(false);
-        assert!(cache.health().watching_since.is_some());
-        drop(watching);
-        assert!(
-            cache.health().watching_since.is_none(),
-            "not between watches"
-        );
-        assert_eq!(cache.health().generation, changed);
-        let refused = Failure::from_status(400);
-        cache.error(&refused, false);
-        cache.recovered();
-        assert_eq!(
-            cache.health().failure.map(|last| last.retrying),
-            Some(false),
-            "a terminal failure stays"
-        );
-    }
-
-    #[test]
-    fn a_relist_sends_only_the_difference_then_synced_relist() {
-        let cache = Cache::new("/api/v1/pods".into());
-        cache.replace(a_and_b(), "10", false);
-        let cursor = cache.subscribe();
-        events(&cursor);
-        let changed = cache.replace(
-            [object("a", "1", "5", "x"), object("c", "3", "20", "z")]
-                .into_iter()
-                .collect(),
-            "21",
-            true,
-        );
-        assert_eq!(changed, 2);
-        assert_eq!(
-            summary(&events(&cursor)),
-            [
-                r#"DELETED "b" "6""#,
-                r#"ADDED "c" "20""#,
-                r#"SYNCED "21" true"#
-            ]
-        );
-    }
-
-    #[test]
-    fn reads_return_the_cached_text() {
-        let cache = Cache::new("/api/v1/pods".into());
-        cache.replace(a_and_b(), "10", false);
-        let a = cache.get("ns", "a").unwrap();
-        assert!(String::from_utf8_lossy(&a.text()).contains(r#""name":"a""#));
-        assert!(cache.get("other", "a").is_none());
-        let listed = cache.list(Some("ns"), &Selector::parse("app=y").unwrap());
-        let parsed: Vec<serde_json::Value> = serde_json::from_slice(&listed).unwrap();
-        assert_eq!(parsed.len(), 1);
-        assert_eq!(parsed[0]["metadata"]["name"], "b");
-        assert_eq!(cache.len(), 2);
-        assert!(cache.cached_bytes() > 0);
-    }
-
-    #[test]
-    fn a_terminal_error_ends_every_consumer_after_what_was_pending() {
-        let cache = Cache::new("/api/v1/pods".into());
-        let cursor = cache.subscribe();
-        cache.apply(ChangeKind::Added, object("a", "1", "5", "x"));
-        cache.error(&Failure::from_status(422), false);
-        let batch = cursor.take().unwrap();
-        assert!(batch.done, "the ERROR is the last thing this consumer sees");
-        let parsed: Vec<serde_json::Value> = serde_json::from_slice(&batch.events).unwrap();
-        assert_eq!(parsed[0]["type"], "ADDED");
-        assert_eq!(parsed[1]["type"], "ERROR");
-        assert_eq!(parsed[1]["retrying"], false);
-        assert_eq!(parsed[1]["error"]["statusCode"], 422);
-        let later = cache.subscribe().take().unwrap();
-        assert!(later.done, "a later consumer ends at once");
-        let parsed: Vec<serde_json::Value> = serde_json::from_slice(&later.events).unwrap();
-        assert_eq!(parsed.len(), 1, "with the ERROR that ended the informer");
-        assert_eq!(parsed[0]["retrying"], false);
-    }
-}
+mod tests;
