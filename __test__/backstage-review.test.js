@@ -103,6 +103,31 @@ test('finding 3: a watch silent past the liveness bound is not served; the infor
   assert.deepEqual(names(again).sort(), ['p1', 'p2']);
 });
 
+test('finding 3: bytes that prove nothing (lines that are not events) do not keep a cache served', async (t) => {
+  const { sim, fetcher, request } = await setUp(t, { sim: { token: 'tok-a' }, livenessMs: 1200 });
+  sim.create('pods', pod('p1'));
+  await fromCache(fetcher, request('tok-a'));
+  // The next watch answers 200 and then writes a line that is no event every 200 ms (skipped
+  // with a warning): the stream is busy, so no idle timer fires, but nothing says the cache is
+  // current.
+  const timers = [];
+  t.after(() => timers.forEach(clearInterval));
+  sim.nextWatchFault({
+    onWatch: (ctx) => {
+      ctx.write('');
+      timers.push(setInterval(() => ctx.write('{"kind":"noise"}\n'), 200));
+    },
+  });
+  sim.endWatches();
+  // Served while the new watch's opening is recent enough to prove the cache current...
+  await fromCache(fetcher, request('tok-a'), 'the cache served once the new watch opened');
+  // ...and no longer once that is past the bound, busy as the stream is.
+  await eventually(async () => fromDefault(await fetcher.fetchObjectsForService(request('tok-a'))), {
+    timeoutMs: 4000,
+    what: 'the default fetcher to answer while only lines that are no event arrive',
+  });
+});
+
 test('finding 4: a revoked token stops being served within twice the check interval', async (t) => {
   const { sim, fetcher, request } = await setUp(t, {
     sim: { tokens: { 'tok-sa': { user: 'system:serviceaccount:backstage:reader' } } },
