@@ -13,7 +13,7 @@ const { readNativeInformersConfig, DEFAULT_OBJECT_TYPES } = require('../backstag
 const serverSelector = require('../sim/selector');
 const { createSimulator } = require('../sim');
 const { recordingLogger } = require('./helpers');
-const { eventually } = require('./backstage-helpers');
+const { eventually, recordingDefault, serviceAccountRequest } = require('./backstage-helpers');
 
 const ID = 'backstage.io/kubernetes-id';
 
@@ -130,26 +130,6 @@ test('kubernetes.nativeInformers: defaults, durations in every form the schema t
     /objectTypes: unknown object type 'widgets'/,
   );
 });
-
-/** A stand-in for Backstage's default fetcher: records its calls, answers one marker per type. */
-function recordingDefault() {
-  const calls = [];
-  return {
-    calls,
-    async fetchObjectsForService(params) {
-      calls.push(params);
-      const resources = [...params.objectTypesToFetch, ...params.customResources];
-      return {
-        errors: [],
-        responses: resources.map((r) => ({ type: r.objectType, resources: [{ fromDefault: true }] })),
-      };
-    },
-    async fetchPodMetricsByNamespaces(...args) {
-      calls.push(args);
-      return { errors: [], responses: [{ type: 'podstatus', resources: [] }] };
-    },
-  };
-}
 
 const PODS = { group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' };
 
@@ -345,19 +325,7 @@ async function twoTokens(t, options = {}) {
   sim.create('pods', { metadata: { name: 'p1', namespace: 'team', labels: { [ID]: 'svc', app: 'web' } } });
   sim.create('configmaps', { metadata: { name: 'c1', namespace: 'team', labels: { [ID]: 'svc' } } });
   const { logger, defaultFetcher, fetcher } = fetcherFor(t, options);
-  const as = (token, overrides = {}) => ({
-    serviceId: 'svc',
-    clusterDetails: {
-      name: 'one',
-      url: sim.url,
-      authMetadata: { 'kubernetes.io/auth-provider': 'serviceAccount', serviceAccountToken: token },
-    },
-    credential: { type: 'bearer token', token },
-    objectTypesToFetch: new Set([PODS]),
-    labelSelector: `${ID}=svc`,
-    customResources: [],
-    ...overrides,
-  });
+  const as = (token, overrides) => serviceAccountRequest(sim.url, token, overrides);
   return { sim, fetcher, defaultFetcher, logger, as };
 }
 

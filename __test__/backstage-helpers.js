@@ -233,6 +233,46 @@ function normalize(body, { stripManagedFields = false } = {}) {
 /** Requests a simulator has received so far. */
 const requestCount = (sim) => sim.requests.length;
 
+/** A stand-in for Backstage's default fetcher: records its calls, answers one marker per type. */
+function recordingDefault() {
+  const calls = [];
+  return {
+    calls,
+    async fetchObjectsForService(params) {
+      calls.push(params);
+      const resources = [...params.objectTypesToFetch, ...params.customResources];
+      return {
+        errors: [],
+        responses: resources.map((r) => ({ type: r.objectType, resources: [{ fromDefault: true }] })),
+      };
+    },
+    async fetchPodMetricsByNamespaces(...args) {
+      calls.push(args);
+      return { errors: [], responses: [{ type: 'podstatus', resources: [] }] };
+    },
+  };
+}
+
+/**
+ * A fetcher request for pods by `backstage.io/kubernetes-id=svc` on the cluster at `url`, as a
+ * serviceAccount cluster whose token is `token`.
+ */
+function serviceAccountRequest(url, token, overrides = {}) {
+  return {
+    serviceId: 'svc',
+    clusterDetails: {
+      name: 'one',
+      url,
+      authMetadata: { 'kubernetes.io/auth-provider': 'serviceAccount', serviceAccountToken: token },
+    },
+    credential: { type: 'bearer token', token },
+    objectTypesToFetch: new Set([{ group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' }]),
+    labelSelector: `${ID}=svc`,
+    customResources: [],
+    ...overrides,
+  };
+}
+
 /** Polls `check` (sync or async) every 25 ms until it returns truthy or `timeoutMs` passes. */
 async function eventually(check, { timeoutMs = 5000, what = 'the condition' } = {}) {
   const deadline = Date.now() + timeoutMs;
@@ -259,4 +299,6 @@ module.exports = {
   requestCount,
   eventually,
   post,
+  recordingDefault,
+  serviceAccountRequest,
 };

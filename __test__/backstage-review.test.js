@@ -11,30 +11,10 @@ const { NativeInformerFetcher } = require('../backstage/fetcher');
 const { createLivePublisher, liveRequestContext } = require('../backstage/live');
 const { createSimulator } = require('../sim');
 const { recordingLogger } = require('./helpers');
-const { eventually } = require('./backstage-helpers');
+const { eventually, recordingDefault, serviceAccountRequest } = require('./backstage-helpers');
 
 const ID = 'backstage.io/kubernetes-id';
-const PODS = { group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** A stand-in for Backstage's default fetcher: one marker object per type asked. */
-function recordingDefault() {
-  const calls = [];
-  return {
-    calls,
-    async fetchObjectsForService(params) {
-      calls.push(params);
-      const resources = [...params.objectTypesToFetch, ...params.customResources];
-      return {
-        errors: [],
-        responses: resources.map((r) => ({ type: r.objectType, resources: [{ fromDefault: true }] })),
-      };
-    },
-    async fetchPodMetricsByNamespaces() {
-      return { errors: [], responses: [] };
-    },
-  };
-}
 
 /** A simulator with bookmarks every 200 ms and a fetcher over it, both closed after `t`. */
 async function setUp(t, { sim: simOptions = {}, ...options } = {}) {
@@ -49,19 +29,7 @@ async function setUp(t, { sim: simOptions = {}, ...options } = {}) {
     ...options,
   });
   t.after(() => fetcher.close());
-  const request = (token, overrides = {}) => ({
-    serviceId: 'svc',
-    clusterDetails: {
-      name: 'one',
-      url: sim.url,
-      authMetadata: { 'kubernetes.io/auth-provider': 'serviceAccount', serviceAccountToken: token },
-    },
-    credential: { type: 'bearer token', token },
-    objectTypesToFetch: new Set([PODS]),
-    labelSelector: `${ID}=svc`,
-    customResources: [],
-    ...overrides,
-  });
+  const request = (token, overrides) => serviceAccountRequest(sim.url, token, overrides);
   return { sim, fetcher, defaultFetcher, logger, request };
 }
 
