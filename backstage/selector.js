@@ -1,6 +1,6 @@
 'use strict';
 // Label selectors as entities write them (`backstage.io/kubernetes-label-selector`), read with
-// the native cache's own parser (src/informer/selector.rs, the API server's grammar from
+// the native cache's own parser (src/informer/selector/, the API server's grammar from
 // k8s.io/apimachinery/pkg/labels), so the module and the cache never disagree on what a selector
 // means: requirements joined by commas, each an existence test (`key`, `!key`), an equality test
 // (`=`, `==`, `!=`), a set test (`in`, `notin`) or an integer comparison (`>`, `<`).

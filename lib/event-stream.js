@@ -2,13 +2,11 @@
 // EventStream: the AsyncGenerator that `watchResource` returns and that
 // `for await (const event of informer)` reads, written out by hand, one class for both.
 //
-// An `async function*` costs about 220 ns per event in V8 (request queue, an implicit await on
-// every `yield`, a resumption) where an iterator whose `next()` returns an already-resolved
-// promise costs about 85 ns; at a few microseconds of JSON.parse per small event, that
-// difference is a few percent of the main thread's whole share (measured end to end on ~1.4 KB
-// pods, in four back-to-back pairs of `node bench/run.js --only=interleaved`: main ÷ bound
-// 1.072 with a class like this one, 1.088 with the same logic in an `async function*`). So this
-// class keeps an async generator's contract and shape, and takes the short path whenever it can:
+// An `async function*` queues every request, awaits implicitly at every `yield` and resumes,
+// where an iterator whose `next()` returns an already-resolved promise does none of that; next
+// to the JSON.parse of a small event the difference is a few percent of the main thread's share
+// (bench/README.md has the figures). So this class keeps an async generator's contract and
+// shape, and takes the short path whenever it can:
 //
 //   - next() with an event already parsed and nothing queued before it: a resolved promise;
 //   - a batch ready in the native queue: taken synchronously (`takeBatch()`, no Promise, no

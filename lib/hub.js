@@ -15,7 +15,7 @@
 // or waiting the registry lets the function go (it holds this hub, and through it the
 // informers, strongly): a process whose watches all ended, or that holds only idle ones nobody
 // iterates, exits, and nothing here keeps a watch, its generator or its watcher from being
-// collected (__test__/watch-hub.test.js, __test__/lifetime.test.js).
+// collected (__test__/hub.test.js, __test__/lifetime.test.js).
 
 const native = require('./native');
 
