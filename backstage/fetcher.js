@@ -215,8 +215,23 @@ class NativeInformerFetcher {
           owner: viewer?.userEntityRef ?? null,
           fromBody: i >= types.length && this.#fromBody(resource, clusterDetails),
         });
+      // The viewer's own access to exactly the LIST the default would send, asked with its
+      // token first: a viewer not allowed (or not known to be) opens nothing, and gets the
+      // default's answer with its own token.
+      if (viewerChecked) {
+        decisions = await Promise.all(
+          resources.map((resource) =>
+            this.#cached(resource)
+              ? this.#access.decide(clusterDetails, credential, identity, resource, namespace)
+              : null,
+          ),
+        );
+        if (viewer && decisions.includes('refused')) {
+          this.#publisher?.forget(viewer.userEntityRef, viewer.entityRef);
+        }
+      }
       entries = resources.map((resource, i) => {
-        if (!this.#cached(resource)) return null;
+        if (!this.#cached(resource) || (viewerChecked && decisions[i] !== 'allowed')) return null;
         // A credential refused the cluster-wide list of a type: namespaced informers answer.
         const refused = byId && namespace && this.#pool.avoided(this.#entryKey(identity, resource, ID_LABEL));
         return entryFor(resource, i, Boolean(refused));
@@ -238,18 +253,6 @@ class NativeInformerFetcher {
         });
         if (fallback) await this.#settle(entries);
       }
-      // The viewer's own access to exactly the LIST the default would send, asked with its token.
-      if (viewerChecked) {
-        decisions = await Promise.all(
-          resources.map((resource, i) =>
-            entries[i]
-              ? this.#access.decide(clusterDetails, credential, identity, resource, namespace)
-              : null,
-          ),
-        );
-        if (viewer && decisions.includes('refused'))
-          this.#publisher?.forget(viewer.userEntityRef, viewer.entityRef);
-      }
     } catch (err) {
       // The watcher refused the cluster's details (a TypeError naming the field): what this
       // request opened closes now, not at idle.
@@ -260,8 +263,6 @@ class NativeInformerFetcher {
 
     // Answered now: the entries are used as of this moment, whatever the wait took.
     for (const entry of entries) entry?.touch();
-    // A viewer not allowed (or not known to be) gets the default's answer with its own token.
-    if (viewerChecked) entries = entries.map((entry, i) => (decisions[i] === 'allowed' ? entry : null));
     const results = resources.map((resource, i) => {
       const answer = this.#answer(params, resource, i >= types.length, entries[i], selector, namespace);
       this.#answered[answer instanceof Promise ? 'delegated' : 'cached']++;
