@@ -283,12 +283,13 @@ export class LiveKubernetesApi {
   /**
    * The configured clusters: the tab asks before every poll (to decorate the request with the
    * viewer's credentials). Served from memory while any watched entity's channel is live, for
-   * at most `maxAgeMs`; refetched after a reconnect (a backend restart is one).
+   * at most `notLiveMaxAgeMs`, since no signal follows it; refetched after a reconnect.
    */
   async getClusters() {
     const connection = this.#anyConnection();
     const hit = this.#clusters;
-    if (connection && hit && hit.connection === connection && this.#now() - hit.at < this.#maxAgeMs) {
+    // Nothing signals a change of the cluster list: kept as long as an answer that is not live.
+    if (connection && hit && hit.connection === connection && this.#now() - hit.at < this.#notLiveMaxAgeMs) {
       return hit.value;
     }
     const at = this.#now();
