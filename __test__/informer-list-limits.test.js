@@ -12,8 +12,8 @@ const isList = (r) => r.path.endsWith('/configmaps') && r.query.watch !== 'true'
 // pageSize 1: 1 object of at most 2 MiB, and 1 MiB for the page itself.
 const BOUND = 3 << 20;
 
-async function hugePageThenRetry(t, page, options = {}) {
-  const s = await sim(t, { token: 'tok' });
+async function hugePageThenRetry(t, page, options = {}, simOptions = {}) {
+  const s = await sim(t, { token: 'tok', ...simOptions });
   s.create('configmaps', cm('a'));
   const pages = [];
   s.on('hugePage', (p) => pages.push(p));
@@ -54,4 +54,17 @@ test('a list page trickled in pieces, each inside the idle timeout, meets the sa
     { idleTimeoutSeconds: 1 },
   );
   assert.ok(!log.warn.some((m) => /idle timeout/.test(m)), 'no piece came later than the idle timeout');
+});
+
+test("initialList 'auto' on a server without streaming lists: the pages it falls back to meet the same bound", async (t) => {
+  const { log } = await hugePageThenRetry(
+    t,
+    { pageBytes: 256 << 20, pieceBytes: 1 << 20 },
+    { initialList: 'auto' },
+    { sendInitialEvents: false },
+  );
+  assert.ok(
+    log.info.some((m) => /streaming lists are not served/.test(m)),
+    `fell back to pages: ${JSON.stringify(log.info)}`,
+  );
 });

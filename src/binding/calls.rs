@@ -1,5 +1,5 @@
-//! The calls besides watches and informers: one GET (`fetchText`, `kube-watch`'s discovery)
-//! on the watches' pool, the pool's connections (`poolStats`), and where the binary came from.
+//! The calls besides watches and informers: one GET or POST (`fetchText`, `kube-watch`'s
+//! discovery, a `SelfSubjectReview`) on the watches' pool, the pool's connections (`poolStats`), and where the binary came from.
 
 use napi::bindgen_prelude::{AsyncBlock, AsyncBlockBuilder};
 use napi::{Env, Result};
@@ -21,10 +21,36 @@ pub struct FetchedText {
     pub body: String,
 }
 
+/// What [`fetch_text`] sends besides a GET.
+#[napi(object)]
+pub struct FetchRequest {
+    /// `GET` (the default) or `POST`.
+    pub method: Option<String>,
+    /// With `POST`: the JSON text sent (`Content-Type: application/json`); empty when absent.
+    pub body: Option<String>,
+}
+
+impl FetchRequest {
+    /// The body to POST (None: a GET), or why the request cannot be sent.
+    fn post(self) -> std::result::Result<Option<bytes::Bytes>, String> {
+        let method = self.method.unwrap_or_else(|| "GET".to_owned());
+        match (method.to_ascii_uppercase().as_str(), self.body) {
+            ("GET", None) => Ok(None),
+            ("GET", Some(_)) => Err("fetchText: a body needs method POST".to_owned()),
+            ("POST", body) => Ok(Some(body.unwrap_or_default().into())),
+            _ => Err(format!(
+                "fetchText: method {method:?} is not supported (GET or POST)"
+            )),
+        }
+    }
+}
+
 /// One GET of `path` (appended to the cluster URL's own path) on the spec's cluster, with its
 /// credential, over the same pooled connections, TLS, proxy and `tlsServerName` as watches:
-/// `kube-watch`'s discovery requests. Rejects with the reason (credentials masked) when no
-/// answer came or the body is larger than `max_bytes`.
+/// `kube-watch`'s discovery requests; with `request` `{ method: 'POST', body }`, a POST of that
+/// JSON instead (a `SelfSubjectReview` with the cluster's own credential). Rejects with the
+/// reason (credentials masked) when no answer came or the body is larger than `max_bytes`, and
+/// with a message naming the method when it is neither GET nor POST.
 #[napi(ts_return_type = "Promise<FetchedText>")]
 pub fn fetch_text(
     env: &Env,
@@ -32,8 +58,20 @@ pub fn fetch_text(
     path: String,
     accept: String,
     max_bytes: u32,
+    request: Option<FetchRequest>,
 ) -> Result<AsyncBlock<FetchedText>> {
-    let what = format!("GET {path}");
+    let post = match request.map(FetchRequest::post).transpose() {
+        Ok(post) => post.flatten(),
+        Err(reason) => {
+            // Rejected like any other failure of the call, not thrown.
+            return AsyncBlockBuilder::new(async move {
+                Err::<FetchedText, _>(napi::Error::from_reason(reason))
+            })
+            .build(env);
+        }
+    };
+    let method = if post.is_some() { "POST" } else { "GET" };
+    let what = format!("{method} {path}");
     let found = endpoint_for(&spec, &what);
     AsyncBlockBuilder::new(async move {
         let fail = |text: String| napi::Error::from_reason(text);
@@ -47,6 +85,7 @@ pub fn fetch_text(
             url: format!("{}{path}", base_url.trim_end_matches('/')),
             bearer,
             accept: Some(accept),
+            post,
         };
         let describe = |err: Error| fail(redactor.apply(&format!("{what}: {}", err.describe())));
         let mut response = POOL

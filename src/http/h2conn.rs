@@ -131,14 +131,15 @@ impl H2Connection {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Sends `request` (no body) on a new stream and waits for the response head.
-    pub async fn open(&self, request: http::Request<()>) -> Opened {
+    /// Sends `request` with `body` (none: the request ends with its head) on a new stream and
+    /// waits for the response head.
+    pub async fn open(&self, request: http::Request<()>, body: Option<Bytes>) -> Opened {
         let mut sender = match self.sender.clone().ready().await {
             Ok(sender) => sender,
             Err(err) => return Opened::Retry(Unopened::Closing(err.to_string())),
         };
-        let response = match sender.send_request(request, true) {
-            Ok((response, _body)) => response,
+        let (response, mut stream) = match sender.send_request(request, body.is_none()) {
+            Ok(sent) => sent,
             Err(err) => return Opened::Retry(Unopened::Closing(err.to_string())),
         };
         // `ready` on the handle that sent the request waits while `h2` holds it queued, and
@@ -152,6 +153,11 @@ impl H2Connection {
             // its head once a stream frees, and reset it at once (a GET cancelled before the
             // server answered, which changes nothing there).
             return Opened::Retry(Unopened::Queued);
+        }
+        // `h2` buffers the body and sends it as the stream's window allows; a failure to send
+        // it shows in the response.
+        if let Some(body) = body {
+            let _ = stream.send_data(body, true);
         }
         await_head(response).await
     }
@@ -291,11 +297,11 @@ mod tests {
     #[tokio::test]
     async fn a_request_queued_behind_the_peers_limit_is_withdrawn_unsent() {
         let (conn, seen) = connect(1, Answer::Hold, false).await;
-        let Opened::Response(first) = conn.open(request()).await else {
+        let Opened::Response(first) = conn.open(request(), None).await else {
             panic!("the first stream opens");
         };
         let started = std::time::Instant::now();
-        let second = conn.open(request()).await;
+        let second = conn.open(request(), None).await;
         assert!(matches!(second, Opened::Retry(Unopened::Queued)));
         assert!(started.elapsed() >= STREAM_START_WAIT);
         assert_eq!(
@@ -326,7 +332,7 @@ mod tests {
         let conn = H2Connection::handshake(client_io, keep_alive)
             .await
             .unwrap();
-        let Opened::Response(response) = conn.open(request()).await else {
+        let Opened::Response(response) = conn.open(request(), None).await else {
             panic!("the stream opens");
         };
         let started = std::time::Instant::now();
@@ -343,7 +349,7 @@ mod tests {
     async fn a_refused_stream_may_be_retried() {
         let (conn, _) = connect(10, Answer::Refuse, false).await;
         assert!(matches!(
-            conn.open(request()).await,
+            conn.open(request(), None).await,
             Opened::Retry(Unopened::Refused(_))
         ));
     }
@@ -385,13 +391,13 @@ mod tests {
         let conn = H2Connection::handshake(client_io, KeepAlive::default())
             .await
             .unwrap();
-        let Opened::Response(running) = conn.open(request()).await else {
+        let Opened::Response(running) = conn.open(request(), None).await else {
             panic!("the first stream opens");
         };
         assert_eq!(running.status(), 200);
         // The one stream the server allows is taken, so this request waits inside h2, unsent,
         // until the GOAWAY turns it away: refused or closing, not given up as still queued.
-        let second = conn.open(request()).await;
+        let second = conn.open(request(), None).await;
         assert!(
             matches!(
                 second,
@@ -419,5 +425,82 @@ mod tests {
         assert_eq!(&data[..], b"after goaway");
         assert!(body.data().await.is_none(), "then it ends cleanly");
         server.await.unwrap();
+    }
+
+    /// What the server of [`recording`] received: method, content type, authorization, body.
+    type Received = (String, Option<String>, Option<String>, Vec<u8>);
+
+    /// An in-memory HTTP/2 server that answers every stream 200 once its request has ended,
+    /// and reports each.
+    async fn recording() -> (H2Connection, tokio::sync::mpsc::UnboundedReceiver<Received>) {
+        let (client_io, server_io) = tokio::io::duplex(1 << 20);
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut server = h2::server::handshake(server_io).await.unwrap();
+            // Accepting drives the connection, so each stream is read on a task of its own.
+            while let Some(Ok((request, mut respond))) = server.accept().await {
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let header = |name| {
+                        request
+                            .headers()
+                            .get(name)
+                            .map(|v: &http::HeaderValue| v.to_str().unwrap().to_owned())
+                    };
+                    let method = request.method().to_string();
+                    let content_type = header(http::header::CONTENT_TYPE);
+                    let authorization = header(http::header::AUTHORIZATION);
+                    let mut body = request.into_body();
+                    let mut bytes = Vec::new();
+                    while let Some(data) = body.data().await {
+                        bytes.extend_from_slice(&data.unwrap());
+                    }
+                    respond
+                        .send_response(http::Response::new(()), true)
+                        .unwrap();
+                    tx.send((method, content_type, authorization, bytes))
+                        .unwrap();
+                });
+            }
+        });
+        let conn = H2Connection::handshake(client_io, KeepAlive::default())
+            .await
+            .unwrap();
+        (conn, rx)
+    }
+
+    #[tokio::test]
+    async fn a_post_sends_its_json_body_after_the_head_and_a_get_none() {
+        let (conn, mut received) = recording().await;
+        let review = br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#;
+        let mut get = crate::http::Get {
+            url: "https://example.test/apis/authentication.k8s.io/v1/selfsubjectreviews".into(),
+            bearer: Some("t0ken".into()),
+            accept: None,
+            post: Some(Bytes::from_static(review)),
+        };
+        for _ in 0..2 {
+            let opened = conn.open(get.h2_request().unwrap(), get.post.clone()).await;
+            let response = match opened {
+                Opened::Response(response) => response,
+                Opened::Retry(why) => panic!("retry {why}"),
+                Opened::Failed(err) => panic!("failed {err}"),
+            };
+            assert_eq!(response.status(), 200);
+            let (method, content_type, authorization, body) = received.recv().await.unwrap();
+            assert_eq!(authorization.as_deref(), Some("Bearer t0ken"));
+            match get.post.take() {
+                Some(posted) => {
+                    assert_eq!(method, "POST");
+                    assert_eq!(content_type.as_deref(), Some("application/json"));
+                    assert_eq!(body, posted);
+                }
+                None => {
+                    assert_eq!(method, "GET");
+                    assert_eq!(content_type, None);
+                    assert!(body.is_empty());
+                }
+            }
+        }
     }
 }

@@ -1,4 +1,5 @@
-//! HTTP for the watch core: GET requests to an API server over connections we account for.
+//! HTTP for the watch core: GET requests (and the odd POST of a JSON body) to an API server over
+//! connections we account for.
 //!
 //! ```text
 //! ConnectionPool::get(key, Get, Kind)
@@ -20,6 +21,8 @@ pub use key::{CONNECT_TIMEOUT, ClientKey, TCP_KEEPALIVE, shared_ca_data};
 pub use pool::{ConnectionPool, ConnectionStats, OriginStats, capacity};
 pub use response::{Lines, Response};
 
+use bytes::Bytes;
+
 use crate::error::Error;
 
 /// What a request is for, which decides how many of them a connection carries.
@@ -31,7 +34,7 @@ pub enum Kind {
     Short,
 }
 
-/// One GET: the full URL and the bearer token, if any.
+/// One GET (or, with `post`, one POST): the full URL and the bearer token, if any.
 #[derive(Debug, Clone)]
 pub struct Get {
     /// The full request URL.
@@ -40,6 +43,9 @@ pub struct Get {
     pub bearer: Option<String>,
     /// The `Accept` header; `application/json` when `None`.
     pub accept: Option<String>,
+    /// A JSON body to POST (`Content-Type: application/json`) instead of the GET: a review the
+    /// API server answers at once (`SelfSubjectReview`), never a watch or a list.
+    pub post: Option<Bytes>,
 }
 
 impl Get {
@@ -48,17 +54,29 @@ impl Get {
     }
 
     fn http1_request(&self, client: &reqwest::Client) -> reqwest::RequestBuilder {
-        let request = client
-            .get(&self.url)
-            .header(reqwest::header::ACCEPT, self.accept());
+        let request = match &self.post {
+            None => client.get(&self.url),
+            Some(body) => client
+                .post(&self.url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone()),
+        };
+        let request = request.header(reqwest::header::ACCEPT, self.accept());
         match &self.bearer {
             Some(token) => request.bearer_auth(token),
             None => request,
         }
     }
 
+    /// The request head for HTTP/2; the body, if any, is [`Get::post`], sent after it.
     fn h2_request(&self) -> Result<http::Request<()>, Error> {
-        let mut request = http::Request::get(&self.url)
+        let request = match &self.post {
+            None => http::Request::get(&self.url),
+            Some(body) => http::Request::post(&self.url)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .header(http::header::CONTENT_LENGTH, body.len()),
+        };
+        let mut request = request
             .header(http::header::ACCEPT, self.accept())
             .header(http::header::ACCEPT_ENCODING, "gzip");
         if let Some(token) = &self.bearer {

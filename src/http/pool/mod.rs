@@ -365,7 +365,7 @@ impl ConnectionPool {
         Ok(origin)
     }
 
-    /// Sends `get` to the cluster of `key` and returns the response head, on a connection with a
+    /// Sends `get` (a GET, or its POST) to the cluster of `key` and returns the response head, on a connection with a
     /// stream free for a request of `kind`.
     pub async fn get(&self, key: &ClientKey, get: &Get, kind: Kind) -> Result<Response, Error> {
         let origin = self.origin(key)?;
@@ -414,7 +414,7 @@ impl ConnectionPool {
                     }
                 }
             };
-            match conn.open(get.h2_request()?).await {
+            match conn.open(get.h2_request()?, get.post.clone()).await {
                 Opened::Response(response) => return Ok(Response::h2(response, Box::new(slot))),
                 Opened::Failed(err) => return Err(Error::Connect(Box::new(err))),
                 Opened::Retry(why) => {

@@ -324,6 +324,7 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
                 url,
                 bearer: endpoint.bearer.clone(),
                 accept: self.accept(watch),
+                post: None,
             },
             idle: self.config.idle_timeout,
             stats: &self.stats,

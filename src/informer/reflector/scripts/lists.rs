@@ -172,3 +172,44 @@ async fn a_page_past_the_bound_drops_the_list_with_an_error_naming_it_and_lists_
     assert!(warning.contains("retrying in"), "{warning}");
     reflector.stop();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_relist_page_past_the_bound_reaches_synced_consumers_as_an_error_then_lists_again() {
+    // Page size 1: at most 3 MiB. The relist after a 410 meets a page that goes on past it.
+    let endless = list(&[pod("a", "1"), "9".repeat(4 << 20)], "5", None);
+    let fake = Fake::new(vec![
+        Reply::Page(list(&[pod("a", "1")], "3", None)),
+        Reply::Status(410, None),
+        Reply::Page(endless),
+        Reply::Page(list(&[pod("b", "6")], "6", None)),
+        Reply::Watch(Vec::new(), End::Open),
+    ]);
+    let mut config = config("http://cluster.test", InitialList::Paginated);
+    config.page_size = 1;
+    let (reflector, recorder, _) = run_config(&fake, config, bearer("t"));
+    let cursor = reflector.cache().subscribe();
+    assert_eq!(
+        events_until(&cursor, r#"SYNCED "6" true"#).await,
+        [
+            "ADDED a 1",
+            r#"SYNCED "3" false"#,
+            "ERROR 0 true",
+            "DELETED a 1",
+            "ADDED b 6",
+            r#"SYNCED "6" true"#
+        ],
+        "the dropped relist is an ERROR between the two lists"
+    );
+    let sent = fake.sent();
+    assert!(sent[2].url.contains("limit=1") && sent[3].url.contains("limit=1"));
+    assert!(sent[3].at > sent[2].at, "listed again after a backoff step");
+    let warning = messages(&recorder)
+        .into_iter()
+        .find(|m| m.contains("list page"))
+        .expect("a warning");
+    assert!(
+        warning.contains("went past 3145728 bytes (3 MiB), more than 1 objects of at most 2 MiB"),
+        "{warning}"
+    );
+    reflector.stop();
+}
