@@ -25,7 +25,8 @@
 const { parseSelector, requiresKey, matchesUnlabelled, SelectorError } = require('./selector');
 const { DEFAULT_OBJECT_TYPES, DEFAULT_ROTATING_PROVIDERS, DEFAULTS } = require('./config');
 const { liveRequestContext, answerNotLive, answerFollowed } = require('./live');
-const { Identities } = require('./identity');
+const { Identities, viewerChecked, sharedCredential, SERVER_SIDE_PROVIDERS } = require('./identity');
+const { DefaultAnswers } = require('./default-answers');
 const { ViewerAccess } = require('./access');
 const { Pool, Entry, AVOID_MS } = require('./pool');
 const { Following } = require('./following');
@@ -33,19 +34,6 @@ const { BUILT_IN_GROUPS, resourcePathFor, isSecrets, isError, cachedAnswer } = r
 
 /** The label the Kubernetes plugin selects entities' objects by. */
 const ID_LABEL = 'backstage.io/kubernetes-id';
-
-/**
- * Auth providers whose credential is the backend's own, the same for every viewer; any other
- * (google, oidc and aks use the viewer's token from the request's `auth`; a custom strategy may
- * too) is never answered from a cache shared between users.
- */
-const SERVER_SIDE_PROVIDERS = new Set([
-  'serviceAccount',
-  'aws',
-  'azure',
-  'googleServiceAccount',
-  'localKubectlProxy',
-]);
 
 /** Statuses that close an informer that has not synced: the credential or the type will not do. */
 const REFUSALS = new Set([401, 403, 404]);
@@ -74,8 +62,6 @@ class NativeInformerFetcher {
   /** The live tab's publisher (./live.js) and following, when the Signals plugin is installed. */
   #publisher;
   #following = null;
-  /** How resources were answered: from a cache, or by the default fetcher (per resource). */
-  #answered = { cached: 0, delegated: 0 };
   #sweeper;
   #closed = false;
 
@@ -123,7 +109,7 @@ class NativeInformerFetcher {
     clusterRequest,
   }) {
     this.#watcher = watcher;
-    this.#default = defaultFetcher;
+    this.#default = new DefaultAnswers({ defaultFetcher, stripManagedFields });
     this.#logger = logger;
     this.#idleTimeoutMs = idleTimeoutMs;
     this.#syncTimeoutMs = syncTimeoutMs;
@@ -160,13 +146,12 @@ class NativeInformerFetcher {
 
   /** Pod metrics are not watchable: always the default fetcher's. */
   fetchPodMetricsByNamespaces(clusterDetails, credential, namespaces, labelSelector) {
-    answerNotLive();
-    return this.#default.fetchPodMetricsByNamespaces(clusterDetails, credential, namespaces, labelSelector);
+    return this.#default.podMetrics(clusterDetails, credential, namespaces, labelSelector);
   }
 
   async fetchObjectsForService(params) {
     const { credential } = params;
-    const viewerChecked = this.#viewerChecked(params.clusterDetails);
+    const viewerChecked = viewerChecked(params.clusterDetails);
     // A cluster of viewers' own credentials is cached with its service account token, as a
     // serviceAccount cluster (./access.js); the viewers' credentials only ask for access.
     const clusterDetails = viewerChecked
@@ -181,8 +166,8 @@ class NativeInformerFetcher {
     const cacheCredential = viewerChecked
       ? { type: 'bearer token', token: clusterDetails.authMetadata.serviceAccountToken }
       : credential;
-    if (this.#closed || (!viewerChecked && !this.#sharedCredential(clusterDetails, credential))) {
-      return this.#delegateAll(params);
+    if (this.#closed || (!viewerChecked && !sharedCredential(clusterDetails, credential))) {
+      return this.#default.all(params);
     }
     const selector = params.labelSelector ?? '';
     let requirements;
@@ -191,10 +176,10 @@ class NativeInformerFetcher {
     } catch (err) {
       if (!(err instanceof SelectorError)) throw err;
       // The API server's 400 for it, exactly as the default fetcher reports it; no informer.
-      return this.#delegateAll(params);
+      return this.#default.all(params);
     }
     // A selector that unlabelled objects match would cache whole types: the default answers.
-    if (matchesUnlabelled(requirements)) return this.#delegateAll(params);
+    if (matchesUnlabelled(requirements)) return this.#default.all(params);
 
     const types = [...params.objectTypesToFetch];
     const resources = [...types, ...params.customResources];
@@ -258,14 +243,14 @@ class NativeInformerFetcher {
       // request opened closes now, not at idle.
       for (const entry of opened) this.#pool.drop(entry);
       this.#logger?.warn(`kube-watch-native: cannot cache cluster ${clusterDetails.name}: ${err.message}`);
-      return this.#delegateAll(params);
+      return this.#default.all(params);
     }
 
     // Answered now: the entries are used as of this moment, whatever the wait took.
     for (const entry of entries) entry?.touch();
     const results = resources.map((resource, i) => {
       const answer = this.#answer(params, resource, i >= types.length, entries[i], selector, namespace);
-      this.#answered[answer instanceof Promise ? 'delegated' : 'cached']++;
+      this.#default.count(answer);
       return answer;
     });
     if (viewer && this.#following) {
@@ -305,7 +290,7 @@ class NativeInformerFetcher {
 
   /** How many resources were answered from a cache, and how many by the default fetcher. */
   answered() {
-    return { ...this.#answered };
+    return this.#default.answered();
   }
 
   /** Identities holding credentials now (for tests: they are pruned with their informers). */
@@ -320,26 +305,6 @@ class NativeInformerFetcher {
     this.#pool.close();
     this.#identities.clear();
     this.#access.clear();
-  }
-
-  /**
-   * A cluster whose provider takes the viewer's credential, configured with a service account
-   * token as well (which Backstage itself ignores for such providers): the opt-in to caching it.
-   */
-  #viewerChecked(clusterDetails) {
-    const authMetadata = clusterDetails?.authMetadata ?? {};
-    const token = authMetadata.serviceAccountToken;
-    return (
-      !SERVER_SIDE_PROVIDERS.has(authMetadata['kubernetes.io/auth-provider']) &&
-      typeof token === 'string' &&
-      token.length > 0
-    );
-  }
-
-  #sharedCredential(clusterDetails, credential) {
-    const provider = clusterDetails?.authMetadata?.['kubernetes.io/auth-provider'];
-    if (!SERVER_SIDE_PROVIDERS.has(provider) || !credential) return false;
-    return credential.type !== 'anonymous' || provider === 'localKubectlProxy';
   }
 
   /** Configured to be cached; secrets only when named, whatever route asks for them. */
@@ -429,7 +394,7 @@ class NativeInformerFetcher {
 
   /** One resource's answer: from the cache when it equals the default's, else the default's. */
   #answer(params, resource, custom, entry, selector, namespace) {
-    const live = () => this.#live(params, resource, custom);
+    const live = () => this.#default.one(params, resource, custom);
     if (!entry) return live();
     const state = entry.informer.state();
     if (state.finished) {
@@ -475,36 +440,6 @@ class NativeInformerFetcher {
       });
     }
     return cachedAnswer(entry, resource, namespace, selector, state.generation) ?? live();
-  }
-
-  /** The whole request answered by the default fetcher. */
-  #delegateAll(params) {
-    this.#answered.delegated += params.objectTypesToFetch.size + params.customResources.length;
-    return this.#delegate(params);
-  }
-
-  /** The default fetcher's answer, without `managedFields` when configured (as cached answers are). */
-  #delegate(params) {
-    answerNotLive();
-    const answer = this.#default.fetchObjectsForService(params);
-    if (!this.#stripManagedFields) return answer;
-    return answer.then((wrapper) => {
-      for (const response of wrapper.responses) {
-        for (const item of response.resources ?? []) {
-          if (item?.metadata?.managedFields !== undefined) delete item.metadata.managedFields;
-        }
-      }
-      return wrapper;
-    });
-  }
-
-  /** The default fetcher's answer for this one resource: one LIST, its result or its error. */
-  #live(params, resource, custom) {
-    return this.#delegate({
-      ...params,
-      objectTypesToFetch: new Set(custom ? [] : [resource]),
-      customResources: custom ? [resource] : [],
-    }).then(({ errors, responses }) => errors[0] ?? responses[0]);
   }
 
   #sweep() {

@@ -34,6 +34,41 @@ const MAX_REVIEWS = 4096;
 const REVIEW_PATH = '/apis/authentication.k8s.io/v1/selfsubjectreviews';
 const REVIEW_BODY = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
 
+/**
+ * Auth providers whose credential is the backend's own, the same for every viewer; any other
+ * (google, oidc and aks use the viewer's token from the request's `auth`; a custom strategy may
+ * too) is never answered from a cache shared between users.
+ */
+const SERVER_SIDE_PROVIDERS = new Set([
+  'serviceAccount',
+  'aws',
+  'azure',
+  'googleServiceAccount',
+  'localKubectlProxy',
+]);
+
+/**
+ * A cluster whose provider takes the viewer's credential, configured with a service account
+ * token as well (which Backstage itself ignores for such providers): the opt-in to caching it
+ * with that token while each viewer's access is asked with its own (./access.js).
+ */
+function viewerChecked(clusterDetails) {
+  const authMetadata = clusterDetails?.authMetadata ?? {};
+  const token = authMetadata.serviceAccountToken;
+  return (
+    !SERVER_SIDE_PROVIDERS.has(authMetadata['kubernetes.io/auth-provider']) &&
+    typeof token === 'string' &&
+    token.length > 0
+  );
+}
+
+/** Whether the request's credential is the backend's own, and so may key a shared cache. */
+function sharedCredential(clusterDetails, credential) {
+  const provider = clusterDetails?.authMetadata?.['kubernetes.io/auth-provider'];
+  if (!SERVER_SIDE_PROVIDERS.has(provider) || !credential) return false;
+  return credential.type !== 'anonymous' || provider === 'localKubectlProxy';
+}
+
 /** The key of the HMAC that turns credentials into identity keys: this process's own, never stored. */
 const IDENTITY_KEY = crypto.randomBytes(32);
 
@@ -272,6 +307,9 @@ class Identities {
 }
 
 module.exports = {
+  SERVER_SIDE_PROVIDERS,
+  viewerChecked,
+  sharedCredential,
   Identities,
   Identity,
   keyedHash,

@@ -1,0 +1,66 @@
+'use strict';
+// The default fetcher's answers, as the module hands them on: the whole request, or one resource
+// of it (one LIST: its result or its error), without `managedFields` when the module strips them
+// (so a delegated answer looks as a cached one does); and the count of resources answered each way.
+// Every delegated answer notes, in the live context of the load, that it is not followed by
+// signals: the frontend polls it (./live.js).
+
+const { answerNotLive } = require('./live');
+
+class DefaultAnswers {
+  #fetcher;
+  #stripManagedFields;
+  /** How resources were answered: from a cache, or by the default fetcher (per resource). */
+  #answered = { cached: 0, delegated: 0 };
+
+  constructor({ defaultFetcher, stripManagedFields }) {
+    this.#fetcher = defaultFetcher;
+    this.#stripManagedFields = stripManagedFields;
+  }
+
+  /** The whole request answered by the default fetcher. */
+  all(params) {
+    this.#answered.delegated += params.objectTypesToFetch.size + params.customResources.length;
+    return this.#delegate(params);
+  }
+
+  /** The default fetcher's answer for this one resource: one LIST, its result or its error. */
+  one(params, resource, custom) {
+    return this.#delegate({
+      ...params,
+      objectTypesToFetch: new Set(custom ? [] : [resource]),
+      customResources: custom ? [resource] : [],
+    }).then(({ errors, responses }) => errors[0] ?? responses[0]);
+  }
+
+  /** Pod metrics are not watchable: always the default fetcher's. */
+  podMetrics(clusterDetails, credential, namespaces, labelSelector) {
+    answerNotLive();
+    return this.#fetcher.fetchPodMetricsByNamespaces(clusterDetails, credential, namespaces, labelSelector);
+  }
+
+  /** Counts one resource's answer: a promise is the default fetcher's, anything else the cache's. */
+  count(answer) {
+    this.#answered[answer instanceof Promise ? 'delegated' : 'cached']++;
+  }
+
+  answered() {
+    return { ...this.#answered };
+  }
+
+  #delegate(params) {
+    answerNotLive();
+    const answer = this.#fetcher.fetchObjectsForService(params);
+    if (!this.#stripManagedFields) return answer;
+    return answer.then((wrapper) => {
+      for (const response of wrapper.responses) {
+        for (const item of response.resources ?? []) {
+          if (item?.metadata?.managedFields !== undefined) delete item.metadata.managedFields;
+        }
+      }
+      return wrapper;
+    });
+  }
+}
+
+module.exports = { DefaultAnswers };
