@@ -25,7 +25,7 @@
 const { parseSelector, requiresKey, matchesUnlabelled, SelectorError } = require('./selector');
 const { DEFAULT_OBJECT_TYPES, DEFAULT_ROTATING_PROVIDERS, DEFAULTS } = require('./config');
 const { liveRequestContext, answerNotLive, answerFollowed } = require('./live');
-const { Identities, viewerChecked, sharedCredential, SERVER_SIDE_PROVIDERS } = require('./identity');
+const { Identities, isViewerChecked, sharedCredential, SERVER_SIDE_PROVIDERS } = require('./identity');
 const { DefaultAnswers } = require('./default-answers');
 const { ViewerAccess } = require('./access');
 const { Pool, Entry, AVOID_MS } = require('./pool');
@@ -151,7 +151,7 @@ class NativeInformerFetcher {
 
   async fetchObjectsForService(params) {
     const { credential } = params;
-    const viewerChecked = viewerChecked(params.clusterDetails);
+    const viewerChecked = isViewerChecked(params.clusterDetails);
     // A cluster of viewers' own credentials is cached with its service account token, as a
     // serviceAccount cluster (./access.js); the viewers' credentials only ask for access.
     const clusterDetails = viewerChecked

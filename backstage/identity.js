@@ -52,7 +52,7 @@ const SERVER_SIDE_PROVIDERS = new Set([
  * token as well (which Backstage itself ignores for such providers): the opt-in to caching it
  * with that token while each viewer's access is asked with its own (./access.js).
  */
-function viewerChecked(clusterDetails) {
+function isViewerChecked(clusterDetails) {
   const authMetadata = clusterDetails?.authMetadata ?? {};
   const token = authMetadata.serviceAccountToken;
   return (
@@ -308,7 +308,7 @@ class Identities {
 
 module.exports = {
   SERVER_SIDE_PROVIDERS,
-  viewerChecked,
+  isViewerChecked,
   sharedCredential,
   Identities,
   Identity,
