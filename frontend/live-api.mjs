@@ -283,13 +283,12 @@ export class LiveKubernetesApi {
   /**
    * The configured clusters: the tab asks before every poll (to decorate the request with the
    * viewer's credentials). Served from memory while any watched entity's channel is live, for
-   * at most `notLiveMaxAgeMs`, since no signal follows it; refetched after a reconnect.
+   * at most `maxAgeMs`; refetched after a reconnect (a backend restart is one).
    */
   async getClusters() {
     const connection = this.#anyConnection();
     const hit = this.#clusters;
-    // Nothing signals a change of the cluster list: kept as long as an answer that is not live.
-    if (connection && hit && hit.connection === connection && this.#now() - hit.at < this.#notLiveMaxAgeMs) {
+    if (connection && hit && hit.connection === connection && this.#now() - hit.at < this.#maxAgeMs) {
       return hit.value;
     }
     const at = this.#now();
