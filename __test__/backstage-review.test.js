@@ -265,3 +265,28 @@ test('findings 2 and 8: every viewer of an informer is signalled, past 256 selec
     [['user:default/u0', ['known-to-u0-as-this']]],
   );
 });
+
+test('an idle viewer whose cache stays current hears nothing: credentials are checked without loads', async (t) => {
+  const published = [];
+  const publisher = createLivePublisher({ signals: { publish: (s) => void published.push(s) } });
+  const { sim, fetcher, request } = await setUp(t, {
+    sim: { tokens: { 'tok-sa': { user: 'sa' } } },
+    live: publisher,
+    credentialCheckMs: 300,
+    livenessMs: 1200,
+  });
+  sim.create('pods', pod('p1'));
+  await fromCache(fetcher, request('tok-sa'));
+  await liveRequestContext.run(
+    { userEntityRef: 'user:default/idle', entityRef: 'component:default/svc' },
+    () => fetcher.fetchObjectsForService(request('tok-sa')),
+  );
+  // Four check intervals and more than the liveness bound, with no load: nothing changed.
+  await sleep(2000);
+  assert.deepEqual(published, [], 'no signal while the cache stays current and its credential good');
+  const reviews = sim.requests.filter((r) => r.path.endsWith('/selfsubjectreviews'));
+  assert.ok(reviews.length >= 4, `${reviews.length} credential checks in 2 s without a load`);
+  // And a revocation is found without a load, and signalled.
+  delete sim.options.tokens['tok-sa'];
+  await eventually(() => published.length === 1, { what: 'the signal of a credential refused' });
+});

@@ -195,9 +195,11 @@ test('signals: an allowed viewer is signalled, a refused one never, a revoked on
   await sleep(300);
   const to = () => published.map((s) => s.recipients.entityRef).sort();
   assert.deepEqual(to(), ['user:default/alice', 'user:default/bob'], 'Carol, refused, never');
-  // Bob's access is revoked; his next load is refused, and he is not signalled again.
-  sim.options.tokens['tok-bob'] = { user: 'bob', rules: [] };
+  // Both reload (each is followed again); then Bob's access is revoked, his next load is
+  // refused, and he is not signalled again.
   await load('alice', 'tok-alice');
+  await load('bob', 'tok-bob');
+  sim.options.tokens['tok-bob'] = { user: 'bob', rules: [] };
   await load('bob', 'tok-bob');
   published.length = 0;
   sim.create('pods', { metadata: { name: 'p-newer', namespace: 'team', labels: { [ID]: 'svc' } } });

@@ -161,6 +161,8 @@ class Identities {
   #byKey = new Map();
   /** keyed hash of connection and credential → the user text the API server reported. */
   #reviews = new Map();
+  /** Checks the identities in use every `recheckMs`, loads or not (null while there are none). */
+  #timer = null;
 
   /**
    * @param {object} options
@@ -205,6 +207,7 @@ class Identities {
     identity.credential = credential;
     identity.clusterDetails = clusterDetails;
     identity.lastUsed = this.#now();
+    this.#keepChecking();
     if (identity.verifiedAt === 0 && identity.refused === null) await this.check(identity);
     return identity;
   }
@@ -265,8 +268,25 @@ class Identities {
   }
 
   clear() {
+    clearInterval(this.#timer);
+    this.#timer = null;
     this.#byKey.clear();
     this.#reviews.clear();
+  }
+
+  /**
+   * Checks every identity with informers each `recheckMs`, whether or not loads come: an idle
+   * tab's cache stays served (and unsignalled) while its credential holds, and a revoked one is
+   * found within the bound even when nobody loads.
+   */
+  #keepChecking() {
+    if (this.#timer !== null) return;
+    this.#timer = setInterval(() => {
+      for (const identity of this.#byKey.values()) {
+        if (identity.entries.size > 0) void this.check(identity);
+      }
+    }, this.#recheckMs);
+    this.#timer.unref?.();
   }
 
   /**
