@@ -110,6 +110,13 @@ export interface Config {
          * dropped. Default 200.
          */
         maxViewersPerUser?: number;
+        /**
+         * Backend replicas serving the tab behind a load balancer. Above 1, the live tab needs the
+         * events backend plugin on PostgreSQL (`backend.database.client: pg`), whose bus carries a
+         * replica's signals to the browsers connected to the others; without it the live tab is
+         * off (with a warning) and the tab polls as usual. Default 1.
+         */
+        replicas?: number;
       };
       /**
        * The object types answered from informers, by Backstage's `objectType` names (`pods`,

@@ -33,10 +33,31 @@ test('a change signals the user who loaded the entity, on its channel, with no o
     {
       recipients: { type: 'user', entityRef: ALICE },
       channel: `kubernetes:${SVC_A}`,
-      message: { clusters: ['alpha'], at: clock.now() },
+      message: { clusters: ['alpha'], at: clock.now(), id: published[0].message.id },
     },
   ]);
   assert.equal(channelOf(SVC_A), 'kubernetes:component:default/svc-a');
+});
+
+test('a change carries its identity: the same on every replica that saw it, another for another change', async () => {
+  const replicas = [setUp(), setUp()];
+  const ids = async (change) => {
+    const out = [];
+    for (const [i, { live, published, settle, clock }] of replicas.entries()) {
+      // Each replica's watch keys are its own (keyed hashes); what the answer became is content.
+      live.viewed(ALICE, SVC_A, [`replica-${i}-key`], { cluster: 'alpha' });
+      live.changed(`replica-${i}-key`, { change });
+      await settle();
+      out.push(published.at(-1).message.id);
+      clock.advance(1000);
+    }
+    return out;
+  };
+  const [a, b] = await ids('fingerprint-1');
+  assert.equal(typeof a, 'string');
+  assert.equal(a, b, 'both replicas name the change alike');
+  const [c] = await ids('fingerprint-2');
+  assert.notEqual(c, a, 'another change, another identity');
 });
 
 test("another user's entity, and a key nobody loaded, get nothing", async () => {
@@ -300,4 +321,44 @@ test('liveHeaderMiddleware: x-kube-watch-live only on a 200 whose every provider
     'x-kube-watch-live': '1',
     'access-control-expose-headers': 'x-kube-watch-live',
   });
+});
+
+test('several replicas: the live tab is on only with the events backend on PostgreSQL, else off with a warning', async () => {
+  const { setUpLive } = require('../backstage/live-provider');
+  const { ConfigReader } = require('@backstage/config');
+  const setUp = async ({ replicas, plugins, client }) => {
+    const warnings = [];
+    const registered = [];
+    const live = await setUpLive({
+      options: {
+        enabled: true,
+        viewerTtlMs: 1000,
+        maxViewers: 10,
+        maxViewersPerUser: 5,
+        minIntervalMs: 0,
+        replicas,
+      },
+      logger: { info() {}, warn: (m) => warnings.push(m) },
+      config: new ConfigReader(client ? { backend: { database: { client } } } : {}),
+      signals: { publish() {} },
+      objectsProviders: { addObjectsProvider: (p) => registered.push(p) },
+      auth: {},
+      instanceMetadata: { getInstalledPlugins: async () => plugins.map((pluginId) => ({ pluginId })) },
+      httpRouter: { use: (h) => registered.push(h) },
+    });
+    live?.close();
+    return { live, warnings, registered };
+  };
+  const one = await setUp({ replicas: 1, plugins: ['signals', 'kubernetes'] });
+  assert.ok(one.live, 'one replica: on');
+  const noBus = await setUp({ replicas: 3, plugins: ['signals', 'kubernetes'], client: 'pg' });
+  assert.equal(noBus.live, undefined, 'no events backend: off');
+  assert.deepEqual(noBus.registered, [], 'no objects provider, no header');
+  assert.match(noBus.warnings[0], /replicas is 3.*events plugin is not installed.*the live tab is off/);
+  const sqlite = await setUp({ replicas: 2, plugins: ['signals', 'events'], client: 'better-sqlite3' });
+  assert.equal(sqlite.live, undefined, 'the events backend on SQLite is in-memory: off');
+  assert.match(sqlite.warnings[0], /backend\.database\.client is better-sqlite3/);
+  const bus = await setUp({ replicas: 2, plugins: ['signals', 'events'], client: 'pg' });
+  assert.ok(bus.live, 'the events backend on PostgreSQL: on');
+  assert.equal(bus.registered.length, 2);
 });

@@ -290,3 +290,44 @@ test('an idle viewer whose cache stays current hears nothing: credentials are ch
   delete sim.options.tokens['tok-sa'];
   await eventually(() => published.length === 1, { what: 'the signal of a credential refused' });
 });
+
+test('two replicas that see the same change signal it with the same identity', async (t) => {
+  const sim = await createSimulator({ bookmarkIntervalMs: 200, token: 'tok-a' });
+  t.after(() => sim.close());
+  sim.create('pods', pod('p1'));
+  const replicas = [0, 1].map(() => {
+    const published = [];
+    const fetcher = new NativeInformerFetcher({
+      watcher: new NativeKubernetesWatcher({ logger: recordingLogger() }),
+      defaultFetcher: recordingDefault(),
+      live: createLivePublisher({ signals: { publish: (s) => void published.push(s) } }),
+    });
+    t.after(() => fetcher.close());
+    return { fetcher, published };
+  });
+  const request = serviceAccountRequest(sim.url, 'tok-a');
+  for (const { fetcher } of replicas) {
+    await fromCache(fetcher, request);
+    await liveRequestContext.run(
+      { userEntityRef: 'user:default/a', entityRef: 'component:default/svc' },
+      () => fetcher.fetchObjectsForService(request),
+    );
+  }
+  sim.create('pods', pod('p2'));
+  await eventually(() => replicas.every((r) => r.published.length === 1), {
+    what: 'one signal from each replica',
+  });
+  const [a, b] = replicas.map((r) => r.published[0].message.id);
+  assert.equal(a, b, 'the frontend can drop the second');
+  // The viewer reloads (through either replica); the next change has an identity of its own.
+  for (const { fetcher } of replicas) {
+    await liveRequestContext.run(
+      { userEntityRef: 'user:default/a', entityRef: 'component:default/svc' },
+      () => fetcher.fetchObjectsForService(request),
+    );
+  }
+  sim.create('pods', pod('p3'));
+  await eventually(() => replicas.every((r) => r.published.length === 2), { what: 'the next change' });
+  assert.notEqual(replicas[0].published[1].message.id, a);
+  assert.equal(replicas[0].published[1].message.id, replicas[1].published[1].message.id);
+});

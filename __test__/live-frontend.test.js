@@ -143,6 +143,20 @@ test('served from memory until a signal on the entity channel, then fetched once
   assert.deepEqual(client.calls, ['objects', 'objects'], 'one refetch per signal');
 });
 
+test('a change signalled twice (two replicas saw it) is refetched once; another change again', async () => {
+  const { api, client, signals } = await setUp();
+  const channel = 'kubernetes:component:default/svc-a';
+  await api.getObjectsByEntity({ entity: SVC_A });
+  signals.emit(channel, { clusters: ['alpha'], at: 1, id: 'change-1' });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  signals.emit(channel, { clusters: ['alpha'], at: 2, id: 'change-1' }); // the other replica's
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.deepEqual(client.calls, ['objects', 'objects'], 'the duplicate is dropped');
+  signals.emit(channel, { clusters: ['alpha'], at: 3, id: 'change-2' });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.deepEqual(client.calls, ['objects', 'objects', 'objects']);
+});
+
 test('an answer the backend did not mark live (the default fetcher gave it) is fetched at every call while the connection is up; a live one is kept', async () => {
   const { api, client, signals, clock } = await setUp({ holdMs: 10_000 });
   client.live = false;

@@ -106,7 +106,11 @@ test(
     await reload();
     assert.equal(alice.received[0].channel, CHANNEL);
     assert.deepEqual(alice.received[0].message.clusters, ['sim']);
-    assert.deepEqual(Object.keys(alice.received[0].message).sort(), ['at', 'clusters'], 'no object data');
+    assert.deepEqual(
+      Object.keys(alice.received[0].message).sort(),
+      ['at', 'clusters', 'id'],
+      'no object data',
+    );
     assert.deepEqual(bob.received, [], 'Bob subscribed to the channel but never loaded the entity');
 
     // An object no loaded entity selects: nobody.

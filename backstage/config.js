@@ -72,6 +72,7 @@ const DEFAULTS = {
     maxViewers: 10_000,
     maxViewersPerUser: 200,
     minIntervalMs: 250,
+    replicas: 1,
   },
 };
 
@@ -156,6 +157,7 @@ function readNativeInformersConfig(config) {
           viewerTtlMs: duration('viewerTtl', DEFAULTS.live.viewerTtlMs, live),
           maxViewers: count('maxViewers', DEFAULTS.live.maxViewers, live),
           maxViewersPerUser: count('maxViewersPerUser', DEFAULTS.live.maxViewersPerUser, live),
+          replicas: count('replicas', DEFAULTS.live.replicas, live),
           minIntervalMs: duration('minInterval', DEFAULTS.live.minIntervalMs, live),
         }
       : DEFAULTS.live,

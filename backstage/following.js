@@ -141,7 +141,8 @@ class Following {
         const now = this.#fingerprint(entry, watched.namespace, watched.selector);
         if (now === watched.last) continue;
         watched.last = now;
-        this.#publisher.changed(key);
+        // The fingerprint hashes content, not this process's keys: alike on every replica.
+        this.#publisher.changed(key, { change: now });
       }
     }
     if (entry.watched.size === 0) {

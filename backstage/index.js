@@ -87,7 +87,7 @@ const kubernetesModuleNativeInformers = createBackendModule({
           );
           return;
         }
-        const publisher = await setUpLive({ options: options.live, logger, ...live });
+        const publisher = await setUpLive({ options: options.live, logger, config, ...live });
         let fetcher;
         let metrics;
         fetchers.addFetcher(async ({ getDefault }) => {

@@ -111,7 +111,16 @@ function liveHeaderMiddleware() {
  * is installed and `kubernetes.nativeInformers.live.enabled` is not false; else undefined.
  * Called from the module's init, where extension points still take registrations.
  */
-async function setUpLive({ options, logger, signals, objectsProviders, auth, instanceMetadata, httpRouter }) {
+async function setUpLive({
+  options,
+  logger,
+  config,
+  signals,
+  objectsProviders,
+  auth,
+  instanceMetadata,
+  httpRouter,
+}) {
   if (!signals) return undefined; // @backstage/plugin-signals-node is not installed
   if (!options.enabled) {
     logger.info(
@@ -124,7 +133,19 @@ async function setUpLive({ options, logger, signals, objectsProviders, auth, ins
     logger.info('kube-watch-native: the Signals backend plugin is not installed; the tab polls as usual');
     return undefined;
   }
-  const { enabled: _enabled, ...publisherOptions } = options;
+  // Several replicas: a load answered here registers its viewer here, and the browser's
+  // WebSocket may be on another replica, which hears this one's signals only through the events
+  // bus across instances (the events backend on PostgreSQL). Without it, an answer served from
+  // memory could wait for a signal that never comes: the tab polls instead.
+  const databaseClient = config?.getOptionalString('backend.database.client');
+  const bus = plugins.some((plugin) => plugin.pluginId === 'events') && databaseClient === 'pg';
+  if (options.replicas > 1 && !bus) {
+    logger.warn(
+      `kube-watch-native: kubernetes.nativeInformers.live.replicas is ${options.replicas}, but signals reach other replicas only through the events backend on PostgreSQL (the events plugin is ${plugins.some((plugin) => plugin.pluginId === 'events') ? '' : 'not '}installed, backend.database.client is ${databaseClient ?? 'unset'}): the live tab is off, the tab polls as usual`,
+    );
+    return undefined;
+  }
+  const { enabled: _enabled, replicas: _replicas, ...publisherOptions } = options;
   const live = createLivePublisher({ signals, logger, ...publisherOptions });
   objectsProviders.addObjectsProvider(
     async ({ getDefault }) => new LiveObjectsProvider({ inner: await getDefault(), auth }),

@@ -7,13 +7,15 @@
 // entity, and runs the default provider inside `liveRequestContext` so the fetcher can join the
 // two with `viewed(...)`. When an informer sees a change, the fetcher calls `changed(watchKey)`
 // and every recent viewer of an entity that depends on it gets a signal on
-// `kubernetes:<entityRef>`: `{ clusters, at }`, never object data. The browser then refetches
+// `kubernetes:<entityRef>`: `{ clusters, at, id }` (`id`: the change's identity, the same on every
+// replica that saw it), never object data. The browser then refetches
 // through the usual permission-checked route, so the push reveals nothing the user could not load.
 //
 // Pure: no I/O but `signals.publish`, time from an injected `now`, timers from an injected
 // `setTimer`, so every path runs under a fake clock in __test__/backstage-live.test.js.
 
 const { AsyncLocalStorage } = require('node:async_hooks');
+const crypto = require('node:crypto');
 
 /**
  * The request being answered, for the fetcher: `{ userEntityRef, entityRef }` while the objects
@@ -143,13 +145,21 @@ function createLivePublisher({
 
   function send(viewer) {
     const clusters = [...viewer.pending].sort();
+    // The change's identity: what the viewer's answer became, which every replica that saw the
+    // same change computes alike, so the frontend drops a second signal of it.
+    const id = crypto
+      .createHash('sha256')
+      .update(JSON.stringify([...viewer.changes].sort()))
+      .digest('base64url')
+      .slice(0, 22);
     viewer.pending = null;
+    viewer.changes = new Set();
     viewer.armed = false;
     viewer.lastSentAt = now();
     const signal = {
       recipients: { type: 'user', entityRef: viewer.userEntityRef },
       channel: channelOf(viewer.entityRef),
-      message: { clusters, at: viewer.lastSentAt },
+      message: { clusters, at: viewer.lastSentAt, id },
     };
     counts.published++;
     // publish() goes through the events service. A failure re-arms the viewer, so the next
@@ -175,9 +185,10 @@ function createLivePublisher({
   }
 
   /** Signals `viewer` for these clusters, at once or at the end of its minInterval. */
-  function signal(id, viewer, clusters, t) {
+  function signal(id, viewer, clusters, t, change) {
     viewer.pending ??= new Set();
     for (const cluster of clusters) viewer.pending.add(cluster);
+    if (change !== undefined) viewer.changes.add(change);
     if (viewer.cancel) return; // a trailing signal is due and will carry this one
     const wait = viewer.lastSentAt + minIntervalMs - t;
     if (wait <= 0) send(viewer);
@@ -193,7 +204,14 @@ function createLivePublisher({
       const oldest = own.values().next().value;
       const viewer = viewers.get(oldest);
       counts.evicted++;
-      if (viewer.armed) send(Object.assign(viewer, { pending: new Set(viewer.keys.values()) }));
+      if (viewer.armed) {
+        send(
+          Object.assign(viewer, {
+            pending: new Set(viewer.keys.values()),
+            changes: new Set([`evicted ${t}`]),
+          }),
+        );
+      }
       forget(oldest);
     }
     if (viewers.size >= maxViewers) {
@@ -234,6 +252,7 @@ function createLivePublisher({
           lastSentAt: -Infinity,
           armed: false,
           pending: null,
+          changes: new Set(),
           cancel: null,
         };
       }
@@ -264,8 +283,10 @@ function createLivePublisher({
      * viewer that depends on it and was answered since its last signal, the first at once
      * after a quiet spell, then at most one per `minIntervalMs`.
      * @param {string} watchKey
+     * @param {{ change?: string }} [what] what the key's answer became (a content fingerprint the
+     *   same on every replica), so that the signal carries the change's identity
      */
-    changed(watchKey) {
+    changed(watchKey, { change } = {}) {
       if (closed) return;
       const t = now();
       sweep(t);
@@ -274,7 +295,7 @@ function createLivePublisher({
       for (const id of [...ids]) {
         const viewer = viewers.get(id);
         if (!viewer.armed) continue; // signalled already: its reload arms it again
-        signal(id, viewer, [viewer.keys.get(watchKey)], t);
+        signal(id, viewer, [viewer.keys.get(watchKey)], t, change);
       }
     },
 

@@ -63,6 +63,9 @@ export function liveAnswerFetch(fetchApi) {
   };
 }
 
+/** Change identities remembered per entity, to drop a change signalled twice (by two replicas). */
+const SEEN_CHANGES = 32;
+
 /** How often a held poll looks whether its signals connection is still the one it was held on. */
 const HOLD_CHECK_MS = 250;
 
@@ -468,7 +471,14 @@ export class LiveKubernetesApi {
    * out is sent again at once, if a component asked within `prefetchWithinMs` (the tab still
    * polls): its next poll then finds the answer in memory or on its way, not a request to start.
    */
-  #signalled(entityRef, watched) {
+  #signalled(entityRef, watched, message) {
+    // The same change signalled again (by another backend replica that saw it too): nothing new.
+    const id = typeof message?.id === 'string' ? message.id : null;
+    if (id !== null) {
+      if (watched.seen.includes(id)) return;
+      watched.seen.push(id);
+      if (watched.seen.length > SEEN_CHANGES) watched.seen.shift();
+    }
     watched.version += 1;
     const requests = new Map();
     for (const [key, answer] of this.#answers) if (answer.entityRef === entityRef) requests.set(key, answer);
@@ -487,7 +497,14 @@ export class LiveKubernetesApi {
   #watch(entityRef) {
     let watched = this.#entities.get(entityRef);
     if (!watched) {
-      watched = { subscription: null, version: 0, lastAsked: 0, cancelIdle: null, subscribedAt: 0 };
+      watched = {
+        subscription: null,
+        version: 0,
+        lastAsked: 0,
+        cancelIdle: null,
+        subscribedAt: 0,
+        seen: [],
+      };
       this.#entities.set(entityRef, watched);
       this.#stopWakes ??= this.#wakes(() => this.#wake());
       this.#subscribe(entityRef, watched);
@@ -499,8 +516,8 @@ export class LiveKubernetesApi {
 
   #subscribe(entityRef, watched) {
     watched.subscribedAt = this.#now();
-    watched.subscription = this.#signalApi.subscribe(channelOf(entityRef), () =>
-      this.#signalled(entityRef, watched),
+    watched.subscription = this.#signalApi.subscribe(channelOf(entityRef), (message) =>
+      this.#signalled(entityRef, watched, message),
     );
   }
 
