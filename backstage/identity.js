@@ -331,9 +331,6 @@ module.exports = {
   isViewerChecked,
   sharedCredential,
   Identities,
-  Identity,
   keyedHash,
-  connectionOf,
   clusterRequest,
-  RECHECK_MS,
 };
