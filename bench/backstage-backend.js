@@ -8,7 +8,12 @@
 // own router, fan-out and JSON, the part no fetcher can take away. It tells its parent its HTTP port; the parent measures it from outside
 // (/proc for CPU and memory, the clusters for requests, its own clock for latency).
 //
-// argv: <variant> <entities> <clusters JSON from backstage-clusters.js's info>
+// The variants `default-viewers`, `native-viewers` and `floor-viewers` (bench/backstage.js
+// --viewers) are the same three with every cluster configured for the viewer's own credential
+// (`authProvider: oidc`, `oidcTokenProvider: okta`) and the clusters' token as
+// `serviceAccountToken`; `authorizationTtl` <ms> as a fourth argument sets the module's.
+//
+// argv: <variant> <entities> <clusters JSON from backstage-clusters.js's info> [authorizationTtl ms]
 
 const { startTestBackend, mockServices } = require('@backstage/backend-test-utils');
 const { createBackendModule } = require('@backstage/backend-plugin-api');
@@ -16,7 +21,8 @@ const { kubernetesFetcherExtensionPoint } = require('@backstage/plugin-kubernete
 const { catalogServiceMock } = require('@backstage/plugin-catalog-node/testUtils');
 const { entities: benchEntities, clusterConfigs } = require('./backstage-common');
 
-const [variant, entityCount, infoJson] = process.argv.slice(2);
+const [variant, entityCount, infoJson, authorizationTtlMs] = process.argv.slice(2);
+const VIEWERS = variant.endsWith('-viewers');
 const info = JSON.parse(infoJson);
 
 const entities = benchEntities(Number(entityCount));
@@ -63,11 +69,14 @@ async function main() {
       clusterLocatorMethods: [
         {
           type: 'config',
-          clusters: clusterConfigs(info),
+          clusters: clusterConfigs(info, { viewers: VIEWERS }),
         },
       ],
       customResources: [{ group: 'example.com', apiVersion: 'v1', plural: 'widgets' }],
       ...(variant === 'native-strip' && { nativeInformers: { stripManagedFields: true } }),
+      ...(authorizationTtlMs !== undefined && {
+        nativeInformers: { authorizationTtl: { milliseconds: Number(authorizationTtlMs) } },
+      }),
     },
   };
   const features = [
@@ -78,7 +87,7 @@ async function main() {
     mockServices.rootLogger.factory({ level: 'warn' }),
   ];
   if (variant.startsWith('native')) features.push(import('kube-watch-native/backstage'));
-  if (variant === 'floor') features.push(floorModule);
+  if (variant.startsWith('floor')) features.push(floorModule);
   const backend = await startTestBackend({ features });
   process.send({ type: 'ready', port: backend.server.address().port });
   process.on('message', async (msg) => {

@@ -5,13 +5,19 @@
 // holds its share of `objects` objects of the tab's 13 default types and one custom resource,
 // `labelled` of them carrying `backstage.io/kubernetes-id=svc-<n>` for `entities` entities.
 //
+// argv: <objects> <labelled> <entities> [viewers]: with `viewers` (bench/backstage.js --viewers),
+// each cluster also knows that many viewers' own tokens (sim's `tokens`), each allowed to read
+// (list, watch, get) every type cluster-wide: half by a wildcard rule, half by naming the 14 types.
+//
 // IPC (parent → clusters, each answered with the same `id`):
-//   { cmd: 'info' }    → { clusters: [{ name, url }], token, caData, cachedJsonBytes, withPods }:
-//                        the JSON bytes of the labelled objects (what the module's informers
-//                        hold), and the entities that have a pod
+//   { cmd: 'info' }    → { clusters: [{ name, url }], token, viewerTokens, caData, cachedJsonBytes,
+//                        withPods }: the JSON bytes of the labelled objects (what the module's
+//                        informers hold), and the entities that have a pod
 //   { cmd: 'toggle', entity, crashing } → {}: that entity's pod crash-loops (its container
 //                        waits in CrashLoopBackOff) or is ready again: a change a tab shows
-//   { cmd: 'requests' } → { requests }: requests received by all clusters since the last ask
+//   { cmd: 'requests' } → { requests, byKind }: requests received by all clusters since the last
+//                        ask, and by kind: { list, watch, accessReview (SelfSubjectAccessReview),
+//                        selfReview (SelfSubjectReview), other }
 //   { cmd: 'change' }  → { entity, cluster, name, value }: a pod of the next entity that has one
 //                        gets the annotation `bench/changed: <value>`
 //   { cmd: 'churn', perSecond, seconds } → { changes }: that many pod changes a second, spread
@@ -20,7 +26,7 @@
 
 const { createSimulator, certs } = require('../sim');
 
-const [objects, labelled, entities] = process.argv.slice(2, 5).map(Number);
+const [objects, labelled, entities, viewers = 0] = process.argv.slice(2, 6).map(Number);
 const CLUSTERS = 6;
 const LATENCY_MS = 20;
 const TOKEN = 'bench-token-4b7e';
@@ -111,10 +117,36 @@ function object(index, labels, type) {
   };
 }
 
+/** The viewers' own tokens: `viewer-<v>-<hex>`, each the token of user `viewer-<v>`. */
+const VIEWER_TOKENS = Array.from(
+  { length: viewers },
+  (_, v) => `viewer-${v}-${(0x5eed + v * 7919).toString(16)}`,
+);
+const READ_ALL = [{ resources: ['*'], namespaces: ['*'] }];
+const READ_NAMED = [{ resources: TYPES.map((t) => t.split('/').at(-1)), namespaces: ['*'] }];
+const TOKENS = viewers
+  ? Object.fromEntries(
+      VIEWER_TOKENS.map((token, v) => [token, { user: `viewer-${v}`, rules: v % 2 ? READ_NAMED : READ_ALL }]),
+    )
+  : undefined;
+
+/** A request's kind, for the report's split of requests. */
+function kindOf(record) {
+  if (record.path.endsWith('/selfsubjectaccessreviews')) return 'accessReview';
+  if (record.path.endsWith('/selfsubjectreviews')) return 'selfReview';
+  if (record.method !== 'GET') return 'other';
+  return record.query.watch === 'true' || record.query.watch === '1' ? 'watch' : 'list';
+}
+
 async function main() {
   const sims = [];
   for (let c = 0; c < CLUSTERS; c++) {
-    const sim = await createSimulator({ tls: true, http2: true, token: TOKEN });
+    const sim = await createSimulator({
+      tls: true,
+      http2: true,
+      token: TOKEN,
+      ...(TOKENS && { tokens: TOKENS }),
+    });
     const handle = sim.onRequest.bind(sim);
     sim.onRequest = (req, res) => setTimeout(() => handle(req, res), LATENCY_MS);
     sim.defineResource('example.com/v1/widgets', { kind: 'Widget' });
@@ -141,6 +173,7 @@ async function main() {
         id: msg.id,
         clusters: sims.map((s, c) => ({ name: `cluster-${c}`, url: s.url })),
         token: TOKEN,
+        viewerTokens: VIEWER_TOKENS,
         caData: Buffer.from(certs.ca).toString('base64'),
         cachedJsonBytes,
         withPods: [...byEntity.keys()],
@@ -163,7 +196,9 @@ async function main() {
       });
       reply({ id: msg.id });
     } else if (msg.cmd === 'requests') {
-      reply({ id: msg.id, requests: sims.reduce((n, s) => n + s.requests.length, 0) });
+      const byKind = { list: 0, watch: 0, accessReview: 0, selfReview: 0, other: 0 };
+      for (const s of sims) for (const record of s.requests) byKind[kindOf(record)]++;
+      reply({ id: msg.id, requests: sims.reduce((n, s) => n + s.requests.length, 0), byKind });
       // The records themselves are not needed: keep the process's memory flat.
       for (const s of sims) s.requests.length = 0;
     } else if (msg.cmd === 'change') {

@@ -16,12 +16,17 @@ const entityOf = (name) => ({
 /** The catalog's `count` entities, svc-0 … */
 const entities = (count) => Array.from({ length: count }, (_, i) => entityOf(`svc-${i}`));
 
-/** The Kubernetes plugin's config entries of the clusters `info` (bench/backstage-clusters.js) describes. */
-const clusterConfigs = (info) =>
+/**
+ * The Kubernetes plugin's config entries of the clusters `info` (bench/backstage-clusters.js)
+ * describes. `viewers`: each viewer's own credential (`authProvider: oidc`, the token in the
+ * request's `auth.oidc.okta`), with the clusters' token as `serviceAccountToken` too, which
+ * Backstage ignores for oidc and kube-watch-native/backstage caches with (issue 35).
+ */
+const clusterConfigs = (info, { viewers = false } = {}) =>
   info.clusters.map(({ name, url }) => ({
     name,
     url,
-    authProvider: 'serviceAccount',
+    ...(viewers ? { authProvider: 'oidc', oidcTokenProvider: 'okta' } : { authProvider: 'serviceAccount' }),
     serviceAccountToken: info.token,
     caData: info.caData,
     skipMetricsLookup: true,

@@ -2,6 +2,8 @@
 'use strict';
 // `npm run bench:backstage` → node bench/backstage.js [--seconds=N] [--runs=N] [--strip] [--json=file]
 // `npm run bench:backstage -- --live …`: the live tab's benchmark (bench/backstage-live.js).
+// `npm run bench:backstage -- --viewers [--authorization-ttl=S] …`: viewers' own credentials
+// (issue 35), below.
 //
 // Backstage's Kubernetes tab, with and without kube-watch-native/backstage, side by side in one
 // run. Six simulated clusters (bench/backstage-clusters.js, their own process: 20 ms added to
@@ -19,6 +21,21 @@
 // cluster until a tab load shows it (5 changes, after the viewers stop; not for the floor, which
 // never changes). Runs rotate the variants' order; the report gives medians over runs and the
 // medians of each run's ratios.
+//
+// `--viewers`: instead of those variants, the same three with the six clusters configured for
+// the viewer's own credential (`authProvider: oidc`, `oidcTokenProvider: okta`) plus the
+// clusters' token as `serviceAccountToken` (which Backstage ignores for oidc and the module
+// caches with): default-viewers, native-viewers, floor-viewers. Each of the 20 viewers is its own
+// Backstage user (a mock user token of user:default/viewer-<v>) and sends its own cluster token
+// in the body, `auth: { oidc: { okta: <token> } }`; the clusters know the 20 tokens, each allowed
+// to read every type cluster-wide (bench/backstage-clusters.js). The default fetcher LISTs with
+// the viewer's token on every load; the module answers from its cache once a
+// SelfSubjectAccessReview with the viewer's token allowed that type (remembered
+// `authorizationTtl`, 10 s by default, or `--authorization-ttl=S`). Besides the rows above, the
+// report splits the requests by kind, gives the access reviews per viewer, type and cluster per
+// 10 s (goal ≤ 1), and the requests of a load within the TTL: after the viewers stop, each
+// viewer in turn loads one tab and at once another, and the clusters count what the second cost
+// (goal 0).
 // Loopback only; every child dies with this process. Progress on stderr, the report on stdout.
 
 const fs = require('node:fs');
@@ -28,7 +45,7 @@ const argv = process.argv.slice(2);
 const LIVE = argv.includes('--live');
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 for (const a of LIVE ? [] : argv) {
-  if (!/^--(seconds=\d+|runs=\d+|strip|json=.+)$/.test(a)) {
+  if (!/^--(seconds=\d+|runs=\d+|strip|viewers|authorization-ttl=\d+|json=.+)$/.test(a)) {
     console.error(`unknown option ${a}; see the header of bench/backstage.js`);
     process.exit(2);
   }
@@ -36,6 +53,11 @@ for (const a of LIVE ? [] : argv) {
 const SECONDS = Number(opt('seconds') ?? 120);
 /** `--strip`: a fourth variant, the module with `stripManagedFields: true` (its RSS, mostly). */
 const STRIP = argv.includes('--strip');
+/** `--viewers`: the per-viewer variants (issue 35) instead of the others. */
+const VIEWER_MODE = argv.includes('--viewers');
+/** `--authorization-ttl=S`: the module's authorizationTtl in the per-viewer variants (default: its own, 10 s). */
+const AUTHORIZATION_TTL_S =
+  opt('authorization-ttl') === undefined ? undefined : Number(opt('authorization-ttl'));
 /** Pod changes a second while nobody loads, for the main thread's CPU per change. */
 const CHURN_PER_SECOND = 100;
 const CHURN_SECONDS = 10;
@@ -60,14 +82,23 @@ const {
   median,
 } = require('./backstage-common');
 
-async function load(port, i) {
+/**
+ * One tab load of entity `i` (mod ENTITIES). With `viewer` ({ index, token }): as that Backstage
+ * user, with that cluster token in the body (the per-viewer variants).
+ */
+async function load(port, i, viewer) {
   const name = `svc-${i % ENTITIES}`;
   const entity = entityOf(name);
   const started = performance.now();
   const res = await fetch(`http://127.0.0.1:${port}/api/kubernetes/services/${name}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer mock-user-token' },
-    body: JSON.stringify({ entity }),
+    headers: {
+      'content-type': 'application/json',
+      authorization: viewer
+        ? `Bearer mock-user-token:${JSON.stringify({ sub: `user:default/viewer-${viewer.index}` })}`
+        : 'Bearer mock-user-token',
+    },
+    body: JSON.stringify(viewer ? { entity, auth: { oidc: { okta: viewer.token } } } : { entity }),
   });
   const body = await res.json();
   if (res.status !== 200) throw new Error(`tab load of ${name}: HTTP ${res.status} ${JSON.stringify(body)}`);
@@ -75,12 +106,20 @@ async function load(port, i) {
 }
 
 async function measure(clusters, info, variant) {
-  const backend = child('backstage-backend.js', [variant, String(ENTITIES), JSON.stringify(info)]);
+  const viewerMode = variant.endsWith('-viewers');
+  /** Viewer v's identity in the per-viewer variants, else undefined (one shared user and token). */
+  const as = (v) => (viewerMode ? { index: v, token: info.viewerTokens[v] } : undefined);
+  const backend = child('backstage-backend.js', [
+    variant,
+    String(ENTITIES),
+    JSON.stringify(info),
+    ...(viewerMode && AUTHORIZATION_TTL_S !== undefined ? [String(AUTHORIZATION_TTL_S * 1000)] : []),
+  ]);
   const { port } = await backend.ready;
   const pid = backend.proc.pid;
   // Warm-up: every entity once, 20 at a time (the native variant's informers sync here).
   for (let i = 0; i < ENTITIES; i += VIEWERS) {
-    await Promise.all(Array.from({ length: VIEWERS }, (_, v) => load(port, i + v)));
+    await Promise.all(Array.from({ length: VIEWERS }, (_, v) => load(port, i + v, as(v))));
   }
   await clusters.request({ cmd: 'requests' });
   const cpu0 = { main: threadCpu(pid), all: processCpu(pid) };
@@ -91,14 +130,28 @@ async function measure(clusters, info, variant) {
     await new Promise((r) => setTimeout(r, (v * PERIOD_MS) / VIEWERS));
     while (Date.now() < deadline) {
       const tick = Date.now();
-      latencies.push((await load(port, next++ * 7 + v)).ms);
+      latencies.push((await load(port, next++ * 7 + v, as(v))).ms);
       await new Promise((r) => setTimeout(r, Math.max(0, PERIOD_MS - (Date.now() - tick))));
     }
   };
   await Promise.all(Array.from({ length: VIEWERS }, (_, v) => viewer(v)));
   const cpu1 = { main: threadCpu(pid), all: processCpu(pid) };
-  const { requests } = await clusters.request({ cmd: 'requests' });
+  const { requests, byKind } = await clusters.request({ cmd: 'requests' });
   const rss = rssBytes(pid);
+  // A load within the TTL (per-viewer variants): each viewer in turn loads a tab, then at once
+  // another; the clusters count what the second cost (nothing else loads meanwhile).
+  let withinTtl;
+  if (viewerMode) {
+    withinTtl = { requests: 0, accessReview: 0, loads: VIEWERS };
+    for (let v = 0; v < VIEWERS; v++) {
+      await load(port, v * 11, as(v));
+      await clusters.request({ cmd: 'requests' });
+      await load(port, v * 11 + 5, as(v));
+      const second = await clusters.request({ cmd: 'requests' });
+      withinTtl.requests += second.requests;
+      withinTtl.accessReview += second.byKind.accessReview;
+    }
+  }
   // What a change costs the backend's main thread when nobody loads: the native variants'
   // informers take the changes on Rust threads and only their state is read at the next load.
   const churn0 = threadCpuNs(pid);
@@ -110,11 +163,11 @@ async function measure(clusters, info, variant) {
   const churnNs = threadCpuNs(pid) - churn0;
   // How long until a change shows: poll the entity's tab every 10 ms.
   const visible = [];
-  for (let c = 0; c < (variant === 'floor' ? 0 : CHANGES); c++) {
+  for (let c = 0; c < (variant.startsWith('floor') ? 0 : CHANGES); c++) {
     const change = await clusters.request({ cmd: 'change' });
     const started = performance.now();
     for (;;) {
-      const { body } = await load(port, Number(change.entity.slice(4)));
+      const { body } = await load(port, Number(change.entity.slice(4)), as(0));
       const pods = body.items
         .find((i) => i.cluster.name === change.cluster)
         ?.resources.find((r) => r.type === 'pods');
@@ -140,17 +193,34 @@ async function measure(clusters, info, variant) {
     rssMiB: rss / 2 ** 20,
     mainCpuUsPerChange: churnNs / 1e3 / changes,
     visibleMs: visible.length ? median(visible) : NaN,
+    ...(viewerMode && {
+      listsPerLoad: byKind.list / loads,
+      accessReviewsPerLoad: byKind.accessReview / loads,
+      otherRequestsPerLoad: (requests - byKind.list - byKind.accessReview) / loads,
+      // 14 types (13 default and one custom resource), cluster-wide, on 6 clusters.
+      accessReviewsPerViewerTypeCluster10s: byKind.accessReview / (VIEWERS * 14 * 6 * (SECONDS / 10)),
+      withinTtlRequestsPerLoad: withinTtl.requests / withinTtl.loads,
+      withinTtlAccessReviewsPerLoad: withinTtl.accessReview / withinTtl.loads,
+      byKind,
+    }),
   };
 }
 
 async function main() {
   log(`clusters: 6 × 20 ms, ${OBJECTS} objects, ${LABELLED} labelled for ${ENTITIES} entities…`);
-  const clusters = child('backstage-clusters.js', [String(OBJECTS), String(LABELLED), String(ENTITIES)]);
+  const clusters = child('backstage-clusters.js', [
+    String(OBJECTS),
+    String(LABELLED),
+    String(ENTITIES),
+    ...(VIEWER_MODE ? [String(VIEWERS)] : []),
+  ]);
   await clusters.ready;
   const info = await clusters.request({ cmd: 'info' });
   const runs = [];
   for (let run = 0; run < RUNS; run++) {
-    const variants = ['default', 'native', 'floor', ...(STRIP ? ['native-strip'] : [])];
+    const variants = VIEWER_MODE
+      ? ['default-viewers', 'native-viewers', 'floor-viewers']
+      : ['default', 'native', 'floor', ...(STRIP ? ['native-strip'] : [])];
     const order = variants.map((_, i) => variants[(i + run) % variants.length]);
     const results = {};
     for (const variant of order) {
@@ -161,6 +231,7 @@ async function main() {
     runs.push(results);
   }
   clusters.proc.send({ cmd: 'stop' });
+  if (VIEWER_MODE) return reportViewers(runs, info);
   const cachedMiB = info.cachedJsonBytes / 2 ** 20;
   const med = (variant, key) => median(runs.map((r) => r[variant][key]));
   const ratio = (key, to = 'default') => median(runs.map((r) => r.native[key] / r[to][key]));
@@ -209,6 +280,65 @@ async function main() {
     fs.writeFileSync(
       json,
       JSON.stringify({ seconds: SECONDS, runs, cachedJsonBytes: info.cachedJsonBytes }, null, 2),
+    );
+}
+
+/** The report of `--viewers`: the per-viewer variants against each other. */
+function reportViewers(runs, info) {
+  const med = (variant, key) => median(runs.map((r) => r[`${variant}-viewers`][key]));
+  const ratio = (key, to) => median(runs.map((r) => r['native-viewers'][key] / r[`${to}-viewers`][key]));
+  const ttl = AUTHORIZATION_TTL_S === undefined ? '10 s (default)' : `${AUTHORIZATION_TTL_S} s`;
+  const rows = [
+    ['API requests per tab load', 'requestsPerLoad', 2, ''],
+    ['… of which LISTs', 'listsPerLoad', 2, ''],
+    ['… of which SelfSubjectAccessReviews', 'accessReviewsPerLoad', 2, ''],
+    ['… others (watches, SelfSubjectReviews)', 'otherRequestsPerLoad', 2, ''],
+    [
+      'access reviews per viewer, type and cluster per 10 s',
+      'accessReviewsPerViewerTypeCluster10s',
+      2,
+      'goal ≤ 1',
+    ],
+    ['API requests per load within the TTL', 'withinTtlRequestsPerLoad', 2, 'goal 0; 20 loads, sequential'],
+    ['… of which SelfSubjectAccessReviews', 'withinTtlAccessReviewsPerLoad', 2, ''],
+    ['tab load p50 (ms)', 'p50', 1, ''],
+    ['tab load p99 (ms)', 'p99', 1, 'goal ≤ 1.2× floor'],
+    ['main-thread CPU per load (ms)', 'mainCpuMsPerLoad', 2, 'goal ≤ 1.2× floor'],
+    ['process CPU per load (ms)', 'cpuMsPerLoad', 2, ''],
+    ['RSS at the end (MiB)', 'rssMiB', 0, ''],
+    [
+      `main-thread CPU per change, ${CHURN_PER_SECOND}/s, no loads (µs)`,
+      'mainCpuUsPerChange',
+      1,
+      'schedstat',
+    ],
+    ['change visible after (ms)', 'visibleMs', 0, 'median of 5'],
+  ];
+  const lines = [
+    `## Backstage Kubernetes tab, viewers' own credentials (oidc + serviceAccountToken)`,
+    '',
+    `6 clusters (+20 ms each), ${OBJECTS} objects (${fmt(info.cachedJsonBytes / 2 ** 20)} MiB labelled), ` +
+      `${ENTITIES} entities, ${VIEWERS} viewers (each its own user and token) every 10 s for ${SECONDS} s; ` +
+      `authorizationTtl ${ttl}; ${RUNS} run(s), medians; ` +
+      `${runs[0]['default-viewers'].loads} / ${runs[0]['native-viewers'].loads} loads per run.`,
+    '',
+    '| | default | native | floor | native ÷ default | native ÷ floor | |',
+    '|---|---:|---:|---:|---:|---:|---|',
+    ...rows.map(
+      ([label, key, d, note]) =>
+        `| ${label} | ${fmt(med('default', key), d)} | ${fmt(med('native', key), d)} | ${fmt(med('floor', key), d)} | ${fmt(ratio(key, 'default'), 3)} | ${fmt(ratio(key, 'floor'), 3)} | ${note} |`,
+    ),
+  ];
+  console.log(lines.join('\n'));
+  const json = opt('json');
+  if (json)
+    fs.writeFileSync(
+      json,
+      JSON.stringify(
+        { seconds: SECONDS, viewers: true, authorizationTtlS: AUTHORIZATION_TTL_S, runs },
+        null,
+        2,
+      ),
     );
 }
 
