@@ -330,4 +330,15 @@ test('two replicas that see the same change signal it with the same identity', a
   await eventually(() => replicas.every((r) => r.published.length === 2), { what: 'the next change' });
   assert.notEqual(replicas[0].published[1].message.id, a);
   assert.equal(replicas[0].published[1].message.id, replicas[1].published[1].message.id);
+  // Back to the state of the first change (p3 deleted): a change all the same, not a duplicate.
+  for (const { fetcher } of replicas) {
+    await liveRequestContext.run(
+      { userEntityRef: 'user:default/a', entityRef: 'component:default/svc' },
+      () => fetcher.fetchObjectsForService(request),
+    );
+  }
+  sim.remove('pods', 'team', 'p3');
+  await eventually(() => replicas.every((r) => r.published.length === 3), { what: 'the change back' });
+  assert.notEqual(replicas[0].published[2].message.id, a, 'a change back to an earlier state is new');
+  assert.equal(replicas[0].published[2].message.id, replicas[1].published[2].message.id);
 });

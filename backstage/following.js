@@ -141,8 +141,10 @@ class Following {
         const now = this.#fingerprint(entry, watched.namespace, watched.selector);
         if (now === watched.last) continue;
         watched.last = now;
-        // The fingerprint hashes content, not this process's keys: alike on every replica.
-        this.#publisher.changed(key, { change: now });
+        // The change's identity: where the cache is (its resourceVersion) and what the answer
+        // became (a hash of content, not of this process's keys), alike on every replica that
+        // has seen the same events; the resourceVersion tells apart a change back to an earlier state.
+        this.#publisher.changed(key, { change: `${entry.informer.resourceVersion ?? ''}|${now}` });
       }
     }
     if (entry.watched.size === 0) {
