@@ -248,3 +248,21 @@ test('the module’s metrics: answers, access decisions and signals, with no tok
   assert.equal(points['kube_watch.backstage.signals{"outcome":"published"}'], 0);
   assert.doesNotMatch(JSON.stringify(points), /tok-|alice|carol/);
 });
+
+test('a viewer who keeps loading past authorizationTtl never waits for a review: decisions are renewed in the background', async (t) => {
+  const { sim, fetcher, as } = await setUp(t, { authorizationTtlMs: 1000 });
+  const alice = as('tok-alice');
+  await fetcher.fetchObjectsForService(alice); // the first load asks (two types)
+  const first = fetcher.decisions();
+  assert.equal(first.hits, 0);
+  // Three seconds of loads every 300 ms: three TTLs, every load answered from a decision.
+  for (let i = 0; i < 10; i++) {
+    await sleep(300);
+    await fetcher.fetchObjectsForService(alice);
+  }
+  const { hits, allowed } = fetcher.decisions();
+  assert.equal(hits, 10 * 2, 'every later load found its decisions in memory');
+  assert.ok(allowed > first.allowed, `renewed in the background (${allowed - first.allowed} reviews)`);
+  const reviews = sim.requests.filter((r) => r.path.endsWith('/selfsubjectaccessreviews'));
+  assert.ok(reviews.length <= 2 + 2 * 6, `${reviews.length} reviews: at most one per type per half TTL`);
+});

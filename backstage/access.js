@@ -56,18 +56,30 @@ class ViewerAccess {
     const key = keyedHash(JSON.stringify([secret, identity.key, group, plural, namespace ?? '']));
     const known = this.#decisions.get(key);
     if (known instanceof Promise) return known;
-    if (known && this.#now() - known.at < this.#ttlMs) {
+    const age = known ? this.#now() - known.at : Infinity;
+    if (age < this.#ttlMs) {
       this.#counts.hits++;
+      // Used past half its TTL: renewed in the background, so a viewer who keeps loading (the
+      // stock tab polls every 10 s) never waits for a review, and a revocation still shows
+      // within the TTL (the renewal's answer replaces this one).
+      if (age >= this.#ttlMs / 2 && !known.renewing) {
+        known.renewing = true;
+        void this.#settle(key, this.#ask(clusterDetails, credential, { group, plural, namespace }));
+      }
       return known.decision;
     }
-    const asked = this.#ask(clusterDetails, credential, { group, plural, namespace }).then((decision) => {
-      this.#counts[decision]++;
-      if (this.#ttlMs > 0 && decision !== 'failed') this.#remember(key, { decision, at: this.#now() });
-      else this.#decisions.delete(key);
-      return decision;
-    });
+    const asked = this.#settle(key, this.#ask(clusterDetails, credential, { group, plural, namespace }));
     this.#remember(key, asked);
     return asked;
+  }
+
+  /** Counts a review's decision and remembers it (a failed one is not: the next load asks). */
+  async #settle(key, asking) {
+    const decision = await asking;
+    this.#counts[decision]++;
+    if (this.#ttlMs > 0 && decision !== 'failed') this.#remember(key, { decision, at: this.#now() });
+    else this.#decisions.delete(key);
+    return decision;
   }
 
   /** Decisions asked, by outcome, and answered from memory. */
