@@ -3,8 +3,9 @@
 //!
 //! The core (`request`, `auth`, `tls`, `proxy`, `http` (our HTTP/2 connections and their
 //! stream accounting), `framing`, `event`, `projection`, `batch`, `outbox`, `watch`, `error`,
-//! `redact`, `heap` (memory back to the system after a list), and `informer`: the cache, its consumers' cursors and the backoff of a list-watch
-//! that never gives up) is plain Rust and tested with `cargo test`; `binding` is the only
+//! `redact`, `heap` (memory back to the system after a list), `informer` (the cache, its
+//! consumers' cursors and the backoff of a list-watch that never gives up) and `metrics` (what
+//! one metrics collection reads, added up per series)) is plain Rust and tested with `cargo test`; `binding` is the only
 //! module that knows N-API.
 #![deny(clippy::all)]
 
@@ -17,6 +18,7 @@ pub mod framing;
 pub mod heap;
 pub mod http;
 pub mod informer;
+pub mod metrics;
 mod outbox;
 pub mod projection;
 pub mod proxy;
