@@ -24,3 +24,23 @@ pub(crate) fn projection_of(
 pub fn strip_error(paths: Vec<String>) -> Option<String> {
     strip_paths(&paths).err().map(|err| err.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_path_is_an_invalid_argument_naming_it() {
+        let bad = ["status".to_owned(), "metadata.uid".to_owned()];
+        let err = projection_of(None, &[], Some(&bad), false).unwrap_err();
+        assert_eq!(err.status, napi::Status::InvalidArg);
+        assert!(
+            err.reason
+                .starts_with(r#"kube-watch-native: options.strip[1] "metadata.uid" would remove"#),
+            "{}",
+            err.reason
+        );
+        assert_eq!(strip_error(bad[..1].to_vec()), None);
+        assert_eq!(strip_error(bad.to_vec()), Some(err.reason.clone()));
+    }
+}
