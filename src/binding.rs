@@ -19,7 +19,6 @@ mod snapshot;
 mod strings;
 mod strip;
 mod watch;
-mod watch_metrics;
 mod way_back;
 
 use std::path::Path;

@@ -10,6 +10,9 @@
 //! One pass per level and no value tree: each object on a listed path is split into its keys
 //! and the raw text of their values; values kept whole are copied as text, others only
 //! scanned. Objects off every listed path are never split. Key order is the server's.
+//!
+//! Which projection a watch's or an informer's options ask for, and the `strip` paths'
+//! checks, are in [`options`].
 
 use std::borrow::Cow;
 use std::fmt;
@@ -20,6 +23,7 @@ use serde::Deserializer;
 use serde::de::{MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+pub mod options;
 mod scan;
 
 /// What to keep of one key.

@@ -34,9 +34,9 @@ use super::informer::{InformerSpec, JsSink, open};
 use super::informer_handle::NativeInformer;
 use super::snapshot::snapshot_json;
 use super::watch::{self, NativeWatch};
-use super::watch_metrics::WatchMetrics;
 use super::way_back::{Back, WAKE_UP_INTERVAL, WayBack};
 use crate::informer::registry::Registry;
+use crate::metrics::watches::WatchMetrics;
 
 /// The shared informers and the plain watches of one `NativeKubernetesWatcher`.
 #[napi]

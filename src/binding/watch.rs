@@ -12,11 +12,11 @@ use napi::Result;
 use napi::bindgen_prelude::within_runtime_if_available;
 use napi_derive::napi;
 
-use super::watch_metrics::WatchMetrics;
 use super::way_back::{WayBack, next_waiter};
 use super::{Crossing, POOL, WatchSpec, crossing, resolve};
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::reflector::ReflectorConfig;
+use crate::metrics::watches::WatchMetrics;
 use crate::request::WatchQuery;
 use crate::watch::{Watch, WatchConfig, WatchCounters};
 
