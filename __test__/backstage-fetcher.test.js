@@ -6,14 +6,11 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { ConfigReader } = require('@backstage/config');
-const { NativeKubernetesWatcher } = require('..');
-const { NativeInformerFetcher } = require('kube-watch-native/backstage');
 const { parseSelector, requiresKey, SelectorError } = require('../backstage/selector');
 const { readNativeInformersConfig, DEFAULT_OBJECT_TYPES } = require('../backstage/config');
 const serverSelector = require('../sim/selector');
 const { createSimulator } = require('../sim');
-const { recordingLogger } = require('./helpers');
-const { eventually, recordingDefault, serviceAccountRequest } = require('./backstage-helpers');
+const { eventually, fetcherFor, serviceAccountRequest } = require('./backstage-helpers');
 
 const ID = 'backstage.io/kubernetes-id';
 
@@ -132,20 +129,6 @@ test('kubernetes.nativeInformers: defaults, durations in every form the schema t
 });
 
 const PODS = { group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' };
-
-/** A fetcher with its own watcher, logger and recording default fetcher, closed after `t`. */
-function fetcherFor(t, options) {
-  const logger = recordingLogger();
-  const defaultFetcher = recordingDefault();
-  const fetcher = new NativeInformerFetcher({
-    watcher: new NativeKubernetesWatcher({ logger }),
-    defaultFetcher,
-    logger,
-    ...options,
-  });
-  t.after(() => fetcher.close());
-  return { logger, defaultFetcher, fetcher };
-}
 
 async function setup(t, options = {}) {
   const sim = await createSimulator({ token: 'tok-unit-77' });

@@ -273,6 +273,23 @@ function serviceAccountRequest(url, token, overrides = {}) {
   };
 }
 
+/** A fetcher with its own watcher, logger and recording default fetcher, closed after `t`. */
+function fetcherFor(t, options) {
+  const { NativeKubernetesWatcher } = require('..');
+  const { NativeInformerFetcher } = require('../backstage/fetcher');
+  const { recordingLogger } = require('./helpers');
+  const logger = recordingLogger();
+  const defaultFetcher = recordingDefault();
+  const fetcher = new NativeInformerFetcher({
+    watcher: new NativeKubernetesWatcher({ logger }),
+    defaultFetcher,
+    logger,
+    ...options,
+  });
+  t.after(() => fetcher.close());
+  return { logger, defaultFetcher, fetcher };
+}
+
 /** Polls `check` (sync or async) every 25 ms until it returns truthy or `timeoutMs` passes. */
 async function eventually(check, { timeoutMs = 5000, what = 'the condition' } = {}) {
   const deadline = Date.now() + timeoutMs;
@@ -301,4 +318,5 @@ module.exports = {
   post,
   recordingDefault,
   serviceAccountRequest,
+  fetcherFor,
 };

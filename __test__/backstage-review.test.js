@@ -11,7 +11,7 @@ const { NativeInformerFetcher } = require('../backstage/fetcher');
 const { createLivePublisher, liveRequestContext } = require('../backstage/live');
 const { createSimulator } = require('../sim');
 const { recordingLogger } = require('./helpers');
-const { eventually, recordingDefault, serviceAccountRequest } = require('./backstage-helpers');
+const { eventually, fetcherFor, recordingDefault, serviceAccountRequest } = require('./backstage-helpers');
 
 const ID = 'backstage.io/kubernetes-id';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -20,15 +20,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function setUp(t, { sim: simOptions = {}, ...options } = {}) {
   const sim = await createSimulator({ bookmarkIntervalMs: 200, ...simOptions });
   t.after(() => sim.close());
-  const logger = recordingLogger();
-  const defaultFetcher = recordingDefault();
-  const fetcher = new NativeInformerFetcher({
-    watcher: new NativeKubernetesWatcher({ logger }),
-    defaultFetcher,
-    logger,
-    ...options,
-  });
-  t.after(() => fetcher.close());
+  const { logger, defaultFetcher, fetcher } = fetcherFor(t, options);
   const request = (token, overrides) => serviceAccountRequest(sim.url, token, overrides);
   return { sim, fetcher, defaultFetcher, logger, request };
 }
