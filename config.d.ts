@@ -114,7 +114,10 @@ export interface Config {
          * Backend replicas serving the tab behind a load balancer. Above 1, the live tab needs the
          * events backend plugin on PostgreSQL (`backend.database.client: pg`), whose bus carries a
          * replica's signals to the browsers connected to the others; without it the live tab is
-         * off (with a warning) and the tab polls as usual. Default 1.
+         * off (with a warning) and the tab polls as usual. With that bus the replicas share their
+         * viewers in the Kubernetes plugin's database whatever this says, and on PostgreSQL
+         * without it a replica that sees another alive answers as not live: this setting only
+         * turns the tab off before a second replica is seen. Default 1.
          */
         replicas?: number;
       };

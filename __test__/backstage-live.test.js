@@ -240,7 +240,7 @@ test('a failing publish is logged once and does not throw', async () => {
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(warnings.length, 1);
   assert.match(warnings[0], /events down/);
-  assert.deepEqual(live.counts(), { published: 2, failed: 2, evicted: 0, refused: 0 });
+  assert.deepEqual(live.counts(), { published: 2, failed: 2, lost: 0, evicted: 0, refused: 0, crowded: 0 });
 });
 
 test('programmer errors are TypeErrors naming the field', () => {
@@ -326,7 +326,7 @@ test('liveHeaderMiddleware: x-kube-watch-live only on a 200 whose every provider
 test('several replicas: the live tab is on only with the events backend on PostgreSQL, else off with a warning', async () => {
   const { setUpLive } = require('../backstage/live-provider');
   const { ConfigReader } = require('@backstage/config');
-  const setUp = async ({ replicas, plugins, client }) => {
+  const setUp = async ({ replicas, plugins, client, database }) => {
     const warnings = [];
     const registered = [];
     const live = await setUpLive({
@@ -345,6 +345,7 @@ test('several replicas: the live tab is on only with the events backend on Postg
       auth: {},
       instanceMetadata: { getInstalledPlugins: async () => plugins.map((pluginId) => ({ pluginId })) },
       httpRouter: { use: (h) => registered.push(h) },
+      database,
     });
     live?.close();
     return { live, warnings, registered };
@@ -358,7 +359,13 @@ test('several replicas: the live tab is on only with the events backend on Postg
   const sqlite = await setUp({ replicas: 2, plugins: ['signals', 'events'], client: 'better-sqlite3' });
   assert.equal(sqlite.live, undefined, 'the events backend on SQLite is in-memory: off');
   assert.match(sqlite.warnings[0], /backend\.database\.client is better-sqlite3/);
-  const bus = await setUp({ replicas: 2, plugins: ['signals', 'events'], client: 'pg' });
-  assert.ok(bus.live, 'the events backend on PostgreSQL: on');
-  assert.equal(bus.registered.length, 2);
+  // With the bus, the viewers are shared in the plugin's database (on: __test__/replicas.test.js);
+  // a database that cannot be reached stops the start with a message that says what failed.
+  const unreachable = {
+    getClient: async () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')),
+  };
+  await assert.rejects(
+    setUp({ replicas: 2, plugins: ['signals', 'events'], client: 'pg', database: unreachable }),
+    /the live tab's viewer registry could not start: Error: connect ECONNREFUSED/,
+  );
 });

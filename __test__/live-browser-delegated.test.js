@@ -4,7 +4,7 @@
 // (`tier!=db`), so no informer follows it and no signal will ever come. Its answers carry no
 // x-kube-watch-live mark, so the tab polls them as the stock client does: a pod added while
 // the signals WebSocket is open shows at the next poll of the stock 10 s interval, not after
-// maxAgeMs (5 min). Runs on one Node.js line only.
+// maxAgeMs (60 s). Runs on one Node.js line only.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');

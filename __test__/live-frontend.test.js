@@ -349,6 +349,18 @@ test('maxAge: an answer older than it goes to the network', async () => {
   assert.equal(client.calls.length, 2);
 });
 
+test('the liveness bound: by default no answer is trusted past 60 s, a signal or not', async () => {
+  // The worst case a lost signal (a bus that dropped it, a replica that died) can cost the tab.
+  const { api, client, clock } = await setUp({ idleMs: 120_000 });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  clock.advance(59_999);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 1, 'from memory within the bound');
+  clock.advance(1);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 2, 'from the network at the bound');
+});
+
 test('requests differ by method, body and credentials; each is remembered on its own', async () => {
   const { api, client } = await setUp();
   const matchers = [{ group: 'example.com', apiVersion: 'v1', plural: 'widgets' }];
@@ -680,6 +692,20 @@ test('holdMs: a held poll settles after holdMs with the answer it had; a refetch
   assert.equal((await fresh).n, 2);
   assert.equal(await settled(api.getObjectsByEntity({ entity: SVC_A })), false, 'given: held');
   assert.equal(client.calls.length, 2);
+});
+
+test('holdMs: a held poll settles at the liveness bound, and the next poll asks the network', async () => {
+  const { api, client, clock } = await setUp({ holdMs: 10_000, maxAgeMs: 60_000, idleMs: 120_000 });
+  const first = await api.getObjectsByEntity({ entity: SVC_A });
+  clock.advance(55_000);
+  await api.getObjectsByEntity({ entity: SVC_A }); // given from memory: the tab's poll after a pause
+  const poll = api.getObjectsByEntity({ entity: SVC_A }); // held
+  clock.advance(4999);
+  assert.equal(await settled(poll), false);
+  clock.advance(1); // the answer is 60 s old: not held past it
+  assert.equal(await poll, first);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 2, 'the next poll: from the network');
 });
 
 test('holdMs: a request asked first is never held, nor one with other credentials; close() and a wake settle held polls', async () => {

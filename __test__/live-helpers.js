@@ -91,8 +91,11 @@ const MOCK_SERVICES = [
   tracingServiceMock.factory(),
 ];
 
-/** A root HTTP router that routes WebSocket upgrades, on 127.0.0.1 and a free port. */
-function webSocketRouting() {
+/**
+ * A root HTTP router that routes WebSocket upgrades, on 127.0.0.1 and a free port (or `port`:
+ * replica-backend.js keeps a replica's port across restarts). `server()` is the HTTP server.
+ */
+function webSocketRouting({ port: listenPort = 0 } = {}) {
   let server;
   const rootHttpRouter = createServiceFactory({
     service: coreServices.rootHttpRouter,
@@ -105,7 +108,7 @@ function webSocketRouting() {
     async factory({ config, lifecycle, rootLogger, health }) {
       const logger = rootLogger.child({ service: 'rootHttpRouter' });
       const app = express();
-      server = await createHttpServer(app, { listen: { host: '127.0.0.1', port: 0 } }, { logger });
+      server = await createHttpServer(app, { listen: { host: '127.0.0.1', port: listenPort } }, { logger });
       const router = DefaultRootHttpRouter.create({ server, lifecycle, logger });
       const middleware = MiddlewareFactory.create({ config, logger });
       app.use(createHealthRouter({ config, health }));
@@ -127,10 +130,45 @@ function webSocketRouting() {
       );
     },
   });
-  return { features: [rootHttpRouter, httpRouterServiceFactory, discovery], port: () => server.port() };
+  return {
+    features: [rootHttpRouter, httpRouterServiceFactory, discovery],
+    port: () => server.port(),
+    server: () => server,
+  };
 }
 
 const LIVE_TYPES = ['pods', 'services', 'deployments', 'replicasets'];
+
+/**
+ * The `kubernetes` config of startLiveBackend: the cluster at `url` (a service account's `token`,
+ * the CA as base64 `caData`) unless `clusters` are given. Also what replica-backend.js, which
+ * has no simulator object in its process, configures.
+ */
+function kubernetesConfig({ url, token, caData }, { clusters, objectTypes = LIVE_TYPES, live } = {}) {
+  return {
+    serviceLocatorMethod: { type: 'multiTenant' },
+    clusterLocatorMethods: [
+      {
+        type: 'config',
+        clusters: clusters ?? [
+          {
+            name: 'sim',
+            url,
+            authProvider: 'serviceAccount',
+            serviceAccountToken: token,
+            caData,
+            skipMetricsLookup: true,
+          },
+        ],
+      },
+    ],
+    ...(objectTypes && { objectTypes }),
+    nativeInformers: {
+      ...(objectTypes && { objectTypes }),
+      ...(live && { live }),
+    },
+  };
+}
 
 /**
  * The real backend: Kubernetes + Signals backend plugins, kube-watch-native/backstage, a catalog
@@ -158,29 +196,10 @@ async function startLiveBackend(
     },
   });
   const config = {
-    kubernetes: {
-      serviceLocatorMethod: { type: 'multiTenant' },
-      clusterLocatorMethods: [
-        {
-          type: 'config',
-          clusters: clusters ?? [
-            {
-              name: 'sim',
-              url: sim.url,
-              authProvider: 'serviceAccount',
-              serviceAccountToken: TOKEN,
-              caData: Buffer.from(certs.ca).toString('base64'),
-              skipMetricsLookup: true,
-            },
-          ],
-        },
-      ],
-      ...(objectTypes && { objectTypes }),
-      nativeInformers: {
-        ...(objectTypes && { objectTypes }),
-        ...(live && { live }),
-      },
-    },
+    kubernetes: kubernetesConfig(
+      { url: sim.url, token: TOKEN, caData: Buffer.from(certs.ca).toString('base64') },
+      { clusters, objectTypes, live },
+    ),
   };
   const routing = webSocketRouting();
   const backend = createSpecializedBackend({
@@ -305,4 +324,18 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
   };
 }
 
-module.exports = { ID, TOKEN, LIVE_SVC, OTHER_SVC, pod, startCluster, startLiveBackend, bundle, startOrigin };
+module.exports = {
+  ID,
+  TOKEN,
+  LIVE_SVC,
+  OTHER_SVC,
+  LIVE_TYPES,
+  MOCK_SERVICES,
+  pod,
+  startCluster,
+  kubernetesConfig,
+  webSocketRouting,
+  startLiveBackend,
+  bundle,
+  startOrigin,
+};

@@ -28,6 +28,13 @@ export default kubernetesModuleNativeInformers;
 export { kubernetesModuleNativeInformers };
 
 /**
+ * A module of the events backend plugin that ends its waiting long polls at shutdown, so that a
+ * replica exits within a second of SIGTERM instead of after `events.notifyTimeoutMs` (55 s):
+ * `backend.add(eventsModuleEndPollsOnShutdown)` beside `@backstage/plugin-events-backend`.
+ */
+export declare const eventsModuleEndPollsOnShutdown: BackendFeature;
+
+/**
  * The process's one NativeKubernetesWatcher (root scoped; made on first use, logging through the
  * root logger). Declare it in a plugin's `deps` to share its connections and informers.
  */

@@ -27,6 +27,7 @@ const { NativeInformerFetcher } = require('./fetcher');
 const { readNativeInformersConfig } = require('./config');
 const { registerModuleMetrics } = require('./metrics');
 const { setUpLive, loadSignalsNode } = require('./live-provider');
+const { eventsModuleEndPollsOnShutdown } = require('./events-polls');
 
 /** The live tab's dependencies, only where the app has @backstage/plugin-signals-node (./live-provider.js). */
 const signalsNode = loadSignalsNode();
@@ -36,6 +37,7 @@ const liveDeps = signalsNode && {
   auth: coreServices.auth,
   instanceMetadata: coreServices.rootInstanceMetadata,
   httpRouter: coreServices.httpRouter,
+  database: coreServices.database,
 };
 
 /**
@@ -76,10 +78,11 @@ const kubernetesModuleNativeInformers = createBackendModule({
         config: coreServices.rootConfig,
         logger: coreServices.logger,
         lifecycle: coreServices.lifecycle,
+        rootLifecycle: coreServices.rootLifecycle,
         watcher: nativeWatcherServiceRef,
         ...liveDeps,
       },
-      async init({ fetchers, config, logger, lifecycle, watcher, ...live }) {
+      async init({ fetchers, config, logger, lifecycle, rootLifecycle, watcher, ...live }) {
         const options = readNativeInformersConfig(config);
         if (!options.enabled) {
           logger.info(
@@ -101,10 +104,14 @@ const kubernetesModuleNativeInformers = createBackendModule({
           metrics = registerModuleMetrics(fetcher, publisher);
           return fetcher;
         });
-        lifecycle.addShutdownHook(() => {
+        // With replicas, the publisher hands its viewers to the others (./live-shared.js) before
+        // any plugin shuts down: the plugin's events service refuses to publish once its own
+        // shutdown hook, run beside this plugin's others, has begun.
+        rootLifecycle.addBeforeShutdownHook?.(() => publisher?.close());
+        lifecycle.addShutdownHook(async () => {
+          await publisher?.close();
           metrics?.close();
           fetcher?.close();
-          publisher?.close();
         });
       },
     });
@@ -116,3 +123,4 @@ exports.kubernetesModuleNativeInformers = kubernetesModuleNativeInformers;
 exports.nativeWatcherServiceRef = nativeWatcherServiceRef;
 exports.nativeWatcherServiceFactory = nativeWatcherServiceFactory;
 exports.NativeInformerFetcher = NativeInformerFetcher;
+exports.eventsModuleEndPollsOnShutdown = eventsModuleEndPollsOnShutdown;

@@ -14,7 +14,10 @@
 // plugins. Without it nothing is registered and nothing changes.
 
 const { AsyncLocalStorage } = require('node:async_hooks');
+const crypto = require('node:crypto');
+const os = require('node:os');
 const { createLivePublisher, liveRequestContext, isLiveAnswer } = require('./live');
+const { createViewerRegistry } = require('./registry');
 
 /**
  * The response header that tells the frontend an answer is followed by signals, so it may serve
@@ -50,10 +53,12 @@ function entityRefOf(entity) {
 class LiveObjectsProvider {
   #inner;
   #auth;
+  #live;
 
-  constructor({ inner, auth }) {
+  constructor({ inner, auth, live }) {
     this.#inner = inner;
     this.#auth = auth;
+    this.#live = live;
   }
 
   getKubernetesObjectsByEntity(request, options) {
@@ -73,7 +78,13 @@ class LiveObjectsProvider {
       entityRef: entityRefOf(request.entity),
     };
     liveResponseContext.getStore()?.calls.push(context);
-    return liveRequestContext.run(context, call);
+    return liveRequestContext.run(context, async () => {
+      const answer = await call();
+      // With replicas, the viewer's row is written before the answer leaves: a change after
+      // this answer then finds it armed on whichever replica sees the change first.
+      await this.#live?.settled();
+      return answer;
+    });
   }
 }
 
@@ -120,6 +131,7 @@ async function setUpLive({
   auth,
   instanceMetadata,
   httpRouter,
+  database,
 }) {
   if (!signals) return undefined; // @backstage/plugin-signals-node is not installed
   if (!options.enabled) {
@@ -146,9 +158,27 @@ async function setUpLive({
     return undefined;
   }
   const { enabled: _enabled, replicas: _replicas, ...publisherOptions } = options;
-  const live = createLivePublisher({ signals, logger, ...publisherOptions });
+  // On PostgreSQL the replicas meet in the plugin's database (./registry.js): with the bus,
+  // the viewers are shared there, however many replicas there are; without it, the registry
+  // only counts replicas, and while another is alive answers are not live.
+  let live;
+  let registry = null;
+  if (databaseClient === 'pg') {
+    try {
+      registry = createViewerRegistry({
+        knex: await database.getClient(),
+        replica: `${os.hostname()}-${process.pid}-${crypto.randomBytes(4).toString('hex')}`,
+        orphaned: (rows) => live.orphaned(rows),
+        logger,
+      });
+      await registry.ready;
+    } catch (error) {
+      throw new Error(`kube-watch-native: the live tab's viewer registry could not start: ${error}`);
+    }
+  }
+  live = createLivePublisher({ signals, logger, ...publisherOptions, registry, share: bus });
   objectsProviders.addObjectsProvider(
-    async ({ getDefault }) => new LiveObjectsProvider({ inner: await getDefault(), auth }),
+    async ({ getDefault }) => new LiveObjectsProvider({ inner: await getDefault(), auth, live }),
   );
   // A module's init runs before its plugin's, so this comes before the plugin's own routes.
   httpRouter.use(liveHeaderMiddleware());

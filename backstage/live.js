@@ -15,7 +15,7 @@
 // `setTimer`, so every path runs under a fake clock in __test__/backstage-live.test.js.
 
 const { AsyncLocalStorage } = require('node:async_hooks');
-const crypto = require('node:crypto');
+const { createSharedSignals, changeId } = require('./live-shared');
 
 /**
  * The request being answered, for the fetcher: `{ userEntityRef, entityRef }` while the objects
@@ -78,6 +78,12 @@ function defaultSetTimer(fn, ms) {
  * @param {number} [options.minIntervalMs] at most one signal per (entity, user) per this (250 ms)
  * @param {() => number} [options.now] the clock, in ms
  * @param {(fn: () => void, ms: number) => () => void} [options.setTimer] schedules `fn`; returns its cancel
+ * @param {ReturnType<import('./registry').createViewerRegistry>} [options.registry] the replicas'
+ *   registry in the plugin's database: with `share`, the viewers are shared there, and a change
+ *   claims the entity's armed viewers and signals them all at once (./live-shared.js), whichever
+ *   replica answered their loads; without `share` (no bus between replicas), it only counts the
+ *   replicas, and while another is alive no viewer is followed: its answer is polled
+ * @param {boolean} [options.share] whether signals reach every replica (the events bus)
  */
 function createLivePublisher({
   signals,
@@ -88,6 +94,8 @@ function createLivePublisher({
   minIntervalMs = 250,
   now = Date.now,
   setTimer = defaultSetTimer,
+  registry = null,
+  share = true,
 } = {}) {
   if (!signals || typeof signals.publish !== 'function') {
     throw new TypeError('createLivePublisher: options.signals must have a publish() method');
@@ -112,9 +120,19 @@ function createLivePublisher({
   const byUser = new Map();
   /** Watch key -> the ids of the viewers whose answer depends on it. */
   const byKey = new Map();
-  const counts = { published: 0, failed: 0, evicted: 0, refused: 0 };
+  const counts = { published: 0, failed: 0, lost: 0, evicted: 0, refused: 0, crowded: 0 };
   let closed = false;
   let warned = false;
+  const shared =
+    registry &&
+    share &&
+    createSharedSignals({ registry, signals, channelOf, logger, minIntervalMs, now, setTimer });
+  /** The registry's writes of loads not yet done: a load's answer waits for its own. */
+  const writes = new Set();
+  function track(write) {
+    const done = write.catch(() => {}).finally(() => writes.delete(done));
+    writes.add(done);
+  }
 
   const idOf = (userEntityRef, entityRef) => `${userEntityRef}\n${entityRef}`;
 
@@ -147,11 +165,7 @@ function createLivePublisher({
     const clusters = [...viewer.pending].sort();
     // The change's identity: what the viewer's answer became, which every replica that saw the
     // same change computes alike, so the frontend drops a second signal of it.
-    const id = crypto
-      .createHash('sha256')
-      .update(JSON.stringify([...viewer.changes].sort()))
-      .digest('base64url')
-      .slice(0, 22);
+    const id = changeId(viewer.changes);
     viewer.pending = null;
     viewer.changes = new Set();
     viewer.armed = false;
@@ -204,7 +218,11 @@ function createLivePublisher({
       const oldest = own.values().next().value;
       const viewer = viewers.get(oldest);
       counts.evicted++;
-      if (viewer.armed) {
+      if (shared) {
+        const clusters = [...new Set(viewer.keys.values())];
+        shared.pollNow([{ userEntityRef, entityRef: viewer.entityRef, clusters }], 'evicted');
+        track(registry.forget(userEntityRef, viewer.entityRef));
+      } else if (viewer.armed) {
         send(
           Object.assign(viewer, {
             pending: new Set(viewer.keys.values()),
@@ -235,6 +253,15 @@ function createLivePublisher({
       if (closed) return false;
       if (typeof userEntityRef !== 'string' || typeof entityRef !== 'string' || !Array.isArray(watchKeys)) {
         throw new TypeError('viewed(userEntityRef: string, entityRef: string, watchKeys: string[])');
+      }
+      if (registry && !shared && registry.others > 0) {
+        // Another replica is alive and nothing carries this one's signals to its WebSockets.
+        if (counts.crowded++ === 0) {
+          logger?.warn(
+            'kube-watch-native: another backend replica shares this database, but no events bus carries signals between replicas (install the events backend plugin on PostgreSQL): answers are not live, the tab polls as usual',
+          );
+        }
+        return false;
       }
       const t = now();
       const id = idOf(userEntityRef, entityRef);
@@ -274,7 +301,30 @@ function createLivePublisher({
         ids.add(id);
       }
       sweep(t);
-      return viewers.has(id);
+      if (!viewers.has(id)) return false;
+      if (shared) {
+        // Not in the registry, no replica would claim it: its answer is polled, not trusted.
+        const context = liveRequestContext.getStore();
+        const clusters = [...new Set(viewer.keys.values())];
+        const write = registry.loaded(userEntityRef, entityRef, clusters, viewer.expiresAt);
+        track(
+          write.catch((error) => {
+            if (context) context.notLive = true;
+            throw error;
+          }),
+        );
+      }
+      return true;
+    },
+
+    /** Resolves when the shared registry holds every load registered so far (at once without one). */
+    async settled() {
+      await Promise.all(writes);
+    },
+
+    /** Viewers of a replica that is gone, claimed here: each must load again. */
+    orphaned(rows) {
+      shared?.pollNow(rows, 'replica gone');
     },
 
     /**
@@ -292,6 +342,12 @@ function createLivePublisher({
       sweep(t);
       const ids = byKey.get(watchKey);
       if (!ids) return;
+      if (shared) {
+        // Armed or not here: the registry knows which loads, on any replica, wait for a signal.
+        const entities = new Set([...ids].map((id) => viewers.get(id).entityRef));
+        for (const entityRef of entities) shared.entityChanged(entityRef, change);
+        return;
+      }
       for (const id of [...ids]) {
         const viewer = viewers.get(id);
         if (!viewer.armed) continue; // signalled already: its reload arms it again
@@ -302,6 +358,7 @@ function createLivePublisher({
     /** Stops following a (user, entity) pair: its user was refused what its answer shows. */
     forget(userEntityRef, entityRef) {
       forget(idOf(userEntityRef, entityRef));
+      if (shared) track(registry.forget(userEntityRef, entityRef));
     },
 
     /** Whether a viewer not yet expired depends on this watch key. */
@@ -320,13 +377,22 @@ function createLivePublisher({
 
     /** Signals sent, publishes that failed, viewers evicted for their user's share, and refused. */
     counts() {
-      return { ...counts };
+      if (!shared) return { ...counts };
+      const bus = shared.counts();
+      return { ...counts, published: bus.published, failed: bus.failed, lost: bus.lost, queued: bus.queued };
     },
 
-    /** Forgets every viewer and cancels every pending signal; safe to call twice. */
-    close() {
+    /**
+     * Forgets every viewer and cancels every pending signal; with a shared registry, first hands
+     * the viewers whose latest load this replica answered to the others (they load again).
+     * Safe to call twice.
+     */
+    async close() {
+      if (closed) return;
       closed = true;
       for (const id of [...viewers.keys()]) forget(id);
+      if (shared) await shared.close();
+      else await registry?.close().catch(() => {});
     },
   };
 }

@@ -36,14 +36,16 @@ const METRICS = [
     name: `${PREFIX}signals`,
     unit: '{signal}',
     description:
-      'Live tab signals (outcome: published | failed) and viewers not followed (outcome: evicted | refused)',
+      'Live tab signals (outcome: published | failed | lost, after its retries) and viewers not followed (outcome: evicted | refused | crowded, another replica and no bus)',
     points: ({ signals }) =>
       signals
         ? [
             [signals.published, { outcome: 'published' }],
             [signals.failed, { outcome: 'failed' }],
+            [signals.lost, { outcome: 'lost' }],
             [signals.evicted, { outcome: 'evicted' }],
             [signals.refused, { outcome: 'refused' }],
+            [signals.crowded, { outcome: 'crowded' }],
           ]
         : [],
   },

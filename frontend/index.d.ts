@@ -7,7 +7,10 @@ import type { SignalApi } from '@backstage/plugin-signals-react';
 
 /** Options of {@link LiveKubernetesApi}. */
 export interface LiveKubernetesApiOptions {
-  /** An answer is served from memory for at most this long. Default 300 000 (5 minutes). */
+  /**
+   * An answer is served from memory for at most this long: the worst case a lost signal can
+   * leave the tab behind. Default 60 000 (1 minute).
+   */
   maxAgeMs?: number;
   /** An entity no component asked about for this long is unsubscribed and forgotten. Default 60 000. */
   idleMs?: number;

@@ -195,7 +195,10 @@ export class LiveKubernetesApi {
    * @param {object} options
    * @param {import('@backstage/plugin-kubernetes-react').KubernetesApi} options.client the default client
    * @param {import('@backstage/plugin-signals-react').SignalApi} options.signalApi
-   * @param {number} [options.maxAgeMs] an answer is served from memory for at most this long (5 min)
+   * @param {number} [options.maxAgeMs] an answer is served from memory for at most this long
+   *   (60 s): the liveness bound, the worst case a signal lost on the way (a bus that dropped
+   *   it, a replica that died before publishing) can leave the tab behind, at one request a
+   *   minute per open entity where the stock tab sends six
    * @param {number} [options.idleMs] an entity nobody asked about for this long is unsubscribed (60 s)
    * @param {(signalApi: object, channel: string) => object | null} [options.connectionOf]
    *   the live connection for a channel (its identity changes on reconnect), or null when down
@@ -236,7 +239,7 @@ export class LiveKubernetesApi {
   constructor({
     client,
     signalApi,
-    maxAgeMs = 300_000,
+    maxAgeMs = 60_000,
     idleMs = 60_000,
     now = Date.now,
     setTimer = defaultSetTimer,
@@ -379,14 +382,15 @@ export class LiveKubernetesApi {
   /**
    * Holds a poll of `key` whose answer (`hit`) the caller already has: it settles with the
    * request's next answer, or with this one after `holdMs`, as soon as the signals connection is
-   * not the one the answer came on (the tab then polls the network at once), at a wake or at
-   * close().
+   * not the one the answer came on (the tab then polls the network at once), when the answer
+   * reaches `maxAgeMs`, at a wake or at close().
    */
   #hold(key, hit) {
     let settle;
     const promise = new Promise((resolve) => (settle = resolve));
     const held = { body: hit.body, value: hit.value, promise, settle, cancel: null };
-    const deadline = this.#now() + this.#holdMs;
+    // Never past the liveness bound: the tab's next poll then asks the network.
+    const deadline = Math.min(this.#now() + this.#holdMs, hit.at + this.#maxAgeMs);
     const channel = channelOf(hit.entityRef);
     const check = () => {
       if (this.#holds.get(key) !== held) return;

@@ -5,6 +5,7 @@ import { createBackend } from '@backstage/backend-defaults';
 import { createBackendPlugin, type BackendFeature } from '@backstage/backend-plugin-api';
 import type { KubernetesFetcher, ObjectFetchParams } from '@backstage/plugin-kubernetes-node';
 import kubernetesModuleNativeInformers, {
+  eventsModuleEndPollsOnShutdown,
   NativeInformerFetcher,
   nativeWatcherServiceFactory,
   nativeWatcherServiceRef,
@@ -18,6 +19,7 @@ backend.add(import('kube-watch-native/backstage'));
 backend.add(nativeWatcherServiceFactory);
 const feature: BackendFeature = kubernetesModuleNativeInformers;
 backend.add(feature);
+backend.add(eventsModuleEndPollsOnShutdown);
 
 export const myPlugin = createBackendPlugin({
   pluginId: 'my-plugin',

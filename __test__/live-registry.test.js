@@ -1,0 +1,199 @@
+'use strict';
+// The live tab's viewers shared by replicas (backstage/registry.js, backstage/live-shared.js)
+// on a real PostgreSQL: each armed load is claimed by exactly one replica, a change of an
+// entity is one signal naming all its viewers, and the viewers of a replica that stops or
+// crashes are told to load again. Skipped without PostgreSQL unless KUBE_WATCH_REQUIRE_PG=1
+// (.ci/run sets it: CI installs PostgreSQL).
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const knexFactory = require('knex');
+const { createViewerRegistry } = require('../backstage/registry');
+const { createLivePublisher } = require('../backstage/live');
+const { startPostgres } = require('./pg-helpers');
+const { until } = require('./sim-helpers');
+
+const ALICE = 'user:default/alice';
+const BOB = 'user:default/bob';
+const CAROL = 'user:default/carol';
+const E1 = 'component:default/one';
+const E2 = 'component:default/two';
+const E3 = 'component:default/three';
+const LATER = () => Date.now() + 60_000;
+
+/** PostgreSQL for this file, or a skip reason. */
+async function postgres(t) {
+  try {
+    return await startPostgres();
+  } catch (error) {
+    if (error.code !== 'NO_POSTGRES' || process.env.KUBE_WATCH_REQUIRE_PG === '1') throw error;
+    t.skip(error.message);
+    return null;
+  }
+}
+
+const clientOf = (pg) => knexFactory({ client: 'pg', connection: pg.connection, pool: { min: 0, max: 4 } });
+
+/** A replica's registry on its own pool; `orphans` collects what it is handed. */
+function replica(pg, name, { heartbeatMs = 2000 } = {}) {
+  const knex = clientOf(pg);
+  const orphans = [];
+  const registry = createViewerRegistry({
+    knex,
+    replica: name,
+    orphaned: (rows) => orphans.push(...rows),
+    heartbeatMs,
+  });
+  return { knex, registry, orphans };
+}
+
+test(
+  'shared viewers on PostgreSQL: one claim per load, handed over when a replica stops or crashes',
+  { timeout: 120_000 },
+  async (t) => {
+    const pg = await postgres(t);
+    if (!pg) return;
+    t.after(() => pg.stop());
+    // Two replicas start at once: the tables are created once, under the lock.
+    const a = replica(pg, 'a', { heartbeatMs: 200 });
+    const b = replica(pg, 'b', { heartbeatMs: 200 });
+    t.after(async () => {
+      await a.knex.destroy().catch(() => {});
+      await b.knex.destroy();
+    });
+    await Promise.all([a.registry.ready, b.registry.ready]);
+    await until(() => a.registry.others === 1 && b.registry.others === 1, 2000, 'each sees the other');
+
+    await t.test('a load answered on A is claimed once, by whichever replica asks first', async () => {
+      await a.registry.loaded(ALICE, E1, ['sim'], LATER());
+      await a.registry.loaded(BOB, E1, ['sim-eu'], LATER());
+      const claimed = await b.registry.claim(E1);
+      assert.deepEqual(claimed.map((row) => [row.userEntityRef, row.clusters]).sort(), [
+        [ALICE, ['sim']],
+        [BOB, ['sim-eu']],
+      ]);
+      assert.deepEqual(await a.registry.claim(E1), [], 'claimed already: A signals nobody');
+      assert.deepEqual(await b.registry.claim(E1), [], 'one signal per load');
+      await b.registry.loaded(ALICE, E1, ['sim'], LATER()); // her tab reloads, through B
+      assert.deepEqual(
+        (await a.registry.claim(E1)).map((row) => row.userEntityRef),
+        [ALICE],
+      );
+    });
+
+    await t.test('an expired or forgotten viewer is never claimed', async () => {
+      await a.registry.loaded(ALICE, E2, ['sim'], Date.now() - 1);
+      await a.registry.loaded(BOB, E2, ['sim'], LATER());
+      await b.registry.forget(BOB, E2); // refused since
+      assert.deepEqual(await a.registry.claim(E2), []);
+    });
+
+    await t.test(
+      'a replica that stops hands its armed viewers over; one that crashes is found by the others',
+      async () => {
+        await a.registry.loaded(CAROL, E3, ['sim'], LATER());
+        await b.registry.loaded(ALICE, E3, ['sim'], LATER());
+        // A crashes: its pool is gone, it beats no more. B claims A's armed viewer, not its own.
+        await a.knex.destroy();
+        await until(() => b.orphans.length > 0, 3000, 'B finds A gone within three beats');
+        assert.deepEqual(
+          b.orphans.map((row) => [row.userEntityRef, row.entityRef]),
+          [[CAROL, E3]],
+        );
+        assert.equal(b.registry.others, 0);
+        // B stops: Alice's latest load was B's, so she is handed over (told to load again).
+        const handed = await b.registry.close();
+        assert.deepEqual(
+          handed.map((row) => row.userEntityRef),
+          [ALICE],
+        );
+      },
+    );
+  },
+);
+
+test(
+  'publishers of two replicas on one registry: one signal per entity change, naming every viewer',
+  { timeout: 120_000 },
+  async (t) => {
+    const pg = await postgres(t);
+    if (!pg) return;
+    t.after(() => pg.stop());
+    const published = [];
+    const signals = { publish: async (signal) => void published.push(signal) };
+    const a = replica(pg, 'a');
+    const b = replica(pg, 'b');
+    await Promise.all([a.registry.ready, b.registry.ready]);
+    const pa = createLivePublisher({ signals, registry: a.registry, minIntervalMs: 50 });
+    const pb = createLivePublisher({ signals, registry: b.registry, minIntervalMs: 50 });
+    t.after(async () => {
+      await a.knex.destroy();
+      await b.knex.destroy();
+    });
+
+    // Alice's load went to A, Bob's to B; both follow the same informer.
+    assert.equal(pa.viewed(ALICE, E1, ['pods|app=one'], { cluster: 'sim' }), true);
+    assert.equal(pb.viewed(BOB, E1, ['pods|app=one'], { cluster: 'sim' }), true);
+    await Promise.all([pa.settled(), pb.settled()]);
+    // Both replicas see the change; one claims, one signal names both.
+    pa.changed('pods|app=one', { change: 'rv-7|abc' });
+    pb.changed('pods|app=one', { change: 'rv-7|abc' });
+    await until(() => published.length > 0, 2000, 'a signal');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(published.length, 1, 'one bus event for one change');
+    assert.deepEqual(published[0].recipients, { type: 'user', entityRef: [ALICE, BOB] });
+    assert.equal(published[0].channel, `kubernetes:${E1}`);
+    assert.deepEqual(published[0].message.clusters, ['sim']);
+
+    // Not loaded again: no replica signals them for a second change.
+    pb.changed('pods|app=one', { change: 'rv-8|def' });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(published.length, 1, 'one signal per load');
+
+    // Bob reloads through A; A stops: he is told to load again (through the other replica).
+    pa.viewed(BOB, E1, ['pods|app=one'], { cluster: 'sim' });
+    await pa.settled();
+    await pa.close();
+    assert.equal(published.length, 2);
+    assert.deepEqual(published[1].recipients.entityRef, [BOB]);
+    await pb.close();
+  },
+);
+
+test(
+  'replicas on one database without an events bus: while another is alive, no answer is live',
+  { timeout: 120_000 },
+  async (t) => {
+    const pg = await postgres(t);
+    if (!pg) return;
+    t.after(() => pg.stop());
+    const a = replica(pg, 'a', { heartbeatMs: 200 });
+    const b = replica(pg, 'b', { heartbeatMs: 200 });
+    t.after(async () => {
+      await a.knex.destroy();
+      await b.knex.destroy();
+    });
+    await Promise.all([a.registry.ready, b.registry.ready]);
+    await until(() => a.registry.others === 1, 2000, 'A sees B');
+    const warnings = [];
+    const live = createLivePublisher({
+      signals: { publish() {} },
+      registry: a.registry,
+      share: false,
+      logger: { warn: (message) => warnings.push(message) },
+    });
+    assert.equal(
+      live.viewed(ALICE, E1, ['k'], { cluster: 'sim' }),
+      false,
+      'B may hold the WebSocket: polled',
+    );
+    assert.equal(live.viewed(BOB, E1, ['k'], { cluster: 'sim' }), false);
+    assert.equal(warnings.length, 1, 'said once');
+    assert.match(warnings[0], /another backend replica shares this database, but no events bus/);
+    assert.equal(live.counts().crowded, 2);
+    await b.registry.close(); // B leaves
+    await until(() => a.registry.others === 0, 2000, 'A alone at its next beat');
+    assert.equal(live.viewed(ALICE, E1, ['k'], { cluster: 'sim' }), true, 'alone: followed');
+    await live.close();
+  },
+);

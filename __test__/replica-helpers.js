@@ -1,0 +1,260 @@
+'use strict';
+// Several Backstage backend replicas on one PostgreSQL, each its own process running
+// replica-backend.js, behind a round-robin balancer, as a deployment scaled out runs them. A
+// replica can be stopped (and with which signal) and started again on the same port.
+
+const http = require('node:http');
+const net = require('node:net');
+const path = require('node:path');
+const readline = require('node:readline');
+const { spawn } = require('node:child_process');
+const { TOKEN } = require('./live-helpers');
+const { startPostgres } = require('./pg-helpers');
+const { certs } = require('../sim');
+
+const SCRIPT = path.join(__dirname, 'replica-backend.js');
+const NAMES = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+// Every replica still running when this process exits is killed (their stdin closing stops them
+// too, but only once this process is gone).
+const running = new Set();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/** A port nobody listens on now: a replica keeps it across restarts. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * One replica process, not yet started. `start()` resolves once it is listening and subscribed
+ * to the event bus (or rejects, with its stderr, after `readyMs`); `stop(signal)` resolves to
+ * `{ ms, code, signal, stopped }` once it has exited, SIGKILLed after `stopMs`; `publish(signal)`
+ * publishes through its signals service.
+ */
+function replica(index, params, { readyMs, stopMs }) {
+  const name = NAMES[index];
+  let child;
+  let exited;
+  let stderr = '';
+  let nextId = 0;
+  const pending = new Map();
+  const self = {
+    name,
+    index,
+    port: params.port,
+    url: `http://127.0.0.1:${params.port}`,
+    running: false,
+    /** Messages the child printed besides the replies: { ready }, { stopped }. */
+    messages: [],
+    async start() {
+      if (child) throw new Error(`replica ${name} is already running`);
+      stderr = '';
+      const spawnedAt = Date.now();
+      child = spawn(process.execPath, [SCRIPT, JSON.stringify({ ...params, name })], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      running.add(child);
+      child.stderr.on('data', (chunk) => {
+        stderr = (stderr + chunk).slice(-8000);
+        if (params.logLevel && params.logLevel !== 'none') process.stderr.write(`[${name}] ${chunk}`);
+      });
+      const lines = readline.createInterface({ input: child.stdout });
+      const ready = new Promise((resolve, reject) => {
+        lines.on('line', (line) => {
+          let message;
+          try {
+            message = JSON.parse(line);
+          } catch {
+            return; // not ours: something printed to stdout past the logger
+          }
+          if (message.id !== undefined && pending.has(message.id)) {
+            pending.get(message.id)(message);
+            pending.delete(message.id);
+            return;
+          }
+          self.messages.push(message);
+          if (message.ready) resolve(message);
+        });
+        const proc = child;
+        exited = new Promise((done) =>
+          proc.once('close', (code, signal) => {
+            running.delete(proc);
+            self.running = false;
+            if (child === proc) child = undefined;
+            for (const reply of pending.values()) reply({ published: false, error: 'replica exited' });
+            pending.clear();
+            reject(new Error(`replica ${name} exited (${code ?? signal}) before it was ready:\n${stderr}`));
+            done({ code, signal });
+          }),
+        );
+        setTimeout(
+          () => reject(new Error(`replica ${name} not ready after ${readyMs} ms:\n${stderr}`)),
+          readyMs,
+        ).unref();
+      });
+      try {
+        const message = await ready;
+        self.running = true;
+        self.instanceId = message.instanceId;
+        self.startMs = Date.now() - spawnedAt; // from spawn: Node, the modules, the backend, the bus
+        return message;
+      } catch (error) {
+        await self.stop('SIGKILL');
+        throw error;
+      }
+    },
+    async stop(signal = 'SIGTERM') {
+      if (!child) return { ms: 0 };
+      const proc = child;
+      self.running = false; // the balancer stops sending it anything now
+      const at = Date.now();
+      proc.kill(signal);
+      const timer = setTimeout(() => proc.kill('SIGKILL'), stopMs);
+      const { code, signal: by } = await exited;
+      clearTimeout(timer);
+      const stopped = self.messages.findLast((m) => m.stopped);
+      return { ms: Date.now() - at, code, signal: by, stopped: stopped?.ms };
+    },
+    /** Publishes `signal` (`{ recipients, channel, message }`) through this replica's signals service. */
+    publish(signal, ms = 10_000) {
+      if (!child) return Promise.reject(new Error(`replica ${name} is not running`));
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          pending.delete(id);
+          reject(new Error(`replica ${name}: no answer to publish after ${ms} ms`));
+        }, ms);
+        pending.set(id, (answer) => {
+          clearTimeout(timer);
+          if (answer.published) resolve(answer);
+          else reject(new Error(`replica ${name}: publish failed: ${answer.error}`));
+        });
+        child.stdin.write(`${JSON.stringify({ id, publish: signal })}\n`);
+      });
+    },
+  };
+  return self;
+}
+
+/**
+ * The balancer: each HTTP request to the next running replica, round-robin; a WebSocket upgrade
+ * to replica N for `?replica=N` (index or name), else round-robin too, tunnelled as bytes (as
+ * startOrigin in live-helpers.js does).
+ */
+async function startBalancer(replicas) {
+  let next = 0;
+  const pick = (url) => {
+    const wanted = new URL(url, 'http://x').searchParams.get('replica');
+    if (wanted !== null) return replicas.find((r) => String(r.index) === wanted || r.name === wanted);
+    const live = replicas.filter((r) => r.running);
+    return live.length ? live[next++ % live.length] : undefined;
+  };
+  const server = http.createServer((req, res) => {
+    const target = pick(req.url);
+    if (!target) return res.writeHead(503).end('no replica running');
+    const upstream = http.request(
+      { host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode, { ...answer.headers, 'x-replica': target.name });
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => (res.headersSent ? res.destroy() : res.writeHead(502).end()));
+    req.pipe(upstream);
+  });
+  const tunnels = new Set();
+  server.on('upgrade', (req, socket, head) => {
+    const target = pick(req.url);
+    if (!target) return socket.destroy();
+    const upstream = net.connect(target.port, '127.0.0.1', () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2)
+        lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+      upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    tunnels.add(socket);
+    socket.once('close', () => tunnels.delete(socket));
+    upstream.on('error', () => socket.destroy());
+    upstream.on('close', () => socket.destroy());
+    socket.on('error', () => upstream.destroy());
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    close: () => {
+      for (const socket of tunnels) socket.destroy();
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * A throwaway PostgreSQL for test `t`, stopped after it; without PostgreSQL installed the test
+ * is skipped (undefined), or fails when KUBE_WATCH_REQUIRE_PG=1 (CI, where it must run).
+ */
+async function postgresFor(t) {
+  try {
+    const postgres = await startPostgres();
+    t.after(() => postgres.stop());
+    return postgres;
+  } catch (error) {
+    if (error.code !== 'NO_POSTGRES' || process.env.KUBE_WATCH_REQUIRE_PG === '1') throw error;
+    t.skip(error.message);
+    return undefined;
+  }
+}
+
+/**
+ * `count` replicas reading the simulated cluster `sim`, on the PostgreSQL `options.pg` (a
+ * connection; else one started here and stopped with them), behind a balancer. Options: `live`
+ * (kubernetes.nativeInformers.live), `entities`, `objectTypes`, `logLevel` (their logs on this
+ * process's stderr), `eventsBackend: false`, `config` (merged into theirs), `readyMs`, `stopMs`.
+ * The first replica starts alone: it creates the plugins' databases and runs their migrations,
+ * which replicas racing each other can fail at.
+ */
+async function startReplicas(count, sim, options = {}) {
+  const { pg: connection, readyMs = 60_000, stopMs = 20_000, ...rest } = options;
+  const postgres = connection ? undefined : await startPostgres();
+  const replicas = [];
+  let balancer;
+  const stopAll = async () => {
+    await balancer?.close();
+    await Promise.all(replicas.map((r) => r.stop()));
+    await postgres?.stop();
+  };
+  try {
+    for (let i = 0; i < count; i++) {
+      const params = {
+        ...rest,
+        port: await freePort(),
+        sim: { url: sim.url, token: TOKEN, caData: Buffer.from(certs.ca).toString('base64') },
+        pg: connection ?? postgres.connection,
+      };
+      replicas.push(replica(i, params, { readyMs, stopMs }));
+    }
+    await replicas[0].start();
+    await Promise.all(replicas.slice(1).map((r) => r.start()));
+    balancer = await startBalancer(replicas);
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  return { replicas, balancer, postgres, stop: stopAll };
+}
+
+module.exports = { startReplicas, startBalancer, postgresFor };
