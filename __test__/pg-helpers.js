@@ -55,12 +55,18 @@ async function startPostgres({ readyMs = 20_000 } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kube-watch-pg-'));
   const data = path.join(dir, 'data');
   const asRoot = process.getuid?.() === 0;
-  const run = (cmd, args) =>
-    asRoot ? ['setpriv', ['--reuid', USER, '--regid', USER, '--init-groups', cmd, ...args]] : [cmd, args];
+  const hasSetpriv = fs.existsSync('/usr/bin/setpriv');
+  const run = (cmd, args, { pdeathsig } = {}) => {
+    const privs = asRoot ? ['--reuid', USER, '--regid', USER, '--init-groups'] : [];
+    // A parent-death signal: killed outright (SIGKILL, or SIGTERM, which skips 'exit' handlers),
+    // the test process still takes postgres with it (SIGINT: fast shutdown). Only the dir stays.
+    if (pdeathsig && hasSetpriv) privs.push('--pdeathsig', pdeathsig);
+    return privs.length ? ['setpriv', [...privs, cmd, ...args]] : [cmd, args];
+  };
   let postmaster;
   let log = '';
-  // Removed on the parent's exit too, however the test ends (SIGQUIT: immediate shutdown, the
-  // postmaster takes its backends with it).
+  // Removed on the parent's exit too, whichever way the test ends (SIGQUIT: immediate shutdown,
+  // the postmaster takes its backends with it).
   const onExit = () => {
     postmaster?.kill('SIGQUIT');
     fs.rmSync(dir, { recursive: true, force: true });
@@ -91,6 +97,7 @@ async function startPostgres({ readyMs = 20_000 } = {}) {
           ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'],
           ['-c', 'max_connections=300', '-c', 'shared_buffers=32MB'],
         ].flat(),
+        { pdeathsig: 'SIGINT' },
       );
       log = '';
       postmaster = spawn(cmd, args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });

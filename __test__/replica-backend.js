@@ -76,7 +76,11 @@ async function start() {
       database: { client: 'pg', connection: params.pg },
       ...params.config?.backend,
     },
-    kubernetes: kubernetesConfig(params.sim, { objectTypes: params.objectTypes, live: params.live }),
+    kubernetes: kubernetesConfig(params.sim, {
+      objectTypes: params.objectTypes,
+      live: params.live,
+      clusters: params.clusters,
+    }),
   };
   const routing = webSocketRouting({ port });
   const backend = createSpecializedBackend({

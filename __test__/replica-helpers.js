@@ -53,6 +53,10 @@ function replica(index, params, { readyMs, stopMs }) {
     port: params.port,
     url: `http://127.0.0.1:${params.port}`,
     running: false,
+    /** The process's pid while it runs (the benchmark reads its CPU and memory). */
+    get pid() {
+      return child?.pid;
+    },
     /** Messages the child printed besides the replies: { ready }, { stopped }. */
     messages: [],
     async start() {
@@ -222,7 +226,7 @@ async function postgresFor(t) {
 /**
  * `count` replicas reading the simulated cluster `sim`, on the PostgreSQL `options.pg` (a
  * connection; else one started here and stopped with them), behind a balancer. Options: `live`
- * (kubernetes.nativeInformers.live), `entities`, `objectTypes`, `logLevel` (their logs on this
+ * (kubernetes.nativeInformers.live), `entities`, `objectTypes`, `clusters` (config entries, instead of `sim`), `logLevel` (their logs on this
  * process's stderr), `eventsBackend: false`, `config` (merged into theirs), `readyMs`, `stopMs`.
  * The first replica starts alone: it creates the plugins' databases and runs their migrations,
  * which replicas racing each other can fail at.

@@ -80,7 +80,25 @@ test(
     alice.ws.on('message', () => void reload().catch((error) => loads.push({ error })));
     for (let i = 0; i < 3; i++) assert.equal((await reload()).live, true, 'every replica answers live');
     await load(balancer, BOB_TOKEN, OTHER_SVC);
-    await sleep(500); // subscriptions in, informers watching
+    // Each WebSocket's subscribe is in once a signal published on its own replica reaches it
+    // (the two travel apart, and a signal before the subscribe is dropped): publish until one lands.
+    for (const [client, replica, user] of [
+      [alice, replicas[1], 'user:default/mock'],
+      [bob, replicas[2], 'user:default/other'],
+    ]) {
+      const deadline = Date.now() + 10_000;
+      while (!client.received.length) {
+        assert.ok(Date.now() < deadline, `${user}'s subscription within 10 s`);
+        await replica.publish({
+          recipients: { type: 'user', entityRef: user },
+          channel: CHANNEL,
+          message: {},
+        });
+        await sleep(100);
+      }
+    }
+    await sleep(500); // the informers watching
+    bob.received.length = 0;
     alice.received.length = 0;
     loads.length = 0;
 
@@ -122,7 +140,26 @@ test(
     latencies.push(
       await change('pod added, A dead', () => sim.create('pods', pod('live-svc-3', 'live-svc'))),
     );
+    const sinceRestart = sim.requests.length;
     await replicas[0].start();
+    // Back, A answers a load from informers of its own, started from the API server's watch
+    // cache (a streaming list), not a LIST: a restarted replica is no LIST storm.
+    while ((await reload()).replica !== 'A');
+    const typed = sim.requests
+      .slice(sinceRestart)
+      .filter((r) => /\/(pods|services|deployments|replicasets)$/.test(r.path));
+    assert.deepEqual(
+      typed.filter((r) => r.query.watch === undefined).map((r) => r.path),
+      [],
+      'no LIST since the restart',
+    );
+    assert.ok(
+      typed.some((r) => r.query.sendInitialEvents === 'true'),
+      'streaming lists',
+    );
+    await sleep(300);
+    alice.received.length = 0;
+    loads.length = 0;
     latencies.push(
       await change('pod changed, A back', () =>
         sim.patch('pods', 'default', 'live-svc-3', (p) => void (p.status.phase = 'Failed')),

@@ -116,7 +116,9 @@ function createViewerRegistry({
   function schedule() {
     if (closed) return;
     timer = setTimeout(() => {
+      // A failed beat is counted and logged once; the next one tries again.
       beat()
+        .catch(failed('beat'))
         .catch(() => {})
         .finally(schedule);
     }, heartbeatMs);

@@ -99,19 +99,62 @@ async function startVariant(info, files, variant, refreshMs) {
   return { backend, origin, tab, close };
 }
 
+/** Opens a tab per entity of `tabEntities(info)`, each ready and showing no pod with errors. */
+async function openTabs(clusters, info, openTab) {
+  const tabs = [];
+  for (const name of tabEntities(info)) {
+    // Ready, whatever the last variant left it as.
+    await clusters.request({ cmd: 'toggle', entity: name, crashing: false });
+    const page = await openTab(name);
+    const errors = await page.evaluate(observeErrors);
+    if (errors !== 0) throw new Error(`tab ${name} starts with ${errors} pods with errors`);
+    tabs.push({ name, page, crashing: false, toggles: [] });
+  }
+  return tabs;
+}
+
+/**
+ * `seconds` of CHURN_PER_SECOND changes across the fleet, plus each tab's pod toggling its
+ * crash-loop every TOGGLE_EVERY_MS (the tabs take turns); resolves to the churn's change count.
+ */
+async function churnAndToggle(clusters, tabs, seconds) {
+  const churnStarted = Date.now();
+  const churn = clusters.request({ cmd: 'churn', perSecond: CHURN_PER_SECOND, seconds });
+  const toggleEvery = TOGGLE_EVERY_MS / tabs.length;
+  for (let n = 0; Date.now() - churnStarted < seconds * 1000 - TOGGLE_EVERY_MS; n++) {
+    const due = churnStarted + n * toggleEvery;
+    if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+    const tab = tabs[n % tabs.length];
+    tab.crashing = !tab.crashing;
+    await clusters.request({ cmd: 'toggle', entity: tab.name, crashing: tab.crashing });
+    tab.toggles.push({ at: Date.now(), errors: tab.crashing ? 1 : 0 });
+  }
+  const { changes } = await churn;
+  return changes;
+}
+
+/** Each toggle's latency: the first stamp after it with its count, before the tab's next toggle. */
+async function toggleLatencies(tabs) {
+  const latencies = [];
+  let missed = 0;
+  for (const tab of tabs) {
+    const stamps = await tab.page.evaluate(() => window.benchErrors);
+    tab.toggles.forEach((toggle, k) => {
+      const until = tab.toggles[k + 1]?.at ?? Infinity;
+      const seen = stamps.find(([at, n]) => at >= toggle.at && at < until && n === toggle.errors);
+      if (seen) latencies.push(seen[0] - toggle.at);
+      else missed += 1;
+    });
+  }
+  latencies.sort((a, b) => a - b);
+  return { latencies, missed };
+}
+
 async function measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs }) {
   const { backend, origin, tab: openTab, close } = await startVariant(info, files, variant, refreshMs);
   const pid = backend.proc.pid;
   try {
-    const tabs = [];
-    for (const name of tabEntities(info)) {
-      // Ready, whatever the last variant left it as.
-      await clusters.request({ cmd: 'toggle', entity: name, crashing: false });
-      const page = await openTab(name);
-      const errors = await page.evaluate(observeErrors);
-      if (errors !== 0) throw new Error(`tab ${name} starts with ${errors} pods with errors`);
-      tabs.push({ name, page, crashing: false, toggles: [] });
-    }
+    const tabs = await openTabs(clusters, info, openTab);
     log(`  ${variant}: ${TABS} tabs loaded; settling ${SETTLE_MS / 1000} s`);
     await new Promise((r) => setTimeout(r, SETTLE_MS));
 
@@ -126,35 +169,12 @@ async function measure(clusters, info, files, variant, { seconds, idleSeconds, r
     const { signals: signals0 } = await backend.request({ cmd: 'signals' });
     const cpu0 = { main: threadCpu(pid), all: processCpu(pid), browser: treeCpu(process.pid, 'chrom') };
     const churnStarted = Date.now();
-    const churn = clusters.request({ cmd: 'churn', perSecond: CHURN_PER_SECOND, seconds });
-    const toggleEvery = TOGGLE_EVERY_MS / TABS;
-    for (let n = 0; Date.now() - churnStarted < seconds * 1000 - TOGGLE_EVERY_MS; n++) {
-      const due = churnStarted + n * toggleEvery;
-      if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
-      const tab = tabs[n % TABS];
-      tab.crashing = !tab.crashing;
-      await clusters.request({ cmd: 'toggle', entity: tab.name, crashing: tab.crashing });
-      tab.toggles.push({ at: Date.now(), errors: tab.crashing ? 1 : 0 });
-    }
-    const { changes } = await churn;
+    const changes = await churnAndToggle(clusters, tabs, seconds);
     const minutes = (Date.now() - churnStarted) / 60_000;
     const cpu1 = { main: threadCpu(pid), all: processCpu(pid), browser: treeCpu(process.pid, 'chrom') };
     const requests = origin.kubernetesRequests.length - requests0;
     const { signals: signals1 } = await backend.request({ cmd: 'signals' });
-
-    // Each toggle's latency: the first stamp after it with its count, before the tab's next toggle.
-    const latencies = [];
-    let missed = 0;
-    for (const tab of tabs) {
-      const stamps = await tab.page.evaluate(() => window.benchErrors);
-      tab.toggles.forEach((toggle, k) => {
-        const until = tab.toggles[k + 1]?.at ?? Infinity;
-        const seen = stamps.find(([at, n]) => at >= toggle.at && at < until && n === toggle.errors);
-        if (seen) latencies.push(seen[0] - toggle.at);
-        else missed += 1;
-      });
-    }
-    latencies.sort((a, b) => a - b);
+    const { latencies, missed } = await toggleLatencies(tabs);
     const signals = signals1 - signals0;
     return {
       variant,
@@ -254,7 +274,21 @@ async function main(argv) {
   if (json) fs.writeFileSync(json, JSON.stringify({ seconds, idleSeconds, refreshMs, runs }, null, 2));
 }
 
-module.exports = { main, startVariant, CHROMIUM };
+module.exports = {
+  main,
+  startVariant,
+  openTabs,
+  churnAndToggle,
+  toggleLatencies,
+  CHROMIUM,
+  OBJECTS,
+  LABELLED,
+  ENTITIES,
+  TABS,
+  CHURN_PER_SECOND,
+  TOGGLE_EVERY_MS,
+  SETTLE_MS,
+};
 
 if (require.main === module) {
   main(process.argv.slice(2)).catch((err) => {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 'use strict';
 // `npm run bench:backstage` → node bench/backstage.js [--seconds=N] [--runs=N] [--strip] [--json=file]
-// `npm run bench:backstage -- --live …`: the live tab's benchmark (bench/backstage-live.js).
+// `npm run bench:backstage -- --live …`: the live tab's benchmark (bench/backstage-live.js);
+// with `--replicas=N`, on N backend replicas against one (bench/backstage-replicas.js).
 // `npm run bench:backstage -- --viewers [--authorization-ttl=S] …`: viewers' own credentials
 // (issue 35), below.
 //
@@ -342,7 +343,13 @@ function reportViewers(runs, info) {
     );
 }
 
-(LIVE ? require('./backstage-live').main(argv) : main()).catch((err) => {
+/** `--live --replicas=N`: the live tab on N replicas against one (bench/backstage-replicas.js). */
+const bench = !LIVE
+  ? main
+  : argv.some((a) => a.startsWith('--replicas='))
+    ? () => require('./backstage-replicas').main(argv)
+    : () => require('./backstage-live').main(argv);
+bench().catch((err) => {
   console.error(err);
   killAll();
   process.exit(1);

@@ -1,0 +1,149 @@
+'use strict';
+// The live tab in a real browser on two backend replicas: Debian's Chromium opens the page of
+// fixtures/live-tab (the real EntityKubernetesContent, Signals client and
+// kube-watch-native/live-frontend) whose /api/* goes through a round-robin balancer to two real
+// backends (Kubernetes, Signals and events backends and kube-watch-native/backstage) on one
+// PostgreSQL: the tab's loads alternate replicas, its WebSocket is on one of them. A pod added,
+// changed and deleted shows within 1 s, and again after one replica restarts (SIGTERM, then up
+// again). Runs on one Node.js line only; skipped without Chromium, and without PostgreSQL unless
+// KUBE_WATCH_REQUIRE_PG=1 (.ci/run installs both).
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { startCluster, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
+const { startReplicas } = require('./replica-helpers');
+
+const CHROMIUM = '/usr/bin/chromium';
+const NODE_LINE = 20;
+const REFRESH_INTERVAL_MS = 500;
+const OUTPUT = path.join(__dirname, 'output');
+
+const skip =
+  Number(process.versions.node.split('.')[0]) !== NODE_LINE
+    ? `runs on Node.js ${NODE_LINE} only (a real browser and two backends); this is ${process.version}`
+    : !fs.existsSync(CHROMIUM)
+      ? `${CHROMIUM} is absent (.ci/run installs Debian's chromium)`
+      : false;
+
+const crashLooping = (p) => {
+  p.status.containerStatuses = [
+    {
+      name: 'main',
+      ready: false,
+      restartCount: 7,
+      state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off restarting' } },
+    },
+  ];
+};
+
+test(
+  'the live tab on two replicas: changes show within 1 s with loads alternating replicas, and after one restarts',
+  { skip, timeout: 180_000 },
+  async (t) => {
+    const { chromium } = require('playwright-core');
+    const sim = await startCluster();
+    t.after(() => sim.close?.());
+    let cluster;
+    try {
+      cluster = await startReplicas(2, sim);
+    } catch (error) {
+      if (error.code !== 'NO_POSTGRES' || process.env.KUBE_WATCH_REQUIRE_PG === '1') throw error;
+      return t.skip(error.message);
+    }
+    t.after(() => cluster.stop());
+    const { balancer, replicas } = cluster;
+    const origin = await startOrigin(await bundle(), balancer.port, () => ({
+      entity: LIVE_SVC,
+      refreshIntervalMs: REFRESH_INTERVAL_MS,
+    }));
+    t.after(() => origin.close());
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox'],
+    });
+    t.after(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const pageErrors = [];
+    page.on('pageerror', (error) => pageErrors.push(String(error)));
+
+    async function waitForText(needle, timeout) {
+      try {
+        await page.waitForFunction((n) => document.body.innerText.includes(n), needle, {
+          timeout,
+          polling: 25,
+        });
+      } catch (error) {
+        fs.mkdirSync(OUTPUT, { recursive: true });
+        await page.screenshot({ path: path.join(OUTPUT, 'replicas-tab-failed.png'), fullPage: true });
+        const shown = (await page.evaluate(() => document.body.innerText)).slice(0, 2000);
+        throw new Error(
+          `${needle} not shown in ${timeout} ms: ${error.message}\npage: ${shown}\nerrors: ${pageErrors.join('\n')}`,
+        );
+      }
+    }
+
+    /** A change in the cluster, shown within 1 s; the change-to-DOM ms. */
+    async function live(what, change, needle) {
+      const before = origin.kubernetesRequests.length;
+      const changedAt = Date.now();
+      change();
+      await waitForText(needle, 5000);
+      const latency = Date.now() - changedAt;
+      t.diagnostic(`${what}: change to DOM in ${latency} ms`);
+      assert.ok(latency <= 1000, `${what} showed ${latency} ms after the change`);
+      await page.waitForTimeout(600);
+      const refetches = origin.kubernetesRequests.slice(before);
+      assert.ok(
+        refetches.length >= 1 && refetches.length <= 2,
+        `${what}: ${refetches.length} refetches for one signal`,
+      );
+      return latency;
+    }
+
+    await page.goto(origin.url);
+    await waitForText('1 pod', 30_000);
+    await page.waitForTimeout(3000); // the signals channel up: polls answered from memory
+
+    await live(
+      'a pod added',
+      () => sim.create('pods', pod('live-svc-2', 'live-svc')),
+      '2 pods\nNo pods with errors',
+    );
+    await live(
+      'a pod changed',
+      () => sim.patch('pods', 'default', 'live-svc-2', crashLooping),
+      '2 pods\n1 pod with errors',
+    );
+    await live(
+      'a pod deleted',
+      () => sim.remove('pods', 'default', 'live-svc-2'),
+      '1 pod\nNo pods with errors',
+    );
+
+    // Replica A restarts (a rolling restart's step): the tab is live again on whichever replica.
+    const { ms } = await replicas[0].stop('SIGTERM');
+    t.diagnostic(`A exited ${ms} ms after SIGTERM`);
+    assert.ok(ms < 10_000, `A took ${ms} ms to exit`);
+    await replicas[0].start();
+    await page.waitForTimeout(6000); // a WebSocket that was on A comes back (resubscribed every 5 s)
+    await live(
+      'a pod added after the restart',
+      () => sim.create('pods', pod('live-svc-3', 'live-svc')),
+      '2 pods\nNo pods with errors',
+    );
+    await live(
+      'a pod changed after the restart',
+      () => sim.patch('pods', 'default', 'live-svc-3', crashLooping),
+      '2 pods\n1 pod with errors',
+    );
+    await live(
+      'a pod deleted after the restart',
+      () => sim.remove('pods', 'default', 'live-svc-3'),
+      '1 pod\nNo pods with errors',
+    );
+    assert.deepEqual(pageErrors, []);
+  },
+);
