@@ -197,3 +197,36 @@ test(
     await live.close();
   },
 );
+
+test(
+  'a later load signalled for a change already signalled gets an id of its own, which the frontend does not drop',
+  { timeout: 120_000 },
+  async (t) => {
+    const pg = await postgres(t);
+    if (!pg) return;
+    t.after(() => pg.stop());
+    const published = [];
+    const signals = { publish: async (signal) => void published.push(signal) };
+    const a = replica(pg, 'a');
+    const b = replica(pg, 'b');
+    await Promise.all([a.registry.ready, b.registry.ready]);
+    const pa = createLivePublisher({ signals, registry: a.registry, minIntervalMs: 0 });
+    const pb = createLivePublisher({ signals, registry: b.registry, minIntervalMs: 0 });
+    t.after(async () => {
+      await pa.close();
+      await pb.close();
+      await a.knex.destroy();
+      await b.knex.destroy();
+    });
+    pa.viewed(ALICE, E1, ['k'], { cluster: 'sim' });
+    await pa.settled();
+    pa.changed('k', { change: 'rv-9|crash-looping' }); // A sees the change first
+    await until(() => published.length === 1, 2000, 'A’s signal');
+    // Alice's refetch lands on B, which has not seen the change yet: its answer is the old one.
+    pb.viewed(ALICE, E1, ['k'], { cluster: 'sim' });
+    await pb.settled();
+    pb.changed('k', { change: 'rv-9|crash-looping' }); // B sees it now: Alice must hear again
+    await until(() => published.length === 2, 2000, 'B’s signal');
+    assert.notEqual(published[1].message.id, published[0].message.id);
+  },
+);

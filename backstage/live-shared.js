@@ -29,6 +29,15 @@ function changeId(changes) {
 }
 
 /**
+ * A claimed signal's identity: the change's, made unique to this publish. A claim is already
+ * exactly one signal per load, and a later load may need a signal of the same change (its
+ * refetch reached a replica that had not seen the change yet, which signals it when it does):
+ * the frontend, which drops an id it has seen, must not take that one for a duplicate. Only a
+ * retry of the same publish repeats an id.
+ */
+const claimId = (changes) => `${changeId(changes)}.${crypto.randomBytes(6).toString('base64url')}`;
+
+/**
  * @param {object} options
  * @param {ReturnType<import('./registry').createViewerRegistry>} options.registry
  * @param {{ publish(signal: object): Promise<void> | void }} options.signals
@@ -136,7 +145,7 @@ function createSharedSignals({ registry, signals, channelOf, logger, minInterval
     } catch {
       return; // counted and logged by the registry; the viewers stay armed for the next change
     }
-    const id = changeId(changes);
+    const id = claimId(changes);
     const groups = new Map();
     for (const row of rows) {
       const clusters = [...new Set(row.clusters)].sort();
@@ -191,7 +200,7 @@ function createSharedSignals({ registry, signals, channelOf, logger, minInterval
         byEntity.get(key).users.push(row.userEntityRef);
       }
       for (const { entityRef, clusters, users } of byEntity.values()) {
-        enqueue(entityRef, users, clusters, changeId([`${reason} ${now()} ${entityRef}`]));
+        enqueue(entityRef, users, clusters, claimId([`${reason} ${entityRef}`]));
       }
     },
 

@@ -8,7 +8,8 @@
 // over the replicas), and 20 Chromium tabs over the six simulated clusters of
 // bench/backstage-live.js, with 100 pod changes a second plus each tab's crash-loop toggles.
 // Measured: change-to-DOM latency of the toggles, refetches per signal each tab got, bus rows
-// per second (the events backend's event_bus_events), WATCHes the clusters saw while the tabs
+// per second (the events backend's event_bus_events: it stores an event only when some
+// replica's subscriber was not told in-process, so one replica alone stores none), WATCHes the clusters saw while the tabs
 // opened, and each replica's RSS and main-thread CPU per minute of churn. Loopback only; every
 // child ends with this process. Progress on stderr, the report on stdout.
 
@@ -46,7 +47,8 @@ async function busRows(db, afterId) {
   const rows = await db('event_bus_events').where('id', '>', afterId).select('id', 'data_json');
   const byChannel = new Map();
   for (const row of rows) {
-    const channel = JSON.parse(row.data_json)?.channel;
+    // { payload: the signal, metadata }
+    const channel = JSON.parse(row.data_json)?.payload?.channel;
     if (channel) byChannel.set(channel, (byChannel.get(channel) ?? 0) + 1);
   }
   const lastId = rows.reduce((max, row) => Math.max(max, Number(row.id)), afterId);
