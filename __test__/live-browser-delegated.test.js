@@ -10,8 +10,8 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const { startCluster, startLiveBackend, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
+const { openPage, CHROMIUM } = require('./browser-helpers');
 
-const CHROMIUM = '/usr/bin/chromium';
 const NODE_LINE = 20;
 const REFRESH_INTERVAL_MS = 10_000; // the stock default
 
@@ -36,7 +36,6 @@ test(
   'a delegated entity (selector tier!=db) shows a new pod within the stock 10 s interval while the signals WebSocket is open',
   { skip, timeout: 90_000 },
   async (t) => {
-    const { chromium } = require('playwright-core');
     const sim = await startCluster(); // live-svc-1 and other-svc-1: neither has a tier label
     t.after(() => sim.close?.());
     const backend = await startLiveBackend(sim, { entities: [DELEGATED_SVC] });
@@ -46,15 +45,9 @@ test(
       refreshIntervalMs: REFRESH_INTERVAL_MS,
     }));
     t.after(() => origin.close());
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox'],
+    const { page, pageErrors, waitForText } = await openPage(t, {
+      failedShot: 'live-tab-delegated-failed.png',
     });
-    t.after(() => browser.close());
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const pageErrors = [];
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
     const sockets = [];
     page.on('websocket', (ws) => {
       const socket = { url: ws.url(), open: true, subscribed: false };
@@ -64,14 +57,6 @@ test(
       });
       ws.on('close', () => (socket.open = false));
     });
-    const waitForText = (needle, timeout) =>
-      page
-        .waitForFunction((n) => document.body.innerText.includes(n), needle, { timeout, polling: 25 })
-        .catch(async (error) => {
-          const shown = (await page.evaluate(() => document.body.innerText)).slice(0, 1000);
-          throw new Error(`${needle} not shown: ${error.message}\npage: ${shown}\nerrors: ${pageErrors}`);
-        });
-
     // The page's clock, so that the next poll can be brought forward; it runs as the real one.
     await page.clock.install();
     await page.goto(origin.url);

@@ -19,14 +19,13 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { startCluster, startLiveBackend, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
+const { openPage, changeShows, CHROMIUM, OUTPUT } = require('./browser-helpers');
 
-const CHROMIUM = '/usr/bin/chromium';
 const NODE_LINE = 20;
 const IDLE_MS = 60_000;
 /** The frontend's `maxAgeMs`: no answer is trusted longer. */
 const LIVENESS_MS = 60_000;
 const REFRESH_INTERVAL_MS = 500;
-const OUTPUT = path.join(__dirname, 'output');
 
 const skip =
   Number(process.versions.node.split('.')[0]) !== NODE_LINE
@@ -40,7 +39,6 @@ test(
   { skip, timeout: 180_000 },
   async (t) => {
     const started = Date.now();
-    const { chromium } = require('playwright-core');
     const sim = await startCluster();
     t.after(() => sim.close?.());
     const backend = await startLiveBackend(sim);
@@ -51,34 +49,11 @@ test(
       refreshIntervalMs: REFRESH_INTERVAL_MS,
     }));
     t.after(() => origin.close());
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox'],
+    const { page, pageErrors, waitForText } = await openPage(t, {
+      failedShot: 'live-tab-failed.png',
+      consoleErrors: true,
     });
-    t.after(() => browser.close());
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const pageErrors = [];
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
-
-    page.on('console', (message) => message.type() === 'error' && pageErrors.push(message.text()));
     const text = () => page.evaluate(() => document.body.innerText);
-    /** Waits for `needle` in the page's text; on a timeout, says what the page showed. */
-    async function waitForText(needle, timeout) {
-      try {
-        await page.waitForFunction((n) => document.body.innerText.includes(n), needle, {
-          timeout,
-          polling: 25,
-        });
-      } catch (error) {
-        fs.mkdirSync(OUTPUT, { recursive: true });
-        await page.screenshot({ path: path.join(OUTPUT, 'live-tab-failed.png'), fullPage: true });
-        const shown = (await text()).slice(0, 2000);
-        throw new Error(
-          `${needle} not shown in ${timeout} ms: ${error.message}\npage: ${shown}\nerrors: ${pageErrors.join('\n')}`,
-        );
-      }
-    }
 
     // The page's clock, so that the test can put it to sleep; it runs as the real one until then.
     await page.clock.install();
@@ -91,23 +66,7 @@ test(
     await page.waitForTimeout(1500);
     assert.equal(origin.kubernetesRequests.length, settled, 'the tab still polls the network once live');
 
-    /** Makes a change in the cluster and waits for `needle` in the DOM; the change-to-DOM ms. */
-    async function live(what, change, needle) {
-      const before = origin.kubernetesRequests.length;
-      const changedAt = Date.now();
-      change();
-      await waitForText(needle, 5000);
-      const latency = Date.now() - changedAt;
-      t.diagnostic(`${what}: change to DOM in ${latency} ms`);
-      assert.ok(latency <= 1000, `${what} showed ${latency} ms after the change`);
-      await page.waitForTimeout(600);
-      const refetches = origin.kubernetesRequests.slice(before);
-      assert.ok(
-        refetches.length >= 1 && refetches.length <= 2,
-        `${what}: ${refetches.map((r) => r.url).join(', ')}: one refetch per signal`,
-      );
-      return latency;
-    }
+    const live = changeShows(t, { origin, page, waitForText });
 
     await live(
       'a pod added',
@@ -210,17 +169,8 @@ test(
   "the new frontend system: live-frontend/alpha's module replaces the Kubernetes plugin's own kubernetesApiRef extension",
   { skip, timeout: 60_000 },
   async (t) => {
-    const { chromium } = require('playwright-core');
     const files = await bundle('alpha-ids.mjs');
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox'],
-    });
-    t.after(() => browser.close());
-    const page = await browser.newPage();
-    const pageErrors = [];
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
+    const { page, pageErrors } = await openPage(t);
     await page.setContent('<!doctype html><html><body></body></html>');
     await page.addScriptTag({ content: Buffer.from(files['alpha-ids.js']).toString() });
     const ids = await page.evaluate(() => window.ALPHA_IDS);

@@ -245,6 +245,28 @@ async function bundle(entry = 'app.jsx') {
 }
 
 /**
+ * Passes an HTTP upgrade (a WebSocket) on to 127.0.0.1:`port` as bytes, request head and all;
+ * either end's error ends the other, and with `closeTogether` the upstream's close too (the
+ * origin leaves it out: it kills a backend's end alone to play a WebSocket dying silently).
+ * Returns the upstream socket.
+ */
+function tunnel(req, socket, head, port, { closeTogether = false } = {}) {
+  const upstream = net.connect(port, '127.0.0.1', () => {
+    const lines = [`${req.method} ${req.url} HTTP/1.1`];
+    for (let i = 0; i < req.rawHeaders.length; i += 2)
+      lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+    upstream.write(head);
+    upstream.pipe(socket);
+    socket.pipe(upstream);
+  });
+  upstream.on('error', () => socket.destroy());
+  if (closeTogether) upstream.on('close', () => socket.destroy());
+  socket.on('error', () => upstream.destroy());
+  return upstream;
+}
+
+/**
  * The page's origin: the page and its bundle, and /api/* proxied to the backend (WebSocket
  * upgrades too), counting the requests to /api/kubernetes. `pageConfig(url)` is the page's
  * `window.LIVE_TAB` (see fixtures/live-tab/app.jsx).
@@ -282,19 +304,8 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
   // A WebSocket upgrade is passed through as bytes, head and all; close() ends them too.
   const tunnels = new Map();
   server.on('upgrade', (req, socket, head) => {
-    const upstream = net.connect(backendPort, '127.0.0.1', () => {
-      const lines = [`${req.method} ${req.url} HTTP/1.1`];
-      for (let i = 0; i < req.rawHeaders.length; i += 2)
-        lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
-      upstream.write(head);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-    });
-    tunnels.set(socket, upstream);
+    tunnels.set(socket, tunnel(req, socket, head, backendPort));
     socket.once('close', () => tunnels.delete(socket));
-    upstream.on('error', () => socket.destroy());
-    socket.on('error', () => upstream.destroy());
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -325,6 +336,7 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
 }
 
 module.exports = {
+  tunnel,
   ID,
   TOKEN,
   LIVE_SVC,

@@ -47,21 +47,40 @@ function replica(pg, name, { heartbeatMs = 2000 } = {}) {
   return { knex, registry, orphans };
 }
 
+/**
+ * Replicas A and B, their registries on a PostgreSQL of the test's own (started at once, so the
+ * tables are created once, under the lock), all gone with the test; null when skipped.
+ */
+async function twoReplicas(t, options) {
+  const pg = await postgres(t);
+  if (!pg) return null;
+  const a = replica(pg, 'a', options);
+  const b = replica(pg, 'b', options);
+  t.after(async () => {
+    await a.knex.destroy().catch(() => {});
+    await b.knex.destroy().catch(() => {});
+    await pg.stop();
+  });
+  await Promise.all([a.registry.ready, b.registry.ready]);
+  return { a, b };
+}
+
+/** Publishers on A's and B's registries, both publishing into `published`. */
+function publishersOn({ a, b }, minIntervalMs) {
+  const published = [];
+  const signals = { publish: async (signal) => void published.push(signal) };
+  const pa = createLivePublisher({ signals, registry: a.registry, minIntervalMs });
+  const pb = createLivePublisher({ signals, registry: b.registry, minIntervalMs });
+  return { published, pa, pb };
+}
+
 test(
   'shared viewers on PostgreSQL: one claim per load, handed over when a replica stops or crashes',
   { timeout: 120_000 },
   async (t) => {
-    const pg = await postgres(t);
-    if (!pg) return;
-    t.after(() => pg.stop());
-    // Two replicas start at once: the tables are created once, under the lock.
-    const a = replica(pg, 'a', { heartbeatMs: 200 });
-    const b = replica(pg, 'b', { heartbeatMs: 200 });
-    t.after(async () => {
-      await a.knex.destroy().catch(() => {});
-      await b.knex.destroy();
-    });
-    await Promise.all([a.registry.ready, b.registry.ready]);
+    const replicas = await twoReplicas(t, { heartbeatMs: 200 });
+    if (!replicas) return;
+    const { a, b } = replicas;
     await until(() => a.registry.others === 1 && b.registry.others === 1, 2000, 'each sees the other');
 
     await t.test('a load answered on A is claimed once, by whichever replica asks first', async () => {
@@ -116,20 +135,9 @@ test(
   'publishers of two replicas on one registry: one signal per entity change, naming every viewer',
   { timeout: 120_000 },
   async (t) => {
-    const pg = await postgres(t);
-    if (!pg) return;
-    t.after(() => pg.stop());
-    const published = [];
-    const signals = { publish: async (signal) => void published.push(signal) };
-    const a = replica(pg, 'a');
-    const b = replica(pg, 'b');
-    await Promise.all([a.registry.ready, b.registry.ready]);
-    const pa = createLivePublisher({ signals, registry: a.registry, minIntervalMs: 50 });
-    const pb = createLivePublisher({ signals, registry: b.registry, minIntervalMs: 50 });
-    t.after(async () => {
-      await a.knex.destroy();
-      await b.knex.destroy();
-    });
+    const replicas = await twoReplicas(t);
+    if (!replicas) return;
+    const { published, pa, pb } = publishersOn(replicas, 50);
 
     // Alice's load went to A, Bob's to B; both follow the same informer.
     assert.equal(pa.viewed(ALICE, E1, ['pods|app=one'], { cluster: 'sim' }), true);
@@ -164,16 +172,9 @@ test(
   'replicas on one database without an events bus: while another is alive, no answer is live',
   { timeout: 120_000 },
   async (t) => {
-    const pg = await postgres(t);
-    if (!pg) return;
-    t.after(() => pg.stop());
-    const a = replica(pg, 'a', { heartbeatMs: 200 });
-    const b = replica(pg, 'b', { heartbeatMs: 200 });
-    t.after(async () => {
-      await a.knex.destroy();
-      await b.knex.destroy();
-    });
-    await Promise.all([a.registry.ready, b.registry.ready]);
+    const replicas = await twoReplicas(t, { heartbeatMs: 200 });
+    if (!replicas) return;
+    const { a, b } = replicas;
     await until(() => a.registry.others === 1, 2000, 'A sees B');
     const warnings = [];
     const live = createLivePublisher({
@@ -202,22 +203,9 @@ test(
   'a later load signalled for a change already signalled gets an id of its own, which the frontend does not drop',
   { timeout: 120_000 },
   async (t) => {
-    const pg = await postgres(t);
-    if (!pg) return;
-    t.after(() => pg.stop());
-    const published = [];
-    const signals = { publish: async (signal) => void published.push(signal) };
-    const a = replica(pg, 'a');
-    const b = replica(pg, 'b');
-    await Promise.all([a.registry.ready, b.registry.ready]);
-    const pa = createLivePublisher({ signals, registry: a.registry, minIntervalMs: 0 });
-    const pb = createLivePublisher({ signals, registry: b.registry, minIntervalMs: 0 });
-    t.after(async () => {
-      await pa.close();
-      await pb.close();
-      await a.knex.destroy();
-      await b.knex.destroy();
-    });
+    const replicas = await twoReplicas(t);
+    if (!replicas) return;
+    const { published, pa, pb } = publishersOn(replicas, 0);
     pa.viewed(ALICE, E1, ['k'], { cluster: 'sim' });
     await pa.settled();
     pa.changed('k', { change: 'rv-9|crash-looping' }); // A sees the change first
@@ -228,5 +216,7 @@ test(
     pb.changed('k', { change: 'rv-9|crash-looping' }); // B sees it now: Alice must hear again
     await until(() => published.length === 2, 2000, 'B’s signal');
     assert.notEqual(published[1].message.id, published[0].message.id);
+    await pa.close();
+    await pb.close();
   },
 );

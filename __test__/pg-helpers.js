@@ -156,4 +156,4 @@ async function waitReady(bin, port, exited, ms) {
   return `not accepting connections after ${ms} ms`;
 }
 
-module.exports = { startPostgres, findBinDir };
+module.exports = { startPostgres, findBinDir, freePort };

@@ -4,12 +4,12 @@
 // replica can be stopped (and with which signal) and started again on the same port.
 
 const http = require('node:http');
-const net = require('node:net');
 const path = require('node:path');
 const readline = require('node:readline');
 const { spawn } = require('node:child_process');
-const { TOKEN } = require('./live-helpers');
-const { startPostgres } = require('./pg-helpers');
+const WebSocket = require('ws');
+const { TOKEN, tunnel } = require('./live-helpers');
+const { startPostgres, freePort } = require('./pg-helpers');
 const { certs } = require('../sim');
 
 const SCRIPT = path.join(__dirname, 'replica-backend.js');
@@ -21,18 +21,6 @@ const running = new Set();
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
-
-/** A port nobody listens on now: a replica keeps it across restarts. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * One replica process, not yet started. `start()` resolves once it is listening and subscribed
@@ -179,20 +167,9 @@ async function startBalancer(replicas) {
   server.on('upgrade', (req, socket, head) => {
     const target = pick(req.url);
     if (!target) return socket.destroy();
-    const upstream = net.connect(target.port, '127.0.0.1', () => {
-      const lines = [`${req.method} ${req.url} HTTP/1.1`];
-      for (let i = 0; i < req.rawHeaders.length; i += 2)
-        lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
-      upstream.write(head);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-    });
+    tunnel(req, socket, head, target.port, { closeTogether: true });
     tunnels.add(socket);
     socket.once('close', () => tunnels.delete(socket));
-    upstream.on('error', () => socket.destroy());
-    upstream.on('close', () => socket.destroy());
-    socket.on('error', () => upstream.destroy());
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address();
@@ -261,4 +238,55 @@ async function startReplicas(count, sim, options = {}) {
   return { replicas, balancer, postgres, stop: stopAll };
 }
 
-module.exports = { startReplicas, startBalancer, postgresFor };
+/**
+ * A signals WebSocket through the balancer to replica `index`, as `token`'s user, subscribed to
+ * `channel`: `{ ws, received }`, each message received as `{ at, ...message }`.
+ */
+async function connectSignals(balancer, index, token, channel) {
+  const ws = new WebSocket(`ws://127.0.0.1:${balancer.port}/api/signals?replica=${index}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const received = [];
+  ws.on('message', (data) => received.push({ at: Date.now(), ...JSON.parse(String(data)) }));
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  ws.send(JSON.stringify({ action: 'subscribe', channel }));
+  return { ws, received };
+}
+
+/**
+ * A signals WebSocket through the balancer to replica `index`, as `token`'s user, subscribed to
+ * `channel`: `{ ws, received }`, each message received as `{ at, ...message }`.
+ */
+async function connectSignals(balancer, index, token, channel) {
+  const ws = new WebSocket(`ws://127.0.0.1:${balancer.port}/api/signals?replica=${index}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const received = [];
+  ws.on('message', (data) => received.push({ at: Date.now(), ...JSON.parse(String(data)) }));
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  ws.send(JSON.stringify({ action: 'subscribe', channel }));
+  return { ws, received };
+}
+
+/**
+ * Resolves once `client`'s subscribe is in on `replica`, the one its WebSocket is on: a signal
+ * `message` published there to `user` reaches it. The subscribe and a publish travel apart
+ * (WebSocket, stdin), and a signal before the subscribe is dropped: published until one lands,
+ * for at most 10 s.
+ */
+async function subscribed(client, replica, user, channel, message = {}) {
+  const deadline = Date.now() + 10_000;
+  while (!client.received.length) {
+    if (Date.now() > deadline) throw new Error(`${user}'s subscription to ${channel} not in within 10 s`);
+    await replica.publish({ recipients: { type: 'user', entityRef: user }, channel, message });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+module.exports = { startReplicas, startBalancer, postgresFor, connectSignals, subscribed };

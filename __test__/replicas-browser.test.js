@@ -11,14 +11,12 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const path = require('node:path');
 const { startCluster, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
 const { startReplicas } = require('./replica-helpers');
+const { openPage, changeShows, CHROMIUM } = require('./browser-helpers');
 
-const CHROMIUM = '/usr/bin/chromium';
 const NODE_LINE = 20;
 const REFRESH_INTERVAL_MS = 500;
-const OUTPUT = path.join(__dirname, 'output');
 
 const skip =
   Number(process.versions.node.split('.')[0]) !== NODE_LINE
@@ -42,7 +40,6 @@ test(
   'the live tab on two replicas: changes show within 1 s with loads alternating replicas, and after one restarts',
   { skip, timeout: 180_000 },
   async (t) => {
-    const { chromium } = require('playwright-core');
     const sim = await startCluster();
     t.after(() => sim.close?.());
     let cluster;
@@ -59,49 +56,9 @@ test(
       refreshIntervalMs: REFRESH_INTERVAL_MS,
     }));
     t.after(() => origin.close());
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox'],
-    });
-    t.after(() => browser.close());
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const pageErrors = [];
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
+    const { page, pageErrors, waitForText } = await openPage(t, { failedShot: 'replicas-tab-failed.png' });
 
-    async function waitForText(needle, timeout) {
-      try {
-        await page.waitForFunction((n) => document.body.innerText.includes(n), needle, {
-          timeout,
-          polling: 25,
-        });
-      } catch (error) {
-        fs.mkdirSync(OUTPUT, { recursive: true });
-        await page.screenshot({ path: path.join(OUTPUT, 'replicas-tab-failed.png'), fullPage: true });
-        const shown = (await page.evaluate(() => document.body.innerText)).slice(0, 2000);
-        throw new Error(
-          `${needle} not shown in ${timeout} ms: ${error.message}\npage: ${shown}\nerrors: ${pageErrors.join('\n')}`,
-        );
-      }
-    }
-
-    /** A change in the cluster, shown within 1 s; the change-to-DOM ms. */
-    async function live(what, change, needle) {
-      const before = origin.kubernetesRequests.length;
-      const changedAt = Date.now();
-      change();
-      await waitForText(needle, 5000);
-      const latency = Date.now() - changedAt;
-      t.diagnostic(`${what}: change to DOM in ${latency} ms`);
-      assert.ok(latency <= 1000, `${what} showed ${latency} ms after the change`);
-      await page.waitForTimeout(600);
-      const refetches = origin.kubernetesRequests.slice(before);
-      assert.ok(
-        refetches.length >= 1 && refetches.length <= 2,
-        `${what}: ${refetches.length} refetches for one signal`,
-      );
-      return latency;
-    }
+    const live = changeShows(t, { origin, page, waitForText });
 
     await page.goto(origin.url);
     await waitForText('1 pod', 30_000);

@@ -8,31 +8,15 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
 const { startCluster, LIVE_SVC, OTHER_SVC, pod } = require('./live-helpers');
-const { startReplicas } = require('./replica-helpers');
+const { startReplicas, connectSignals, subscribed } = require('./replica-helpers');
 const { until } = require('./sim-helpers');
 
 const ALICE_TOKEN = 'mock-user-token';
 const BOB_TOKEN = mockCredentials.user.token('user:default/other');
 const CHANNEL = 'kubernetes:component:default/live-svc';
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A signals WebSocket through the balancer to replica `replica`, collecting what arrives. */
-async function connect(balancer, token, replica) {
-  const ws = new WebSocket(`ws://127.0.0.1:${balancer.port}/api/signals?replica=${replica}`, {
-    headers: { authorization: `Bearer ${token}` },
-  });
-  const received = [];
-  ws.on('message', (data) => received.push({ at: Date.now(), ...JSON.parse(String(data)) }));
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  ws.send(JSON.stringify({ action: 'subscribe', channel: CHANNEL }));
-  return { ws, received };
-}
 
 /** One load through the balancer: which replica answered, and whether the answer is live. */
 async function load(balancer, token, entity) {
@@ -63,8 +47,8 @@ test(
     const { balancer, replicas } = cluster;
 
     // Alice's WebSocket is on B; Bob's on C, subscribed to the same channel, never loading it.
-    const alice = await connect(balancer, ALICE_TOKEN, 1);
-    const bob = await connect(balancer, BOB_TOKEN, 2);
+    const alice = await connectSignals(balancer, 1, ALICE_TOKEN, CHANNEL);
+    const bob = await connectSignals(balancer, 2, BOB_TOKEN, CHANNEL);
     t.after(() => {
       alice.ws.terminate();
       bob.ws.terminate();
@@ -80,23 +64,8 @@ test(
     alice.ws.on('message', () => void reload().catch((error) => loads.push({ error })));
     for (let i = 0; i < 3; i++) assert.equal((await reload()).live, true, 'every replica answers live');
     await load(balancer, BOB_TOKEN, OTHER_SVC);
-    // Each WebSocket's subscribe is in once a signal published on its own replica reaches it
-    // (the two travel apart, and a signal before the subscribe is dropped): publish until one lands.
-    for (const [client, replica, user] of [
-      [alice, replicas[1], 'user:default/mock'],
-      [bob, replicas[2], 'user:default/other'],
-    ]) {
-      const deadline = Date.now() + 10_000;
-      while (!client.received.length) {
-        assert.ok(Date.now() < deadline, `${user}'s subscription within 10 s`);
-        await replica.publish({
-          recipients: { type: 'user', entityRef: user },
-          channel: CHANNEL,
-          message: {},
-        });
-        await sleep(100);
-      }
-    }
+    await subscribed(alice, replicas[1], 'user:default/mock', CHANNEL);
+    await subscribed(bob, replicas[2], 'user:default/other', CHANNEL);
     await sleep(500); // the informers watching
     bob.received.length = 0;
     alice.received.length = 0;

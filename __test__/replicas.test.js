@@ -7,28 +7,12 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const WebSocket = require('ws');
 const { startCluster } = require('./live-helpers');
-const { startReplicas, postgresFor } = require('./replica-helpers');
+const { startReplicas, postgresFor, connectSignals, subscribed } = require('./replica-helpers');
 const { sleep, until } = require('./wait');
 
 const ALICE = 'user:default/mock'; // mock-user-token
 const CHANNEL = 'kubernetes:component:default/live-svc';
-
-/** A signals WebSocket through the balancer to replica `index`, as `token`'s user, on `channel`. */
-async function connect(balancer, index, token, channel) {
-  const ws = new WebSocket(`ws://127.0.0.1:${balancer.port}/api/signals?replica=${index}`, {
-    headers: { authorization: `Bearer ${token}` },
-  });
-  const received = [];
-  ws.on('message', (data) => received.push({ at: Date.now(), ...JSON.parse(String(data)) }));
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  ws.send(JSON.stringify({ action: 'subscribe', channel }));
-  return { ws, received };
-}
 
 const signal = (message) => ({ recipients: { type: 'user', entityRef: ALICE }, channel: CHANNEL, message });
 
@@ -47,16 +31,9 @@ test(
       `replicas ready (from spawn): ${replicas.map((r) => `${r.name} ${r.startMs} ms`).join(', ')}`,
     );
 
-    const alice = await connect(balancer, b.index, 'mock-user-token', CHANNEL);
+    const alice = await connectSignals(balancer, b.index, 'mock-user-token', CHANNEL);
     t.after(() => alice.ws.terminate());
-    // The subscribe message is in once B's own signal reaches the socket. It and B's publish
-    // travel apart (WebSocket, stdin), and a signal before it is dropped: publish until one lands.
-    const deadline = Date.now() + 10_000;
-    while (!alice.received.length) {
-      assert.ok(Date.now() < deadline, 'B’s own signal on the WebSocket to B within 10 s');
-      await b.publish(signal({ via: 'B' }));
-      await sleep(100);
-    }
+    await subscribed(alice, b, ALICE, CHANNEL, { via: 'B' }); // B's own signal reaches it
     assert.equal(alice.received[0].message.via, 'B');
 
     // On A, which has no WebSocket: only the bus can carry it to B.

@@ -66,6 +66,18 @@ function tabEntities(info) {
   return Array.from({ length: TABS }, (_, i) => info.withPods[i * step]);
 }
 
+/** Opens a tab of entity `name` from `origin` in `browser` and waits until it shows its pods. */
+const tabOpener = (browser, origin) => async (name) => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(`${origin.url}/?entity=${name}`);
+  await page.waitForFunction(() => /No pods with errors/.test(document.body.textContent), null, {
+    timeout: 120_000,
+    polling: 100,
+  });
+  return page;
+};
+
 /**
  * A variant's backend (its own process), the page's origin in front of it and a browser; `tab(name)`
  * opens a tab of entity `name` and waits until it shows its pods; `close()` ends all three.
@@ -80,16 +92,7 @@ async function startVariant(info, files, variant, refreshMs) {
       : { entity: entityOf(name), stock: true };
   });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-  const tab = async (name) => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    await page.goto(`${origin.url}/?entity=${name}`);
-    await page.waitForFunction(() => /No pods with errors/.test(document.body.textContent), null, {
-      timeout: 120_000,
-      polling: 100,
-    });
-    return page;
-  };
+  const tab = tabOpener(browser, origin);
   const close = async () => {
     await browser.close();
     await origin.close();
@@ -277,6 +280,7 @@ async function main(argv) {
 module.exports = {
   main,
   startVariant,
+  tabOpener,
   openTabs,
   churnAndToggle,
   toggleLatencies,

@@ -78,16 +78,7 @@ async function measure(clusters, info, files, count, seconds) {
     args: ['--no-sandbox'],
   });
   try {
-    const openTab = async (name) => {
-      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-      const page = await context.newPage();
-      await page.goto(`${origin.url}/?entity=${name}`);
-      await page.waitForFunction(() => /No pods with errors/.test(document.body.textContent), null, {
-        timeout: 120_000,
-        polling: 100,
-      });
-      return page;
-    };
+    const openTab = live.tabOpener(browser, origin);
     await clusters.request({ cmd: 'requests' }); // reset the clusters' counts
     const tabs = await live.openTabs(clusters, info, openTab);
     const { byKind } = await clusters.request({ cmd: 'requests' });

@@ -1,0 +1,70 @@
+'use strict';
+// The browser tests' page: Debian's Chromium through playwright-core (no browser download), one
+// page, its errors collected, and a wait for text that says what the page showed when it fails.
+
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const CHROMIUM = '/usr/bin/chromium';
+const OUTPUT = path.join(__dirname, 'output');
+
+/**
+ * A page of a new Chromium, closed with test `t`: `{ page, pageErrors, waitForText }`; the page's
+ * uncaught errors are collected, and with `consoleErrors` its console's errors too.
+ * `waitForText(needle, ms)` waits for `needle` in the page's text; on a timeout it keeps a
+ * screenshot as `__test__/output/<failedShot>` and throws with the page's text and errors.
+ */
+async function openPage(t, { failedShot = 'browser-failed.png', consoleErrors = false } = {}) {
+  const { chromium } = require('playwright-core');
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  t.after(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const pageErrors = [];
+  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  if (consoleErrors) {
+    page.on('console', (message) => message.type() === 'error' && pageErrors.push(message.text()));
+  }
+  async function waitForText(needle, timeout) {
+    try {
+      await page.waitForFunction((n) => document.body.innerText.includes(n), needle, {
+        timeout,
+        polling: 25,
+      });
+    } catch (error) {
+      fs.mkdirSync(OUTPUT, { recursive: true });
+      await page.screenshot({ path: path.join(OUTPUT, failedShot), fullPage: true });
+      const shown = (await page.evaluate(() => document.body.innerText)).slice(0, 2000);
+      throw new Error(
+        `${needle} not shown in ${timeout} ms: ${error.message}\npage: ${shown}\nerrors: ${pageErrors.join('\n')}`,
+      );
+    }
+  }
+  return { page, pageErrors, waitForText };
+}
+
+/**
+ * `live(what, change, needle)`: makes `change` in the cluster, waits for `needle` in the page and
+ * asserts that it showed within 1 s, through one refetch (a request to /api/kubernetes, or two
+ * when the tab also asked for the clusters); returns the change-to-DOM ms.
+ */
+function changeShows(t, { origin, page, waitForText }) {
+  return async function live(what, change, needle) {
+    const before = origin.kubernetesRequests.length;
+    const changedAt = Date.now();
+    change();
+    await waitForText(needle, 5000);
+    const latency = Date.now() - changedAt;
+    t.diagnostic(`${what}: change to DOM in ${latency} ms`);
+    assert.ok(latency <= 1000, `${what} showed ${latency} ms after the change`);
+    await page.waitForTimeout(600);
+    const refetches = origin.kubernetesRequests.slice(before);
+    assert.ok(
+      refetches.length >= 1 && refetches.length <= 2,
+      `${what}: ${refetches.map((r) => r.url).join(', ')}: one refetch per signal`,
+    );
+    return latency;
+  };
+}
+
+module.exports = { openPage, changeShows, CHROMIUM, OUTPUT };
