@@ -42,25 +42,21 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const YAML = require('yaml');
-const { parseExecConfig, ExecPlugin, EXEC_EXTENSION } = require('./exec-credential');
+const {
+  KubeconfigError,
+  isFile,
+  readText,
+  isMapping,
+  isNull,
+  scalar,
+  bool,
+  decodeBase64,
+  isLocalPlainHttp,
+} = require('./kubeconfig-values');
+const { credentialFor, staticSource, tokenFileSource } = require('./kubeconfig-credentials');
 
 /** Where Kubernetes mounts a pod's service-account token, CA and namespace. */
 const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-/** A kubeconfig that cannot be used; the message is safe to print (no secrets in it). */
-class KubeconfigError extends Error {
-  /**
-   * @param {string} message
-   * @param {'NoKubeconfig' | 'ContextNotFound'} [reason] set for the failures a first run
-   *   usually meets, so the CLI can add a hint
-   */
-  constructor(message, reason) {
-    super(message);
-    this.name = 'KubeconfigError';
-    this.code = 'ERR_KUBECONFIG';
-    if (reason) this.reason = reason;
-  }
-}
 
 /**
  * @param {object} [options]
@@ -323,180 +319,6 @@ function clusterDetailsFor(contextName, { name, body, file, dir }) {
   return details;
 }
 
-function credentialFor(contextName, { name, body, dir }, cluster, runtime) {
-  const what = `context "${contextName}": user "${name}"`;
-  const hasExec = body.exec !== undefined && !isNull(body.exec);
-  if (hasExec && !isMapping(body.exec)) throw new KubeconfigError(`${what}: exec must be a mapping`);
-
-  if (body['auth-provider'] !== undefined && !isNull(body['auth-provider'])) {
-    const provider = isMapping(body['auth-provider']) ? scalar(body['auth-provider'].name) : '';
-    throw new KubeconfigError(
-      `${what} uses the "${provider || 'unnamed'}" auth-provider, which kube-watch-native does not support; ` +
-        'use a static token or client certificate, or run `kubectl proxy`',
-    );
-  }
-  if (scalar(body.username) || scalar(body.password)) {
-    throw new KubeconfigError(
-      `${what} uses basic authentication (username/password), which kube-watch-native does not support`,
-    );
-  }
-  for (const field of ['as', 'as-uid', 'as-groups', 'as-user-extra']) {
-    const v = body[field];
-    const set = Array.isArray(v) ? v.length > 0 : isMapping(v) ? Object.keys(v).length > 0 : scalar(v) !== '';
-    if (set) {
-      throw new KubeconfigError(
-        `${what} sets ${field} (impersonation), which kube-watch-native does not support`,
-      );
-    }
-  }
-
-  const token = scalar(body.token);
-  const tokenFile = scalar(body.tokenFile);
-
-  const cert = pemFrom(body, 'client-certificate', dir, what);
-  const key = pemFrom(body, 'client-key', dir, what);
-  if (cert && !key)
-    throw new KubeconfigError(
-      `${what} has a client certificate but no client key (client-key or client-key-data)`,
-    );
-  if (key && !cert)
-    throw new KubeconfigError(
-      `${what} has a client key but no client certificate (client-certificate or client-certificate-data)`,
-    );
-
-  if ((token || tokenFile) && cert) {
-    throw new KubeconfigError(
-      `${what} sets both a bearer token and a client certificate; kube-watch-native sends one credential, ` +
-        'so keep only the one this cluster should see',
-    );
-  }
-  if (hasExec) {
-    if (token || tokenFile || cert) {
-      throw new KubeconfigError(
-        `${what} sets both an exec plugin and a ${cert ? 'client certificate' : 'token'}; ` +
-          'kube-watch-native sends one credential, so keep only the one this cluster should see',
-      );
-    }
-    return execSource(contextName, what, body.exec, dir, cluster, runtime);
-  }
-  if (token) return staticSource({ type: 'bearer token', token });
-  if (tokenFile) {
-    const file = path.resolve(dir, tokenFile);
-    return tokenFileSource(file, `${what}: tokenFile`);
-  }
-  if (cert) return staticSource({ type: 'x509 client certificate', cert, key });
-  return staticSource({ type: 'anonymous' });
-}
-
-// ---------------------------------------------------------------------------------------
-// Credential sources: `initial()` (synchronous, for `credential`) and `getCredential()`.
-
-/** A credential that never changes. */
-function staticSource(credential) {
-  return { initial: () => credential, getCredential: async () => credential };
-}
-
-/** A token read from a file now and again on every `getCredential()` (tokens get rotated). */
-function tokenFileSource(file, what) {
-  const check = (text) => {
-    const token = text.trim();
-    if (!token) throw new KubeconfigError(`${what} ${file} is empty`);
-    return { type: 'bearer token', token };
-  };
-  return {
-    initial: () => check(readText(file, what)),
-    getCredential: async () => {
-      let text;
-      try {
-        text = await fs.promises.readFile(file, 'utf8');
-      } catch (err) {
-        throw new KubeconfigError(`${what} ${file} cannot be read (${err.code || err.message})`);
-      }
-      return check(text);
-    },
-  };
-}
-
-/** An exec credential plugin: run once synchronously now, then cached and re-run as needed. */
-function execSource(contextName, what, exec, dir, { cluster, clusterDetails }, runtime) {
-  const config = parseExecConfig(exec, {
-    what,
-    dir,
-    bool,
-    makeError: (message) => new KubeconfigError(message),
-  });
-  const plugin = new ExecPlugin(config, {
-    contextName,
-    cluster: config.provideClusterInfo ? execClusterInfo(cluster, clusterDetails) : undefined,
-    env: runtime.env,
-    terminal: runtime.terminal,
-    timeoutMs: runtime.execTimeoutMs,
-    makeError: (message) => new KubeconfigError(message),
-  });
-  return {
-    initial: () => plugin.getSync(),
-    getCredential: (options) => plugin.get(options || {}),
-  };
-}
-
-/**
- * `spec.cluster` of KUBERNETES_EXEC_INFO, as client-go builds it: CA as base64 (read from the
- * file when the kubeconfig names one), and the cluster's exec extension as `config`.
- */
-function execClusterInfo({ name, body, file }, details) {
-  const info = { server: details.url };
-  if (details.tlsServerName) info['tls-server-name'] = details.tlsServerName;
-  if (details.skipTLSVerify) info['insecure-skip-tls-verify'] = true;
-  if (details.caData) info['certificate-authority-data'] = details.caData;
-  else if (details.caFile) {
-    info['certificate-authority-data'] = fs.readFileSync(details.caFile).toString('base64');
-  }
-  if (details.proxyUrl) info['proxy-url'] = details.proxyUrl;
-  if (bool(body['disable-compression'], `cluster "${name}": disable-compression`)) {
-    info['disable-compression'] = true;
-  }
-  const config = execExtension(file, name);
-  if (config !== undefined) info.config = config;
-  return info;
-}
-
-/**
- * The cluster's `client.authentication.k8s.io/exec` extension with its YAML types intact
- * (the failsafe schema used for the rest would turn numbers and booleans into strings).
- */
-function execExtension(file, clusterName) {
-  let doc;
-  try {
-    doc = YAML.parse(fs.readFileSync(file, 'utf8'));
-  } catch {
-    return undefined; // already parsed once with the failsafe schema; nothing more to add
-  }
-  const entry = Array.isArray(doc && doc.clusters)
-    ? doc.clusters.find((c) => c && c.name === clusterName)
-    : undefined;
-  const extensions = entry && entry.cluster && entry.cluster.extensions;
-  if (!Array.isArray(extensions)) return undefined;
-  const ext = extensions.find((e) => e && e.name === EXEC_EXTENSION);
-  return ext ? ext.extension : undefined;
-}
-
-/** Reads `<field>-data` (base64 of PEM; wins) or `<field>` (a file) as a PEM string. */
-function pemFrom(body, field, dir, what) {
-  const data = scalar(body[`${field}-data`]);
-  if (data) {
-    const pem = decodeBase64(data);
-    if (!pem.includes('-----BEGIN'))
-      throw new KubeconfigError(`${what}: ${field}-data is not base64 of a PEM block`);
-    return pem;
-  }
-  const file = scalar(body[field]);
-  if (!file) return '';
-  const resolved = path.resolve(dir, file);
-  const pem = readText(resolved, `${what}: ${field}`);
-  if (!pem.includes('-----BEGIN')) throw new KubeconfigError(`${what}: ${field} file ${resolved} is not PEM`);
-  return pem;
-}
-
 // ---------------------------------------------------------------------------------------
 // In-cluster
 
@@ -531,64 +353,6 @@ function loadInCluster(env, serviceAccountDir) {
       source: 'in-cluster',
     },
   };
-}
-
-// ---------------------------------------------------------------------------------------
-// Small helpers
-
-function isFile(p) {
-  try {
-    return fs.statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function readText(file, what) {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new KubeconfigError(`${what} ${file} cannot be read (${err.code || err.message})`);
-  }
-}
-
-function isMapping(v) {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-/** With the failsafe schema a YAML null is the plain text `~`/`null` or an empty value. */
-function isNull(v) {
-  return v === null || v === '~' || v === 'null' || v === 'Null' || v === 'NULL';
-}
-
-/** A scalar field as a string, '' when absent or null. */
-function scalar(v) {
-  if (v === undefined || isNull(v) || typeof v !== 'string') return '';
-  return v;
-}
-
-const TRUE_WORDS = new Set(['true', 'True', 'TRUE', 'yes', 'Yes', 'YES', 'on', 'On', 'ON', 'y', 'Y']);
-const FALSE_WORDS = new Set(['false', 'False', 'FALSE', 'no', 'No', 'NO', 'off', 'Off', 'OFF', 'n', 'N']);
-
-/** Booleans as kubectl's YAML 1.1 reader accepts them. */
-function bool(v, what) {
-  const s = scalar(v);
-  if (!s) return false;
-  if (TRUE_WORDS.has(s)) return true;
-  if (FALSE_WORDS.has(s)) return false;
-  throw new KubeconfigError(`${what} must be true or false`);
-}
-
-function decodeBase64(s) {
-  return Buffer.from(s, 'base64').toString('utf8');
-}
-
-/** A plain-HTTP server on the loopback interface: what `kubectl proxy` serves. */
-function isLocalPlainHttp(url) {
-  const u = new URL(url);
-  if (u.protocol !== 'http:') return false;
-  const host = u.hostname;
-  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
 module.exports = { loadKubeconfig, KubeconfigError, DEFAULT_SERVICE_ACCOUNT_DIR };

@@ -59,11 +59,20 @@ const files = fs
 // browser test alone idles a minute), so on CI's 2 cores, where the runner's default is one at a
 // time, two took a little over half as long, with the same results.
 const CONCURRENCY = '--test-concurrency=2';
+// Run after the rest, on their own: they time a change in a browser against 1 s with several
+// backend processes and PostgreSQL on the machine's 2 cores, where a second test file beside them
+// measures the machine, not the product.
+const ALONE = new Set(['__test__/replicas-browser.test.js']);
 for (const { major, node } of nodes()) {
   step(`javascript suite on Node.js ${major}`, node, [
     '--test',
     CONCURRENCY,
     '--test-reporter=spec',
-    ...files,
+    ...files.filter((f) => !ALONE.has(f)),
+  ]);
+  step(`javascript suite on Node.js ${major}, alone`, node, [
+    '--test',
+    '--test-reporter=spec',
+    ...files.filter((f) => ALONE.has(f)),
   ]);
 }

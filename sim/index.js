@@ -14,10 +14,9 @@ const { Store } = require('./store');
 const { resourceKey } = require('./resources');
 const { sendStatus } = require('./status');
 const routes = require('./routes');
-const { Watch, parseWatchOptions } = require('./watch');
-const { compileFieldSelector } = require('./field-selector');
-const { SelectorError } = require('./selector');
-const { checkFault, sendFaultStatus, watchContext } = require('./faults');
+const { checkFault } = require('./faults');
+const { serveWatch, remotePort } = require('./serve-watch');
+const { OPTION_KEYS, SERVER_CERTIFICATES, BUILTIN_RESOURCES } = require('./defaults');
 const { startWorkload } = require('./workload');
 const serverFaults = require('./server-faults');
 const { startChaos } = require('./chaos');
@@ -37,81 +36,6 @@ function peerCommonName(req) {
 }
 
 const noop = () => {};
-
-const OPTION_KEYS = new Set([
-  'tls',
-  'http2',
-  'requireClientCert',
-  'token',
-  'tokens',
-  'pathPrefix',
-  'bookmarkIntervalMs',
-  'defaultTimeoutSeconds',
-  'historyLimit',
-  'gzip',
-  'maxConcurrentStreams',
-  'keepAliveTimeoutMs',
-  'port',
-  'discovery',
-  'sendInitialEvents',
-  'expiredAs',
-  'serverCertificate',
-  'metadataAs',
-]);
-
-// The certificates the simulator can serve (`serverCertificate`): the default one is for
-// 127.0.0.1 and localhost; 'kube.internal' names only that host (tls-server-name tests).
-const SERVER_CERTIFICATES = {
-  localhost: { cert: certs.server, key: certs.serverKey },
-  'kube.internal': { cert: certs.kubeInternal, key: certs.kubeInternalKey },
-};
-
-// What a fresh cluster serves before any CRD is installed; anything else is 404 until
-// defineResource() or create() introduces it.
-const BUILTIN_RESOURCES = [
-  'pods',
-  'services',
-  'endpoints',
-  'configmaps',
-  'secrets',
-  'limitranges',
-  'resourcequotas',
-  'serviceaccounts',
-  'events',
-  'namespaces',
-  'nodes',
-  'persistentvolumes',
-  'persistentvolumeclaims',
-  'apps/v1/deployments',
-  'apps/v1/replicasets',
-  'apps/v1/statefulsets',
-  'apps/v1/daemonsets',
-  'batch/v1/jobs',
-  'batch/v1/cronjobs',
-  'networking.k8s.io/v1/ingresses',
-  'autoscaling/v2/horizontalpodautoscalers',
-  'apiextensions.k8s.io/v1/customresourcedefinitions',
-];
-
-// The HTTP/2 compat request's socket getter throws once the stream is gone.
-/** Whether the request is a list (a GET of a known collection, not a watch). */
-function isListRequest(req, r, params, store) {
-  return Boolean(
-    r &&
-    r.type === 'resource' &&
-    r.name === undefined &&
-    !routes.isWatchRequest(req, r, params) &&
-    routes.lookupResource(store, r),
-  );
-}
-
-function remotePort(req) {
-  try {
-    return req.socket && req.socket.remotePort;
-  } catch {
-    return undefined;
-  }
-}
 
 // The name the client sent by SNI (TLS only; false or undefined when it sent none).
 function sniName(req) {
@@ -280,7 +204,7 @@ class Simulator extends EventEmitter {
       // Scripted failures hit lists and watches alike, before authentication (see below).
       if (r && r.type === 'resource' && this.failures.length)
         done = serverFaults.sendFailure(res, r, this.failures.shift());
-      else if (this.hugePages.length && isListRequest(req, r, params, this.store))
+      else if (this.hugePages.length && routes.isListRequest(req, r, params, this.store))
         done = serverFaults.sendHugePage(
           this,
           res,
@@ -348,74 +272,9 @@ class Simulator extends EventEmitter {
     });
   }
 
-  async serveWatch(req, res, r, params, record) {
-    const fault = this.takeFault() || {};
-    const tcp = this.socketsByPort.get(remotePort(req));
-    const rawSocket = tcp ? tcp.socket : req.socket;
-    const slot = { end: noop, dispose: noop, cut: () => res.destroy(), closed: false };
-    this.watches.add(slot);
-    res.once('close', () => {
-      slot.closed = true;
-      this.watches.delete(slot);
-      slot.dispose();
-    });
-    if (fault.delayMs) {
-      await this.delay(fault.delayMs);
-      if (slot.closed || this.closing) return undefined;
-    }
-    // Headers never come: the client is left waiting for the response.
-    if (fault.stallHeaders) return undefined;
-    if (fault.onWatch) return fault.onWatch(watchContext(req, res, rawSocket, params, this.store));
-    if (fault.status) return sendFaultStatus(res, r, fault);
-    if (!this.authorized(req, record)) return sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
-    if (!this.permitted(req, res, r, record, 'watch')) return undefined;
-
-    const def = routes.lookupResource(this.store, r);
-    if (!def) return routes.sendResourceNotFound(this.store, res, r);
-    const parsed = parseWatchOptions(params);
-    const e = parsed.error || serverFaults.refuseStreamingList(this.options, params);
-    if (e) return sendStatus(res, e.code, e.message, e.reason, e.details);
-    try {
-      parsed.options.fieldSelector = compileFieldSelector(params.get('fieldSelector'), def);
-    } catch (err) {
-      if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
-      throw err;
-    }
-    if (serverFaults.sendExpiredStatus(this, res, parsed.options)) return undefined;
-    const partial = this.partialAnswer(req, res, 'PartialObjectMetadata');
-    if (partial === null) return undefined;
-    const gzip =
-      Boolean(fault.gzip ?? this.options.gzip) && routes.acceptsGzip(req.headers['accept-encoding']);
-    const watch = new Watch({
-      store: this.store,
-      def,
-      namespace: r.namespace,
-      name: r.name,
-      options: parsed.options,
-      fault,
-      res,
-      rawSocket,
-      gzip,
-      metadataOnly: partial,
-      bookmarkIntervalMs: this.options.bookmarkIntervalMs,
-      defaultTimeoutSeconds: this.options.defaultTimeoutSeconds ?? 1800 + Math.random() * 1800,
-    });
-    slot.end = () => watch.end();
-    slot.dispose = () => watch.dispose();
-    // HTTP/2 breaks the one stream (RST_STREAM mid-body), HTTP/1.1 the connection.
-    slot.cut = () => watch.misbehave(res.stream ? 'truncate' : 'cut');
-    watch.start();
-    this.emit('watchStart', {
-      resource: def.key,
-      namespace: r.namespace,
-      name: r.name,
-      query: Object.fromEntries(params),
-      socketId: tcp ? tcp.id : null,
-      http2: req.httpVersionMajor === 2,
-      req,
-      res,
-    });
-    return undefined;
+  /** A watch request: sim/serve-watch.js. */
+  serveWatch(req, res, r, params, record) {
+    return serveWatch(this, req, res, r, params, record);
   }
 
   // ---- store API -------------------------------------------------------------------------

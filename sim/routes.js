@@ -190,9 +190,21 @@ function route(sim, req, res, r, params) {
   return sendJson(res, 200, obj);
 }
 
+/** Whether the request is a list (a GET of a known collection, not a watch). */
+function isListRequest(req, r, params, store) {
+  return Boolean(
+    r &&
+    r.type === 'resource' &&
+    r.name === undefined &&
+    !isWatchRequest(req, r, params) &&
+    lookupResource(store, r),
+  );
+}
+
 module.exports = {
   route,
   isWatchRequest,
+  isListRequest,
   parseApiPath,
   lookupResource,
   acceptsGzip,
