@@ -257,24 +257,6 @@ async function connectSignals(balancer, index, token, channel) {
 }
 
 /**
- * A signals WebSocket through the balancer to replica `index`, as `token`'s user, subscribed to
- * `channel`: `{ ws, received }`, each message received as `{ at, ...message }`.
- */
-async function connectSignals(balancer, index, token, channel) {
-  const ws = new WebSocket(`ws://127.0.0.1:${balancer.port}/api/signals?replica=${index}`, {
-    headers: { authorization: `Bearer ${token}` },
-  });
-  const received = [];
-  ws.on('message', (data) => received.push({ at: Date.now(), ...JSON.parse(String(data)) }));
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  ws.send(JSON.stringify({ action: 'subscribe', channel }));
-  return { ws, received };
-}
-
-/**
  * Resolves once `client`'s subscribe is in on `replica`, the one its WebSocket is on: a signal
  * `message` published there to `user` reaches it. The subscribe and a publish travel apart
  * (WebSocket, stdin), and a signal before the subscribe is dropped: published until one lands,

@@ -28,6 +28,7 @@ const { readNativeInformersConfig } = require('./config');
 const { registerModuleMetrics } = require('./metrics');
 const { setUpLive, loadSignalsNode } = require('./live-provider');
 const { eventsModuleEndPollsOnShutdown } = require('./events-polls');
+const { preloadKubernetesClient } = require('./preload');
 
 /** The live tab's dependencies, only where the app has @backstage/plugin-signals-node (./live-provider.js). */
 const signalsNode = loadSignalsNode();
@@ -90,6 +91,7 @@ const kubernetesModuleNativeInformers = createBackendModule({
           );
           return;
         }
+        await preloadKubernetesClient(logger);
         const publisher = await setUpLive({ options: options.live, logger, config, ...live });
         let fetcher;
         let metrics;
