@@ -86,25 +86,57 @@ test(
     await t.test('a load answered on A is claimed once, by whichever replica asks first', async () => {
       await a.registry.loaded(ALICE, E1, ['sim'], LATER());
       await a.registry.loaded(BOB, E1, ['sim-eu'], LATER());
-      const claimed = await b.registry.claim(E1);
+      const { rows: claimed, waitMs } = await b.registry.claim(E1);
+      assert.equal(waitMs, null, 'nobody waits');
       assert.deepEqual(claimed.map((row) => [row.userEntityRef, row.clusters]).sort(), [
         [ALICE, ['sim']],
         [BOB, ['sim-eu']],
       ]);
-      assert.deepEqual(await a.registry.claim(E1), [], 'claimed already: A signals nobody');
-      assert.deepEqual(await b.registry.claim(E1), [], 'one signal per load');
+      assert.deepEqual(
+        await a.registry.claim(E1),
+        { rows: [], waitMs: null },
+        'claimed already: A signals nobody',
+      );
+      assert.deepEqual(await b.registry.claim(E1), { rows: [], waitMs: null }, 'one signal per load');
       await b.registry.loaded(ALICE, E1, ['sim'], LATER()); // her tab reloads, through B
       assert.deepEqual(
-        (await a.registry.claim(E1)).map((row) => row.userEntityRef),
+        (await a.registry.claim(E1)).rows.map((row) => row.userEntityRef),
         [ALICE],
       );
     });
+
+    await t.test(
+      "an entity's gate: one claim that signals anyone per interval across replicas, the rest when it opens",
+      async () => {
+        const E4 = 'component:default/four';
+        await a.registry.loaded(ALICE, E4, ['sim'], LATER());
+        const first = await a.registry.claim(E4, { minIntervalMs: 400 });
+        assert.deepEqual(
+          first.rows.map((row) => row.userEntityRef),
+          [ALICE],
+        );
+        // Bob's load lands on B right after A's claim: he waits behind the gate, told how long.
+        await b.registry.loaded(BOB, E4, ['sim'], LATER());
+        const behind = await b.registry.claim(E4, { minIntervalMs: 400 });
+        assert.deepEqual(behind.rows, [], 'no second claim within the interval');
+        assert.ok(behind.waitMs > 0 && behind.waitMs <= 400, `waits ${behind.waitMs} ms`);
+        await new Promise((resolve) => setTimeout(resolve, behind.waitMs + 20));
+        const opened = await b.registry.claim(E4, { minIntervalMs: 400 });
+        assert.deepEqual(
+          opened.rows.map((row) => row.userEntityRef),
+          [BOB],
+          'claimed once the gate opens',
+        );
+        // Nobody armed: the gate stays as it was, and nobody is told to wait.
+        assert.deepEqual(await a.registry.claim(E4, { minIntervalMs: 400 }), { rows: [], waitMs: null });
+      },
+    );
 
     await t.test('an expired or forgotten viewer is never claimed', async () => {
       await a.registry.loaded(ALICE, E2, ['sim'], Date.now() - 1);
       await a.registry.loaded(BOB, E2, ['sim'], LATER());
       await b.registry.forget(BOB, E2); // refused since
-      assert.deepEqual(await a.registry.claim(E2), []);
+      assert.deepEqual(await a.registry.claim(E2), { rows: [], waitMs: null });
     });
 
     await t.test(
@@ -216,6 +248,37 @@ test(
     pb.changed('k', { change: 'rv-9|crash-looping' }); // B sees it now: Alice must hear again
     await until(() => published.length === 2, 2000, 'B’s signal');
     assert.notEqual(published[1].message.id, published[0].message.id);
+    await pa.close();
+    await pb.close();
+  },
+);
+
+test(
+  "across replicas an entity's signals keep minInterval apart, and the one behind the gate is sent when it opens",
+  { timeout: 120_000 },
+  async (t) => {
+    const replicas = await twoReplicas(t);
+    if (!replicas) return;
+    const { published, pa, pb } = publishersOn(replicas, 400);
+    const times = [];
+    const count = () => {
+      while (times.length < published.length) times.push(Date.now());
+      return published.length;
+    };
+    pa.viewed(ALICE, E1, ['k'], { cluster: 'sim' });
+    await pa.settled();
+    pa.changed('k', { change: 'rv-10|a' });
+    await until(() => count() === 1, 2000, 'A’s signal');
+    // Alice's refetch lands on B before B saw the change; B sees it at once after.
+    pb.viewed(ALICE, E1, ['k'], { cluster: 'sim' });
+    await pb.settled();
+    pb.changed('k', { change: 'rv-10|a' });
+    await until(() => count() === 2, 3000, 'B’s signal, once the gate opens');
+    const apart = times[1] - times[0];
+    assert.ok(apart >= 300, `the second signal ${apart} ms after the first, within the 400 ms interval`);
+    assert.deepEqual(published[1].recipients.entityRef, [ALICE]);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(count(), 2, 'nothing more: one signal per load');
     await pa.close();
     await pb.close();
   },

@@ -1,8 +1,9 @@
 'use strict';
 // The live tab's signals when several replicas share the viewers (./registry.js): a change of
-// an entity is coalesced per entity (at most one claim per `minIntervalMs`), its armed viewers
-// are claimed in the database, and they get one signal per entity naming them all as
-// recipients, through a bounded outbox in front of the events bus.
+// an entity is coalesced per entity (at most one claim per `minIntervalMs` here, and through
+// the entity's gate in the database at most one claim that signals anyone per `minIntervalMs`
+// across all replicas), its armed viewers are claimed in the database, and they get one signal
+// per entity naming them all as recipients, through a bounded outbox in front of the events bus.
 //
 // The outbox: at most MAX_IN_FLIGHT publishes at once; while the bus is slow, signals for the
 // same entity and clusters merge their recipients instead of queueing behind each other, so
@@ -137,13 +138,24 @@ function createSharedSignals({ registry, signals, channelOf, logger, minInterval
     }
   }
 
-  /** Claims the entity's armed viewers and signals them, grouped by the clusters they named. */
+  /**
+   * Claims the entity's armed viewers and signals them, grouped by the clusters they named.
+   * Viewers behind the entity's gate (another replica claimed within the interval) are claimed
+   * when it opens, with the changes seen meanwhile.
+   */
   async function claimAndSignal(entityRef, changes) {
     let rows;
+    let waitMs;
     try {
-      rows = await registry.claim(entityRef);
+      ({ rows, waitMs } = await registry.claim(entityRef, { minIntervalMs }));
     } catch {
       return; // counted and logged by the registry; the viewers stay armed for the next change
+    }
+    if (waitMs !== null && !closed) {
+      const state = entities.get(entityRef) ?? { lastSentAt: -Infinity, changes: new Set(), cancel: null };
+      entities.set(entityRef, state);
+      for (const change of changes) state.changes.add(change);
+      state.cancel ??= setTimer(() => flush(entityRef), waitMs);
     }
     const id = claimId(changes);
     const groups = new Map();

@@ -11,6 +11,12 @@
 // shutdown) or stops beating (a crash), its armed viewers are claimed and told to load again,
 // because no replica may follow what their answer showed any more.
 //
+// A claim also passes the entity's gate, a row per entity in a third table: at most one claim
+// that signals anyone per entity per `minIntervalMs` across all replicas, on the database's
+// clock. A replica that finds the gate closed while viewers wait is told when it opens, and
+// claims them then: a load answered just after another replica's claim (a reload that reached a
+// replica which had not seen the change yet) is signalled at the interval's end, not at once.
+//
 // Why rows and not a leader: a claim is one statement, true on every replica at once; no
 // election to lose, no replica whose death stops signals for everyone. Why these columns: a
 // viewer's signal names the clusters its own answer named (the replica that claims it may name
@@ -19,6 +25,13 @@
 
 const REPLICAS = 'kube_watch_live_replicas';
 const VIEWERS = 'kube_watch_live_viewers';
+const ENTITIES = 'kube_watch_live_entities';
+
+/** The database's clock in ms, one reading per statement: the gate's, alike for every replica. */
+const DB_NOW = '(extract(epoch from statement_timestamp()) * 1000)::bigint';
+
+/** Entities' gates unused this long are dropped. */
+const GATE_KEPT_MS = 3_600_000;
 
 /** Replicas beat this often; one silent for three beats is gone. */
 const HEARTBEAT_MS = 2000;
@@ -45,7 +58,7 @@ function createViewerRegistry({
   let timer = null;
   let others = 0;
   let warned = false;
-  const counts = { claims: 0, claimed: 0, orphaned: 0, failed: 0 };
+  const counts = { claims: 0, claimed: 0, gated: 0, orphaned: 0, failed: 0 };
 
   /** A failed statement is counted and logged once: the caller answers as not live. */
   const failed = (what) => (error) => {
@@ -77,6 +90,9 @@ function createViewerRegistry({
         entity_ref text NOT NULL, user_ref text NOT NULL, replica text NOT NULL, clusters text NOT NULL,
         load_seq bigint NOT NULL, signalled_seq bigint NOT NULL, expires_at bigint NOT NULL,
         PRIMARY KEY (entity_ref, user_ref))`);
+      await tx.raw(
+        `CREATE TABLE IF NOT EXISTS ${ENTITIES} (entity_ref text PRIMARY KEY, claimed_at bigint NOT NULL)`,
+      );
     });
   }
 
@@ -107,6 +123,7 @@ function createViewerRegistry({
     );
     await knex.raw(`DELETE FROM ${VIEWERS} WHERE expires_at <= ?`, [t]);
     await knex.raw(`DELETE FROM ${REPLICAS} WHERE alive_at <= ?`, [t - 30 * heartbeatMs]);
+    await knex.raw(`DELETE FROM ${ENTITIES} WHERE claimed_at < ${DB_NOW} - ?`, [GATE_KEPT_MS]);
     if (rows.length > 0) {
       counts.orphaned += rows.length;
       orphaned(rows);
@@ -158,21 +175,51 @@ function createViewerRegistry({
         .then(() => undefined, failed('record a load'));
     },
 
-    /** Claims every armed viewer of `entityRef`: the ones this replica is to signal now. */
-    async claim(entityRef) {
+    /**
+     * Claims every armed viewer of `entityRef` through the entity's gate: `rows`, the viewers
+     * this replica is to signal now, and `waitMs`, when viewers wait behind a gate another claim
+     * closed less than `minIntervalMs` ago: claim again then (else null). One statement: the
+     * gate is an upsert whose row lock orders concurrent claims, and it closes only when there
+     * are viewers to claim.
+     */
+    async claim(entityRef, { minIntervalMs = 0 } = {}) {
       counts.claims++;
-      const rows = rowsOf(
-        await knex
-          .raw(
-            `UPDATE ${VIEWERS} SET signalled_seq = load_seq
+      const t = now();
+      const result = await knex
+        .raw(
+          `WITH armed AS (
+             SELECT 1 FROM ${VIEWERS}
+             WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ? LIMIT 1
+           ), gate AS (
+             INSERT INTO ${ENTITIES} AS e (entity_ref, claimed_at)
+             SELECT ?, ${DB_NOW} WHERE EXISTS (SELECT 1 FROM armed)
+             ON CONFLICT (entity_ref) DO UPDATE SET claimed_at = excluded.claimed_at
+               WHERE e.claimed_at <= excluded.claimed_at - ?
+             RETURNING claimed_at
+           ), claimed AS (
+             UPDATE ${VIEWERS} SET signalled_seq = load_seq
              WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ?
-             RETURNING user_ref, entity_ref, clusters`,
-            [entityRef, now()],
-          )
-          .catch(failed('claim viewers')),
-      );
+               AND EXISTS (SELECT 1 FROM gate)
+             RETURNING user_ref, entity_ref, clusters
+           )
+           SELECT user_ref, entity_ref, clusters, NULL::bigint AS wait_ms FROM claimed
+           UNION ALL
+           SELECT NULL, NULL, NULL,
+             COALESCE((SELECT claimed_at FROM ${ENTITIES} WHERE entity_ref = ?) + ? - ${DB_NOW}, 0)
+           WHERE EXISTS (SELECT 1 FROM armed) AND NOT EXISTS (SELECT 1 FROM gate)`,
+          [entityRef, t, entityRef, minIntervalMs, entityRef, t, entityRef, minIntervalMs],
+        )
+        .catch(failed('claim viewers'));
+      const all = result.rows ?? result;
+      const gated = all.find((row) => row.user_ref === null);
+      const rows = rowsOf(all.filter((row) => row.user_ref !== null));
       counts.claimed += rows.length;
-      return rows;
+      if (!gated) return { rows, waitMs: null };
+      counts.gated++;
+      // A gate read before a concurrent claim closed it may look open already: try again a
+      // whole interval later.
+      const left = Number(gated.wait_ms);
+      return { rows, waitMs: left > 0 ? left : Math.max(minIntervalMs, 1) };
     },
 
     /** A viewer was refused what its answer shows: no replica signals it again. */
@@ -182,7 +229,10 @@ function createViewerRegistry({
         .then(() => undefined, failed('forget a viewer'));
     },
 
-    /** Statements run, viewers claimed, viewers of gone replicas claimed, statements failed. */
+    /**
+     * Claims asked, viewers claimed, claims that found the gate closed with viewers waiting,
+     * viewers of gone replicas claimed, statements failed.
+     */
     counts() {
       return { ...counts };
     },

@@ -3,6 +3,7 @@
 // `npm run bench:backstage` → node bench/backstage.js [--seconds=N] [--runs=N] [--strip] [--json=file]
 // `npm run bench:backstage -- --live …`: the live tab's benchmark (bench/backstage-live.js);
 // with `--replicas=N`, on N backend replicas against one (bench/backstage-replicas.js).
+// `npm run bench:backstage -- --bus …`: the events bus on several replicas (bench/backstage-bus.js).
 // `npm run bench:backstage -- --viewers [--authorization-ttl=S] …`: viewers' own credentials
 // (issue 35), below.
 //
@@ -44,8 +45,10 @@ const fs = require('node:fs');
 const argv = process.argv.slice(2);
 /** `--live`: the live tab's benchmark instead (bench/backstage-live.js, its own options). */
 const LIVE = argv.includes('--live');
+/** `--bus`: the events bus on several replicas instead (bench/backstage-bus.js, its own options). */
+const BUS = argv.includes('--bus');
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-for (const a of LIVE ? [] : argv) {
+for (const a of LIVE || BUS ? [] : argv) {
   if (!/^--(seconds=\d+|runs=\d+|strip|viewers|authorization-ttl=\d+|json=.+)$/.test(a)) {
     console.error(`unknown option ${a}; see the header of bench/backstage.js`);
     process.exit(2);
@@ -343,12 +346,17 @@ function reportViewers(runs, info) {
     );
 }
 
-/** `--live --replicas=N`: the live tab on N replicas against one (bench/backstage-replicas.js). */
-const bench = !LIVE
-  ? main
-  : argv.some((a) => a.startsWith('--replicas='))
-    ? () => require('./backstage-replicas').main(argv)
-    : () => require('./backstage-live').main(argv);
+/**
+ * `--live --replicas=N`: the live tab on N replicas against one (bench/backstage-replicas.js);
+ * `--bus`: the events bus under issue 37's load on several replicas (bench/backstage-bus.js).
+ */
+const bench = BUS
+  ? () => require('./backstage-bus').main(argv)
+  : !LIVE
+    ? main
+    : argv.some((a) => a.startsWith('--replicas='))
+      ? () => require('./backstage-replicas').main(argv)
+      : () => require('./backstage-live').main(argv);
 bench().catch((err) => {
   console.error(err);
   killAll();
