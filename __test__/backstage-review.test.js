@@ -124,8 +124,24 @@ test('finding 5: each load gets its own answer: a caller changing it in place ch
   first.responses[0].resources[0].metadata.name = 'changed';
   const second = await fetcher.fetchObjectsForService(request('tok-a'));
   assert.deepEqual(names(second), ['mine', 'private']);
+  second.responses[0].resources[1].metadata.labels.app = 'changed too';
   const third = await fetcher.fetchObjectsForService(request('tok-a'));
   assert.notEqual(third.responses[0].resources[0], second.responses[0].resources[0]);
+  assert.deepEqual(names(third), ['mine', 'private']);
+  assert.notEqual(third.responses[0].resources[1].metadata.labels.app, 'changed too', 'a deep copy');
+});
+
+test('an answer copy: new objects and arrays throughout, a __proto__ key kept as the own property JSON.parse made', () => {
+  const { copyJson } = require('../backstage/answers');
+  const original = JSON.parse('{"a":[{"b":{"c":"d"}},1,null,true],"__proto__":{"polluted":true}}');
+  const copy = copyJson(original);
+  assert.deepEqual(copy, original);
+  assert.notEqual(copy.a, original.a);
+  assert.notEqual(copy.a[0].b, original.a[0].b);
+  assert.equal(Object.getPrototypeOf(copy), Object.prototype, 'the prototype is untouched');
+  assert.ok(Object.hasOwn(copy, '__proto__'));
+  assert.deepEqual(Object.keys(copy), ['a', '__proto__']);
+  assert.equal(copy.polluted, undefined);
 });
 
 test('finding 7: a strategy under the serviceAccount name with per-user tokens gets one identity per user the server reports', async (t) => {

@@ -283,3 +283,31 @@ test(
     await pb.close();
   },
 );
+
+test(
+  'a change seen while a load’s row is on its way to the database still signals that load',
+  { timeout: 120_000 },
+  async (t) => {
+    const replicas = await twoReplicas(t);
+    if (!replicas) return;
+    const { a } = replicas;
+    // A's writes of loads take 300 ms (a busy database); its claims do not.
+    const slow = Object.create(a.registry, {
+      loaded: {
+        value: (...args) =>
+          new Promise((resolve) => setTimeout(resolve, 300)).then(() => a.registry.loaded(...args)),
+      },
+    });
+    const published = [];
+    const pa = createLivePublisher({
+      signals: { publish: async (signal) => void published.push(signal) },
+      registry: slow,
+      minIntervalMs: 0,
+    });
+    pa.viewed(ALICE, E2, ['k2'], { cluster: 'sim' });
+    pa.changed('k2', { change: 'rv-11|b' }); // the informer moved on before the row landed
+    await until(() => published.length === 1, 3000, 'Alice’s signal');
+    assert.deepEqual(published[0].recipients.entityRef, [ALICE]);
+    await pa.close();
+  },
+);

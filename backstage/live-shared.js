@@ -47,8 +47,19 @@ const claimId = (changes) => `${changeId(changes)}.${crypto.randomBytes(6).toStr
  * @param {number} options.minIntervalMs
  * @param {() => number} options.now
  * @param {(fn: () => void, ms: number) => () => void} options.setTimer
+ * @param {(entityRef: string) => Promise<unknown>} [options.writesOf] this replica's writes of the
+ *   entity's loads still on their way: a claim waits for them
  */
-function createSharedSignals({ registry, signals, channelOf, logger, minIntervalMs, now, setTimer }) {
+function createSharedSignals({
+  registry,
+  signals,
+  channelOf,
+  logger,
+  minIntervalMs,
+  now,
+  setTimer,
+  writesOf = async () => {},
+}) {
   /** entityRef → { lastSentAt, changes: Set<string>, cancel } */
   const entities = new Map();
   /** `${entityRef}\n${clusters}` → { signal, attempts }, waiting for the bus. */
@@ -147,6 +158,8 @@ function createSharedSignals({ registry, signals, channelOf, logger, minInterval
     let rows;
     let waitMs;
     try {
+      // A load answered here before this change, whose row is still on its way, is claimed too.
+      await writesOf(entityRef);
       ({ rows, waitMs } = await registry.claim(entityRef, { minIntervalMs }));
     } catch {
       return; // counted and logged by the registry; the viewers stay armed for the next change

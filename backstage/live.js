@@ -123,16 +123,32 @@ function createLivePublisher({
   const counts = { published: 0, failed: 0, lost: 0, evicted: 0, refused: 0, crowded: 0 };
   let closed = false;
   let warned = false;
+  /**
+   * The registry's writes of loads not yet done, each with its entity: a load's answer waits for
+   * its own, and a claim of an entity for that entity's (a change seen while a load's write is
+   * on its way must find that load armed, or its answer, older than the change, is never
+   * signalled).
+   */
+  const writes = new Map();
+  function track(write, entityRef) {
+    const done = write.catch(() => {}).finally(() => writes.delete(done));
+    writes.set(done, entityRef);
+  }
+  const writesOf = (entityRef) =>
+    Promise.all([...writes].filter(([, of]) => of === entityRef).map(([done]) => done));
   const shared =
     registry &&
     share &&
-    createSharedSignals({ registry, signals, channelOf, logger, minIntervalMs, now, setTimer });
-  /** The registry's writes of loads not yet done: a load's answer waits for its own. */
-  const writes = new Set();
-  function track(write) {
-    const done = write.catch(() => {}).finally(() => writes.delete(done));
-    writes.add(done);
-  }
+    createSharedSignals({
+      registry,
+      signals,
+      channelOf,
+      logger,
+      minIntervalMs,
+      now,
+      setTimer,
+      writesOf,
+    });
 
   const idOf = (userEntityRef, entityRef) => `${userEntityRef}\n${entityRef}`;
 
@@ -312,6 +328,7 @@ function createLivePublisher({
             if (context) context.notLive = true;
             throw error;
           }),
+          entityRef,
         );
       }
       return true;
@@ -319,7 +336,7 @@ function createLivePublisher({
 
     /** Resolves when the shared registry holds every load registered so far (at once without one). */
     async settled() {
-      await Promise.all(writes);
+      await Promise.all(writes.keys());
     },
 
     /** Viewers of a replica that is gone, claimed here: each must load again. */
