@@ -32,10 +32,10 @@ use napi_derive::napi;
 use self::strings::copied_string;
 use crate::auth::{ClusterSpec, Credential, InClusterEnv};
 use crate::batch::Batch;
+use crate::engine::connect::{Cluster, Endpoint};
+use crate::engine::stats::{Labels, cluster_label};
 use crate::error::Failure;
 use crate::http::ConnectionPool;
-use crate::informer::connect::{Cluster, Endpoint};
-use crate::informer::stats::{Labels, cluster_label};
 use crate::proxy::ProxyEnv;
 use crate::request::ResourceRef;
 

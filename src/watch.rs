@@ -5,7 +5,7 @@
 //! runner: request ─► body lines ─► Outbox::line (classify, project) ─► Outbox (batches) ─┐
 //! JS:     poll() now, or poll again once woken when nothing was ready ◄─ JSON array text ◄┘
 //! ```
-//! The runner (`informer::reflector`, `Plan::Once`) asks for the watch, reads its lines and
+//! The runner (`crate::engine`, `Plan::Once`) asks for the watch, reads its lines and
 //! decides what its end means by the same rules as an informer's, and the same transport
 //! counts its status, error body, lines and bytes; a plain watch differs only in trying once
 //! and keeping nothing: its [`Sink`] is its [`Outbox`], which passes each line on as it came.
@@ -23,14 +23,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::Credential;
 use crate::batch::Batch;
+use crate::engine::connect::Endpoint;
+use crate::engine::stats::Stats;
+use crate::engine::{
+    PoolListWatch, Progress, ReflectorConfig, Reporter, Sink, Step, StreamEnd, watch_once,
+};
 use crate::error::Failure;
 use crate::event::{Line, classify};
 use crate::http::ConnectionPool;
-use crate::informer::connect::Endpoint;
-use crate::informer::reflector::{
-    PoolListWatch, Progress, ReflectorConfig, Reporter, Sink, Step, StreamEnd, watch_once,
-};
-use crate::informer::stats::Stats;
 use crate::informer::store::{ChangeKind, Listed, Object};
 use crate::outbox::Outbox;
 pub use crate::outbox::{QUEUE_BUDGET_BYTES, Wake};
@@ -280,7 +280,7 @@ mod tests {
 
     fn config_for(origin: &str) -> WatchConfig {
         use crate::auth::ClusterSpec;
-        use crate::informer::connect::Cluster;
+        use crate::engine::connect::Cluster;
         use crate::request::WatchQuery;
 
         let cluster = Cluster {

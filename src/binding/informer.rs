@@ -17,10 +17,11 @@ use super::informer_handle::NativeInformer;
 use super::way_back::WayBack;
 use super::{ClusterTarget, CredentialSpec, POOL, ResourceSpec};
 use crate::auth::Credential;
+use crate::engine::backoff::BackoffPolicy;
+use crate::engine::connect::{CredentialFuture, CredentialProvider, StaticCredential};
+use crate::engine::{InitialList, Plan, ReflectorConfig, Reporter};
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
-use crate::informer::backoff::BackoffPolicy;
-use crate::informer::connect::{CredentialFuture, CredentialProvider, StaticCredential};
-use crate::informer::reflector::{InitialList, Plan, Reflector, ReflectorConfig, Reporter};
+use crate::informer::reflector::Reflector;
 use crate::informer::registry::{Registry, Sinks};
 
 /// How long a `getCredential` call may take before it counts as failed.

@@ -14,8 +14,8 @@ use napi_derive::napi;
 
 use super::way_back::{WayBack, next_waiter};
 use super::{Crossing, POOL, WatchSpec, crossing, resolve};
+use crate::engine::ReflectorConfig;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
-use crate::informer::reflector::ReflectorConfig;
 use crate::metrics::watches::WatchMetrics;
 use crate::request::WatchQuery;
 use crate::watch::{Watch, WatchConfig, WatchCounters};

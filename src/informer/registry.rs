@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::mem::size_of;
 
 use super::memory::{Fixed, Footprint, arc_bytes, hash_table_bytes};
-use super::reflector::{ListMemory, Reflector};
-use super::stats::{Labels, Totals};
+use super::reflector::Reflector;
+use crate::engine::ListMemory;
+use crate::engine::stats::{Labels, Totals};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Nothing panics while holding these locks; the data stays consistent.

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::watches::{WatchMetrics, WatchSeries};
+use crate::engine::stats::{Labels, StatsSnapshot};
 use crate::informer::registry::Registry;
-use crate::informer::stats::{Labels, StatsSnapshot};
 
 /// The series of `registry`'s informers and of `watches`, in no particular order.
 pub fn series<S: Send + Sync + 'static>(

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::informer::stats::{Labels, StatsSnapshot, Totals};
+use crate::engine::stats::{Labels, StatsSnapshot, Totals};
 use crate::watch::WatchCounters;
 
 /// A watcher's plain watches, for its metrics.

@@ -7,10 +7,14 @@ use tokio::sync::mpsc;
 
 use tokio::time::Instant;
 
-use super::machine::{Resume, State};
 use super::*;
+use std::time::Duration;
+
 use crate::auth::{ClusterSpec, Credential};
-use crate::informer::connect::StaticCredential;
+use crate::engine::backoff::{BackoffPolicy, Jitter};
+use crate::engine::connect::Cluster;
+use crate::engine::connect::StaticCredential;
+use crate::engine::*;
 use crate::informer::fanout::Cursor;
 
 /// What the test server answers to one request.
@@ -433,7 +437,7 @@ async fn the_first_failure_after_a_healthy_minute_still_sends_an_error() {
     let cache = Arc::new(Cache::new(config.resource_path.clone()));
     let mut run = Run::new(config, parts, PoolListWatch(Arc::default()), cache.clone());
     let cursor = cache.subscribe();
-    let healthy = crate::informer::backoff::HEALTHY_AFTER + Duration::from_secs(1);
+    let healthy = crate::engine::backoff::HEALTHY_AFTER + Duration::from_secs(1);
     for round in 1..=3 {
         // A healthy minute of watching, then one failure: the step count starts over each time,
         // at the step the previous failure had.

@@ -16,9 +16,16 @@ use super::tests::{RELISTED, Recorder, config, event, events_until, list, pod};
 use tokio::time::Instant;
 
 use super::*;
+use std::time::Duration;
+
 use crate::auth::Credential;
+use crate::engine::backoff::{BackoffPolicy, Jitter};
+use crate::engine::connect::CredentialProvider;
+use crate::engine::connect::StaticCredential;
+use crate::engine::stats::Stats;
+use crate::engine::*;
 use crate::error::Error;
-use crate::informer::connect::StaticCredential;
+use crate::projection::Projection;
 
 mod lists;
 mod once;

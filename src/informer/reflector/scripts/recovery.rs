@@ -2,7 +2,7 @@
 //! other's backoff when they share a cluster, within the jitter and never before a Retry-After.
 
 use super::*;
-use crate::informer::recovery::RECOVERY_JITTER;
+use crate::engine::recovery::RECOVERY_JITTER;
 
 /// A script that fails once with `status` (asking for `retry_after` seconds), then lists and
 /// watches.

@@ -66,7 +66,7 @@ pub struct Stats {
     /// Watch streams (a streaming list's included) being read now: 0 or 1.
     watches_open: AtomicU64,
     errors: Mutex<BTreeMap<String, u64>>,
-    /// Heap bytes of the endpoint the reflector holds (see [`super::memory::Fixed`]), set when
+    /// Heap bytes of the endpoint the reflector holds (see `crate::informer::memory::Fixed`), set when
     /// it resolves one.
     endpoint_bytes: AtomicU64,
 }

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
-use super::store::{ChangeKind, ItemType, StoreError};
 use crate::error::StatusBody;
+use crate::informer::store::{ChangeKind, ItemType, StoreError};
 
 /// A body the informer cannot use.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -85,11 +85,14 @@ impl<'a> ListPage<'a> {
     /// The items parsed for the store, with `kind` and `apiVersion` filled in (the reflector
     /// packs and projects each as it parses it; this is the plain case, for tests).
     #[cfg(test)]
-    pub fn objects(&self) -> Result<Vec<super::store::Object>, WireError> {
+    pub fn objects(&self) -> Result<Vec<crate::informer::store::Object>, WireError> {
         self.items
             .iter()
             .map(|item| {
-                super::store::Object::from_list_item(item.get().as_bytes(), &self.item_type)
+                crate::informer::store::Object::from_list_item(
+                    item.get().as_bytes(),
+                    &self.item_type,
+                )
             })
             .map(|object| object.map_err(WireError::from))
             .collect()

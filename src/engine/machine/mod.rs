@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::reflector_step::StreamEnd;
+use super::step::StreamEnd;
+use crate::engine::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER};
+use crate::engine::transport::Fault;
 use crate::error::Failure;
-use crate::informer::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER};
-use crate::informer::transport::Fault;
 
 /// Where the reflector is: what the runner does next.
 #[derive(Debug, Clone, PartialEq, Eq)]

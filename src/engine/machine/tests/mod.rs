@@ -6,8 +6,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::*;
+use crate::engine::connect::Refusal;
 use crate::error::{Error, ErrorType};
-use crate::informer::connect::Refusal;
 
 mod once;
 mod streaming;

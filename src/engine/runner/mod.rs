@@ -10,19 +10,20 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use super::config::capacity;
 use super::machine::{self, Effect, Machine, Resume, State, Transition};
-use super::reflector_step::Progress;
 use super::sink::Sink;
+use super::step::Progress;
 use super::{
     Fault, ListMemory, ListWatch, MAX_OBJECT_BYTES, Plan, ReflectorConfig, Reporter, Request,
-    capacity, max_page_bytes,
+    max_page_bytes,
 };
+use crate::engine::backoff::Jitter;
+use crate::engine::connect::{CredentialProvider, Endpoint};
+use crate::engine::recovery::{News, RECOVERY_JITTER};
+use crate::engine::stats::Stats;
 use crate::error::Error;
 use crate::http::Get;
-use crate::informer::backoff::Jitter;
-use crate::informer::connect::{CredentialProvider, Endpoint};
-use crate::informer::recovery::{News, RECOVERY_JITTER};
-use crate::informer::stats::Stats;
 use crate::projection::Projection;
 use crate::request::{WatchQuery, watch_url};
 
@@ -34,29 +35,29 @@ mod watch;
 const RELEASE_AFTER_BYTES: u64 = 8 << 20;
 
 /// What a reflector is started with besides its configuration and its requests.
-pub(super) struct Parts {
-    pub(super) provider: Arc<dyn CredentialProvider>,
-    pub(super) reporter: Arc<dyn Reporter>,
-    pub(super) memory: Arc<ListMemory>,
-    pub(super) jitter: Jitter,
+pub(crate) struct Parts {
+    pub(crate) provider: Arc<dyn CredentialProvider>,
+    pub(crate) reporter: Arc<dyn Reporter>,
+    pub(crate) memory: Arc<ListMemory>,
+    pub(crate) jitter: Jitter,
     /// Where it counts what it does.
-    pub(super) stats: Arc<Stats>,
+    pub(crate) stats: Arc<Stats>,
 }
 
 /// The task's state.
-pub(super) struct Run<A, S> {
+pub(crate) struct Run<A, S> {
     pub(super) config: ReflectorConfig,
-    pub(super) provider: Arc<dyn CredentialProvider>,
-    pub(super) reporter: Arc<dyn Reporter>,
-    pub(super) memory: Arc<ListMemory>,
+    pub(crate) provider: Arc<dyn CredentialProvider>,
+    pub(crate) reporter: Arc<dyn Reporter>,
+    pub(crate) memory: Arc<ListMemory>,
     pub(super) api: A,
     /// Where what it reads goes.
-    pub(super) sink: Arc<S>,
-    pub(super) stats: Arc<Stats>,
+    pub(crate) sink: Arc<S>,
+    pub(crate) stats: Arc<Stats>,
     /// Every flag, and the decisions.
-    pub(super) machine: Machine,
+    pub(crate) machine: Machine,
     /// The endpoint for the current credential and when it was asked for.
-    pub(super) endpoint: Option<(Endpoint, Instant)>,
+    pub(crate) endpoint: Option<(Endpoint, Instant)>,
     /// The last resourceVersion seen, and the stream's bookkeeping.
     pub(super) progress: Progress,
     /// Body bytes received when the allocator last gave memory back.
@@ -66,7 +67,7 @@ pub(super) struct Run<A, S> {
 }
 
 impl<A: ListWatch, S: Sink> Run<A, S> {
-    pub(super) fn new(config: ReflectorConfig, parts: Parts, api: A, sink: Arc<S>) -> Self {
+    pub(crate) fn new(config: ReflectorConfig, parts: Parts, api: A, sink: Arc<S>) -> Self {
         let machine = match config.plan {
             Plan::ListWatch => Machine::new(config.backoff, parts.jitter),
             Plan::Once(_) => Machine::once(parts.jitter),
@@ -87,7 +88,7 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
         }
     }
 
-    pub(super) async fn run(&mut self) {
+    pub(crate) async fn run(&mut self) {
         let mut state = self.machine.start();
         loop {
             state = match state {
@@ -166,7 +167,7 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
     }
 
     /// A failure, to be waited out and resumed from, or the end.
-    pub(super) fn fail(&mut self, fault: &Fault, resume: Resume) -> State {
+    pub(crate) fn fail(&mut self, fault: &Fault, resume: Resume) -> State {
         let transition = self.machine.failed(fault, resume, Instant::now());
         self.perform(transition)
     }

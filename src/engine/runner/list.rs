@@ -4,12 +4,12 @@
 use tokio::time::Instant;
 
 use super::{RELEASE_AFTER_BYTES, Run};
-use crate::informer::reflector::machine::{PageRefused, Resume, State, StreamingList};
-use crate::informer::reflector::reflector_step::Initial;
-use crate::informer::reflector::sink::Sink;
-use crate::informer::reflector::{Fault, InitialList, ListWatch};
+use crate::engine::machine::{PageRefused, Resume, State, StreamingList};
+use crate::engine::sink::Sink;
+use crate::engine::step::Initial;
+use crate::engine::wire::{ListPage, WireError};
+use crate::engine::{Fault, InitialList, ListWatch};
 use crate::informer::store::{Listed, Object};
-use crate::informer::wire::{ListPage, WireError};
 use crate::projection::Projection;
 use crate::request::list_url;
 

@@ -6,11 +6,11 @@ use tokio::time::Instant;
 use crate::request::WatchQuery;
 
 use super::Run;
-use crate::informer::reflector::Plan;
-use crate::informer::reflector::machine::State;
-use crate::informer::reflector::reflector_step::{Initial, Step, StreamEnd};
-use crate::informer::reflector::sink::Sink;
-use crate::informer::reflector::{Fault, ListWatch, WatchLines};
+use crate::engine::Plan;
+use crate::engine::machine::State;
+use crate::engine::sink::Sink;
+use crate::engine::step::{Initial, Step, StreamEnd};
+use crate::engine::{Fault, ListWatch, WatchLines};
 
 impl<A: ListWatch, S: Sink> Run<A, S> {
     /// Watches from `rv`.

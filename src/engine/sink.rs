@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::reflector_step::{Progress, Step, step};
+use super::step::{Progress, Step, step};
 use crate::error::Failure;
 use crate::informer::cache::{Cache, Watching};
 use crate::informer::store::{ChangeKind, Listed, Object};

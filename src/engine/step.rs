@@ -3,9 +3,9 @@
 //! no I/O, no clock, no cache — so every case is a plain test; `Run::stream` does what the
 //! returned [`Step`] says.
 
+use crate::engine::transport::Fault;
+use crate::engine::wire::{WatchLine, WireError, read_event};
 use crate::informer::store::{ChangeKind, Listed, Object};
-use crate::informer::transport::Fault;
-use crate::informer::wire::{WatchLine, WireError, read_event};
 use crate::projection::Projection;
 
 /// A streaming list still collecting its initial events.

@@ -4,8 +4,8 @@
 use tokio::time::Instant;
 
 use super::{Effect, Machine, Resume, State, Transition};
+use crate::engine::step::StreamEnd;
 use crate::error::Failure;
-use crate::informer::reflector::reflector_step::StreamEnd;
 
 impl Machine {
     /// A plain watch's stream ended: a clean end quietly; an in-stream ERROR (410 too) as that

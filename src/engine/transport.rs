@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::engine::backoff::parse_retry_after;
+use crate::engine::connect::Refusal;
+use crate::engine::stats::Stats;
 use crate::error::{Error, Failure, StatusBody};
 use crate::http::{ClientKey, ConnectionPool, Get, Kind, Lines, Response};
-use crate::informer::backoff::parse_retry_after;
-use crate::informer::connect::Refusal;
-use crate::informer::stats::Stats;
 
 /// One GET of the reflector.
 #[derive(Debug, Clone)]
