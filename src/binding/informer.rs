@@ -19,7 +19,7 @@ use super::{ClusterTarget, CredentialSpec, POOL, ResourceSpec};
 use crate::auth::Credential;
 use crate::engine::backoff::BackoffPolicy;
 use crate::engine::connect::{CredentialFuture, CredentialProvider, StaticCredential};
-use crate::engine::{InitialList, Plan, ReflectorConfig, Reporter};
+use crate::engine::{InitialList, ReflectorConfig, Reporter};
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::reflector::Reflector;
 use crate::informer::registry::{Registry, Sinks};
@@ -252,7 +252,6 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
             .unwrap_or(DEFAULT_MAX_LINE_BYTES),
         watch_timeout: duration("watchTimeoutSeconds", spec.watch_timeout_seconds)?,
         pack: spec.compress,
-        plan: Plan::ListWatch,
     })
 }
 

@@ -112,10 +112,11 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
             .filter(|s| *s > 0.0)
             .and_then(|s| Duration::try_from_secs_f64(s).ok()),
         projection: spec.resource.projection(&[])?,
-        ..ReflectorConfig::once(cluster, resource_path, query)
+        ..ReflectorConfig::once(cluster, resource_path)
     };
     let config = WatchConfig {
         runner,
+        query,
         endpoint,
         credential,
         counters,

@@ -1,11 +1,10 @@
-//! What an engine run is given: the collection, how to list it, the limits, and its plan.
+//! What an engine run is given: the collection, how to list it, its limits.
 
 use std::time::Duration;
 
 use super::backoff::BackoffPolicy;
 use super::connect::Cluster;
 use crate::projection::Projection;
-use crate::request::WatchQuery;
 
 /// How the initial list (and a relist) is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,17 +15,6 @@ pub enum InitialList {
     Paginated,
     /// Always a streaming list.
     Streaming,
-}
-
-/// What the runner does with its collection.
-#[derive(Debug, Clone)]
-pub enum Plan {
-    /// An informer's: list, watch from the list's resourceVersion, and again after every end
-    /// (or relist) for as long as it runs.
-    ListWatch,
-    /// A plain watch's (`watchResource`): one watch, exactly as asked for; its end or its first
-    /// failure (one ERROR) is the end.
-    Once(WatchQuery),
 }
 
 /// Everything the reflector needs, resolved before it starts.
@@ -59,8 +47,6 @@ pub struct ReflectorConfig {
     pub watch_timeout: Duration,
     /// The cache holds texts packed (see `crate::informer::object::Object::packed`).
     pub pack: bool,
-    /// What it does.
-    pub plan: Plan,
 }
 
 /// The most one object's JSON is taken to need in a list page: etcd refuses a request
@@ -86,15 +72,16 @@ pub(crate) fn capacity(text: &Option<String>) -> usize {
 }
 
 impl ReflectorConfig {
-    /// A plain watch's ([`Plan::Once`] with `query`) of `resource_path` on `cluster`: what
-    /// only an informer uses (pages, backoff, timeouts, credential refresh, packing) unset, and
-    /// no line or idle limit, no projection until the caller sets them.
-    pub fn once(cluster: Cluster, resource_path: String, query: WatchQuery) -> Self {
+    /// A plain watch's of `resource_path` on `cluster` (its query is its plan's: see
+    /// `super::plan::Once`): what only an informer uses (selectors, pages, backoff, timeouts,
+    /// credential refresh, packing) unset, and no line or idle limit, no projection until the
+    /// caller sets them.
+    pub fn once(cluster: Cluster, resource_path: String) -> Self {
         Self {
             cluster,
             resource_path,
-            label_selector: query.label_selector.clone(),
-            field_selector: query.field_selector.clone(),
+            label_selector: None,
+            field_selector: None,
             page_size: 0,
             initial_list: InitialList::Auto,
             backoff: BackoffPolicy::default(),
@@ -104,7 +91,6 @@ impl ReflectorConfig {
             max_line_bytes: usize::MAX,
             watch_timeout: Duration::ZERO,
             pack: false,
-            plan: Plan::Once(query),
         }
     }
 

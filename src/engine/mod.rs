@@ -20,6 +20,7 @@
 //! - [`recovery`]: news that a cluster answers again, waking its runs' backoffs.
 //! - [`stats`]: a run's counters.
 //! - [`step`]: what a line of a watch body asks of the runner.
+//! - `plan`: what a run does with its collection, and into what kind of [`Sink`].
 //! - `machine`: what an answer, a failure or a stream's end means, holding every flag.
 //!
 //! Built on these, with I/O:
@@ -38,6 +39,7 @@ pub mod backoff;
 pub mod config;
 pub mod connect;
 mod machine;
+mod plan;
 pub mod recovery;
 mod runner;
 mod sink;
@@ -47,17 +49,20 @@ pub mod transport;
 pub mod wire;
 
 use crate::auth::Credential;
+use crate::request::WatchQuery;
 use crate::size::hash_table_bytes;
 use backoff::Jitter;
-pub use config::{InitialList, MAX_OBJECT_BYTES, Plan, ReflectorConfig, max_page_bytes};
+pub use config::{InitialList, MAX_OBJECT_BYTES, ReflectorConfig, max_page_bytes};
 use connect::{Endpoint, StaticCredential};
 #[cfg(test)]
 pub(crate) use machine::{Resume, State};
+pub(crate) use plan::Keeping;
+use plan::Once;
 use recovery::Recoveries;
 pub(crate) use runner::{Parts, Run};
-pub use sink::Sink;
+pub use sink::{Keeper, Page, Passer, Sink};
 use stats::Stats;
-pub use step::{Progress, Step, StreamEnd};
+pub use step::{Initial, Kept, Pass, Progress, Step, StreamEnd};
 pub use transport::{Fault, ListWatch, PoolListWatch, Request, WatchLines};
 
 /// Where the reflector's news goes (the binding forwards it to JavaScript).
@@ -70,12 +75,12 @@ pub trait Reporter: Send + Sync {
     fn synced(&self);
     /// The reflector stopped (closed, or a terminal error).
     fn ended(&self);
-    /// A failure was recorded in the cache's health (an informer's cache health): readers
+    /// A failure was recorded in the keeper's health (an informer's cache): readers
     /// that wait for the informer to settle look again.
     fn failed(&self) {}
-    /// A request succeeded after failures: the failure in the cache's health is over.
+    /// A request succeeded after failures: the failure in the keeper's health is over.
     fn recovered(&self) {}
-    /// The cache changed after a reader armed a notice of it (once per arming, so a busy
+    /// What the keeper keeps changed after a reader armed a notice of it (once per arming, so a busy
     /// informer says so at the pace its reader asks).
     fn changed(&self) {}
 }
@@ -115,27 +120,27 @@ impl ListMemory {
     }
 }
 
-/// A plain watch (`watchResource`): the runner with `config.plan` [`Plan::Once`] over `sink`,
-/// from `endpoint` (resolved from `credential` already: a refusal is the caller's one ERROR),
-/// its requests through `api`, counted in `stats`. Returns when the watch has ended; the
-/// caller ends `sink` (after this, or after cancelling it).
-pub async fn watch_once<A: ListWatch, S: Sink>(
+/// A plain watch (`watchResource`): a run of `query` with the plan [`Once`] over `sink`, which
+/// hears its news too, from `endpoint` (resolved from `credential` already: a refusal is the
+/// caller's one ERROR), its requests through `api`, counted in `stats`. Returns when the watch
+/// has ended; the caller ends `sink` (after this, or after cancelling it).
+pub async fn watch_once<A: ListWatch, S: Passer + Reporter>(
     config: ReflectorConfig,
+    query: WatchQuery,
     endpoint: Endpoint,
     credential: Credential,
-    reporter: Arc<dyn Reporter>,
     stats: Arc<Stats>,
     sink: Arc<S>,
     api: A,
 ) {
     let parts = Parts {
         provider: Arc::new(StaticCredential(credential)),
-        reporter,
+        reporter: sink.clone(),
         memory: Arc::default(),
         jitter: Jitter::from_time(),
         stats,
     };
-    let mut run = Run::new(config, parts, api, sink);
+    let mut run = Run::new(config, parts, api, Once::new(sink, query));
     run.endpoint = Some((endpoint, tokio::time::Instant::now()));
     run.run().await;
 }

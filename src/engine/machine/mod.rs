@@ -2,7 +2,7 @@
 //! an informer, given every flag it keeps. No I/O and no clock of its own (`now` is an input,
 //! the jitter a seeded generator), no cache: each call returns the next [`State`] and the
 //! [`Effect`]s the runner (`Run`, in the parent module) carries out, in order. So each
-//! transition is a row of a table test (`machine/tests.rs`), and the runner is left with the
+//! transition is a row of a table test (`machine/tests/`), and the runner is left with the
 //! requests, the streams and the performing.
 
 use std::time::Duration;
@@ -166,7 +166,7 @@ impl Machine {
         }
     }
 
-    /// A plain watch's (`Plan::Once`): no list, no retry. It watches once, and its end is the
+    /// A plain watch's (the plan `Once`): no list, no retry. It watches once, and its end is the
     /// end: a clean one quietly, a failure (an answer, an in-stream ERROR, a broken stream) with
     /// one last ERROR.
     pub fn once(jitter: Jitter) -> Self {
@@ -426,7 +426,7 @@ impl Machine {
     /// traffic (the server's `timeoutSeconds`) watches again at once, one so soon and silent
     /// that it counts as a failure waits a backoff step without an ERROR; a 410 relists; a
     /// fault is a failure.
-    /// A plain watch's end is the end (`once.rs`).
+    /// A plain watch's end is the end (`machine/once.rs`).
     pub fn watch_ended(&mut self, end: StreamEnd, rv: String, now: Instant) -> Transition {
         if self.once {
             return self.once_ended(end, rv, now);

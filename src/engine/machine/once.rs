@@ -1,4 +1,4 @@
-//! A plain watch's rules (`Plan::Once`, [`Machine::once`]) where they differ from an
+//! A plain watch's rules (the plan `Once`, [`Machine::once`]) where they differ from an
 //! informer's: no list and no retry, so the end of its one watch is the end.
 
 use tokio::time::Instant;

@@ -1,30 +1,21 @@
-//! The watches: a watch from a resourceVersion, and the reading of a watch body (a watch's
-//! or a streaming list's) into the cache, line by line, until it ends.
+//! The watches, whatever the plan: a watch with the query its plan made up, and the reading
+//! of a watch body (a watch's or a streaming list's), line by line, until it ends.
 
 use tokio::time::Instant;
 
+use super::Run;
+use crate::engine::machine::State;
+use crate::engine::plan::Plan;
+use crate::engine::step::StreamEnd;
+use crate::engine::{Fault, ListWatch, WatchLines};
 use crate::request::WatchQuery;
 
-use super::Run;
-use crate::engine::Plan;
-use crate::engine::machine::State;
-use crate::engine::sink::Sink;
-use crate::engine::step::{Initial, Step, StreamEnd};
-use crate::engine::{Fault, ListWatch, WatchLines};
-
-impl<A: ListWatch, S: Sink> Run<A, S> {
-    /// Watches from `rv`.
-    pub(super) async fn watch(&mut self, rv: String) -> State {
+impl<A: ListWatch, P: Plan> Run<A, P> {
+    /// Watches with `query`, from `rv` (the resourceVersion a failure resumes from).
+    pub(super) async fn watch(&mut self, rv: String, query: WatchQuery) -> State {
         for effect in self.machine.watch_starting() {
             self.effect(effect);
         }
-        let query = match &self.config.plan {
-            Plan::ListWatch => WatchQuery {
-                resource_version: Some(rv.clone()),
-                ..self.query()
-            },
-            Plan::Once(query) => query.clone(),
-        };
         let lines = match Box::pin(self.watch_lines(query)).await {
             Ok(lines) => {
                 self.succeeded();
@@ -38,7 +29,7 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
         self.machine.streaming(Instant::now());
         // Boxed: an async fn's state keeps the arguments it moves into a callee's future beside
         // that future, so the stream's body reader would be held twice over a watch's life.
-        let (end, _) = Box::pin(self.stream(lines, None)).await;
+        let end = Box::pin(self.stream(lines, false)).await;
         let rv = self.current_rv();
         let transition = self.machine.watch_ended(end, rv, Instant::now());
         self.perform(transition)
@@ -48,58 +39,37 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
         self.progress.rv.clone().unwrap_or_default()
     }
 
-    /// Reads a watch body into the cache until it ends; for a streaming list, collects the
-    /// initial events first. Returns how it ended and whether the initial list completed.
-    pub(super) async fn stream(
-        &mut self,
-        mut lines: A::Lines,
-        initial: Option<Initial>,
-    ) -> (StreamEnd, bool) {
+    /// Reads a watch body into the sink, each line as the plan says, until it ends
+    /// (`initial`: a streaming list's). Returns how it ended.
+    pub(super) async fn stream(&mut self, mut lines: A::Lines, initial: bool) -> StreamEnd {
         let _open = self.stats.watch_open();
-        let _watching = self.sink.watching(initial.is_some());
-        self.progress.initial = initial;
+        let _watching = self.plan.watching(initial);
         self.progress.saw_events = false;
-        let end = loop {
+        loop {
             let line = match lines.next().await {
                 Ok(Some(line)) => line,
                 Ok(None) => {
-                    break StreamEnd::Clean {
+                    return StreamEnd::Clean {
                         saw_events: self.progress.saw_events,
                     };
                 }
-                Err(err) => break StreamEnd::Fault(Fault::from_error(err)),
+                Err(err) => return StreamEnd::Fault(Fault::from_error(err)),
             };
-            let step = self.sink.line(
-                &mut self.progress,
-                line,
-                self.config.projection.as_ref(),
-                self.config.pack,
-            );
-            self.take_notice();
-            if let Some(events) = step.events() {
-                self.stats.events(events);
+            if let Some(end) = P::line(self, line).await {
+                return end;
             }
-            match step {
-                Step::Skip | Step::Collected => {}
-                Step::Pass(line, rv) => self.sink.pass(line, rv.as_deref()).await,
-                Step::Warn(text) => self.warn(&text),
-                Step::Change(kind, object) => {
-                    if self.sink.apply(kind, object) > 0 {
-                        self.changed();
-                    }
-                }
-                Step::Bookmark(rv) => {
-                    if let Some(rv) = rv {
-                        self.sink.bookmark(&rv);
-                    }
-                }
-                Step::Synced(list) => {
-                    let rv = self.current_rv();
-                    self.synced(list.objects, &rv, list.relist);
-                }
-                Step::End(end) => break end,
-            }
-        };
-        (end, self.progress.initial.take().is_none())
+        }
+    }
+
+    /// Warns once that a metadata-only request got full objects (see `Projection`).
+    pub(super) fn take_notice(&self) {
+        if let Some(notice) = self
+            .config
+            .projection
+            .as_ref()
+            .and_then(|p| p.take_notice())
+        {
+            self.warn(&notice);
+        }
     }
 }

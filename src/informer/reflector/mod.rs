@@ -12,8 +12,13 @@ use super::memory::{Fixed, Footprint, arc_bytes};
 use crate::engine::backoff::Jitter;
 use crate::engine::connect::CredentialProvider;
 use crate::engine::stats::Stats;
-use crate::engine::{ListMemory, ListWatch, Parts, PoolListWatch, ReflectorConfig, Reporter, Run};
+use crate::engine::{
+    Keeping, ListMemory, ListWatch, Parts, PoolListWatch, ReflectorConfig, Reporter, Run,
+};
 use crate::http::ConnectionPool;
+
+mod keeper;
+mod lines;
 
 /// A running (or finished) reflector.
 #[derive(Debug)]
@@ -57,7 +62,7 @@ impl Reflector {
     ) -> Self {
         let config_bytes = config.heap_bytes();
         let cache = Arc::new(Cache::new(config.resource_path.clone()));
-        let mut run = Run::new(config, parts, api, cache.clone());
+        let mut run = Run::new(config, parts, api, Keeping::new(cache.clone()));
         let stats = run.stats.clone();
         let reporter = run.reporter.clone();
         let cancel = CancellationToken::new();
@@ -70,7 +75,7 @@ impl Reflector {
                 () = task_cancel.cancelled() => {}
                 () = run.run() => {}
             }
-            run.sink.end();
+            run.sink().end();
             task_finished.store(true, std::sync::atomic::Ordering::SeqCst);
             reporter.ended();
         };

@@ -153,7 +153,6 @@ pub(super) fn config(origin: &str, initial_list: InitialList) -> ReflectorConfig
         max_line_bytes: 1 << 20,
         watch_timeout: Duration::from_secs(300),
         pack: true,
-        plan: Plan::ListWatch,
     }
 }
 
@@ -435,7 +434,8 @@ async fn the_first_failure_after_a_healthy_minute_still_sends_an_error() {
         stats: Arc::default(),
     };
     let cache = Arc::new(Cache::new(config.resource_path.clone()));
-    let mut run = Run::new(config, parts, PoolListWatch(Arc::default()), cache.clone());
+    let plan = Keeping::new(cache.clone());
+    let mut run = Run::new(config, parts, PoolListWatch(Arc::default()), plan);
     let cursor = cache.subscribe();
     let healthy = crate::engine::backoff::HEALTHY_AFTER + Duration::from_secs(1);
     for round in 1..=3 {

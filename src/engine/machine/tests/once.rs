@@ -1,4 +1,4 @@
-//! A plain watch's machine (`Plan::Once`), one row per transition: it watches once, and its
+//! A plain watch's machine (the plan `Once`), one row per transition: it watches once, and its
 //! end or its first failure is the end.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! Scripts of a plain watch (`watchResource`): the runner with `Plan::Once` over a watch's
+//! Scripts of a plain watch (`watchResource`): the runner with the plan `Once` over a watch's
 //! outbox, as `crate::watch` runs it. One request, exactly as asked for; its lines passed on as
 //! they came; its end or its first failure the end, whatever the clock does after.
 
@@ -14,15 +14,15 @@ async fn watch(fake: &Fake, query: WatchQuery) -> Arc<Outbox> {
     let endpoint = cluster.resolve(&credential).unwrap();
     let config = ReflectorConfig {
         max_line_bytes: 1 << 20,
-        ..ReflectorConfig::once(cluster, "/api/v1/pods".into(), query)
+        ..ReflectorConfig::once(cluster, "/api/v1/pods".into())
     };
     let outbox = Arc::new(Outbox::new("/api/v1/pods".into()));
     let stats = Arc::new(Stats::default());
     let run = watch_once(
         config,
+        query,
         endpoint,
         credential,
-        outbox.clone(),
         stats,
         outbox.clone(),
         fake.clone(),
