@@ -42,6 +42,8 @@ mod machine;
 mod plan;
 pub mod recovery;
 mod runner;
+#[cfg(test)]
+pub(crate) mod script;
 mod sink;
 pub mod stats;
 pub mod step;

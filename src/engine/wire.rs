@@ -1,7 +1,7 @@
 //! What is read from the API server: list pages and watch event lines, parsed without building
 //! a value tree for the objects in them. The objects stay slices of the body (`RawValue`) until
 //! the store copies each one's text once. [`read_event`] is the one reader of watch lines, for
-//! the plain watch ([`crate::event::classify`]) and the informer ([`WatchLine`]).
+//! the plain watch (`crate::watch::event::classify`) and the informer ([`WatchLine`]).
 
 use std::borrow::Cow;
 use std::time::Duration;

@@ -14,6 +14,7 @@ use crate::auth::{ClusterSpec, Credential};
 use crate::engine::backoff::{BackoffPolicy, Jitter};
 use crate::engine::connect::Cluster;
 use crate::engine::connect::StaticCredential;
+use crate::engine::script::{event, pod};
 use crate::engine::*;
 use crate::informer::fanout::Cursor;
 
@@ -85,16 +86,6 @@ async fn server(handler: Handler) -> (String, Arc<Mutex<Vec<String>>>) {
         }
     });
     (origin, log)
-}
-
-pub(super) fn pod(name: &str, rv: &str) -> String {
-    format!(
-        r#"{{"metadata":{{"name":"{name}","namespace":"ns","uid":"u-{name}","resourceVersion":"{rv}"}}}}"#
-    )
-}
-
-pub(super) fn event(kind: &str, name: &str, rv: &str) -> String {
-    format!(r#"{{"type":"{kind}","object":{}}}"#, pod(name, rv))
 }
 
 pub(super) fn list(items: &[String], rv: &str, token: Option<&str>) -> String {

@@ -30,12 +30,17 @@ use crate::engine::{
     Pass, Passer, PoolListWatch, ReflectorConfig, Reporter, Sink, Step, StreamEnd, watch_once,
 };
 use crate::error::Failure;
-use crate::event::{Line, classify};
 use crate::http::ConnectionPool;
-use crate::outbox::Outbox;
-pub use crate::outbox::{QUEUE_BUDGET_BYTES, Wake};
 use crate::projection::Projection;
 use crate::request::WatchQuery;
+use event::{Line, classify};
+use outbox::Outbox;
+pub use outbox::{QUEUE_BUDGET_BYTES, Wake};
+
+pub mod event;
+mod outbox;
+#[cfg(test)]
+mod scripts;
 
 /// Everything the task needs, resolved before it starts.
 #[derive(Debug, Clone)]
