@@ -3,7 +3,7 @@
 //! now, or arms the watch, and the push that readies its next batch names the watch on the
 //! registry's one thread-safe function, at once (a plain watch's wake-ups are not gathered: its
 //! latency is the one it always had). JavaScript then polls again, taking with it whatever
-//! arrived while the wake-up crossed (`src/outbox.rs`).
+//! arrived while the wake-up crossed (`src/watch/outbox.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;

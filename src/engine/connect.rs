@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
+use crate::auth::{Access, ClusterSpec, Credential, InClusterEnv, access};
 use crate::error::Failure;
 use crate::http::ClientKey;
 use crate::proxy::ProxyEnv;
@@ -87,9 +87,9 @@ impl Cluster {
             Credential::Anonymous => (None, None),
         };
         let redactor = Redactor::new(token, key);
-        let connection = match plan(&self.spec, credential, &self.in_cluster) {
-            Plan::Refuse { failure, warning } => return Err(Refusal { failure, warning }),
-            Plan::Connect(connection) => connection,
+        let connection = match access(&self.spec, credential, &self.in_cluster) {
+            Access::Refuse { failure, warning } => return Err(Refusal { failure, warning }),
+            Access::Connect(connection) => connection,
         };
         let client = ClientKey::resolve(&connection)
             .and_then(|key| {

@@ -62,7 +62,7 @@ pub(crate) use plan::Keeping;
 use plan::Once;
 use recovery::Recoveries;
 pub(crate) use runner::{Parts, Run};
-pub use sink::{Keeper, Page, Passer, Sink};
+pub use sink::{Keeper, Page, Passer, Read, Sink};
 use stats::Stats;
 pub use step::{Initial, Kept, Pass, Progress, Step, StreamEnd};
 pub use transport::{Fault, ListWatch, PoolListWatch, Request, WatchLines};

@@ -1,6 +1,6 @@
 //! What an informer has done so far, for `informer.stats()` and the metrics (`lib/metrics.js`):
 //! counters the reflector bumps as it goes (relaxed atomics, nothing per event but an add), read
-//! at any time without stopping it, and the [`Labels`] its metric series are named by.
+//! at any time without stopping it, and the [`SeriesLabels`] its metric series are named by.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +13,7 @@ use serde::Serialize;
 /// a fleet's namespaces are a set that grows without bound, so informers of one resource in
 /// several namespaces of a cluster share a series.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Labels {
+pub struct SeriesLabels {
     /// The cluster URL without user info, query or fragment (see [`cluster_label`]).
     pub cluster: String,
     /// API group, `""` for the core group.
@@ -130,7 +130,7 @@ pub struct StatsSnapshot {
 }
 
 /// The counters of a series' informers that have closed, so that the series' counters never go
-/// down when one closes. Kept per series ([`Labels`]), so bounded by their number.
+/// down when one closes. Kept per series ([`SeriesLabels`]), so bounded by their number.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Totals {
     /// The counters added up (the fields that are not counters stay at their default).

@@ -7,11 +7,12 @@ use crate::engine::{
     Progress,
     wire::{WatchLine, WireError, read_event},
 };
+use crate::informer::cache::Cache;
 use crate::informer::store::{ChangeKind, Listed, Object};
 use crate::projection::Projection;
 
 /// What the cache reads a line into.
-pub type Read = Kept<(ChangeKind, Object), Listed>;
+pub type Read = crate::engine::Read<Cache>;
 
 /// A streaming list's objects so far.
 pub type Collecting = Option<Initial<Listed>>;
@@ -34,19 +35,21 @@ pub fn step(
         // so with one the line is parsed whole.
         |kind, text| {
             let kind = ChangeKind::of_type(kind).filter(|_| projection.is_none())?;
-            Some(Line::Split(kind, Object::parse(text).ok()?))
+            Some(Reading::Split(kind, Object::parse(text).ok()?))
         },
-        |kind, object| Line::Parsed(WatchLine::read(kind, object)),
+        |kind, object| Reading::Parsed(WatchLine::read(kind, object)),
     );
     match read.map_err(WireError::event) {
-        Ok(Line::Split(kind, object)) => change(progress, initial, kind, object.pack_if(pack)),
-        Ok(Line::Parsed(Ok(line))) => line_step(progress, initial, line, projection, pack),
-        Ok(Line::Parsed(Err(err))) | Err(err) => Step::Warn(format!("skipped a watch line: {err}")),
+        Ok(Reading::Split(kind, object)) => change(progress, initial, kind, object.pack_if(pack)),
+        Ok(Reading::Parsed(Ok(line))) => line_step(progress, initial, line, projection, pack),
+        Ok(Reading::Parsed(Err(err))) | Err(err) => {
+            Step::Warn(format!("skipped a watch line: {err}"))
+        }
     }
 }
 
 /// What [`step`] reads of a line.
-enum Line<'a> {
+enum Reading<'a> {
     /// A change line as the API server writes one, its object read without the line's parse.
     Split(ChangeKind, Object),
     /// Any other line, parsed whole.
