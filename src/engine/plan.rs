@@ -9,13 +9,14 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use tokio::time::Instant;
 
 use super::backoff::{BackoffPolicy, Jitter};
-use super::machine::Machine;
+use super::machine::{Machine, Transition};
 use super::runner::Run;
 use super::sink::{Keeper, Passer, Sink};
 use super::step::{Initial, StreamEnd};
-use super::transport::ListWatch;
+use super::transport::{Fault, ListWatch};
 use crate::projection::Projection;
 use crate::request::WatchQuery;
 
@@ -35,6 +36,12 @@ pub(crate) trait Plan: Send + Sync + Sized + 'static {
 
     /// The decisions under its rules.
     fn machine(&self, backoff: BackoffPolicy, jitter: Jitter) -> Machine;
+
+    /// What the answer `fault` to a watch from `rv` means.
+    fn refused(machine: &mut Machine, fault: &Fault, rv: String, now: Instant) -> Transition;
+
+    /// What the `end` of a watch's stream at `rv` means.
+    fn ended(machine: &mut Machine, end: StreamEnd, rv: String, now: Instant) -> Transition;
 
     /// Runs `run` to its end.
     fn run<A: ListWatch>(run: &mut Run<A, Self>) -> impl Future<Output = ()> + Send;

@@ -10,7 +10,9 @@ use tokio::time::Instant;
 
 use super::{RELEASE_AFTER_BYTES, Run};
 use crate::engine::backoff::{BackoffPolicy, Jitter};
-use crate::engine::machine::{self, Machine, PageRefused, Resume, State, StreamingList};
+use crate::engine::machine::{
+    self, Machine, PageRefused, Resume, State, StreamingList, Transition,
+};
 use crate::engine::plan::{Keeping, Plan};
 use crate::engine::sink::Keeper;
 use crate::engine::step::{Initial, Kept, Step, StreamEnd};
@@ -30,6 +32,14 @@ impl<K: Keeper> Plan for Keeping<K> {
 
     fn machine(&self, backoff: BackoffPolicy, jitter: Jitter) -> Machine {
         Machine::new(backoff, jitter)
+    }
+
+    fn refused(machine: &mut Machine, fault: &Fault, rv: String, now: Instant) -> Transition {
+        machine.watch_refused(fault, rv, now)
+    }
+
+    fn ended(machine: &mut Machine, end: StreamEnd, rv: String, now: Instant) -> Transition {
+        machine.watch_ended(end, rv, now)
     }
 
     async fn run<A: ListWatch>(run: &mut Run<A, Self>) {

@@ -5,14 +5,15 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use tokio::time::Instant;
 
 use super::Run;
-use crate::engine::ListWatch;
 use crate::engine::backoff::{BackoffPolicy, Jitter};
-use crate::engine::machine::{Machine, State};
+use crate::engine::machine::{Machine, State, Transition};
 use crate::engine::plan::{Once, Plan};
 use crate::engine::sink::Passer;
 use crate::engine::step::{Pass, Step, StreamEnd};
+use crate::engine::{Fault, ListWatch};
 use crate::projection::Projection;
 
 impl<S: Passer> Plan for Once<S> {
@@ -30,13 +31,20 @@ impl<S: Passer> Plan for Once<S> {
         Machine::once(jitter)
     }
 
-    /// One watch, where the machine starts it (from no resourceVersion of its own).
+    /// Its first failure is its last (there is nothing to resume).
+    fn refused(machine: &mut Machine, fault: &Fault, _rv: String, _now: Instant) -> Transition {
+        machine.once_refused(fault)
+    }
+
+    /// Its end is the end.
+    fn ended(machine: &mut Machine, end: StreamEnd, _rv: String, _now: Instant) -> Transition {
+        machine.once_ended(end)
+    }
+
+    /// One watch, as it was asked for (from no resourceVersion of the run's).
     async fn run<A: ListWatch>(run: &mut Run<A, Self>) {
-        let State::Watching { rv } = run.machine.start() else {
-            unreachable!("a plain watch's machine starts watching")
-        };
         let query = run.plan.query.clone();
-        let state = run.watch(rv, query).await;
+        let state = run.watch(String::new(), query).await;
         debug_assert_eq!(state, State::Closed, "a plain watch's one watch is its end");
     }
 

@@ -22,7 +22,7 @@ impl<A: ListWatch, P: Plan> Run<A, P> {
                 lines
             }
             Err(fault) => {
-                let transition = self.machine.watch_refused(&fault, rv, Instant::now());
+                let transition = P::refused(&mut self.machine, &fault, rv, Instant::now());
                 return self.perform(transition);
             }
         };
@@ -31,7 +31,7 @@ impl<A: ListWatch, P: Plan> Run<A, P> {
         // that future, so the stream's body reader would be held twice over a watch's life.
         let end = Box::pin(self.stream(lines, false)).await;
         let rv = self.current_rv();
-        let transition = self.machine.watch_ended(end, rv, Instant::now());
+        let transition = P::ended(&mut self.machine, end, rv, Instant::now());
         self.perform(transition)
     }
 
