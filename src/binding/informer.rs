@@ -19,7 +19,7 @@ use super::{ClusterTarget, CredentialSpec, POOL, ResourceSpec};
 use crate::auth::Credential;
 use crate::engine::backoff::BackoffPolicy;
 use crate::engine::connect::{CredentialFuture, CredentialProvider, StaticCredential};
-use crate::engine::{InitialList, ReflectorConfig, Reporter};
+use crate::engine::{InitialList, Reporter, RunConfig};
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::informer::reflector::Reflector;
 use crate::informer::registry::{Listeners, Registry};
@@ -216,7 +216,7 @@ pub(super) fn invalid(message: String) -> Error {
     Error::new(Status::InvalidArg, message)
 }
 
-fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
+fn config_of(spec: &InformerSpec) -> Result<RunConfig> {
     let resource_path = spec.resource.path();
     let cluster = spec.cluster.cluster();
     let backoff = BackoffPolicy::new(spec.backoff_initial_seconds, spec.backoff_max_seconds)
@@ -235,7 +235,7 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
         .idle_timeout_seconds
         .filter(|s| *s > 0.0)
         .and_then(|s| Duration::try_from_secs_f64(s).ok());
-    Ok(ReflectorConfig {
+    Ok(RunConfig {
         cluster,
         resource_path,
         label_selector: spec.resource.label_selector.clone(),

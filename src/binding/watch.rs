@@ -14,7 +14,7 @@ use napi_derive::napi;
 
 use super::way_back::{WayBack, next_waiter};
 use super::{Crossing, POOL, WatchSpec, crossing, resolve};
-use crate::engine::ReflectorConfig;
+use crate::engine::RunConfig;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
 use crate::metrics::watches::WatchMetrics;
 use crate::request::WatchQuery;
@@ -100,7 +100,7 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
         send_initial_events: spec.send_initial_events.unwrap_or(false),
         resource_version_match: spec.resource_version_match,
     };
-    let runner = ReflectorConfig {
+    let runner = RunConfig {
         max_line_bytes: spec
             .max_line_bytes
             .and_then(|n| usize::try_from(n).ok())
@@ -112,7 +112,7 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
             .filter(|s| *s > 0.0)
             .and_then(|s| Duration::try_from_secs_f64(s).ok()),
         projection: spec.resource.projection(&[])?,
-        ..ReflectorConfig::once(cluster, resource_path)
+        ..RunConfig::once(cluster, resource_path)
     };
     let config = WatchConfig {
         runner,

@@ -17,9 +17,9 @@ pub enum InitialList {
     Streaming,
 }
 
-/// Everything the reflector needs, resolved before it starts.
+/// Everything a run needs, resolved before it starts.
 #[derive(Debug, Clone)]
-pub struct ReflectorConfig {
+pub struct RunConfig {
     /// How to reach the cluster (with whatever credential the provider gives).
     pub cluster: Cluster,
     /// The collection's path, e.g. `/api/v1/namespaces/ns/pods`.
@@ -71,7 +71,7 @@ pub(crate) fn capacity(text: &Option<String>) -> usize {
     text.as_ref().map_or(0, String::capacity)
 }
 
-impl ReflectorConfig {
+impl RunConfig {
     /// A plain watch's of `resource_path` on `cluster` (its query is its plan's: see
     /// `super::plan::Once`): what only an informer uses (selectors, pages, backoff, timeouts,
     /// credential refresh, packing) unset, and no line or idle limit, no projection until the

@@ -1,4 +1,4 @@
-//! Where the reflector's requests go and with which credential: the provider trait the binding
+//! Where a run's requests go and with which credential: the provider trait the binding
 //! implements (a static credential, or a JavaScript callback), and the endpoint (pool key,
 //! base URL, bearer token, redactor) a credential resolves to under the watch core's rules.
 
@@ -17,7 +17,7 @@ pub type CredentialFuture = Pin<Box<dyn Future<Output = Result<Credential, Strin
 /// Where the informer's credential comes from.
 pub trait CredentialProvider: Send + Sync {
     /// A credential for the next requests; an `Err` (its message is logged, redacted) is a
-    /// transient failure that the reflector backs off from.
+    /// transient failure that the run backs off from.
     fn credential(&self) -> CredentialFuture;
 
     /// Whether asking again may give another answer: a static credential never changes, so

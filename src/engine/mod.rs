@@ -54,7 +54,7 @@ use crate::auth::Credential;
 use crate::request::WatchQuery;
 use crate::size::hash_table_bytes;
 use backoff::Jitter;
-pub use config::{InitialList, MAX_OBJECT_BYTES, ReflectorConfig, max_page_bytes};
+pub use config::{InitialList, MAX_OBJECT_BYTES, RunConfig, max_page_bytes};
 use connect::{Endpoint, StaticCredential};
 #[cfg(test)]
 pub(crate) use machine::{Resume, State};
@@ -67,7 +67,7 @@ use stats::Stats;
 pub use step::{Initial, Kept, Pass, Progress, Step, StreamEnd};
 pub use transport::{Fault, ListWatch, PoolListWatch, Request, WatchLines};
 
-/// Where the reflector's news goes (the binding forwards it to JavaScript).
+/// Where a run's news goes (the binding forwards it to JavaScript).
 pub trait Reporter: Send + Sync {
     /// A warning for the logger (transient and terminal failures).
     fn warn(&self, message: &str);
@@ -75,15 +75,15 @@ pub trait Reporter: Send + Sync {
     fn info(&self, message: &str);
     /// The initial list is cached.
     fn synced(&self);
-    /// The reflector stopped (closed, or a terminal error).
+    /// The run stopped (closed, or a terminal error).
     fn ended(&self);
     /// A failure was recorded in the keeper's health (an informer's cache): readers
     /// that wait for the informer to settle look again.
     fn failed(&self) {}
     /// A request succeeded after failures: the failure in the keeper's health is over.
     fn recovered(&self) {}
-    /// What the keeper keeps changed after a reader armed a notice of it (once per arming, so a busy
-    /// informer says so at the pace its reader asks).
+    /// What the keeper keeps changed after a reader armed a notice of it (once per arming, so
+    /// a busy informer says so at the pace its reader asks).
     fn changed(&self) {}
 }
 
@@ -127,7 +127,7 @@ impl ListMemory {
 /// caller's one ERROR), its requests through `api`, counted in `stats`. Returns when the watch
 /// has ended; the caller ends `sink` (after this, or after cancelling it).
 pub async fn watch_once<A: ListWatch, S: Passer + Reporter>(
-    config: ReflectorConfig,
+    config: RunConfig,
     query: WatchQuery,
     endpoint: Endpoint,
     credential: Credential,

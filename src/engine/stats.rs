@@ -1,5 +1,5 @@
-//! What an informer has done so far, for `informer.stats()` and the metrics (`lib/metrics.js`):
-//! counters the reflector bumps as it goes (relaxed atomics, nothing per event but an add), read
+//! What a run has done so far, for `informer.stats()` and the metrics (`lib/metrics.js`):
+//! counters a run bumps as it goes (relaxed atomics, nothing per event but an add), read
 //! at any time without stopping it, and the [`SeriesLabels`] its metric series are named by.
 
 use std::collections::BTreeMap;
@@ -50,7 +50,7 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// The reflector's counters.
+/// A run's counters.
 #[derive(Debug)]
 pub struct Stats {
     connects: AtomicU64,
@@ -66,7 +66,7 @@ pub struct Stats {
     /// Watch streams (a streaming list's included) being read now: 0 or 1.
     watches_open: AtomicU64,
     errors: Mutex<BTreeMap<String, u64>>,
-    /// Heap bytes of the endpoint the reflector holds (see `crate::informer::memory::Fixed`), set when
+    /// Heap bytes of the endpoint the run holds (see `crate::informer::memory::Fixed`), set when
     /// it resolves one.
     endpoint_bytes: AtomicU64,
 }
@@ -201,7 +201,7 @@ impl Stats {
         self.endpoint_bytes.store(bytes as u64, Ordering::Relaxed);
     }
 
-    /// Heap bytes of the reflector's current endpoint (0 before the first).
+    /// Heap bytes of the run's current endpoint (0 before the first).
     pub fn endpoint_bytes(&self) -> usize {
         self.endpoint_bytes.load(Ordering::Relaxed) as usize
     }

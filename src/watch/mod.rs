@@ -27,7 +27,7 @@ use crate::batch::Batch;
 use crate::engine::connect::Endpoint;
 use crate::engine::stats::Stats;
 use crate::engine::{
-    Pass, Passer, PoolListWatch, ReflectorConfig, Reporter, Sink, Step, StreamEnd, watch_once,
+    Pass, Passer, PoolListWatch, Reporter, RunConfig, Sink, Step, StreamEnd, watch_once,
 };
 use crate::error::Failure;
 use crate::http::ConnectionPool;
@@ -46,7 +46,7 @@ mod scripts;
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
     /// The runner's: the cluster, the path, the line and idle limits, the projection.
-    pub runner: ReflectorConfig,
+    pub runner: RunConfig,
     /// The watch's query, as it was asked for.
     pub query: WatchQuery,
     /// Where the request goes, resolved from `credential`.
@@ -272,9 +272,9 @@ mod tests {
         let credential = Credential::Bearer("sekret-token".into());
         let endpoint = cluster.resolve(&credential).unwrap();
         WatchConfig {
-            runner: ReflectorConfig {
+            runner: RunConfig {
                 max_line_bytes: 1024,
-                ..ReflectorConfig::once(cluster, "/api/v1/pods".into())
+                ..RunConfig::once(cluster, "/api/v1/pods".into())
             },
             query: WatchQuery::default(),
             endpoint,

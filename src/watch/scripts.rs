@@ -10,7 +10,7 @@ use crate::auth::{ClusterSpec, Credential};
 use crate::engine::connect::Cluster;
 use crate::engine::script::{End, Fake, Reply, event, line, wait_ms};
 use crate::engine::stats::Stats;
-use crate::engine::{ReflectorConfig, Sink, watch_once};
+use crate::engine::{RunConfig, Sink, watch_once};
 use crate::request::WatchQuery;
 
 /// The plain watch of `/api/v1/pods` with `query` through `fake`, run to its end (the
@@ -26,9 +26,9 @@ async fn watch(fake: &Fake, query: WatchQuery) -> Arc<Outbox> {
     };
     let credential = Credential::Bearer("sekret-token".into());
     let endpoint = cluster.resolve(&credential).unwrap();
-    let config = ReflectorConfig {
+    let config = RunConfig {
         max_line_bytes: 1 << 20,
-        ..ReflectorConfig::once(cluster, "/api/v1/pods".into())
+        ..RunConfig::once(cluster, "/api/v1/pods".into())
     };
     let outbox = Arc::new(Outbox::new("/api/v1/pods".into()));
     let stats = Arc::new(Stats::default());

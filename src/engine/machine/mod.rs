@@ -1,4 +1,4 @@
-//! The reflector's decisions, pure: what an answer, a failure or the end of a stream means for
+//! A run's decisions, pure: what an answer, a failure or the end of a stream means for
 //! an informer, given every flag it keeps. No I/O and no clock of its own (`now` is an input,
 //! the jitter a seeded generator), no cache: each call returns the next [`State`] and the
 //! [`Effect`]s the runner (`Run`, in the parent module) carries out, in order. So each
@@ -14,7 +14,7 @@ use crate::engine::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER};
 use crate::engine::transport::Fault;
 use crate::error::Failure;
 
-/// Where the reflector is: what the runner does next.
+/// Where a run is: what the runner does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
     /// The initial list (`relist`: again after a 410, to diff against the cache): a streaming
@@ -132,7 +132,7 @@ fn means_unsupported(status: u16) -> bool {
     (400..500).contains(&status) && !matches!(status, 401 | 403 | 404 | 408 | 429)
 }
 
-/// Every flag of one informer's reflector, and the transitions between its [`State`]s.
+/// Every flag of one run, and the transitions between its [`State`]s.
 #[derive(Debug)]
 pub struct Machine {
     backoff: Backoff,

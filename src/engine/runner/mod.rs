@@ -17,8 +17,7 @@ use super::plan::Plan;
 use super::sink::Sink;
 use super::step::Progress;
 use super::{
-    Fault, ListMemory, ListWatch, MAX_OBJECT_BYTES, ReflectorConfig, Reporter, Request,
-    max_page_bytes,
+    Fault, ListMemory, ListWatch, MAX_OBJECT_BYTES, Reporter, Request, RunConfig, max_page_bytes,
 };
 use crate::engine::backoff::Jitter;
 use crate::engine::connect::{CredentialProvider, Endpoint};
@@ -36,7 +35,7 @@ mod watch;
 /// gives it back again.
 const RELEASE_AFTER_BYTES: u64 = 8 << 20;
 
-/// What a reflector is started with besides its configuration and its requests.
+/// What a run is started with besides its configuration and its requests.
 pub(crate) struct Parts {
     pub(crate) provider: Arc<dyn CredentialProvider>,
     pub(crate) reporter: Arc<dyn Reporter>,
@@ -48,7 +47,7 @@ pub(crate) struct Parts {
 
 /// The task's state.
 pub(crate) struct Run<A, P> {
-    pub(super) config: ReflectorConfig,
+    pub(super) config: RunConfig,
     pub(crate) provider: Arc<dyn CredentialProvider>,
     pub(crate) reporter: Arc<dyn Reporter>,
     pub(crate) memory: Arc<ListMemory>,
@@ -69,7 +68,7 @@ pub(crate) struct Run<A, P> {
 }
 
 impl<A: ListWatch, P: Plan> Run<A, P> {
-    pub(crate) fn new(config: ReflectorConfig, parts: Parts, api: A, plan: P) -> Self {
+    pub(crate) fn new(config: RunConfig, parts: Parts, api: A, plan: P) -> Self {
         Self {
             machine: plan.machine(config.backoff, parts.jitter),
             plan,

@@ -13,7 +13,7 @@ use crate::engine::backoff::Jitter;
 use crate::engine::connect::CredentialProvider;
 use crate::engine::stats::Stats;
 use crate::engine::{
-    Keeping, ListMemory, ListWatch, Parts, PoolListWatch, ReflectorConfig, Reporter, Run,
+    Keeping, ListMemory, ListWatch, Parts, PoolListWatch, Reporter, Run, RunConfig,
 };
 use crate::http::ConnectionPool;
 
@@ -36,7 +36,7 @@ pub struct Reflector {
 impl Reflector {
     /// Starts the task on `runtime`, its requests through `pool`.
     pub fn start(
-        config: ReflectorConfig,
+        config: RunConfig,
         provider: Arc<dyn CredentialProvider>,
         reporter: Arc<dyn Reporter>,
         memory: Arc<ListMemory>,
@@ -55,7 +55,7 @@ impl Reflector {
 
     /// Starts the task on `runtime`, its requests through `api`.
     fn start_with<A: ListWatch>(
-        config: ReflectorConfig,
+        config: RunConfig,
         parts: Parts,
         api: A,
         runtime: &tokio::runtime::Handle,

@@ -122,8 +122,8 @@ impl Reporter for Recorder {
     }
 }
 
-pub(super) fn config(origin: &str, initial_list: InitialList) -> ReflectorConfig {
-    ReflectorConfig {
+pub(super) fn config(origin: &str, initial_list: InitialList) -> RunConfig {
+    RunConfig {
         cluster: Cluster {
             spec: ClusterSpec {
                 name: "c".into(),
@@ -147,7 +147,7 @@ pub(super) fn config(origin: &str, initial_list: InitialList) -> ReflectorConfig
     }
 }
 
-fn start(config: ReflectorConfig, recorder: Arc<Recorder>) -> (Reflector, Arc<ListMemory>) {
+fn start(config: RunConfig, recorder: Arc<Recorder>) -> (Reflector, Arc<ListMemory>) {
     let memory = Arc::new(ListMemory::default());
     let reflector = Reflector::start(
         config,

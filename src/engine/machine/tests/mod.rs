@@ -1,4 +1,4 @@
-//! The reflector's transitions, one row each: a machine in a given condition, one input, the
+//! The machine's transitions, one row each: a machine in a given condition, one input, the
 //! state that follows and the effects, in order. No tokio, no socket, no cache.
 
 use std::time::Duration;

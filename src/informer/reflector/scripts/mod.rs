@@ -33,7 +33,7 @@ fn run_script(
 /// As [`run_script`], with a configuration of the test's own.
 fn run_config(
     fake: &Fake,
-    config: ReflectorConfig,
+    config: RunConfig,
     provider: Arc<dyn CredentialProvider>,
 ) -> (Reflector, Arc<Recorder>, Arc<ListMemory>) {
     run_shared(fake, config, provider, Arc::new(ListMemory::default()))
@@ -42,7 +42,7 @@ fn run_config(
 /// As [`run_config`], with the watcher's `memory` (shared by the informers of one watcher).
 fn run_shared(
     fake: &Fake,
-    config: ReflectorConfig,
+    config: RunConfig,
     provider: Arc<dyn CredentialProvider>,
     memory: Arc<ListMemory>,
 ) -> (Reflector, Arc<Recorder>, Arc<ListMemory>) {
