@@ -12,7 +12,8 @@
 //! - [`memory`]: where their native memory goes, from sizes and capacities.
 //!
 //! Built on these and on the list-watch engine ([`crate::engine`]), with I/O:
-//! - [`reflector`]: one engine run per shared informer, over its cache.
+//! - [`reflector`]: one engine run per shared informer, with the cache as its keeper (what a
+//!   watch line and a list page are to the cache), and the handle that starts and stops it.
 //! - [`registry`]: shared informers by key, reference-counted handles.
 
 pub mod cache;

@@ -1,7 +1,8 @@
 //! The reflector: one engine run per shared informer that keeps its [`Cache`] equal to the
 //! server's state, whatever happens to the connection (see [`crate::engine`] for how). This
 //! module is the informer's handle on that run: it starts the task over the cache, stops it,
-//! and tells what it costs.
+//! and tells what it costs; the cache as the engine's keeper is in `keeper.rs`, what a watch
+//! line is to it in `lines.rs`.
 
 use std::sync::Arc;
 
