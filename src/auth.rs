@@ -80,7 +80,7 @@ pub struct Connection {
 
 /// The outcome of the checks that run before any request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Plan {
+pub enum Access {
     /// Do not connect; yield this ERROR (after logging the warning).
     Refuse {
         /// The ERROR event's content.
@@ -93,10 +93,10 @@ pub enum Plan {
 }
 
 /// Applies the contract's rules in order: refused providers, in-cluster, anonymous.
-pub fn plan(cluster: &ClusterSpec, credential: &Credential, env: &InClusterEnv) -> Plan {
+pub fn access(cluster: &ClusterSpec, credential: &Credential, env: &InClusterEnv) -> Access {
     let provider = cluster.auth_provider.as_deref().unwrap_or_default();
     if CLIENT_SIDE_PROVIDERS.contains(&provider) {
-        return Plan::Refuse {
+        return Access::Refuse {
             failure: Failure::from_status(400),
             warning: format!(
                 "auth provider '{provider}' of cluster '{}' needs a client-side token exchange, \
@@ -115,7 +115,7 @@ pub fn plan(cluster: &ClusterSpec, credential: &Credential, env: &InClusterEnv) 
         && provider != "localKubectlProxy"
         && in_cluster_ca.is_none()
     {
-        return Plan::Refuse {
+        return Access::Refuse {
             failure: Failure::from_status(401),
             warning: format!(
                 "cluster '{}' has no credential (anonymous) and is not a kubectl proxy; refusing \
@@ -144,7 +144,7 @@ pub fn plan(cluster: &ClusterSpec, credential: &Credential, env: &InClusterEnv) 
             // Without the service env vars, the configured URL is the best guess left.
             (None, _) => cluster.url.clone(),
         };
-        return Plan::Connect(Connection {
+        return Access::Connect(Connection {
             base_url,
             ca: Some(CaSource::File(ca_path.clone())),
             skip_tls_verify: cluster.skip_tls_verify,
@@ -158,7 +158,7 @@ pub fn plan(cluster: &ClusterSpec, credential: &Credential, env: &InClusterEnv) 
         (_, Some(file)) if !file.is_empty() => Some(CaSource::File(PathBuf::from(file))),
         _ => None,
     };
-    Plan::Connect(Connection {
+    Access::Connect(Connection {
         base_url: cluster.url.clone(),
         ca,
         skip_tls_verify: cluster.skip_tls_verify,
@@ -180,10 +180,10 @@ mod tests {
         }
     }
 
-    fn refused_status(plan: Plan) -> u16 {
-        match plan {
-            Plan::Refuse { failure, .. } => failure.status_code,
-            Plan::Connect(c) => panic!("expected refusal, got {c:?}"),
+    fn refused_status(access: Access) -> u16 {
+        match access {
+            Access::Refuse { failure, .. } => failure.status_code,
+            Access::Connect(c) => panic!("expected refusal, got {c:?}"),
         }
     }
 
@@ -194,12 +194,12 @@ mod tests {
     #[test]
     fn client_side_providers_are_refused_as_bad_request() {
         for provider in ["google", "oidc", "aks"] {
-            let plan = plan(
+            let access = access(
                 &cluster(Some(provider)),
                 &bearer(),
                 &InClusterEnv::default(),
             );
-            assert_eq!(refused_status(plan), 400, "{provider}");
+            assert_eq!(refused_status(access), 400, "{provider}");
         }
     }
 
@@ -207,11 +207,11 @@ mod tests {
     fn anonymous_is_refused_unless_kubectl_proxy() {
         let env = InClusterEnv::default();
         assert_eq!(
-            refused_status(plan(&cluster(None), &Credential::Anonymous, &env)),
+            refused_status(access(&cluster(None), &Credential::Anonymous, &env)),
             401
         );
         assert_eq!(
-            refused_status(plan(
+            refused_status(access(
                 &cluster(Some("serviceAccount")),
                 &Credential::Anonymous,
                 &env
@@ -219,12 +219,12 @@ mod tests {
             401
         );
         assert!(matches!(
-            plan(
+            access(
                 &cluster(Some("localKubectlProxy")),
                 &Credential::Anonymous,
                 &env
             ),
-            Plan::Connect(_)
+            Access::Connect(_)
         ));
     }
 
@@ -239,7 +239,7 @@ mod tests {
                 port: Some(port.into()),
                 ca_path: Some("/sa/ca.crt".into()),
             };
-            let Plan::Connect(conn) = plan(&cluster(Some("serviceAccount")), &bearer(), &env)
+            let Access::Connect(conn) = access(&cluster(Some("serviceAccount")), &bearer(), &env)
             else {
                 panic!("refused");
             };
@@ -258,7 +258,7 @@ mod tests {
             port: None,
             ca_path: Some("/sa/ca.crt".into()),
         };
-        let Plan::Connect(conn) = plan(&spec, &bearer(), &env) else {
+        let Access::Connect(conn) = access(&spec, &bearer(), &env) else {
             panic!("refused");
         };
         assert_eq!(conn.base_url, "https://k8s.example:6443");
@@ -270,7 +270,7 @@ mod tests {
         let mut spec = cluster(None);
         spec.ca_data = Some("Zm9v".into());
         spec.ca_file = Some("/ca.pem".into());
-        let Plan::Connect(conn) = plan(&spec, &bearer(), &InClusterEnv::default()) else {
+        let Access::Connect(conn) = access(&spec, &bearer(), &InClusterEnv::default()) else {
             panic!("refused");
         };
         assert_eq!(conn.ca, Some(CaSource::Data("Zm9v".into())));
@@ -282,7 +282,7 @@ mod tests {
             cert: "C".into(),
             key: "K".into(),
         };
-        let Plan::Connect(conn) = plan(&cluster(None), &credential, &InClusterEnv::default())
+        let Access::Connect(conn) = access(&cluster(None), &credential, &InClusterEnv::default())
         else {
             panic!("refused");
         };

@@ -1,31 +1,35 @@
 //! kube-watch-native: Kubernetes watches for Node.js, with the network, TLS, HTTP, line
 //! framing and event classification on Rust threads.
 //!
-//! The core (`request`, `auth`, `tls`, `proxy`, `http` (our HTTP/2 connections and their
-//! stream accounting), `framing`, `event`, `projection`, `batch`, `outbox`, `watch`, `error`,
-//! `redact`, `heap` (memory back to the system after a list), `informer` (the cache, its
-//! consumers' cursors and the backoff of a list-watch that never gives up) and `metrics` (what
-//! one metrics collection reads, added up per series)) is plain Rust and tested with `cargo test`; `binding` is the only
-//! module that knows N-API.
+//! The core is plain Rust and tested with `cargo test`: `request`, `auth`, `tls`, `proxy`,
+//! `http` (our HTTP/2 connections and their stream accounting), `framing`, `projection`,
+//! `batch`, `watch` (a plain watch: its lines' reader, its queue to JavaScript), `error`, `redact`, `heap` (memory back to the
+//! system after a list), `size` (what the standard structures allocate), `engine` (the
+//! list-watch that never gives up: its requests, its decisions, its backoff), `informer` (the
+//! cache and its consumers' cursors, over the engine) and `metrics` (what one metrics
+//! collection reads, added up per series). `binding` is the only module that knows N-API.
 #![deny(clippy::all)]
 
 pub mod auth;
 pub mod batch;
+pub mod engine;
 pub mod error;
-pub mod event;
 pub mod field_path;
 pub mod framing;
 pub mod heap;
 pub mod http;
 pub mod informer;
 pub mod metrics;
-mod outbox;
 pub mod projection;
 pub mod proxy;
 pub mod redact;
 pub mod request;
+pub mod size;
 pub mod tls;
 pub mod watch;
+
+/// The plain watch's reader of lines, where the fuzzing of the line pipeline looks for it.
+pub use watch::event;
 
 // Compiled under `cargo test` too: napi-sys's default `dyn-symbols` feature makes every N-API
 // function a pointer loaded from the host process at load time (napi-sys 3.4 `src/lib.rs`:

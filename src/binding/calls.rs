@@ -6,9 +6,9 @@ use napi::{Env, Result};
 use napi_derive::napi;
 
 use super::{POOL, WatchSpec, endpoint_for};
+use crate::engine::connect::Endpoint;
 use crate::error::Error;
 use crate::http::{Get, Kind};
-use crate::informer::connect::Endpoint;
 
 /// What [`fetch_text`] got.
 #[napi(object)]

@@ -17,11 +17,12 @@ use super::informer_handle::NativeInformer;
 use super::way_back::WayBack;
 use super::{ClusterTarget, CredentialSpec, POOL, ResourceSpec};
 use crate::auth::Credential;
+use crate::engine::backoff::BackoffPolicy;
+use crate::engine::connect::{CredentialFuture, CredentialProvider, StaticCredential};
+use crate::engine::{InitialList, Reporter, RunConfig};
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
-use crate::informer::backoff::BackoffPolicy;
-use crate::informer::connect::{CredentialFuture, CredentialProvider, StaticCredential};
-use crate::informer::reflector::{InitialList, Plan, Reflector, ReflectorConfig, Reporter};
-use crate::informer::registry::{Registry, Sinks};
+use crate::informer::reflector::Reflector;
+use crate::informer::registry::{Listeners, Registry};
 
 /// How long a `getCredential` call may take before it counts as failed.
 const CREDENTIAL_WAIT: Duration = Duration::from_secs(60);
@@ -82,12 +83,12 @@ impl From<InitialListMode> for InitialList {
 }
 
 /// One handle's way back to JavaScript: the registry's function, and its own id.
-pub struct JsSink {
+pub struct JsListener {
     handle: u32,
     way_back: Arc<WayBack>,
 }
 
-impl JsSink {
+impl JsListener {
     fn send(&self, kind: &str, message: Option<&str>, id: Option<u64>) -> bool {
         let value = serde_json::json!({
             "handle": self.handle, "kind": kind, "message": message, "id": id
@@ -97,52 +98,52 @@ impl JsSink {
 }
 
 struct JsReporter {
-    sinks: Arc<Sinks<JsSink>>,
+    listeners: Arc<Listeners<JsListener>>,
 }
 
 impl Reporter for JsReporter {
     fn warn(&self, message: &str) {
-        if let Some(sink) = self.sinks.first() {
-            sink.send("warn", Some(message), None);
+        if let Some(listener) = self.listeners.first() {
+            listener.send("warn", Some(message), None);
         }
     }
 
     fn info(&self, message: &str) {
-        if let Some(sink) = self.sinks.first() {
-            sink.send("info", Some(message), None);
+        if let Some(listener) = self.listeners.first() {
+            listener.send("info", Some(message), None);
         }
     }
 
     fn synced(&self) {
-        for sink in self.sinks.all() {
-            sink.send("synced", None, None);
+        for listener in self.listeners.all() {
+            listener.send("synced", None, None);
         }
     }
 
     fn failed(&self) {
-        for sink in self.sinks.all() {
-            sink.send("failed", None, None);
+        for listener in self.listeners.all() {
+            listener.send("failed", None, None);
         }
     }
 
     fn recovered(&self) {
-        for sink in self.sinks.all() {
-            sink.send("recovered", None, None);
+        for listener in self.listeners.all() {
+            listener.send("recovered", None, None);
         }
     }
 
     fn changed(&self) {
-        for sink in self.sinks.all() {
-            sink.send("changed", None, None);
+        for listener in self.listeners.all() {
+            listener.send("changed", None, None);
         }
     }
 
     fn ended(&self) {
-        for sink in self.sinks.all() {
-            sink.send("ended", None, None);
+        for listener in self.listeners.all() {
+            listener.send("ended", None, None);
         }
         // The callbacks go: a finished informer keeps nothing alive.
-        self.sinks.clear();
+        self.listeners.clear();
     }
 }
 
@@ -163,22 +164,22 @@ fn pending() -> std::sync::MutexGuard<'static, HashMap<u64, Answer>> {
 
 /// Asks JavaScript's `getCredential` through the oldest open handle.
 struct JsCredentials {
-    sinks: Arc<Sinks<JsSink>>,
+    listeners: Arc<Listeners<JsListener>>,
 }
 
 impl CredentialProvider for JsCredentials {
     fn credential(&self) -> CredentialFuture {
-        let sink = self.sinks.first();
+        let listener = self.listeners.first();
         Box::pin(async move {
-            let sink = sink.ok_or_else(|| "no open informer handle to ask".to_owned())?;
+            let listener = listener.ok_or_else(|| "no open informer handle to ask".to_owned())?;
             let id = NEXT_REQUEST.fetch_add(1, Ordering::Relaxed);
             let (tx, rx) = oneshot::channel();
             pending().insert(id, tx);
-            if !sink.send("credential", None, Some(id)) {
+            if !listener.send("credential", None, Some(id)) {
                 pending().remove(&id);
                 return Err("getCredential could not be called".to_owned());
             }
-            drop(sink);
+            drop(listener);
             let answer = tokio::time::timeout(CREDENTIAL_WAIT, rx).await;
             pending().remove(&id);
             match answer {
@@ -215,7 +216,7 @@ pub(super) fn invalid(message: String) -> Error {
     Error::new(Status::InvalidArg, message)
 }
 
-fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
+fn config_of(spec: &InformerSpec) -> Result<RunConfig> {
     let resource_path = spec.resource.path();
     let cluster = spec.cluster.cluster();
     let backoff = BackoffPolicy::new(spec.backoff_initial_seconds, spec.backoff_max_seconds)
@@ -234,7 +235,7 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
         .idle_timeout_seconds
         .filter(|s| *s > 0.0)
         .and_then(|s| Duration::try_from_secs_f64(s).ok());
-    Ok(ReflectorConfig {
+    Ok(RunConfig {
         cluster,
         resource_path,
         label_selector: spec.resource.label_selector.clone(),
@@ -251,14 +252,13 @@ fn config_of(spec: &InformerSpec) -> Result<ReflectorConfig> {
             .unwrap_or(DEFAULT_MAX_LINE_BYTES),
         watch_timeout: duration("watchTimeoutSeconds", spec.watch_timeout_seconds)?,
         pack: spec.compress,
-        plan: Plan::ListWatch,
     })
 }
 
 /// Opens a handle, numbered `id`, on the shared informer of `registry` for `spec.key`, started
 /// if none runs; its news and its consumers' wake-ups go back through `back`.
 pub(super) fn open(
-    registry: &Registry<JsSink>,
+    registry: &Registry<JsListener>,
     spec: InformerSpec,
     id: u32,
     back: Arc<WayBack>,
@@ -270,19 +270,19 @@ pub(super) fn open(
             .map(CredentialSpec::credential)
             .unwrap_or(Credential::Anonymous)
     });
-    let sink = JsSink {
+    let listener = JsListener {
         handle: id,
         way_back: back.clone(),
     };
     let labels = spec.resource.labels(&spec.cluster);
-    let handle = registry.open(spec.key, labels, sink, |sinks, memory| {
+    let handle = registry.open(spec.key, labels, listener, |listeners, memory| {
         let provider: Arc<dyn CredentialProvider> = match provider_static {
             Some(credential) => Arc::new(StaticCredential(credential)),
             None => Arc::new(JsCredentials {
-                sinks: sinks.clone(),
+                listeners: listeners.clone(),
             }),
         };
-        let reporter = Arc::new(JsReporter { sinks });
+        let reporter = Arc::new(JsReporter { listeners });
         within_runtime_if_available(|| {
             Reflector::start(
                 config,

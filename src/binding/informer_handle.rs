@@ -9,7 +9,7 @@ use napi::{Error, Result};
 use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
-use super::informer::{JsSink, invalid};
+use super::informer::{JsListener, invalid};
 use super::way_back::{WayBack, next_waiter};
 use super::{Crossing, crossing};
 use crate::batch::Batch;
@@ -55,7 +55,7 @@ pub struct InformerStateError {
 /// One `informer()` handle.
 #[napi]
 pub struct NativeInformer {
-    pub(super) handle: Handle<JsSink>,
+    pub(super) handle: Handle<JsListener>,
     pub(super) id: u32,
     pub(super) back: Arc<WayBack>,
 }

@@ -30,7 +30,7 @@ use napi::bindgen_prelude::within_runtime_if_available;
 use napi_derive::napi;
 
 use super::WatchSpec;
-use super::informer::{InformerSpec, JsSink, open};
+use super::informer::{InformerSpec, JsListener, open};
 use super::informer_handle::NativeInformer;
 use super::snapshot::snapshot_json;
 use super::watch::{self, NativeWatch};
@@ -42,7 +42,7 @@ use crate::metrics::watches::WatchMetrics;
 #[napi]
 #[derive(Default)]
 pub struct NativeRegistry {
-    informers: Registry<JsSink>,
+    informers: Registry<JsListener>,
     /// What this watcher's plain watches count.
     watches: WatchMetrics,
     /// Set by `connect` while JavaScript has informers open or anything waiting: a thread-safe

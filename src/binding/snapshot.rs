@@ -8,14 +8,14 @@
 use serde::Serialize;
 
 use super::calls::{ClusterConnections, pool_stats};
-use super::informer::JsSink;
+use super::informer::JsListener;
 use crate::informer::registry::Registry;
 use crate::metrics::memory::WatcherMemory;
 use crate::metrics::series::{Series, series};
 use crate::metrics::watches::WatchMetrics;
 
 /// The snapshot of `registry`'s informers and of `watches`, as JSON text ([`NativeMetrics`]).
-pub(super) fn snapshot_json(registry: &Registry<JsSink>, watches: &WatchMetrics) -> String {
+pub(super) fn snapshot_json(registry: &Registry<JsListener>, watches: &WatchMetrics) -> String {
     let metrics = NativeMetrics {
         series: series(registry, watches),
         clusters: pool_stats(),

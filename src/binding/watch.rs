@@ -3,7 +3,7 @@
 //! now, or arms the watch, and the push that readies its next batch names the watch on the
 //! registry's one thread-safe function, at once (a plain watch's wake-ups are not gathered: its
 //! latency is the one it always had). JavaScript then polls again, taking with it whatever
-//! arrived while the wake-up crossed (`src/outbox.rs`).
+//! arrived while the wake-up crossed (`src/watch/outbox.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,8 +14,8 @@ use napi_derive::napi;
 
 use super::way_back::{WayBack, next_waiter};
 use super::{Crossing, POOL, WatchSpec, crossing, resolve};
+use crate::engine::RunConfig;
 use crate::framing::DEFAULT_MAX_LINE_BYTES;
-use crate::informer::reflector::ReflectorConfig;
 use crate::metrics::watches::WatchMetrics;
 use crate::request::WatchQuery;
 use crate::watch::{Watch, WatchConfig, WatchCounters};
@@ -100,7 +100,7 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
         send_initial_events: spec.send_initial_events.unwrap_or(false),
         resource_version_match: spec.resource_version_match,
     };
-    let runner = ReflectorConfig {
+    let runner = RunConfig {
         max_line_bytes: spec
             .max_line_bytes
             .and_then(|n| usize::try_from(n).ok())
@@ -112,10 +112,11 @@ fn start_watch(spec: WatchSpec, counters: Arc<WatchCounters>) -> Result<Watch> {
             .filter(|s| *s > 0.0)
             .and_then(|s| Duration::try_from_secs_f64(s).ok()),
         projection: spec.resource.projection(&[])?,
-        ..ReflectorConfig::once(cluster, resource_path, query)
+        ..RunConfig::once(cluster, resource_path)
     };
     let config = WatchConfig {
         runner,
+        query,
         endpoint,
         credential,
         counters,

@@ -9,33 +9,25 @@
 //!   bounded by the cache, never by the event rate; SYNCED is a barrier.
 //! - [`cache`]: the store and fanout under one lock order, with `get`/`list` for readers.
 //! - [`selector`]: Kubernetes label selectors evaluated on the labels read from the text.
-//! - [`wire`]: list pages and watch lines read without building value trees.
-//! - [`backoff`]: when to try again after a failure.
-//! - [`recovery`]: news that a cluster answers again, waking its informers' backoffs.
-//!
-//! Built on these, with I/O:
-//! - [`connect`]: the credential provider and the endpoint a credential resolves to.
-//! - [`transport`]: a list page and a watch's lines through the connection pool, behind the
-//!   `ListWatch` trait (the plain watch's transport too); HTTP's status and pauses settled.
-//! - [`reflector`]: the list-watch state machine and its runner, one task per shared informer.
-//! - [`registry`]: shared informers by key, reference-counted handles.
-//! - [`stats`]: the reflector's counters.
 //! - [`memory`]: where their native memory goes, from sizes and capacities.
+//!
+//! Built on these and on the list-watch engine ([`crate::engine`]), with I/O:
+//! - [`reflector`]: one engine run per shared informer, with the cache as its keeper (what a
+//!   watch line and a list page are to the cache), and the handle that starts and stops it.
+//! - [`registry`]: shared informers by key, reference-counted handles.
 
-pub mod backoff;
 pub mod cache;
-pub mod connect;
 pub mod fanout;
 pub mod memory;
 pub mod object;
-pub mod recovery;
 pub mod reflector;
 pub mod registry;
 pub mod selector;
-pub mod stats;
 pub mod store;
-pub mod transport;
-pub mod wire;
+
+/// The engine's reader of list pages and watch lines, where the examples and benches that
+/// measure the informer's reading of a line look for it.
+pub use crate::engine::wire;
 
 #[cfg(test)]
 mod proptests;

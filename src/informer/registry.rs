@@ -1,8 +1,8 @@
 //! Shared informers: one reflector and one cache per key (cluster URL, identity, resource,
 //! namespace, selectors, fields), handed out as reference-counted handles, like client-go's
 //! shared informer factory. The last handle's `close()` stops the reflector. Each handle
-//! brings a sink (where its logger and `synced` promise live); the shared informer's news goes
-//! to every sink, its warnings and credential requests to the first one still open.
+//! brings a listener (where its logger and `synced` promise live); the shared informer's news goes
+//! to every listener, its warnings and credential requests to the first one still open.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,21 +11,22 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::mem::size_of;
 
 use super::memory::{Fixed, Footprint, arc_bytes, hash_table_bytes};
-use super::reflector::{ListMemory, Reflector};
-use super::stats::{Labels, Totals};
+use super::reflector::Reflector;
+use crate::engine::ListMemory;
+use crate::engine::stats::{SeriesLabels, Totals};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Nothing panics while holding these locks; the data stays consistent.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The sinks of a shared informer's open handles, in the order they opened.
+/// The listeners of a shared informer's open handles, in the order they opened.
 #[derive(Debug)]
-pub struct Sinks<S> {
+pub struct Listeners<S> {
     list: Mutex<Vec<(u64, Arc<S>)>>,
 }
 
-impl<S> Default for Sinks<S> {
+impl<S> Default for Listeners<S> {
     fn default() -> Self {
         Self {
             list: Mutex::new(Vec::new()),
@@ -33,25 +34,25 @@ impl<S> Default for Sinks<S> {
     }
 }
 
-impl<S> Sinks<S> {
-    /// The oldest open handle's sink.
+impl<S> Listeners<S> {
+    /// The oldest open handle's listener.
     pub fn first(&self) -> Option<Arc<S>> {
         lock(&self.list).first().map(|(_, s)| s.clone())
     }
 
-    /// Every open handle's sink.
+    /// Every open handle's listener.
     pub fn all(&self) -> Vec<Arc<S>> {
         lock(&self.list).iter().map(|(_, s)| s.clone()).collect()
     }
 
-    /// Lets every sink go (the informer ended: nothing more will be said).
+    /// Lets every listener go (the informer ended: nothing more will be said).
     pub fn clear(&self) {
         let drained: Vec<_> = std::mem::take(&mut *lock(&self.list));
         drop(drained);
     }
 
-    fn add(&self, id: u64, sink: Arc<S>) {
-        lock(&self.list).push((id, sink));
+    fn add(&self, id: u64, listener: Arc<S>) {
+        lock(&self.list).push((id, listener));
     }
 
     fn remove(&self, id: u64) {
@@ -72,9 +73,9 @@ impl<S> Sinks<S> {
 struct Shared<S> {
     key: String,
     /// What its metric series are named by.
-    labels: Labels,
+    labels: SeriesLabels,
     reflector: Reflector,
-    sinks: Arc<Sinks<S>>,
+    listeners: Arc<Listeners<S>>,
     handles: Mutex<usize>,
     registry: Weak<Mutex<Informers<S>>>,
 }
@@ -84,7 +85,7 @@ struct Shared<S> {
 #[derive(Debug)]
 struct Informers<S> {
     by_key: HashMap<String, Arc<Shared<S>>>,
-    retired: HashMap<Labels, Totals>,
+    retired: HashMap<SeriesLabels, Totals>,
 }
 
 impl<S> Informers<S> {
@@ -128,24 +129,24 @@ impl<S> Default for Registry<S> {
 
 impl<S: Send + Sync + 'static> Registry<S> {
     /// A handle on the informer for `key`: the running one, or one `start` makes (given the
-    /// sinks it reports to and the watcher's memory of clusters without streaming lists).
-    /// `sink` is this handle's; it is in the sinks before `start` runs. `labels` name a new
+    /// listeners it reports to and the watcher's memory of clusters without streaming lists).
+    /// `listener` is this handle's; it is in the listeners before `start` runs. `labels` name a new
     /// informer's metric series (the key determines them, so a joined one has the same).
     pub fn open(
         &self,
         key: String,
-        labels: Labels,
-        sink: S,
-        start: impl FnOnce(Arc<Sinks<S>>, Arc<ListMemory>) -> Reflector,
+        labels: SeriesLabels,
+        listener: S,
+        start: impl FnOnce(Arc<Listeners<S>>, Arc<ListMemory>) -> Reflector,
     ) -> Handle<S> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let sink = Arc::new(sink);
+        let listener = Arc::new(listener);
         let mut informers = lock(&self.informers);
         if let Some(shared) = informers.by_key.get(&key)
             && !shared.reflector.is_finished()
         {
             *lock(&shared.handles) += 1;
-            shared.sinks.add(id, sink);
+            shared.listeners.add(id, listener);
             return Handle {
                 shared: shared.clone(),
                 id,
@@ -153,14 +154,14 @@ impl<S: Send + Sync + 'static> Registry<S> {
                 joined: true,
             };
         }
-        let sinks = Arc::new(Sinks::default());
-        sinks.add(id, sink);
-        let reflector = start(sinks.clone(), self.memory.clone());
+        let listeners = Arc::new(Listeners::default());
+        listeners.add(id, listener);
+        let reflector = start(listeners.clone(), self.memory.clone());
         let shared = Arc::new(Shared {
             key: key.clone(),
             labels,
             reflector,
-            sinks,
+            listeners,
             handles: Mutex::new(1),
             registry: Arc::downgrade(&self.informers),
         });
@@ -181,8 +182,8 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// ones per series. The registry is not locked while they run.
     pub fn each(
         &self,
-        mut live: impl FnMut(&Labels, &Reflector, usize),
-        mut retired: impl FnMut(&Labels, &Totals),
+        mut live: impl FnMut(&SeriesLabels, &Reflector, usize),
+        mut retired: impl FnMut(&SeriesLabels, &Totals),
     ) {
         let (informers, totals) = {
             let informers = lock(&self.informers);
@@ -200,7 +201,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// The memory of every shared informer in the registry (ended ones whose handles are still
     /// open included), added up, with the fixed cost by part (see [`Footprint`], [`Fixed`]).
     /// The registry's own part of each informer's fixed cost is its entry: the shared struct,
-    /// key, labels, sinks, and its share of the table by key. What the informers learn of their
+    /// key, labels, listeners, and its share of the table by key. What the informers learn of their
     /// clusters together ([`ListMemory::bytes`]) is the footprint's `shared_bytes`.
     pub fn memory(&self) -> (Footprint, Fixed) {
         let (informers, table) = {
@@ -220,17 +221,17 @@ impl<S: Send + Sync + 'static> Registry<S> {
         for shared in informers {
             let (mut one, mut parts) = shared.reflector.footprint();
             let labels = &shared.labels;
-            let sinks = lock(&shared.sinks.list);
+            let listeners = lock(&shared.listeners.list);
             parts.registry_bytes = arc_bytes::<Shared<S>>()
                 + shared.key.capacity()
                 + labels.cluster.capacity()
                 + labels.group.capacity()
                 + labels.version.capacity()
                 + labels.resource.capacity()
-                + arc_bytes::<Sinks<S>>()
-                + sinks.capacity() * size_of::<(u64, Arc<S>)>()
-                + sinks.len() * arc_bytes::<S>();
-            drop(sinks);
+                + arc_bytes::<Listeners<S>>()
+                + listeners.capacity() * size_of::<(u64, Arc<S>)>()
+                + listeners.len() * arc_bytes::<S>();
+            drop(listeners);
             one.fixed_bytes = parts.total();
             footprint += one;
             fixed += parts;
@@ -280,13 +281,13 @@ impl<S> Handle<S> {
         self.closed.load(Ordering::SeqCst)
     }
 
-    /// Lets this handle go: its sink leaves, and the last handle stops the reflector and
+    /// Lets this handle go: its listener leaves, and the last handle stops the reflector and
     /// leaves the registry. Idempotent.
     pub fn close(&self) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        self.shared.sinks.remove(self.id);
+        self.shared.listeners.remove(self.id);
         let mut handles = lock(&self.shared.handles);
         *handles -= 1;
         if *handles > 0 {

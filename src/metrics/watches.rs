@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::informer::stats::{Labels, StatsSnapshot, Totals};
+use crate::engine::stats::{SeriesLabels, StatsSnapshot, Totals};
 use crate::watch::WatchCounters;
 
 /// A watcher's plain watches, for its metrics.
@@ -19,9 +19,9 @@ pub struct WatchMetrics {
 #[derive(Default)]
 struct Tracked {
     /// Watches whose native object may still live (JavaScript holds it, or its task runs).
-    live: Vec<(Labels, Arc<WatchCounters>)>,
+    live: Vec<(SeriesLabels, Arc<WatchCounters>)>,
     /// The counts of the watches let go of, per series: bounded by the number of series.
-    retired: HashMap<Labels, Totals>,
+    retired: HashMap<SeriesLabels, Totals>,
     /// `live` is swept when it grows past this, so a process that never collects stays bounded.
     sweep_at: usize,
 }
@@ -46,7 +46,7 @@ impl Tracked {
 
 impl WatchMetrics {
     /// Counts the watch of `counters` in the series of `labels`.
-    pub fn track(&self, labels: Labels, counters: Arc<WatchCounters>) {
+    pub fn track(&self, labels: SeriesLabels, counters: Arc<WatchCounters>) {
         let mut tracked = self.lock();
         tracked.live.push((labels, counters));
         if tracked.live.len() > tracked.sweep_at {
@@ -59,7 +59,7 @@ impl WatchMetrics {
     pub fn series(&self) -> Vec<WatchSeries> {
         let mut tracked = self.lock();
         tracked.sweep();
-        let mut series: HashMap<&Labels, WatchSeries> = HashMap::new();
+        let mut series: HashMap<&SeriesLabels, WatchSeries> = HashMap::new();
         for (labels, totals) in &tracked.retired {
             series
                 .entry(labels)
@@ -89,7 +89,7 @@ impl WatchMetrics {
 #[derive(Debug, Default, PartialEq)]
 pub struct WatchSeries {
     /// Cluster, group, version and resource.
-    pub labels: Labels,
+    pub labels: SeriesLabels,
     /// Watches whose native object still lives.
     pub watches: usize,
     /// Watch streams being read now.
@@ -107,7 +107,7 @@ pub struct WatchSeries {
 }
 
 impl WatchSeries {
-    fn new(labels: &Labels) -> Self {
+    fn new(labels: &SeriesLabels) -> Self {
         Self {
             labels: labels.clone(),
             ..Self::default()
@@ -130,8 +130,8 @@ impl WatchSeries {
 mod tests {
     use super::*;
 
-    fn labels(resource: &str) -> Labels {
-        Labels {
+    fn labels(resource: &str) -> SeriesLabels {
+        SeriesLabels {
             cluster: "https://k8s.example".to_owned(),
             group: String::new(),
             version: "v1".to_owned(),

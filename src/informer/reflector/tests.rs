@@ -7,10 +7,15 @@ use tokio::sync::mpsc;
 
 use tokio::time::Instant;
 
-use super::machine::{Resume, State};
 use super::*;
+use std::time::Duration;
+
 use crate::auth::{ClusterSpec, Credential};
-use crate::informer::connect::StaticCredential;
+use crate::engine::backoff::{BackoffPolicy, Jitter};
+use crate::engine::connect::Cluster;
+use crate::engine::connect::StaticCredential;
+use crate::engine::script::{event, pod};
+use crate::engine::*;
 use crate::informer::fanout::Cursor;
 
 /// What the test server answers to one request.
@@ -83,16 +88,6 @@ async fn server(handler: Handler) -> (String, Arc<Mutex<Vec<String>>>) {
     (origin, log)
 }
 
-pub(super) fn pod(name: &str, rv: &str) -> String {
-    format!(
-        r#"{{"metadata":{{"name":"{name}","namespace":"ns","uid":"u-{name}","resourceVersion":"{rv}"}}}}"#
-    )
-}
-
-pub(super) fn event(kind: &str, name: &str, rv: &str) -> String {
-    format!(r#"{{"type":"{kind}","object":{}}}"#, pod(name, rv))
-}
-
 pub(super) fn list(items: &[String], rv: &str, token: Option<&str>) -> String {
     let token = token.map_or(String::new(), |t| format!(r#","continue":"{t}""#));
     format!(
@@ -127,8 +122,8 @@ impl Reporter for Recorder {
     }
 }
 
-pub(super) fn config(origin: &str, initial_list: InitialList) -> ReflectorConfig {
-    ReflectorConfig {
+pub(super) fn config(origin: &str, initial_list: InitialList) -> RunConfig {
+    RunConfig {
         cluster: Cluster {
             spec: ClusterSpec {
                 name: "c".into(),
@@ -149,11 +144,10 @@ pub(super) fn config(origin: &str, initial_list: InitialList) -> ReflectorConfig
         max_line_bytes: 1 << 20,
         watch_timeout: Duration::from_secs(300),
         pack: true,
-        plan: Plan::ListWatch,
     }
 }
 
-fn start(config: ReflectorConfig, recorder: Arc<Recorder>) -> (Reflector, Arc<ListMemory>) {
+fn start(config: RunConfig, recorder: Arc<Recorder>) -> (Reflector, Arc<ListMemory>) {
     let memory = Arc::new(ListMemory::default());
     let reflector = Reflector::start(
         config,
@@ -431,9 +425,10 @@ async fn the_first_failure_after_a_healthy_minute_still_sends_an_error() {
         stats: Arc::default(),
     };
     let cache = Arc::new(Cache::new(config.resource_path.clone()));
-    let mut run = Run::new(config, parts, PoolListWatch(Arc::default()), cache.clone());
+    let plan = Keeping::new(cache.clone());
+    let mut run = Run::new(config, parts, PoolListWatch(Arc::default()), plan);
     let cursor = cache.subscribe();
-    let healthy = crate::informer::backoff::HEALTHY_AFTER + Duration::from_secs(1);
+    let healthy = crate::engine::backoff::HEALTHY_AFTER + Duration::from_secs(1);
     for round in 1..=3 {
         // A healthy minute of watching, then one failure: the step count starts over each time,
         // at the step the previous failure had.

@@ -10,38 +10,7 @@ use super::memory::{Footprint, btree_bytes};
 use super::selector::Selector;
 
 pub use super::object::{ItemType, Object, ObjectKey, StoreError};
-
-/// The three kinds of change a watch reports and a consumer sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ChangeKind {
-    /// An object the consumer does not hold appeared.
-    Added,
-    /// An object the consumer holds changed.
-    Modified,
-    /// An object the consumer holds is gone.
-    Deleted,
-}
-
-impl ChangeKind {
-    /// The change a watch event's `type` names; `None` for BOOKMARK, ERROR and the rest.
-    pub fn of_type(kind: &str) -> Option<Self> {
-        match kind {
-            "ADDED" => Some(Self::Added),
-            "MODIFIED" => Some(Self::Modified),
-            "DELETED" => Some(Self::Deleted),
-            _ => None,
-        }
-    }
-
-    /// The event `type` JavaScript sees.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Added => "ADDED",
-            Self::Modified => "MODIFIED",
-            Self::Deleted => "DELETED",
-        }
-    }
-}
+pub use crate::engine::wire::ChangeKind;
 
 /// One change to the cache, for the consumers.
 #[derive(Debug, Clone)]

@@ -5,8 +5,8 @@ use super::*;
 use crate::watch::WatchCounters;
 use std::sync::Arc;
 
-fn labels(resource: &str) -> Labels {
-    Labels {
+fn labels(resource: &str) -> SeriesLabels {
+    SeriesLabels {
         cluster: "https://k8s.example".to_owned(),
         group: String::new(),
         version: "v1".to_owned(),

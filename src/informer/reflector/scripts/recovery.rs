@@ -2,7 +2,7 @@
 //! other's backoff when they share a cluster, within the jitter and never before a Retry-After.
 
 use super::*;
-use crate::informer::recovery::RECOVERY_JITTER;
+use crate::engine::recovery::RECOVERY_JITTER;
 
 /// A script that fails once with `status` (asking for `retry_after` seconds), then lists and
 /// watches.
@@ -16,7 +16,7 @@ fn failing_once(status: u16, retry_after: Option<u64>) -> Fake {
 
 /// An informer of `origin` that backs off 3 to 30 s after a failure (the floor is a tenth of
 /// `initialSeconds`), so a retry sooner than 3 s was woken.
-fn slow_config(origin: &str) -> ReflectorConfig {
+fn slow_config(origin: &str) -> RunConfig {
     let mut config = config(origin, InitialList::Paginated);
     config.backoff = BackoffPolicy::new(30.0, 30.0).unwrap();
     config

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
-use crate::informer::connect::CredentialFuture;
+use crate::engine::connect::CredentialFuture;
 
 #[tokio::test(start_paused = true)]
 async fn pages_then_a_watch_that_ends_cleanly_is_resumed_at_once_from_its_last_event() {

@@ -1,16 +1,17 @@
-//! One watch (`watchResource`): the informers' runner with a plan of one attempt, and the
+//! One watch (`watchResource`): the engine's runner with a plan of one attempt, and the
 //! queue JavaScript takes batches from as the runner's sink.
 //!
 //! ```text
 //! runner: request ─► body lines ─► Outbox::line (classify, project) ─► Outbox (batches) ─┐
 //! JS:     poll() now, or poll again once woken when nothing was ready ◄─ JSON array text ◄┘
 //! ```
-//! The runner (`informer::reflector`, `Plan::Once`) asks for the watch, reads its lines and
+//! The runner (`crate::engine`, with the plan `Once`) asks for the watch, reads its lines and
 //! decides what its end means by the same rules as an informer's, and the same transport
 //! counts its status, error body, lines and bytes; a plain watch differs only in trying once
-//! and keeping nothing: its [`Sink`] is its [`Outbox`], which passes each line on as it came.
+//! and keeping nothing: its sink is its [`Outbox`], a [`Passer`] that passes each line on as it
+//! came.
 //! The queue holds at most [`QUEUE_BUDGET_BYTES`] of event text: when it is full the runner
-//! waits in [`Sink::pass`], stops polling the body, the socket's receive window fills, and the
+//! waits in [`Passer::pass`], stops polling the body, the socket's receive window fills, and the
 //! server's writes block.
 //! Cancelling (or dropping the [`Watch`]) drops the task's future, which drops the response and
 //! so closes the connection (HTTP/1.1) or resets the stream (HTTP/2).
@@ -23,25 +24,31 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::Credential;
 use crate::batch::Batch;
-use crate::error::Failure;
-use crate::event::{Line, classify};
-use crate::http::ConnectionPool;
-use crate::informer::connect::Endpoint;
-use crate::informer::reflector::{
-    PoolListWatch, Progress, ReflectorConfig, Reporter, Sink, Step, StreamEnd, watch_once,
+use crate::engine::connect::Endpoint;
+use crate::engine::stats::Stats;
+use crate::engine::{
+    Pass, Passer, PoolListWatch, Reporter, RunConfig, Sink, Step, StreamEnd, watch_once,
 };
-use crate::informer::stats::Stats;
-use crate::informer::store::{ChangeKind, Listed, Object};
-use crate::outbox::Outbox;
-pub use crate::outbox::{QUEUE_BUDGET_BYTES, Wake};
+use crate::error::Failure;
+use crate::http::ConnectionPool;
 use crate::projection::Projection;
+use crate::request::WatchQuery;
+use event::{Line, classify};
+use outbox::Outbox;
+pub use outbox::{QUEUE_BUDGET_BYTES, Wake};
+
+pub mod event;
+mod outbox;
+#[cfg(test)]
+mod scripts;
 
 /// Everything the task needs, resolved before it starts.
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
-    /// The runner's: the cluster, the path, the line and idle limits, the projection, and
-    /// `Plan::Once` with the query as it was asked for.
-    pub runner: ReflectorConfig,
+    /// The runner's: the cluster, the path, the line and idle limits, the projection.
+    pub runner: RunConfig,
+    /// The watch's query, as it was asked for.
+    pub query: WatchQuery,
     /// Where the request goes, resolved from `credential`.
     pub endpoint: Endpoint,
     /// What `endpoint` was resolved from.
@@ -95,12 +102,11 @@ impl Watch {
         let sink = outbox.clone();
         let task_cancel = cancel.clone();
         runtime.spawn(async move {
-            let reporter: Arc<dyn Reporter> = sink.clone();
             let run = watch_once(
                 config.runner,
+                config.query,
                 config.endpoint,
                 config.credential,
-                reporter,
                 config.counters.stats.clone(),
                 sink.clone(),
                 PoolListWatch(pool),
@@ -179,20 +185,20 @@ impl Drop for Watch {
     }
 }
 
-/// A plain watch keeps nothing: each line is passed on as it came (projected when asked), and
-/// only the end and the failures are its runner's.
+/// A plain watch's failures are its ERROR events, its end the end of its batches.
 impl Sink for Outbox {
-    type Watching = ();
+    fn error(&self, failure: &Failure, _retrying: bool) {
+        self.push_failure(failure);
+    }
 
-    fn watching(self: &Arc<Self>, _initial: bool) {}
+    fn end(&self) {
+        self.close();
+    }
+}
 
-    fn line(
-        &self,
-        _progress: &mut Progress,
-        line: Bytes,
-        projection: Option<&Projection>,
-        _pack: bool,
-    ) -> Step {
+/// A plain watch keeps nothing: each line is passed on as it came (projected when asked).
+impl Passer for Outbox {
+    fn line(&self, line: Bytes, projection: Option<&Projection>) -> Step<Pass> {
         match classify(&line) {
             // Keep-alive newlines and padding carry nothing.
             Line::Blank => Step::Skip,
@@ -202,7 +208,7 @@ impl Sink for Outbox {
                     Some(projection) => projection.apply(&line).map_or(line, Bytes::from),
                     None => line,
                 };
-                Step::Pass(line, resource_version)
+                Step::Read(Pass(line, resource_version))
             }
             // The server's own verdict (410 Expired, mostly) ends the watch, as it ends the
             // stream on the server's side; one ERROR is the last thing a consumer sees.
@@ -217,33 +223,6 @@ impl Sink for Outbox {
 
     async fn pass(&self, line: Bytes, resource_version: Option<&str>) {
         self.push_line(&line, resource_version).await;
-    }
-
-    /// Never called: a plain watch's lines are never changes.
-    fn apply(&self, _kind: ChangeKind, _object: Object) -> usize {
-        0
-    }
-
-    /// Never called: a plain watch passes its bookmarks on as lines.
-    fn bookmark(&self, _rv: &str) {}
-
-    /// Never called: a plain watch has no list.
-    fn replace(&self, _listed: Listed, _rv: &str, _relist: bool) -> usize {
-        0
-    }
-
-    fn error(&self, failure: &Failure, _retrying: bool) {
-        self.push_failure(failure);
-    }
-
-    fn recovered(&self) {}
-
-    fn take_change_notice(&self) -> bool {
-        false
-    }
-
-    fn end(&self) {
-        self.close();
     }
 }
 
@@ -280,8 +259,7 @@ mod tests {
 
     fn config_for(origin: &str) -> WatchConfig {
         use crate::auth::ClusterSpec;
-        use crate::informer::connect::Cluster;
-        use crate::request::WatchQuery;
+        use crate::engine::connect::Cluster;
 
         let cluster = Cluster {
             spec: ClusterSpec {
@@ -294,10 +272,11 @@ mod tests {
         let credential = Credential::Bearer("sekret-token".into());
         let endpoint = cluster.resolve(&credential).unwrap();
         WatchConfig {
-            runner: ReflectorConfig {
+            runner: RunConfig {
                 max_line_bytes: 1024,
-                ..ReflectorConfig::once(cluster, "/api/v1/pods".into(), WatchQuery::default())
+                ..RunConfig::once(cluster, "/api/v1/pods".into())
             },
+            query: WatchQuery::default(),
             endpoint,
             credential,
             counters: Arc::default(),

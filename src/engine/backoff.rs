@@ -1,4 +1,4 @@
-//! When the reflector tries again after a failure.
+//! When a run tries again after a failure.
 //!
 //! Exponential from `initialSeconds` to `maxSeconds` with full jitter (a uniform draw between
 //! nothing and the step's cap, so a thousand informers that lost the same API server do not

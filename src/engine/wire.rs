@@ -1,7 +1,7 @@
 //! What is read from the API server: list pages and watch event lines, parsed without building
 //! a value tree for the objects in them. The objects stay slices of the body (`RawValue`) until
 //! the store copies each one's text once. [`read_event`] is the one reader of watch lines, for
-//! the plain watch ([`crate::event::classify`]) and the informer ([`WatchLine`]).
+//! the plain watch (`crate::watch::event::classify`) and the informer ([`WatchLine`]).
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -10,7 +10,6 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
-use super::store::{ChangeKind, ItemType, StoreError};
 use crate::error::StatusBody;
 
 /// A body the informer cannot use.
@@ -24,16 +23,47 @@ pub enum WireError {
         /// The parser's message.
         reason: String,
     },
-    /// An object in it cannot be cached.
-    #[error("{0}")]
-    Object(#[from] StoreError),
+}
+
+/// The three kinds of change a watch reports and a consumer sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChangeKind {
+    /// An object the consumer does not hold appeared.
+    Added,
+    /// An object the consumer holds changed.
+    Modified,
+    /// An object the consumer holds is gone.
+    Deleted,
+}
+
+impl ChangeKind {
+    /// The change a watch event's `type` names; `None` for BOOKMARK, ERROR and the rest.
+    pub fn of_type(kind: &str) -> Option<Self> {
+        match kind {
+            "ADDED" => Some(Self::Added),
+            "MODIFIED" => Some(Self::Modified),
+            "DELETED" => Some(Self::Deleted),
+            _ => None,
+        }
+    }
+
+    /// The event `type` JavaScript sees.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
 }
 
 /// One page of a paginated list (`GET …?limit=N&continue=…`).
 #[derive(Debug)]
 pub struct ListPage<'a> {
-    /// The type its items have, which they do not say themselves.
-    pub item_type: ItemType,
+    /// The list's `apiVersion`: its items', which they do not say themselves.
+    pub api_version: Option<String>,
+    /// The list's `kind` (`PodList`): its items' with `List` cut off.
+    pub kind: Option<String>,
     /// `metadata.resourceVersion`: where a watch after the last page starts.
     pub resource_version: Option<String>,
     /// `metadata.continue`: the token for the next page; `None` on the last page.
@@ -75,24 +105,12 @@ impl<'a> ListPage<'a> {
             continue_token: None,
         });
         Ok(Self {
-            item_type: ItemType::of_list(list.api_version.as_deref(), list.kind.as_deref()),
+            api_version: list.api_version,
+            kind: list.kind,
             resource_version: meta.resource_version.filter(|v| !v.is_empty()),
             continue_token: meta.continue_token.filter(|t| !t.is_empty()),
             items: list.items.unwrap_or_default(),
         })
-    }
-
-    /// The items parsed for the store, with `kind` and `apiVersion` filled in (the reflector
-    /// packs and projects each as it parses it; this is the plain case, for tests).
-    #[cfg(test)]
-    pub fn objects(&self) -> Result<Vec<super::store::Object>, WireError> {
-        self.items
-            .iter()
-            .map(|item| {
-                super::store::Object::from_list_item(item.get().as_bytes(), &self.item_type)
-            })
-            .map(|object| object.map_err(WireError::from))
-            .collect()
     }
 }
 
@@ -297,13 +315,9 @@ mod tests {
         assert_eq!(page.resource_version.as_deref(), Some("42"));
         assert_eq!(page.continue_token.as_deref(), Some("tok"));
         assert_eq!(page.items.len(), 2);
-        let objects = page.objects().unwrap();
-        assert_eq!(objects[1].name(), "b");
-        assert!(
-            objects[1]
-                .text()
-                .starts_with(br#"{"kind":"Pod","apiVersion":"v1","metadata""#)
-        );
+        assert_eq!(page.api_version.as_deref(), Some("v1"));
+        assert_eq!(page.kind.as_deref(), Some("PodList"));
+        assert!(page.items[1].get().contains(r#""big":[1,2,3]"#));
     }
 
     #[test]
@@ -321,11 +335,6 @@ mod tests {
                 ..
             })
         ));
-        let bad_item = ListPage::parse(br#"{"items":[{"metadata":{}}]}"#).unwrap();
-        assert_eq!(
-            bad_item.objects().unwrap_err(),
-            WireError::Object(StoreError::MissingName)
-        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! What an informer has done so far, for `informer.stats()` and the metrics (`lib/metrics.js`):
-//! counters the reflector bumps as it goes (relaxed atomics, nothing per event but an add), read
-//! at any time without stopping it, and the [`Labels`] its metric series are named by.
+//! What a run has done so far, for `informer.stats()` and the metrics (`lib/metrics.js`):
+//! counters a run bumps as it goes (relaxed atomics, nothing per event but an add), read
+//! at any time without stopping it, and the [`SeriesLabels`] its metric series are named by.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +13,7 @@ use serde::Serialize;
 /// a fleet's namespaces are a set that grows without bound, so informers of one resource in
 /// several namespaces of a cluster share a series.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Labels {
+pub struct SeriesLabels {
     /// The cluster URL without user info, query or fragment (see [`cluster_label`]).
     pub cluster: String,
     /// API group, `""` for the core group.
@@ -50,7 +50,7 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// The reflector's counters.
+/// A run's counters.
 #[derive(Debug)]
 pub struct Stats {
     connects: AtomicU64,
@@ -66,7 +66,7 @@ pub struct Stats {
     /// Watch streams (a streaming list's included) being read now: 0 or 1.
     watches_open: AtomicU64,
     errors: Mutex<BTreeMap<String, u64>>,
-    /// Heap bytes of the endpoint the reflector holds (see [`super::memory::Fixed`]), set when
+    /// Heap bytes of the endpoint the run holds (see `crate::informer::memory::Fixed`), set when
     /// it resolves one.
     endpoint_bytes: AtomicU64,
 }
@@ -130,7 +130,7 @@ pub struct StatsSnapshot {
 }
 
 /// The counters of a series' informers that have closed, so that the series' counters never go
-/// down when one closes. Kept per series ([`Labels`]), so bounded by their number.
+/// down when one closes. Kept per series ([`SeriesLabels`]), so bounded by their number.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Totals {
     /// The counters added up (the fields that are not counters stay at their default).
@@ -201,7 +201,7 @@ impl Stats {
         self.endpoint_bytes.store(bytes as u64, Ordering::Relaxed);
     }
 
-    /// Heap bytes of the reflector's current endpoint (0 before the first).
+    /// Heap bytes of the run's current endpoint (0 before the first).
     pub fn endpoint_bytes(&self) -> usize {
         self.endpoint_bytes.load(Ordering::Relaxed) as usize
     }

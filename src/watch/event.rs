@@ -15,8 +15,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::engine::wire::read_event;
 use crate::error::{Failure, StatusBody, status_code};
-use crate::informer::wire::read_event;
 
 /// What one line of the body means.
 #[derive(Debug, Clone, PartialEq, Eq)]

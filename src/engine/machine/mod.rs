@@ -1,20 +1,20 @@
-//! The reflector's decisions, pure: what an answer, a failure or the end of a stream means for
+//! A run's decisions, pure: what an answer, a failure or the end of a stream means for
 //! an informer, given every flag it keeps. No I/O and no clock of its own (`now` is an input,
 //! the jitter a seeded generator), no cache: each call returns the next [`State`] and the
 //! [`Effect`]s the runner (`Run`, in the parent module) carries out, in order. So each
-//! transition is a row of a table test (`machine/tests.rs`), and the runner is left with the
+//! transition is a row of a table test (`machine/tests/`), and the runner is left with the
 //! requests, the streams and the performing.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::reflector_step::StreamEnd;
+use super::step::StreamEnd;
+use crate::engine::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER};
+use crate::engine::transport::Fault;
 use crate::error::Failure;
-use crate::informer::backoff::{Backoff, BackoffPolicy, Jitter, MAX_RETRY_AFTER};
-use crate::informer::transport::Fault;
 
-/// Where the reflector is: what the runner does next.
+/// Where a run is: what the runner does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
     /// The initial list (`relist`: again after a 410, to diff against the cache): a streaming
@@ -132,7 +132,7 @@ fn means_unsupported(status: u16) -> bool {
     (400..500).contains(&status) && !matches!(status, 401 | 403 | 404 | 408 | 429)
 }
 
-/// Every flag of one informer's reflector, and the transitions between its [`State`]s.
+/// Every flag of one run, and the transitions between its [`State`]s.
 #[derive(Debug)]
 pub struct Machine {
     backoff: Backoff,
@@ -145,8 +145,6 @@ pub struct Machine {
     failing: bool,
     /// The first sync was reported.
     synced_once: bool,
-    /// A plain watch's rules: one attempt, its end or first failure the end.
-    once: bool,
 }
 
 /// A transition: the next state, and what to do on the way.
@@ -162,28 +160,18 @@ impl Machine {
             watched: false,
             failing: false,
             synced_once: false,
-            once: false,
         }
     }
 
-    /// A plain watch's (`Plan::Once`): no list, no retry. It watches once, and its end is the
-    /// end: a clean one quietly, a failure (an answer, an in-stream ERROR, a broken stream) with
-    /// one last ERROR.
+    /// A plain watch's (the plan `Once`): it never waits a backoff out, so it has no policy;
+    /// its plan asks `once.rs`'s questions in place of an informer's refusals and ends.
     pub fn once(jitter: Jitter) -> Self {
-        Self {
-            once: true,
-            ..Self::new(BackoffPolicy::default(), jitter)
-        }
+        Self::new(BackoffPolicy::default(), jitter)
     }
 
-    /// Where a reflector starts: an informer lists, a plain watch watches (as it was asked
-    /// for, so from no resourceVersion of the machine's).
+    /// Where an informer starts: with its list.
     pub fn start(&self) -> State {
-        if self.once {
-            State::Watching { rv: String::new() }
-        } else {
-            State::Listing { relist: false }
-        }
+        State::Listing { relist: false }
     }
 
     /// The backoff's count of failures (the current step).
@@ -254,13 +242,8 @@ impl Machine {
             Fault::Status { status, .. } => matches!(status, 400 | 422),
             _ => false,
         };
-        // A plain watch's every failure is its last; it gives up on nothing it was promised.
-        if terminal || self.once {
-            let warning = match self.once {
-                true => fault.describe(),
-                false => format!("{}; giving up", fault.describe()),
-            };
-            effects.push(Effect::Warn(warning));
+        if terminal {
+            effects.push(Effect::Warn(format!("{}; giving up", fault.describe())));
             effects.push(Effect::Failed {
                 failure,
                 retrying: false,
@@ -310,11 +293,10 @@ impl Machine {
         (State::Listing { relist: true }, effects)
     }
 
-    /// The answer to a watch from `rv` was a failure: a 410 relists (a plain watch has no
-    /// list: it is its last failure).
+    /// The answer to a watch from `rv` was a failure: a 410 relists.
     pub fn watch_refused(&mut self, fault: &Fault, rv: String, now: Instant) -> Transition {
         match fault {
-            Fault::Status { status: 410, .. } if !self.once => Self::expired(),
+            Fault::Status { status: 410, .. } => Self::expired(),
             _ => self.failed(fault, Resume::Watch(rv), now),
         }
     }
@@ -426,11 +408,7 @@ impl Machine {
     /// traffic (the server's `timeoutSeconds`) watches again at once, one so soon and silent
     /// that it counts as a failure waits a backoff step without an ERROR; a 410 relists; a
     /// fault is a failure.
-    /// A plain watch's end is the end (`once.rs`).
     pub fn watch_ended(&mut self, end: StreamEnd, rv: String, now: Instant) -> Transition {
-        if self.once {
-            return self.once_ended(end, rv, now);
-        }
         match end {
             StreamEnd::Clean { saw_events } => {
                 match self

@@ -1,28 +1,42 @@
-//! Scripts of a plain watch (`watchResource`): the runner with `Plan::Once` over a watch's
+//! Scripts of a plain watch (`watchResource`): the runner with the plan `Once` over a watch's
 //! outbox, as `crate::watch` runs it. One request, exactly as asked for; its lines passed on as
 //! they came; its end or its first failure the end, whatever the clock does after.
 
-use super::*;
-use crate::outbox::Outbox;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::outbox::Outbox;
+use crate::auth::{ClusterSpec, Credential};
+use crate::engine::connect::Cluster;
+use crate::engine::script::{End, Fake, Reply, event, line, wait_ms};
+use crate::engine::stats::Stats;
+use crate::engine::{RunConfig, Sink, watch_once};
 use crate::request::WatchQuery;
 
 /// The plain watch of `/api/v1/pods` with `query` through `fake`, run to its end (the
 /// outbox ended after it, as `Watch::start` does); the outbox. Fails when it does not end.
 async fn watch(fake: &Fake, query: WatchQuery) -> Arc<Outbox> {
-    let cluster = config("http://cluster.test", InitialList::Auto).cluster;
+    let cluster = Cluster {
+        spec: ClusterSpec {
+            name: "c".into(),
+            url: "http://cluster.test".into(),
+            ..ClusterSpec::default()
+        },
+        ..Cluster::default()
+    };
     let credential = Credential::Bearer("sekret-token".into());
     let endpoint = cluster.resolve(&credential).unwrap();
-    let config = ReflectorConfig {
+    let config = RunConfig {
         max_line_bytes: 1 << 20,
-        ..ReflectorConfig::once(cluster, "/api/v1/pods".into(), query)
+        ..RunConfig::once(cluster, "/api/v1/pods".into())
     };
     let outbox = Arc::new(Outbox::new("/api/v1/pods".into()));
     let stats = Arc::new(Stats::default());
     let run = watch_once(
         config,
+        query,
         endpoint,
         credential,
-        outbox.clone(),
         stats,
         outbox.clone(),
         fake.clone(),

@@ -1,11 +1,11 @@
-//! Where the reflector's requests go and with which credential: the provider trait the binding
+//! Where a run's requests go and with which credential: the provider trait the binding
 //! implements (a static credential, or a JavaScript callback), and the endpoint (pool key,
 //! base URL, bearer token, redactor) a credential resolves to under the watch core's rules.
 
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::auth::{ClusterSpec, Credential, InClusterEnv, Plan, plan};
+use crate::auth::{Access, ClusterSpec, Credential, InClusterEnv, access};
 use crate::error::Failure;
 use crate::http::ClientKey;
 use crate::proxy::ProxyEnv;
@@ -17,7 +17,7 @@ pub type CredentialFuture = Pin<Box<dyn Future<Output = Result<Credential, Strin
 /// Where the informer's credential comes from.
 pub trait CredentialProvider: Send + Sync {
     /// A credential for the next requests; an `Err` (its message is logged, redacted) is a
-    /// transient failure that the reflector backs off from.
+    /// transient failure that the run backs off from.
     fn credential(&self) -> CredentialFuture;
 
     /// Whether asking again may give another answer: a static credential never changes, so
@@ -87,9 +87,9 @@ impl Cluster {
             Credential::Anonymous => (None, None),
         };
         let redactor = Redactor::new(token, key);
-        let connection = match plan(&self.spec, credential, &self.in_cluster) {
-            Plan::Refuse { failure, warning } => return Err(Refusal { failure, warning }),
-            Plan::Connect(connection) => connection,
+        let connection = match access(&self.spec, credential, &self.in_cluster) {
+            Access::Refuse { failure, warning } => return Err(Refusal { failure, warning }),
+            Access::Connect(connection) => connection,
         };
         let client = ClientKey::resolve(&connection)
             .and_then(|key| {

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::watches::{WatchMetrics, WatchSeries};
+use crate::engine::stats::{SeriesLabels, StatsSnapshot};
 use crate::informer::registry::Registry;
-use crate::informer::stats::{Labels, StatsSnapshot};
 
 /// The series of `registry`'s informers and of `watches`, in no particular order.
 pub fn series<S: Send + Sync + 'static>(
@@ -46,11 +46,11 @@ pub fn series<S: Send + Sync + 'static>(
 /// The series of open informers (`live`), closed ones' counters (`retired`, per series) and
 /// plain watches' series, merged by their labels.
 fn merge(
-    live: Vec<(Labels, Counts, Live)>,
-    retired: Vec<(Labels, Counts)>,
+    live: Vec<(SeriesLabels, Counts, Live)>,
+    retired: Vec<(SeriesLabels, Counts)>,
     watches: Vec<WatchSeries>,
 ) -> Vec<Series> {
-    let mut series: HashMap<Labels, SeriesMetrics> = HashMap::new();
+    let mut series: HashMap<SeriesLabels, SeriesMetrics> = HashMap::new();
     for (labels, counts) in retired {
         series
             .entry(labels.clone())
@@ -179,7 +179,7 @@ pub struct SeriesMetrics {
 }
 
 impl SeriesMetrics {
-    fn new(labels: &Labels) -> Self {
+    fn new(labels: &SeriesLabels) -> Self {
         Self {
             cluster: labels.cluster.clone(),
             group: labels.group.clone(),
@@ -268,7 +268,7 @@ pub struct WatchOnlySeries {
 
 impl WatchOnlySeries {
     fn of(watches: WatchSeries) -> Self {
-        let Labels {
+        let SeriesLabels {
             cluster,
             group,
             version,

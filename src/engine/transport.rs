@@ -1,7 +1,7 @@
-//! The transport: the reflector's two requests behind a trait, as client-go's `ListerWatcher`
+//! The transport: a run's two requests behind a trait, as client-go's `ListerWatcher`
 //! and kube-runtime's `ApiMode` put them, a list page read whole and a watch read as lines; the
 //! plain watch (`crate::watch`) makes its one watch through it too. The connection pool is one
-//! implementation ([`PoolListWatch`]); the reflector's scripts run a fake instead, on tokio's
+//! implementation ([`PoolListWatch`]); the engine's scripts run a fake instead, on tokio's
 //! paused clock. Everything that is HTTP (the status, `Retry-After`, the error body) is settled
 //! here, so the callers see only bodies and [`Fault`]s.
 
@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::engine::backoff::parse_retry_after;
+use crate::engine::connect::Refusal;
+use crate::engine::stats::Stats;
 use crate::error::{Error, Failure, StatusBody};
 use crate::http::{ClientKey, ConnectionPool, Get, Kind, Lines, Response};
-use crate::informer::backoff::parse_retry_after;
-use crate::informer::connect::Refusal;
-use crate::informer::stats::Stats;
 
-/// One GET of the reflector.
+/// One GET of a run.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
     /// Which pooled client carries it.
@@ -30,7 +30,7 @@ pub struct Request<'a> {
     pub stats: &'a Arc<Stats>,
 }
 
-/// A list page and a watch: the I/O the reflector does.
+/// A list page and a watch: the I/O a run does.
 pub trait ListWatch: Send + Sync + 'static {
     /// A watch body's lines.
     type Lines: WatchLines;
@@ -113,7 +113,7 @@ impl Fault {
     }
 }
 
-/// The reflector's requests through the watch core's connection pool.
+/// A run's requests through the watch core's connection pool.
 pub struct PoolListWatch(pub Arc<ConnectionPool>);
 
 impl PoolListWatch {

@@ -1,4 +1,4 @@
-//! The reflector's transitions, one row each: a machine in a given condition, one input, the
+//! The machine's transitions, one row each: a machine in a given condition, one input, the
 //! state that follows and the effects, in order. No tokio, no socket, no cache.
 
 use std::time::Duration;
@@ -6,8 +6,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::*;
+use crate::engine::connect::Refusal;
 use crate::error::{Error, ErrorType};
-use crate::informer::connect::Refusal;
 
 mod once;
 mod streaming;
@@ -122,7 +122,7 @@ const AUTO_METADATA: StreamingList = StreamingList {
 };
 
 #[test]
-fn failures_wait_a_backoff_step_with_one_error_or_end_it_all() {
+fn failures_wait_a_backoff_step_with_one_error() {
     check(&[
         (
             "a 503 while watching",
@@ -188,6 +188,12 @@ fn failures_wait_a_backoff_step_with_one_error_or_end_it_all() {
                 "warn request failed: reset; retrying",
             ],
         ),
+    ]);
+}
+
+#[test]
+fn terminal_failures_end_it_all_with_one_error() {
+    check(&[
         (
             "a 400: the request will not get better",
             |m, t| m.failed(&status(400, None), Resume::Watch("5".into()), t),

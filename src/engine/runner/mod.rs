@@ -1,63 +1,65 @@
-//! The reflector's runner: one informer's task. It makes the requests (through its
-//! [`ListWatch`]), reads list pages and watch bodies, hands each watch line to the pure `step`
-//! and each answer, failure and stream end to the pure [`Machine`], and carries out the
-//! effects they return on the cache, the stats, the reporter and the cluster's news.
+//! The engine's runner: one run's task. It makes the requests (through its [`ListWatch`]),
+//! reads list pages and watch bodies, hands each watch line to its sink and each answer,
+//! failure and stream end to the pure [`Machine`], and carries out the effects they return on
+//! the sink, the stats, the reporter and the cluster's news.
 //!
-//! This file holds the task's state, its loop, the effects and the making of requests; the
-//! lists are in `list.rs`, the watches and the reading of their bodies in `watch.rs`.
+//! This file holds the task's state, the effects and the making of requests, whatever the
+//! plan; the watches and the reading of their bodies are in `watch.rs`, what only an
+//! informer's plan does (its loop, its lists) in `keeping.rs`, a plain watch's in `once.rs`.
 
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::machine::{self, Effect, Machine, Resume, State, Transition};
-use super::reflector_step::Progress;
+use super::config::capacity;
+use super::machine::{Effect, Machine, Resume, State, Transition};
+use super::plan::Plan;
 use super::sink::Sink;
+use super::step::Progress;
 use super::{
-    Fault, ListMemory, ListWatch, MAX_OBJECT_BYTES, Plan, ReflectorConfig, Reporter, Request,
-    capacity, max_page_bytes,
+    Fault, ListMemory, ListWatch, MAX_OBJECT_BYTES, Reporter, Request, RunConfig, max_page_bytes,
 };
+use crate::engine::backoff::Jitter;
+use crate::engine::connect::{CredentialProvider, Endpoint};
+use crate::engine::recovery::{News, RECOVERY_JITTER};
+use crate::engine::stats::Stats;
 use crate::error::Error;
 use crate::http::Get;
-use crate::informer::backoff::Jitter;
-use crate::informer::connect::{CredentialProvider, Endpoint};
-use crate::informer::recovery::{News, RECOVERY_JITTER};
-use crate::informer::stats::Stats;
-use crate::projection::Projection;
 use crate::request::{WatchQuery, watch_url};
 
-mod list;
+mod keeping;
+mod once;
 mod watch;
 
 /// Bytes received since the allocator last gave memory back after which a completed list
 /// gives it back again.
 const RELEASE_AFTER_BYTES: u64 = 8 << 20;
 
-/// What a reflector is started with besides its configuration and its requests.
-pub(super) struct Parts {
-    pub(super) provider: Arc<dyn CredentialProvider>,
-    pub(super) reporter: Arc<dyn Reporter>,
-    pub(super) memory: Arc<ListMemory>,
-    pub(super) jitter: Jitter,
+/// What a run is started with besides its configuration and its requests.
+pub(crate) struct Parts {
+    pub(crate) provider: Arc<dyn CredentialProvider>,
+    pub(crate) reporter: Arc<dyn Reporter>,
+    pub(crate) memory: Arc<ListMemory>,
+    pub(crate) jitter: Jitter,
     /// Where it counts what it does.
-    pub(super) stats: Arc<Stats>,
+    pub(crate) stats: Arc<Stats>,
 }
 
 /// The task's state.
-pub(super) struct Run<A, S> {
-    pub(super) config: ReflectorConfig,
-    pub(super) provider: Arc<dyn CredentialProvider>,
-    pub(super) reporter: Arc<dyn Reporter>,
-    pub(super) memory: Arc<ListMemory>,
+pub(crate) struct Run<A, P> {
+    pub(super) config: RunConfig,
+    pub(crate) provider: Arc<dyn CredentialProvider>,
+    pub(crate) reporter: Arc<dyn Reporter>,
+    pub(crate) memory: Arc<ListMemory>,
     pub(super) api: A,
-    /// Where what it reads goes.
-    pub(super) sink: Arc<S>,
-    pub(super) stats: Arc<Stats>,
+    /// What it does, and where what it reads goes.
+    pub(super) plan: P,
+    pub(crate) stats: Arc<Stats>,
     /// Every flag, and the decisions.
-    pub(super) machine: Machine,
+    pub(crate) machine: Machine,
     /// The endpoint for the current credential and when it was asked for.
-    pub(super) endpoint: Option<(Endpoint, Instant)>,
-    /// The last resourceVersion seen, and the stream's bookkeeping.
+    pub(crate) endpoint: Option<(Endpoint, Instant)>,
+    /// Where the stream is.
     pub(super) progress: Progress,
     /// Body bytes received when the allocator last gave memory back.
     pub(super) released_at_bytes: u64,
@@ -65,15 +67,11 @@ pub(super) struct Run<A, S> {
     pub(super) news: Option<News>,
 }
 
-impl<A: ListWatch, S: Sink> Run<A, S> {
-    pub(super) fn new(config: ReflectorConfig, parts: Parts, api: A, sink: Arc<S>) -> Self {
-        let machine = match config.plan {
-            Plan::ListWatch => Machine::new(config.backoff, parts.jitter),
-            Plan::Once(_) => Machine::once(parts.jitter),
-        };
+impl<A: ListWatch, P: Plan> Run<A, P> {
+    pub(crate) fn new(config: RunConfig, parts: Parts, api: A, plan: P) -> Self {
         Self {
-            machine,
-            sink,
+            machine: plan.machine(config.backoff, parts.jitter),
+            plan,
             config,
             provider: parts.provider,
             reporter: parts.reporter,
@@ -87,25 +85,14 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
         }
     }
 
-    pub(super) async fn run(&mut self) {
-        let mut state = self.machine.start();
-        loop {
-            state = match state {
-                State::Listing { relist } => self.list(relist).await,
-                // Boxed: see `watch`.
-                State::ListingPages { relist } => Box::pin(self.paged_list(relist)).await,
-                State::Watching { rv } => self.watch(rv).await,
-                State::Backoff {
-                    until,
-                    earliest,
-                    resume,
-                } => {
-                    self.sleep(until, earliest).await;
-                    Machine::woke(resume)
-                }
-                State::Closed => return,
-            };
-        }
+    /// Runs to the end, by its plan.
+    pub(crate) async fn run(&mut self) {
+        P::run(self).await;
+    }
+
+    /// Where what it reads goes.
+    pub(crate) fn sink(&self) -> &Arc<P::Sink> {
+        self.plan.sink()
     }
 
     /// Carries out a transition's effects, in order; its state is what comes next.
@@ -124,11 +111,11 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
             Effect::Warn(text) => self.warn(&text),
             Effect::Info(text) => self.info(&text),
             Effect::Failed { failure, retrying } => {
-                self.sink.error(&failure, retrying);
+                self.plan.sink().error(&failure, retrying);
                 self.reporter.failed();
             }
             Effect::Succeeded { news } => {
-                self.sink.recovered();
+                self.plan.recovered();
                 if news {
                     self.reporter.recovered();
                     if let Some(news) = self.news.as_mut() {
@@ -136,29 +123,13 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
                     }
                 }
             }
-            // From now on the informer asks for plain JSON and cuts the objects down here
-            // (`refused` says so once; None without metadataOnly, or when the header was not
-            // sent).
-            //
-            // A plain watch tries once: it says what the 406 means, and ends.
-            Effect::RefuseMetadataOnly => match self.config.plan {
-                Plan::ListWatch => {
-                    if let Some(warning) = self
-                        .config
-                        .projection
-                        .as_ref()
-                        .and_then(Projection::refused)
-                    {
-                        self.warn(&warning);
-                    }
+            // An informer asks for plain JSON from now on and cuts the objects down here; a
+            // plain watch says what the 406 means, and ends.
+            Effect::RefuseMetadataOnly => {
+                if let Some(warning) = self.plan.metadata_refused(self.config.projection.as_ref()) {
+                    self.warn(&warning);
                 }
-                Plan::Once(_) if self.accept(true).is_some() => self.warn(
-                    "the server answered 406 Not Acceptable to a metadata-only \
-                     (PartialObjectMetadata) watch: it cannot serve metadataOnly; watch \
-                     without it",
-                ),
-                Plan::Once(_) => {}
-            },
+            }
             Effect::RememberPaginated => self
                 .memory
                 .remember_paginated(&self.config.cluster.spec.url),
@@ -166,7 +137,7 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
     }
 
     /// A failure, to be waited out and resumed from, or the end.
-    pub(super) fn fail(&mut self, fault: &Fault, resume: Resume) -> State {
+    pub(crate) fn fail(&mut self, fault: &Fault, resume: Resume) -> State {
         let transition = self.machine.failed(fault, resume, Instant::now());
         self.perform(transition)
     }
@@ -195,22 +166,12 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
         self.effect(effect);
     }
 
-    /// The cache changed: a reader that asked to hear of it ([`Cache::arm_change_notice`])
-    /// is told, once.
-    fn changed(&self) {
-        if self.sink.take_change_notice() {
-            self.reporter.changed();
-        }
-    }
-
     fn context(&self) -> String {
-        let what = match self.config.plan {
-            Plan::ListWatch => "informer",
-            Plan::Once(_) => "watch",
-        };
         format!(
-            "{what} of {} on cluster '{}'",
-            self.config.resource_path, self.config.cluster.spec.name
+            "{} of {} on cluster '{}'",
+            P::WHAT,
+            self.config.resource_path,
+            self.config.cluster.spec.name
         )
     }
 
@@ -291,16 +252,8 @@ impl<A: ListWatch, S: Sink> Run<A, S> {
             })
     }
 
-    /// A watch of the collection with `query`, as lines: an informer's with bookmarks on and
-    /// the server asked to end it after a jittered while, a plain watch's as it was asked for.
-    async fn watch_lines(&mut self, mut query: WatchQuery) -> Result<A::Lines, Fault> {
-        if matches!(self.config.plan, Plan::ListWatch) {
-            query.allow_watch_bookmarks = true;
-            query.timeout_seconds = Some(machine::jittered_timeout(
-                self.config.watch_timeout,
-                self.machine.draw(),
-            ));
-        }
+    /// A watch of the collection with `query` (as its plan made it up), as lines.
+    async fn watch_lines(&mut self, query: WatchQuery) -> Result<A::Lines, Fault> {
         let endpoint = self.endpoint().await?;
         let url = watch_url(&endpoint.base_url, &self.config.resource_path, &query);
         let request = self.request(&endpoint, url, true);

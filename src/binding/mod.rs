@@ -32,10 +32,10 @@ use napi_derive::napi;
 use self::strings::copied_string;
 use crate::auth::{ClusterSpec, Credential, InClusterEnv};
 use crate::batch::Batch;
+use crate::engine::connect::{Cluster, Endpoint};
+use crate::engine::stats::{SeriesLabels, cluster_label};
 use crate::error::Failure;
 use crate::http::ConnectionPool;
-use crate::informer::connect::{Cluster, Endpoint};
-use crate::informer::stats::{Labels, cluster_label};
 use crate::proxy::ProxyEnv;
 use crate::request::ResourceRef;
 
@@ -163,8 +163,8 @@ impl ResourceSpec {
     }
 
     /// The metrics series of this collection on `cluster` (namespaces are not kept apart).
-    fn labels(&self, cluster: &ClusterTarget) -> Labels {
-        Labels {
+    fn labels(&self, cluster: &ClusterTarget) -> SeriesLabels {
+        SeriesLabels {
             cluster: cluster_label(&cluster.cluster_url),
             group: self.group.clone(),
             version: self.api_version.clone(),

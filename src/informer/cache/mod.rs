@@ -12,9 +12,9 @@ use super::selector::Selector;
 use super::store::{ChangeKind, Listed, Object, ObjectKey, Store};
 use crate::error::Failure;
 
-/// Progress of the informer as readers see it.
+/// Where the informer stands, as its readers see it.
 #[derive(Debug, Default)]
-struct Progress {
+struct Standing {
     /// The last resourceVersion seen (events and bookmarks); empty before the first. Its
     /// buffer is reused, so following events costs no allocation.
     resource_version: String,
@@ -72,7 +72,7 @@ pub struct Watching(Arc<Cache>);
 
 impl Drop for Watching {
     fn drop(&mut self) {
-        self.0.progress().watching_since = None;
+        self.0.standing().watching_since = None;
     }
 }
 
@@ -81,7 +81,7 @@ impl Drop for Watching {
 pub struct Cache {
     store: RwLock<Store>,
     fanout: Fanout,
-    progress: Mutex<Progress>,
+    standing: Mutex<Standing>,
 }
 
 impl Cache {
@@ -90,7 +90,7 @@ impl Cache {
         Self {
             store: RwLock::new(Store::new()),
             fanout: Fanout::new(resource_path),
-            progress: Mutex::default(),
+            standing: Mutex::default(),
         }
     }
 
@@ -103,8 +103,8 @@ impl Cache {
         self.store.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
-        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    fn standing(&self) -> std::sync::MutexGuard<'_, Standing> {
+        self.standing.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Applies a watch event's object and pushes what changed; returns how many changes
@@ -115,26 +115,26 @@ impl Cache {
         let changes = store.apply(kind, object);
         self.fanout.push(&changes);
         drop(store);
-        let mut progress = self.progress();
+        let mut standing = self.standing();
         if !changes.is_empty() {
-            progress.generation += 1;
+            standing.generation += 1;
         }
-        progress.failure = None;
-        progress.alive_at = Some(epoch_ms());
+        standing.failure = None;
+        standing.alive_at = Some(epoch_ms());
         if !applied.rv().is_empty() {
-            progress.resource_version.clear();
-            progress.resource_version.push_str(applied.rv());
+            standing.resource_version.clear();
+            standing.resource_version.push_str(applied.rv());
         }
         changes.len()
     }
 
     /// A bookmark moved the resourceVersion on without a change.
     pub fn bookmark(&self, rv: &str) {
-        let mut progress = self.progress();
-        progress.failure = None;
-        progress.alive_at = Some(epoch_ms());
-        progress.resource_version.clear();
-        progress.resource_version.push_str(rv);
+        let mut standing = self.standing();
+        standing.failure = None;
+        standing.alive_at = Some(epoch_ms());
+        standing.resource_version.clear();
+        standing.resource_version.push_str(rv);
     }
 
     /// A complete list at `rv` (paginated, or a streaming list's initial events) replaces the
@@ -154,16 +154,16 @@ impl Cache {
             }
         });
         self.fanout.push(&pending);
-        // Progress first: a consumer that takes the SYNCED and then reads the informer's
+        // Standing first: a consumer that takes the SYNCED and then reads the informer's
         // resourceVersion or `synced` finds them already at the list's.
-        let mut progress = self.progress();
-        progress.resource_version.clear();
-        progress.resource_version.push_str(rv);
-        progress.synced = true;
-        progress.generation += 1;
-        progress.failure = None;
-        progress.alive_at = Some(epoch_ms());
-        drop(progress);
+        let mut standing = self.standing();
+        standing.resource_version.clear();
+        standing.resource_version.push_str(rv);
+        standing.synced = true;
+        standing.generation += 1;
+        standing.failure = None;
+        standing.alive_at = Some(epoch_ms());
+        drop(standing);
         self.fanout.synced(rv, relist);
         drop(store);
         changes
@@ -174,9 +174,9 @@ impl Cache {
     pub fn subscribe(&self) -> Cursor {
         let store = self.read();
         let synced = {
-            let progress = self.progress();
-            if progress.synced {
-                Some(progress.resource_version.as_str().into())
+            let standing = self.standing();
+            if standing.synced {
+                Some(standing.resource_version.as_str().into())
             } else {
                 None
             }
@@ -214,7 +214,7 @@ impl Cache {
         let mut footprint = self.read().footprint();
         let (consumers, fanout_bytes) = self.fanout.footprint();
         footprint += consumers;
-        let rv = self.progress().resource_version.capacity();
+        let rv = self.standing().resource_version.capacity();
         (footprint, arc_bytes::<Self>() + fanout_bytes + rv)
     }
 
@@ -225,18 +225,18 @@ impl Cache {
 
     /// The last resourceVersion seen, bookmarks included.
     pub fn resource_version(&self) -> Option<String> {
-        let progress = self.progress();
-        (!progress.resource_version.is_empty()).then(|| progress.resource_version.clone())
+        let standing = self.standing();
+        (!standing.resource_version.is_empty()).then(|| standing.resource_version.clone())
     }
 
     /// The initial list is complete.
     pub fn is_synced(&self) -> bool {
-        self.progress().synced
+        self.standing().synced
     }
 
     /// An ERROR event for every consumer; one not retried ends them all.
     pub fn error(&self, failure: &Failure, retrying: bool) {
-        self.progress().failure = Some(LastFailure {
+        self.standing().failure = Some(LastFailure {
             failure: *failure,
             retrying,
         });
@@ -246,38 +246,38 @@ impl Cache {
     /// A request succeeded after a failure (the server answered 200): the failure is over,
     /// even before an event or a bookmark shows it.
     pub fn recovered(&self) {
-        let mut progress = self.progress();
-        if progress.failure.is_some_and(|last| last.retrying) {
-            progress.failure = None;
+        let mut standing = self.standing();
+        if standing.failure.is_some_and(|last| last.retrying) {
+            standing.failure = None;
         }
     }
 
     /// Arms a notice of the next change (the reflector's `Reporter::changed`), unless the
     /// store has changed since `generation` already: then false, and the reader looks now.
     pub fn arm_change_notice(&self, generation: u64) -> bool {
-        let mut progress = self.progress();
-        if progress.generation != generation {
+        let mut standing = self.standing();
+        if standing.generation != generation {
             return false;
         }
-        progress.change_notice = true;
+        standing.change_notice = true;
         true
     }
 
     /// Whether a notice of this change is due (it is then disarmed).
     pub fn take_change_notice(&self) -> bool {
-        std::mem::take(&mut self.progress().change_notice)
+        std::mem::take(&mut self.standing().change_notice)
     }
 
     /// Synced, the generation of the store, the failure not yet over, and since when a watch
     /// has been read.
     pub fn health(&self) -> Health {
-        let progress = self.progress();
+        let standing = self.standing();
         Health {
-            synced: progress.synced,
-            generation: progress.generation,
-            failure: progress.failure,
-            watching_since: progress.watching_since,
-            alive_at: progress.alive_at,
+            synced: standing.synced,
+            generation: standing.generation,
+            failure: standing.failure,
+            watching_since: standing.watching_since,
+            alive_at: standing.alive_at,
         }
     }
 
@@ -290,15 +290,15 @@ impl Cache {
     /// resourceVersion, so the cache is current but for what the stream is about to replay. A
     /// streaming list's opening is not: the cache is current only at its end (`replace`).
     pub fn watching(self: &Arc<Self>, initial: bool) -> Watching {
-        let mut progress = self.progress();
+        let mut standing = self.standing();
         if initial {
-            progress.watching_since = Some(0);
+            standing.watching_since = Some(0);
         } else {
             let now = epoch_ms();
-            progress.watching_since = Some(now);
-            progress.alive_at = Some(now);
+            standing.watching_since = Some(now);
+            standing.alive_at = Some(now);
         }
-        drop(progress);
+        drop(standing);
         Watching(Arc::clone(self))
     }
 

@@ -1,101 +1,30 @@
-//! One line of a watch body, as the reflector's bookkeeping sees it: where the stream is (the
-//! last resourceVersion, a streaming list still collecting) and what the line asks for. Pure —
-//! no I/O, no clock, no cache — so every case is a plain test; `Run::stream` does what the
-//! returned [`Step`] says.
+//! What a line of a watch body is to the informer's cache: a change, a bookmark, an object
+//! of a streaming list, or the list's end. Pure (no I/O, no clock, no cache), so every case is
+//! a plain test; the engine's runner does what the returned [`Step`] says.
 
+use crate::engine::step::{Initial, Kept, Step, StreamEnd};
+use crate::engine::{
+    Progress,
+    wire::{WatchLine, WireError, read_event},
+};
+use crate::informer::cache::Cache;
 use crate::informer::store::{ChangeKind, Listed, Object};
-use crate::informer::transport::Fault;
-use crate::informer::wire::{WatchLine, WireError, read_event};
 use crate::projection::Projection;
 
-/// A streaming list still collecting its initial events.
-#[derive(Debug)]
-pub struct Initial {
-    /// The ADDEDs so far.
-    pub objects: Listed,
-    /// It is a relist (after a 410), to diff against the cache.
-    pub relist: bool,
-}
+/// What the cache reads a line into.
+pub type Read = crate::engine::Read<Cache>;
 
-/// Where a watch body is.
-#[derive(Debug, Default)]
-pub struct Progress {
-    /// The last resourceVersion seen (list, events, bookmarks): where a resumed watch starts.
-    pub rv: Option<String>,
-    /// The streaming list being collected; `None` once it synced, and for a plain watch.
-    pub initial: Option<Initial>,
-    /// The stream carried an event or a bookmark (a clean end after traffic resets the
-    /// backoff).
-    pub saw_events: bool,
-}
-
-/// How a watch (or a streaming list's stream) ended.
-#[derive(Debug)]
-pub enum StreamEnd {
-    /// The server ended it (its `timeoutSeconds`).
-    Clean {
-        /// It carried traffic.
-        saw_events: bool,
-    },
-    /// 410: the resourceVersion is too old.
-    Expired,
-    /// The server ended it with an in-stream ERROR of this code (other than an informer's
-    /// 410, which is [`StreamEnd::Expired`]).
-    Error {
-        /// The Status's code.
-        status: u16,
-        /// The pause it asks for.
-        retry_after: Option<std::time::Duration>,
-    },
-    /// A non-ADDED event before the initial-events-end bookmark: no streaming list here.
-    Unsupported,
-    /// It failed.
-    Fault(Fault),
-}
-
-/// What one line asks of the reflector.
-#[derive(Debug)]
-pub enum Step {
-    /// Nothing: a blank line, a type this informer does not know.
-    Skip,
-    /// A line or an object that cannot be used (said in the warning); the stream goes on.
-    Warn(String),
-    /// A plain watch's event, to be passed on as it came (after it is counted, so that a
-    /// consumer that has it finds it in the stats): its text and resourceVersion.
-    Pass(bytes::Bytes, Option<String>),
-    /// An ADDED of the streaming list's initial events, collected.
-    Collected,
-    /// A change for the cache.
-    Change(ChangeKind, Object),
-    /// A bookmark; the resourceVersion for the cache when the initial list is done.
-    Bookmark(Option<String>),
-    /// The streaming list's initial events are complete, at `Progress::rv`.
-    Synced(Initial),
-    /// The stream ends so.
-    End(StreamEnd),
-}
-
-impl Step {
-    /// How many events it counts in the informer's stats (bookmarks as 0, for the time of
-    /// the last event), if it counts at all.
-    pub fn events(&self) -> Option<usize> {
-        match self {
-            Self::Collected | Self::Change(..) | Self::Pass(..) => Some(1),
-            // The change that showed a streaming list is not served was received all the same.
-            Self::End(StreamEnd::Unsupported) => Some(1),
-            Self::Bookmark(_) | Self::Synced(_) => Some(0),
-            Self::Skip | Self::Warn(_) | Self::End(_) => None,
-        }
-    }
-}
+/// A streaming list's objects so far.
+pub type Collecting = Option<Initial<Listed>>;
 
 /// One line of a watch body (without its terminator); a change's object is packed when `pack`.
 pub fn step(
     progress: &mut Progress,
+    initial: &mut Collecting,
     line: &[u8],
     projection: Option<&Projection>,
     pack: bool,
-) -> Step {
+) -> Step<Read> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Step::Skip;
     }
@@ -106,19 +35,21 @@ pub fn step(
         // so with one the line is parsed whole.
         |kind, text| {
             let kind = ChangeKind::of_type(kind).filter(|_| projection.is_none())?;
-            Some(Read::Split(kind, Object::parse(text).ok()?))
+            Some(Reading::Split(kind, Object::parse(text).ok()?))
         },
-        |kind, object| Read::Parsed(WatchLine::read(kind, object)),
+        |kind, object| Reading::Parsed(WatchLine::read(kind, object)),
     );
     match read.map_err(WireError::event) {
-        Ok(Read::Split(kind, object)) => change(progress, kind, object.pack_if(pack)),
-        Ok(Read::Parsed(Ok(line))) => line_step(progress, line, projection, pack),
-        Ok(Read::Parsed(Err(err))) | Err(err) => Step::Warn(format!("skipped a watch line: {err}")),
+        Ok(Reading::Split(kind, object)) => change(progress, initial, kind, object.pack_if(pack)),
+        Ok(Reading::Parsed(Ok(line))) => line_step(progress, initial, line, projection, pack),
+        Ok(Reading::Parsed(Err(err))) | Err(err) => {
+            Step::Warn(format!("skipped a watch line: {err}"))
+        }
     }
 }
 
 /// What [`step`] reads of a line.
-enum Read<'a> {
+enum Reading<'a> {
     /// A change line as the API server writes one, its object read without the line's parse.
     Split(ChangeKind, Object),
     /// Any other line, parsed whole.
@@ -130,12 +61,13 @@ enum Read<'a> {
 #[cfg(test)]
 fn parsed_step(
     progress: &mut Progress,
+    initial: &mut Collecting,
     line: &[u8],
     projection: Option<&Projection>,
     pack: bool,
-) -> Step {
+) -> Step<Read> {
     match WatchLine::parse(line) {
-        Ok(parsed) => line_step(progress, parsed, projection, pack),
+        Ok(parsed) => line_step(progress, initial, parsed, projection, pack),
         Err(err) => Step::Warn(format!("skipped a watch line: {err}")),
     }
 }
@@ -143,16 +75,17 @@ fn parsed_step(
 /// [`step`] of a line parsed whole.
 fn line_step(
     progress: &mut Progress,
+    initial: &mut Collecting,
     parsed: WatchLine<'_>,
     projection: Option<&Projection>,
     pack: bool,
-) -> Step {
+) -> Step<Read> {
     match parsed {
         WatchLine::Change { kind, object } => {
             let raw = object.get().as_bytes();
             let projected = projection.and_then(|p| p.apply_raw(object));
             match Object::parse(projected.as_deref().unwrap_or(raw)) {
-                Ok(object) => change(progress, kind, object.pack_if(pack)),
+                Ok(object) => change(progress, initial, kind, object.pack_if(pack)),
                 Err(err) => Step::Warn(format!("skipped a watch event: {err}")),
             }
         }
@@ -164,13 +97,13 @@ fn line_step(
             if let Some(rv) = &resource_version {
                 progress.rv = Some(rv.clone());
             }
-            match progress.initial.take() {
-                Some(list) if initial_events_end => Step::Synced(list),
+            match initial.take() {
+                Some(list) if initial_events_end => Step::Read(Kept::Synced(list)),
                 Some(list) => {
-                    progress.initial = Some(list);
-                    Step::Bookmark(None)
+                    *initial = Some(list);
+                    Step::Read(Kept::Bookmark(None))
                 }
-                None => Step::Bookmark(resource_version),
+                None => Step::Read(Kept::Bookmark(resource_version)),
             }
         }
         WatchLine::Error { code: 410, .. } => Step::End(StreamEnd::Expired),
@@ -183,18 +116,23 @@ fn line_step(
 }
 
 /// A change's object, read: collected into the streaming list, or a change for the cache.
-fn change(progress: &mut Progress, kind: ChangeKind, object: Object) -> Step {
+fn change(
+    progress: &mut Progress,
+    initial: &mut Collecting,
+    kind: ChangeKind,
+    object: Object,
+) -> Step<Read> {
     progress.saw_events = true;
     if !object.rv().is_empty() {
         progress.rv = Some(object.rv().to_owned());
     }
-    match &mut progress.initial {
+    match initial {
         Some(_) if kind != ChangeKind::Added => Step::End(StreamEnd::Unsupported),
         Some(initial) => {
             initial.objects.push(object);
-            Step::Collected
+            Step::Read(Kept::Collected)
         }
-        None => Step::Change(kind, object),
+        None => Step::Read(Kept::Change((kind, object))),
     }
 }
 
@@ -242,92 +180,93 @@ mod tests {
             r#"{"type":"ADDED","object":{"metadata":{"name":"a"}},"object":{"metadata":{"name":"b"}}}"#.to_string(),
         ];
         for line in &lines {
-            for (plain, parsed) in [
-                (Progress::default(), Progress::default()),
-                (streaming(), streaming()),
-            ] {
-                let (mut plain, mut parsed) = (plain, parsed);
-                let fast = step(&mut plain, line.as_bytes(), None, true);
-                let general = parsed_step(&mut parsed, line.as_bytes(), None, true);
+            for (plain, parsed) in [(None, None), (streaming(), streaming())] {
+                let (mut plain, mut parsed) =
+                    ((Progress::default(), plain), (Progress::default(), parsed));
+                let fast = step(&mut plain.0, &mut plain.1, line.as_bytes(), None, true);
+                let general =
+                    parsed_step(&mut parsed.0, &mut parsed.1, line.as_bytes(), None, true);
                 assert_eq!(format!("{fast:?}"), format!("{general:?}"), "{line}");
                 assert_eq!(format!("{plain:?}"), format!("{parsed:?}"), "{line}");
             }
         }
     }
 
+    /// Where a stream is: its progress, and the streaming list it collects.
+    type Stream = (Progress, Collecting);
+
     /// [`step`] of `line`, unprojected, unpacked.
-    fn step_line(progress: &mut Progress, line: impl AsRef<[u8]>) -> Step {
-        step(progress, line.as_ref(), None, false)
+    fn step_line(stream: &mut Stream, line: impl AsRef<[u8]>) -> Step<Read> {
+        step(&mut stream.0, &mut stream.1, line.as_ref(), None, false)
     }
 
-    fn streaming() -> Progress {
-        Progress {
-            initial: Some(Initial {
-                objects: Listed::new(),
-                relist: true,
-            }),
-            ..Progress::default()
-        }
+    fn streaming() -> Collecting {
+        Some(Initial {
+            objects: Listed::new(),
+            relist: true,
+        })
     }
 
     #[test]
     fn a_watch_applies_changes_and_bookmarks_and_follows_their_resource_versions() {
-        let mut progress = Progress::default();
-        let step1 = step_line(&mut progress, change("MODIFIED", "a", "7"));
-        assert!(matches!(step1, Step::Change(ChangeKind::Modified, ref o) if o.name() == "a"));
-        assert_eq!(progress.rv.as_deref(), Some("7"));
-        assert!(progress.saw_events);
-        let step2 = step_line(&mut progress, bookmark("9", false));
-        assert!(matches!(step2, Step::Bookmark(Some(ref rv)) if rv == "9"));
-        assert_eq!(progress.rv.as_deref(), Some("9"));
+        let mut stream: Stream = (Progress::default(), None);
+        let step1 = step_line(&mut stream, change("MODIFIED", "a", "7"));
+        assert!(
+            matches!(step1, Step::Read(Kept::Change((ChangeKind::Modified, ref o))) if o.name() == "a")
+        );
+        assert_eq!(stream.0.rv.as_deref(), Some("7"));
+        assert!(stream.0.saw_events);
+        let step2 = step_line(&mut stream, bookmark("9", false));
+        assert!(matches!(step2, Step::Read(Kept::Bookmark(Some(ref rv))) if rv == "9"));
+        assert_eq!(stream.0.rv.as_deref(), Some("9"));
     }
 
     #[test]
     fn a_streaming_list_collects_until_its_end_bookmark() {
-        let mut progress = streaming();
+        let mut stream: Stream = (Progress::default(), streaming());
         assert!(matches!(
-            step_line(&mut progress, change("ADDED", "a", "1")),
-            Step::Collected
+            step_line(&mut stream, change("ADDED", "a", "1")),
+            Step::Read(Kept::Collected)
         ));
         assert!(matches!(
-            step_line(&mut progress, bookmark("2", false)),
-            Step::Bookmark(None)
+            step_line(&mut stream, bookmark("2", false)),
+            Step::Read(Kept::Bookmark(None))
         ));
-        let Step::Synced(list) = step_line(&mut progress, bookmark("3", true)) else {
+        let Step::Read(Kept::Synced(list)) = step_line(&mut stream, bookmark("3", true)) else {
             panic!("synced at the end bookmark")
         };
         assert_eq!(list.objects.len(), 1);
         assert!(list.relist);
-        assert!(progress.initial.is_none());
-        assert_eq!(progress.rv.as_deref(), Some("3"));
+        assert!(stream.1.is_none());
+        assert_eq!(stream.0.rv.as_deref(), Some("3"));
         // After it, a plain watch.
         assert!(matches!(
-            step_line(&mut progress, change("DELETED", "a", "4")),
-            Step::Change(ChangeKind::Deleted, _)
+            step_line(&mut stream, change("DELETED", "a", "4")),
+            Step::Read(Kept::Change((ChangeKind::Deleted, _)))
         ));
     }
 
     #[test]
     fn a_change_before_the_end_bookmark_means_no_streaming_list() {
-        let mut progress = streaming();
-        let end = step_line(&mut progress, change("MODIFIED", "a", "1"));
+        let mut stream: Stream = (Progress::default(), streaming());
+        let end = step_line(&mut stream, change("MODIFIED", "a", "1"));
         assert!(matches!(end, Step::End(StreamEnd::Unsupported)));
         assert_eq!(end.events(), Some(1));
     }
 
     #[test]
     fn in_stream_errors_end_the_stream_410_as_expired() {
-        let mut progress = Progress::default();
+        let mut stream: Stream = (Progress::default(), None);
         let expired = br#"{"type":"ERROR","object":{"kind":"Status","code":410}}"#;
         assert!(matches!(
-            step_line(&mut progress, expired),
+            step_line(&mut stream, expired),
             Step::End(StreamEnd::Expired)
         ));
         let busy = br#"{"type":"ERROR","object":{"code":429,"details":{"retryAfterSeconds":4}}}"#;
         let Step::End(StreamEnd::Error {
             status,
             retry_after,
-        }) = step_line(&mut progress, busy)
+        }) = step_line(&mut stream, busy)
         else {
             panic!("an in-stream error")
         };
@@ -335,26 +274,26 @@ mod tests {
         // A Status code out of range is a 500, by the crate's one rule.
         let zero = br#"{"type":"ERROR","object":{"code":0}}"#;
         assert!(matches!(
-            step_line(&mut progress, zero),
+            step_line(&mut stream, zero),
             Step::End(StreamEnd::Error { status: 500, .. })
         ));
-        assert!(!progress.saw_events, "errors are not traffic");
+        assert!(!stream.0.saw_events, "errors are not traffic");
     }
 
     #[test]
     fn blank_unknown_and_broken_lines_change_nothing() {
-        let mut progress = Progress::default();
-        assert!(matches!(step_line(&mut progress, b"  \t"), Step::Skip));
+        let mut stream: Stream = (Progress::default(), None);
+        assert!(matches!(step_line(&mut stream, b"  \t"), Step::Skip));
         assert!(matches!(
-            step_line(&mut progress, br#"{"type":"NEW","object":{}}"#),
+            step_line(&mut stream, br#"{"type":"NEW","object":{}}"#),
             Step::Skip
         ));
-        let Step::Warn(text) = step_line(&mut progress, b"{oops") else {
+        let Step::Warn(text) = step_line(&mut stream, b"{oops") else {
             panic!("a warning")
         };
         assert!(text.starts_with("skipped a watch line"), "{text}");
         let nameless = br#"{"type":"ADDED","object":{"metadata":{}}}"#;
-        assert!(matches!(step_line(&mut progress, nameless), Step::Warn(_)));
-        assert!(progress.rv.is_none() && !progress.saw_events);
+        assert!(matches!(step_line(&mut stream, nameless), Step::Warn(_)));
+        assert!(stream.0.rv.is_none() && !stream.0.saw_events);
     }
 }

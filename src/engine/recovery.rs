@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::memory::{arc_bytes, hash_table_bytes};
 use crate::http::ClientKey;
+use crate::size::{arc_bytes, hash_table_bytes};
 
 /// A woken informer retries after a uniform draw of at most this long.
 pub const RECOVERY_JITTER: Duration = Duration::from_millis(500);

@@ -1,4 +1,4 @@
-//! A plain watch's machine (`Plan::Once`), one row per transition: it watches once, and its
+//! A plain watch's machine (the plan `Once`), one row per transition: it watches once, and its
 //! end or its first failure is the end.
 
 use super::*;
@@ -8,9 +8,8 @@ fn once() -> Machine {
 }
 
 #[test]
-fn a_plain_watch_starts_watching_and_never_reconnects() {
+fn a_plain_watch_never_reconnects() {
     let mut m = once();
-    assert_eq!(m.start(), State::Watching { rv: String::new() });
     assert_eq!(
         m.watch_starting(),
         vec![],
@@ -25,7 +24,7 @@ fn every_refused_watch_is_the_last_with_one_error_and_its_warning() {
         &[
             (
                 "a 503",
-                |m, t| m.watch_refused(&status(503, Some(3)), String::new(), t),
+                |m, _| m.once_refused(&status(503, Some(3))),
                 "closed",
                 &[
                     "count UNKNOWN_ERROR",
@@ -35,7 +34,7 @@ fn every_refused_watch_is_the_last_with_one_error_and_its_warning() {
             ),
             (
                 "a 410: no relist, there is no list",
-                |m, t| m.watch_refused(&status(410, None), String::new(), t),
+                |m, _| m.once_refused(&status(410, None)),
                 "closed",
                 &[
                     "count UNKNOWN_ERROR",
@@ -45,7 +44,7 @@ fn every_refused_watch_is_the_last_with_one_error_and_its_warning() {
             ),
             (
                 "a 401: no second credential",
-                |m, t| m.watch_refused(&status(401, None), String::new(), t),
+                |m, _| m.once_refused(&status(401, None)),
                 "closed",
                 &[
                     "count UNAUTHORIZED_ERROR",
@@ -55,7 +54,7 @@ fn every_refused_watch_is_the_last_with_one_error_and_its_warning() {
             ),
             (
                 "a 406 to metadataOnly",
-                |m, t| m.watch_refused(&status(406, None), String::new(), t),
+                |m, _| m.once_refused(&status(406, None)),
                 "closed",
                 &[
                     "count UNKNOWN_ERROR",
@@ -66,7 +65,7 @@ fn every_refused_watch_is_the_last_with_one_error_and_its_warning() {
             ),
             (
                 "a refused credential",
-                |m, t| m.watch_refused(&refused(), String::new(), t),
+                |m, _| m.once_refused(&refused()),
                 "closed",
                 &[
                     "count BAD_REQUEST",
@@ -85,39 +84,39 @@ fn a_plain_watch_ends_with_its_stream() {
         &[
             (
                 "the server's end after events",
-                |m, t| m.watch_ended(StreamEnd::Clean { saw_events: true }, String::new(), t),
+                |m, _| m.once_ended(StreamEnd::Clean { saw_events: true }),
                 "closed",
                 &[],
             ),
             (
                 "a silent end, however soon",
-                |m, t| m.watch_ended(StreamEnd::Clean { saw_events: false }, String::new(), t),
+                |m, _| m.once_ended(StreamEnd::Clean { saw_events: false }),
                 "closed",
                 &[],
             ),
             (
                 "an ERROR in the stream: the server said why, so no warning",
-                |m, t| {
+                |m, _| {
                     let end = StreamEnd::Error {
                         status: 500,
                         retry_after: Some(Duration::from_secs(4)),
                     };
-                    m.watch_ended(end, String::new(), t)
+                    m.once_ended(end)
                 },
                 "closed",
                 &["count SYSTEM_ERROR", "ERROR SYSTEM_ERROR 500"],
             ),
             (
                 "an expired resourceVersion",
-                |m, t| m.watch_ended(StreamEnd::Expired, String::new(), t),
+                |m, _| m.once_ended(StreamEnd::Expired),
                 "closed",
                 &["count UNKNOWN_ERROR", "ERROR UNKNOWN_ERROR 410"],
             ),
             (
                 "a cut stream",
-                |m, t| {
+                |m, _| {
                     let fault = Fault::Transport(Error::Connect("reset".into()));
-                    m.watch_ended(StreamEnd::Fault(fault), String::new(), t)
+                    m.once_ended(StreamEnd::Fault(fault))
                 },
                 "closed",
                 &[
