@@ -21,7 +21,7 @@ const { sleep, within, until } = require('./wait');
 
 const MiB = 1024 * 1024;
 
-/** The native queue's budget (src/watch.rs QUEUE_BUDGET_BYTES). */
+/** The native queue's budget (src/watch/outbox.rs QUEUE_BUDGET_BYTES). */
 const QUEUE_BYTES = 4 * MiB;
 
 /** The largest a socket buffer may autotune to (`tcp_rmem`/`tcp_wmem` max), or `fallback`. */

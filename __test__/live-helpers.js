@@ -197,7 +197,8 @@ async function startLiveBackend(
   });
   const config = {
     kubernetes: kubernetesConfig(
-      { url: sim.url, token: TOKEN, caData: Buffer.from(certs.ca).toString('base64') },
+      // No simulator when the caller gives its own clusters (bench/backstage-live-backend.js).
+      { url: sim?.url, token: TOKEN, caData: Buffer.from(certs.ca).toString('base64') },
       { clusters, objectTypes, live },
     ),
   };

@@ -1,15 +1,15 @@
 //! What an informer's sync costs per watch line, stage by stage, on lines given in a file
 //! (one `{"type":"ADDED","object":…}` per line, e.g. the fleet benchmark's objects):
 //! `cargo run --release --example sync_cost -- <file.ndjson>`. The stages are those of
-//! `reflector_step::step`: the line's parse, `strip` (of managedFields and the last-applied
+//! `informer::reflector::lines::step`: the line's parse, `strip` (of managedFields and the last-applied
 //! annotation), the object's header and copy, and packing its text (`compress`); then what
 //! unpacking a packed text costs each read of it. Medians of 7 rounds, in one process.
 
 use std::time::Instant;
 
+use kube_watch_native::engine::wire::WatchLine;
 use kube_watch_native::field_path;
 use kube_watch_native::informer::store::Object;
-use kube_watch_native::informer::wire::WatchLine;
 use kube_watch_native::projection::Projection;
 
 fn median(mut xs: Vec<f64>) -> f64 {

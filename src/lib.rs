@@ -28,9 +28,6 @@ pub mod size;
 pub mod tls;
 pub mod watch;
 
-/// The plain watch's reader of lines, where the fuzzing of the line pipeline looks for it.
-pub use watch::event;
-
 // Compiled under `cargo test` too: napi-sys's default `dyn-symbols` feature makes every N-API
 // function a pointer loaded from the host process at load time (napi-sys 3.4 `src/lib.rs`:
 // `load_symbol`, and a stub that reports "Node-API symbol … has not been loaded"), so a test

@@ -7,8 +7,8 @@
 //! `PROPTEST_CASES` for a longer run, e.g. `PROPTEST_CASES=200000 cargo test --release --test
 //! fuzz_pipeline`.
 
-use kube_watch_native::event::{Line, classify};
 use kube_watch_native::framing::LineFramer;
+use kube_watch_native::watch::event::{Line, classify};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

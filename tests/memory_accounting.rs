@@ -7,8 +7,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use kube_watch_native::informer::cache::Cache;
-use kube_watch_native::informer::memory::arc_bytes;
 use kube_watch_native::informer::store::{ChangeKind, Listed, Object};
+use kube_watch_native::size::arc_bytes;
 
 /// Counts the bytes asked for on each thread (tests run on threads of their own, so one test's
 /// count is its own), then hands every call to the system allocator.

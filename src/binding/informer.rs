@@ -1,20 +1,22 @@
 //! The informer's N-API shell: converts the JavaScript informer spec, opens a shared informer
 //! in the watcher's registry (`binding/registry.rs`), and carries the reflector's news
 //! (warnings, notices, sync, end, credential requests) back through the registry's function.
-//! The handle and consumer classes JavaScript holds are in `binding/informer_handle.rs`.
+//! The handle and consumer classes JavaScript holds are in `binding/informer_handle.rs`, which
+//! this module builds and which imports nothing from it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
+use napi::Result;
 use napi::bindgen_prelude::within_runtime_if_available;
-use napi::{Error, Result, Status};
 use napi_derive::napi;
 use tokio::sync::oneshot;
 
 use super::informer_handle::NativeInformer;
-use super::way_back::WayBack;
+use super::invalid;
+use super::way_back::{JsListener, WayBack};
 use super::{ClusterTarget, CredentialSpec, POOL, ResourceSpec};
 use crate::auth::Credential;
 use crate::engine::backoff::BackoffPolicy;
@@ -79,21 +81,6 @@ impl From<InitialListMode> for InitialList {
             InitialListMode::Paginated => InitialList::Paginated,
             InitialListMode::Streaming => InitialList::Streaming,
         }
-    }
-}
-
-/// One handle's way back to JavaScript: the registry's function, and its own id.
-pub struct JsListener {
-    handle: u32,
-    way_back: Arc<WayBack>,
-}
-
-impl JsListener {
-    fn send(&self, kind: &str, message: Option<&str>, id: Option<u64>) -> bool {
-        let value = serde_json::json!({
-            "handle": self.handle, "kind": kind, "message": message, "id": id
-        });
-        self.way_back.news(value.to_string())
     }
 }
 
@@ -212,10 +199,6 @@ pub fn answer_credential(id: f64, credential: Option<CredentialSpec>, error: Opt
     let _ = tx.send(answer);
 }
 
-pub(super) fn invalid(message: String) -> Error {
-    Error::new(Status::InvalidArg, message)
-}
-
 fn config_of(spec: &InformerSpec) -> Result<RunConfig> {
     let resource_path = spec.resource.path();
     let cluster = spec.cluster.cluster();
@@ -270,10 +253,7 @@ pub(super) fn open(
             .map(CredentialSpec::credential)
             .unwrap_or(Credential::Anonymous)
     });
-    let listener = JsListener {
-        handle: id,
-        way_back: back.clone(),
-    };
+    let listener = JsListener::new(id, back.clone());
     let labels = spec.resource.labels(&spec.cluster);
     let handle = registry.open(spec.key, labels, listener, |listeners, memory| {
         let provider: Arc<dyn CredentialProvider> = match provider_static {

@@ -9,7 +9,8 @@ use napi::{Error, Result};
 use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
-use super::informer::{JsListener, invalid};
+use super::invalid;
+use super::way_back::JsListener;
 use super::way_back::{WayBack, next_waiter};
 use super::{Crossing, crossing};
 use crate::batch::Batch;

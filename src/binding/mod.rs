@@ -188,6 +188,11 @@ impl ResourceSpec {
 /// any other as a [`NativeBatch`].
 type Crossing = Either<BatchText, NativeBatch>;
 
+/// A JavaScript argument refused, with the message that names what was wrong.
+pub(crate) fn invalid(message: String) -> napi::Error {
+    napi::Error::new(napi::Status::InvalidArg, message)
+}
+
 fn crossing(batch: Batch) -> Crossing {
     if batch.warnings.is_empty() && !batch.done && !batch.events.is_empty() {
         Either::A(BatchText {

@@ -30,10 +30,11 @@ use napi::bindgen_prelude::within_runtime_if_available;
 use napi_derive::napi;
 
 use super::WatchSpec;
-use super::informer::{InformerSpec, JsListener, open};
+use super::informer::{InformerSpec, open};
 use super::informer_handle::NativeInformer;
 use super::snapshot::snapshot_json;
 use super::watch::{self, NativeWatch};
+use super::way_back::JsListener;
 use super::way_back::{Back, WAKE_UP_INTERVAL, WayBack};
 use crate::informer::registry::Registry;
 use crate::metrics::watches::WatchMetrics;

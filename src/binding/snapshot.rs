@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use super::calls::{ClusterConnections, pool_stats};
-use super::informer::JsListener;
+use super::way_back::JsListener;
 use crate::informer::registry::Registry;
 use crate::metrics::memory::WatcherMemory;
 use crate::metrics::series::{Series, series};

@@ -156,3 +156,22 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Nothing panics while holding it; the data stays consistent.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+/// One handle's way back to JavaScript: the registry's function, and its own id.
+pub struct JsListener {
+    handle: u32,
+    way_back: Arc<WayBack>,
+}
+
+impl JsListener {
+    pub(super) fn new(handle: u32, way_back: Arc<WayBack>) -> Self {
+        JsListener { handle, way_back }
+    }
+
+    pub(super) fn send(&self, kind: &str, message: Option<&str>, id: Option<u64>) -> bool {
+        let value = serde_json::json!({
+            "handle": self.handle, "kind": kind, "message": message, "id": id
+        });
+        self.way_back.news(value.to_string())
+    }
+}

@@ -25,9 +25,5 @@ pub mod registry;
 pub mod selector;
 pub mod store;
 
-/// The engine's reader of list pages and watch lines, where the examples and benches that
-/// measure the informer's reading of a line look for it.
-pub use crate::engine::wire;
-
 #[cfg(test)]
 mod proptests;
