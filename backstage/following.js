@@ -80,9 +80,14 @@ class Following {
    * the cache is not served, else its failure, whether it is synced, and a hash of the objects
    * it selects (the text, unparsed).
    */
-  #fingerprint(entry, namespace, selector) {
-    if (!this.#servable(entry).servable) return 'default';
-    const state = entry.informer.state();
+  #fingerprint(
+    entry,
+    namespace,
+    selector,
+    servable = this.#servable(entry).servable,
+    state = entry.informer.state(),
+  ) {
+    if (!servable) return 'default';
     let text = '';
     if (state.synced) {
       try {
@@ -133,12 +138,15 @@ class Following {
     const tag = this.#tag(entry);
     if (tag !== entry.tag) {
       entry.tag = tag;
+      // Read once for every key: what each key's answer is now, as of this one state.
+      const { servable } = this.#servable(entry);
+      const state = entry.informer.state();
       for (const [key, watched] of entry.watched) {
         if (!this.#publisher.watching(key)) {
           entry.watched.delete(key);
           continue;
         }
-        const now = this.#fingerprint(entry, watched.namespace, watched.selector);
+        const now = this.#fingerprint(entry, watched.namespace, watched.selector, servable, state);
         if (now === watched.last) continue;
         watched.last = now;
         // The change's identity: where the cache is (its resourceVersion) and what the answer
