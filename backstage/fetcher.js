@@ -330,7 +330,7 @@ class NativeInformerFetcher {
     const informerNamespace = byId && !namespaced ? undefined : namespace;
     const key = this.#entryKey(identity, resource, informerSelector, informerNamespace);
     const found = this.#pool.entries.get(key);
-    if (found && !found.informer.state().finished) {
+    if (found && !found.state().finished) {
       found.touch();
       return found;
     }
@@ -386,7 +386,7 @@ class NativeInformerFetcher {
    */
   #servable(entry) {
     const verifiedUntil = this.#identities.verifiedUntil(entry.identity);
-    const { aliveAt } = entry.informer.state();
+    const { aliveAt } = entry.state();
     const aliveUntil = aliveAt === null || aliveAt === undefined ? 0 : aliveAt + this.#livenessMs;
     const until = Math.min(verifiedUntil, aliveUntil);
     return { servable: Date.now() < until, until: until > 0 ? until : Infinity };
@@ -396,7 +396,7 @@ class NativeInformerFetcher {
   #answer(params, resource, custom, entry, selector, namespace) {
     const live = () => this.#default.one(params, resource, custom);
     if (!entry) return live();
-    const state = entry.informer.state();
+    const state = entry.state();
     if (state.finished) {
       this.#pool.drop(entry);
       return live();

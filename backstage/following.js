@@ -11,8 +11,9 @@
 //
 // Each informer is compared at most every LIVE_CHECK_MS, and only when its state tag (generation,
 // failure, sync, servable) moved since the last comparison; a comparison hashes the text of what
-// each watched selector selects. A load compares first when the tag moved, so that viewers who
-// loaded before a change still hear of it after a later viewer's load.
+// each watched selector selects. A load compares its own selector first when the tag moved, so
+// that viewers who loaded before a change hear of it before a later viewer of the same selector,
+// whose answer shows it, joins them.
 
 const crypto = require('node:crypto');
 
@@ -50,9 +51,12 @@ class Following {
     const keys = [];
     for (const entry of entries) {
       if (!entry || this.#entries.get(entry.key) !== entry) continue;
-      // Viewers who loaded before a change not yet compared hear of it before this one joins.
-      if (entry.watched.size > 0 && this.#tag(entry) !== entry.tag) this.#check(entry);
       const key = `${entry.key}\0${namespace ?? ''}\0${selector}`;
+      // The viewers of this key who loaded before a change not yet compared hear of it before
+      // this one joins them (whose answer already shows it, and who must not be signalled for
+      // it). Only this key: the others' viewers are not touched by this join, and the check
+      // that the change scheduled compares them.
+      if (entry.watched.has(key) && this.#tag(entry) !== entry.tag) this.#checkKey(entry, key);
       if (!entry.watched.has(key)) {
         entry.watched.set(key, { namespace, selector, last: this.#fingerprint(entry, namespace, selector) });
         entry.tag ??= this.#tag(entry);
@@ -69,8 +73,7 @@ class Following {
     if (entry.watched.size > 0) this.#scheduleCheck(entry, 0);
   }
 
-  #tag(entry) {
-    const state = entry.informer.state();
+  #tag(entry, state = entry.state()) {
     const { servable } = this.#servable(entry);
     return `${state.generation}|${state.error?.statusCode ?? ''}|${state.synced}|${servable}`;
   }
@@ -80,13 +83,7 @@ class Following {
    * the cache is not served, else its failure, whether it is synced, and a hash of the objects
    * it selects (the text, unparsed).
    */
-  #fingerprint(
-    entry,
-    namespace,
-    selector,
-    servable = this.#servable(entry).servable,
-    state = entry.informer.state(),
-  ) {
+  #fingerprint(entry, namespace, selector, servable = this.#servable(entry).servable, state = entry.state()) {
     if (!servable) return 'default';
     let text = '';
     if (state.synced) {
@@ -127,6 +124,23 @@ class Following {
     entry.staleTimer.unref?.();
   }
 
+  /** Signals `key` of `entry` if its answer changed since it was last compared. */
+  #checkKey(entry, key) {
+    if (!this.#publisher.watching(key)) return;
+    this.#compare(entry, key, entry.watched.get(key), this.#servable(entry).servable, entry.state());
+  }
+
+  /** Signals `key` if what its selector selects (`watched`) is not what it was last compared as. */
+  #compare(entry, key, watched, servable, state) {
+    const now = this.#fingerprint(entry, watched.namespace, watched.selector, servable, state);
+    if (now === watched.last) return;
+    watched.last = now;
+    // The change's identity: where the cache is (its resourceVersion) and what the answer
+    // became (a hash of content, not of this process's keys), alike on every replica that has
+    // seen the same events; the resourceVersion tells apart a change back to an earlier state.
+    this.#publisher.changed(key, { change: `${entry.informer.resourceVersion ?? ''}|${now}` });
+  }
+
   /** Signals every watch key of `entry` whose answer changed; forgets the keys nobody watches. */
   #check(entry) {
     if (this.#entries.get(entry.key) !== entry) return;
@@ -134,25 +148,19 @@ class Following {
     entry.checkTimer = null;
     entry.checkedAt = this.#now();
     // Read before the answers, so a change while they are compared arms no stale notice.
-    const { generation } = entry.informer.state();
-    const tag = this.#tag(entry);
+    const fresh = entry.informer.state();
+    const { generation } = fresh;
+    const tag = this.#tag(entry, fresh);
     if (tag !== entry.tag) {
       entry.tag = tag;
       // Read once for every key: what each key's answer is now, as of this one state.
       const { servable } = this.#servable(entry);
-      const state = entry.informer.state();
       for (const [key, watched] of entry.watched) {
         if (!this.#publisher.watching(key)) {
           entry.watched.delete(key);
           continue;
         }
-        const now = this.#fingerprint(entry, watched.namespace, watched.selector, servable, state);
-        if (now === watched.last) continue;
-        watched.last = now;
-        // The change's identity: where the cache is (its resourceVersion) and what the answer
-        // became (a hash of content, not of this process's keys), alike on every replica that
-        // has seen the same events; the resourceVersion tells apart a change back to an earlier state.
-        this.#publisher.changed(key, { change: `${entry.informer.resourceVersion ?? ''}|${now}` });
+        this.#compare(entry, key, watched, servable, fresh);
       }
     }
     if (entry.watched.size === 0) {

@@ -22,8 +22,30 @@ const COUNT_REUSE_MS = 100;
 /** At most one warning per bound this often. */
 const WARN_EVERY_MS = 60_000;
 
+/**
+ * The event loop's turn, as far as the informers' states go: bumped by a microtask queued at the
+ * first read of a turn. A load reads each of its informers' state several times in one
+ * synchronous stretch (is it ended, settled, alive, servable, what is its tag), each read a
+ * native call; within a turn they share one read.
+ */
+let turn = 0;
+let bumping = false;
+function currentTurn() {
+  if (!bumping) {
+    bumping = true;
+    queueMicrotask(() => {
+      turn += 1;
+      bumping = false;
+    });
+  }
+  return turn;
+}
+
 /** One informer of the fetcher's, with what the answers and the live tab keep of it. */
 class Entry {
+  #state = null;
+  #stateTurn = -1;
+
   constructor(key, identity, informer, description, { owner, fromBody }) {
     this.key = key;
     this.identity = identity;
@@ -56,9 +78,21 @@ class Entry {
     this.identity.lastUsed = this.lastUsed;
   }
 
+  /**
+   * The informer's state, read once per turn of the event loop (see currentTurn): what a load
+   * reads of it several times. Whoever must see a change it is told of reads the informer's own.
+   */
+  state() {
+    const now = currentTurn();
+    if (this.#stateTurn !== now) {
+      this.#stateTurn = now;
+      this.#state = this.informer.state();
+    }
+    return this.#state;
+  }
+
   /** Synced, failing or ended: an answer (from the cache, or live) can be given now. */
-  settled() {
-    const state = this.informer.state();
+  settled(state = this.state()) {
     return state.synced || state.error !== null || state.finished;
   }
 
@@ -80,7 +114,7 @@ class Entry {
       };
       const timer = setTimeout(done, ms);
       stop = this.informer.onStateChange(() => {
-        if (this.settled()) done();
+        if (this.settled(this.informer.state())) done();
       });
     });
   }
