@@ -99,8 +99,12 @@ test(
       );
       assert.deepEqual(await b.registry.claim(E1), { rows: [], waitMs: null }, 'one signal per load');
       await b.registry.loaded(ALICE, E1, ['sim'], LATER()); // her tab reloads, through B
+      // A sees the change late, after her reload: B answered it, and only B knows whether its
+      // answer showed the change; A does not signal her again.
+      assert.deepEqual(await a.registry.claim(E1), { rows: [], waitMs: null }, 'not A’s to claim');
+      // B had not seen it yet (its answer was the old one): B claims her when it does.
       assert.deepEqual(
-        (await a.registry.claim(E1)).rows.map((row) => row.userEntityRef),
+        (await b.registry.claim(E1)).rows.map((row) => row.userEntityRef),
         [ALICE],
       );
     });

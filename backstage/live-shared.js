@@ -154,18 +154,24 @@ function createSharedSignals({
    * Viewers behind the entity's gate (another replica claimed within the interval) are claimed
    * when it opens, with the changes seen meanwhile.
    */
-  async function claimAndSignal(entityRef, changes) {
+  async function claimAndSignal(entityRef, changes, before = []) {
     let rows;
     let waitMs;
     try {
-      // A load answered here before this change, whose row is still on its way, is claimed too.
-      await writesOf(entityRef);
+      // A load answered here before these changes were seen, whose row is still on its way, is
+      // claimed too.
+      await Promise.all(before);
       ({ rows, waitMs } = await registry.claim(entityRef, { minIntervalMs }));
     } catch {
       return; // counted and logged by the registry; the viewers stay armed for the next change
     }
     if (waitMs !== null && !closed) {
-      const state = entities.get(entityRef) ?? { lastSentAt: -Infinity, changes: new Set(), cancel: null };
+      const state = entities.get(entityRef) ?? {
+        lastSentAt: -Infinity,
+        changes: new Set(),
+        before: [],
+        cancel: null,
+      };
       entities.set(entityRef, state);
       for (const change of changes) state.changes.add(change);
       state.cancel ??= setTimer(() => flush(entityRef), waitMs);
@@ -193,11 +199,12 @@ function createSharedSignals({
   function flush(entityRef) {
     const state = entities.get(entityRef);
     if (!state) return;
-    const changes = state.changes;
+    const { changes, before } = state;
     state.cancel = null;
     state.changes = new Set();
+    state.before = [];
     state.lastSentAt = now();
-    void claimAndSignal(entityRef, changes);
+    void claimAndSignal(entityRef, changes, before);
   }
 
   return {
@@ -206,9 +213,14 @@ function createSharedSignals({
       if (closed) return;
       let state = entities.get(entityRef);
       if (!state && entities.size >= PRUNE_AT) prune();
-      if (!state)
-        entities.set(entityRef, (state = { lastSentAt: -Infinity, changes: new Set(), cancel: null }));
+      if (!state) {
+        state = { lastSentAt: -Infinity, changes: new Set(), before: [], cancel: null };
+        entities.set(entityRef, state);
+      }
       state.changes.add(change ?? `${now()}`);
+      // The loads answered here before this change was seen, whose rows are still on their way:
+      // the claim waits for them. Not the ones answered after it (their answers show it).
+      state.before.push(writesOf(entityRef));
       if (state.cancel) return; // a trailing claim is due and carries this change
       const wait = state.lastSentAt + minIntervalMs - now();
       if (wait <= 0) flush(entityRef);

@@ -29,6 +29,11 @@ const ENTITIES = 'kube_watch_live_entities';
 
 /** The database's clock in ms, one reading per statement: the gate's, alike for every replica. */
 const DB_NOW = '(extract(epoch from statement_timestamp()) * 1000)::bigint';
+/**
+ * How long after a claim of an entity the loads answered since on another replica are left to
+ * that replica (at least; 4 × minInterval when longer): see claim().
+ */
+const OWN_LOADS_MS = 1000;
 
 /** Entities' gates unused this long are dropped. */
 const GATE_KEPT_MS = 3_600_000;
@@ -93,6 +98,8 @@ function createViewerRegistry({
       await tx.raw(
         `CREATE TABLE IF NOT EXISTS ${ENTITIES} (entity_ref text PRIMARY KEY, claimed_at bigint NOT NULL)`,
       );
+      // When the row's latest load was recorded, on the database's clock (see claim()).
+      await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS loaded_at bigint NOT NULL DEFAULT 0`);
     });
   }
 
@@ -166,10 +173,12 @@ function createViewerRegistry({
     loaded(userEntityRef, entityRef, clusters, expiresAt) {
       return knex
         .raw(
-          `INSERT INTO ${VIEWERS} AS v (entity_ref, user_ref, replica, clusters, load_seq, signalled_seq, expires_at)
-           VALUES (?, ?, ?, ?, 1, 0, ?)
+          `INSERT INTO ${VIEWERS} AS v
+             (entity_ref, user_ref, replica, clusters, load_seq, signalled_seq, expires_at, loaded_at)
+           VALUES (?, ?, ?, ?, 1, 0, ?, ${DB_NOW})
            ON CONFLICT (entity_ref, user_ref) DO UPDATE SET replica = excluded.replica,
-             clusters = excluded.clusters, load_seq = v.load_seq + 1, expires_at = excluded.expires_at`,
+             clusters = excluded.clusters, load_seq = v.load_seq + 1, expires_at = excluded.expires_at,
+             loaded_at = excluded.loaded_at`,
           [entityRef, userEntityRef, replica, JSON.stringify(clusters), expiresAt],
         )
         .then(() => undefined, failed('record a load'));
@@ -185,11 +194,21 @@ function createViewerRegistry({
     async claim(entityRef, { minIntervalMs = 0 } = {}) {
       counts.claims++;
       const t = now();
+      // A load recorded on another replica since the entity's last claim, while that claim is
+      // recent, is that replica's to claim: it was answered after a change was signalled, and
+      // only the replica that answered it knows whether its answer showed the change (then
+      // that replica claims nothing, its answer is current) or not (it had not seen the change
+      // yet, and claims it when it does). A replica that merely saw the change late must not
+      // signal it again. Past the window, any replica claims it, as any other.
+      const ownLoadsMs = Math.max(OWN_LOADS_MS, 4 * minIntervalMs);
+      const claimable = `AND (v.replica = ? OR NOT EXISTS (
+               SELECT 1 FROM ${ENTITIES} g WHERE g.entity_ref = v.entity_ref
+                 AND g.claimed_at >= ${DB_NOW} - ? AND v.loaded_at > g.claimed_at))`;
       const result = await knex
         .raw(
           `WITH armed AS (
-             SELECT 1 FROM ${VIEWERS}
-             WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ? LIMIT 1
+             SELECT 1 FROM ${VIEWERS} v
+             WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ? ${claimable} LIMIT 1
            ), gate AS (
              INSERT INTO ${ENTITIES} AS e (entity_ref, claimed_at)
              SELECT ?, ${DB_NOW} WHERE EXISTS (SELECT 1 FROM armed)
@@ -197,8 +216,8 @@ function createViewerRegistry({
                WHERE e.claimed_at <= excluded.claimed_at - ?
              RETURNING claimed_at
            ), claimed AS (
-             UPDATE ${VIEWERS} SET signalled_seq = load_seq
-             WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ?
+             UPDATE ${VIEWERS} v SET signalled_seq = load_seq
+             WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ? ${claimable}
                AND EXISTS (SELECT 1 FROM gate)
              RETURNING user_ref, entity_ref, clusters
            )
@@ -207,7 +226,12 @@ function createViewerRegistry({
            SELECT NULL, NULL, NULL,
              COALESCE((SELECT claimed_at FROM ${ENTITIES} WHERE entity_ref = ?) + ? - ${DB_NOW}, 0)
            WHERE EXISTS (SELECT 1 FROM armed) AND NOT EXISTS (SELECT 1 FROM gate)`,
-          [entityRef, t, entityRef, minIntervalMs, entityRef, t, entityRef, minIntervalMs],
+          [
+            ...[entityRef, t, replica, ownLoadsMs],
+            ...[entityRef, minIntervalMs],
+            ...[entityRef, t, replica, ownLoadsMs],
+            ...[entityRef, minIntervalMs],
+          ],
         )
         .catch(failed('claim viewers'));
       const all = result.rows ?? result;
