@@ -47,8 +47,8 @@ const claimId = (changes) => `${changeId(changes)}.${crypto.randomBytes(6).toStr
  * @param {number} options.minIntervalMs
  * @param {() => number} options.now
  * @param {(fn: () => void, ms: number) => () => void} options.setTimer
- * @param {(entityRef: string) => Promise<unknown>} [options.writesOf] this replica's writes of the
- *   entity's loads still on their way: a claim waits for them
+ * @param {(entityRef: string) => Promise<unknown>[]} [options.writesOf] this replica's writes of
+ *   the entity's loads still on their way: a claim waits for them
  */
 function createSharedSignals({
   registry,
@@ -58,7 +58,7 @@ function createSharedSignals({
   minIntervalMs,
   now,
   setTimer,
-  writesOf = async () => {},
+  writesOf = () => [],
 }) {
   /** entityRef → { lastSentAt, changes: Set<string>, cancel } */
   const entities = new Map();
@@ -159,8 +159,9 @@ function createSharedSignals({
     let waitMs;
     try {
       // A load answered here before these changes were seen, whose row is still on its way, is
-      // claimed too.
-      await Promise.all(before);
+      // claimed too. With none on its way the claim leaves at once, ahead of the row of a load
+      // answered right after (whose answer shows the change: it must not be claimed by it).
+      if (before.length > 0) await Promise.all(before);
       ({ rows, waitMs } = await registry.claim(entityRef, { minIntervalMs }));
     } catch {
       return; // counted and logged by the registry; the viewers stay armed for the next change
@@ -220,7 +221,7 @@ function createSharedSignals({
       state.changes.add(change ?? `${now()}`);
       // The loads answered here before this change was seen, whose rows are still on their way:
       // the claim waits for them. Not the ones answered after it (their answers show it).
-      state.before.push(writesOf(entityRef));
+      state.before.push(...writesOf(entityRef));
       if (state.cancel) return; // a trailing claim is due and carries this change
       const wait = state.lastSentAt + minIntervalMs - now();
       if (wait <= 0) flush(entityRef);

@@ -134,8 +134,7 @@ function createLivePublisher({
     const done = write.catch(() => {}).finally(() => writes.delete(done));
     writes.set(done, entityRef);
   }
-  const writesOf = (entityRef) =>
-    Promise.all([...writes].filter(([, of]) => of === entityRef).map(([done]) => done));
+  const writesOf = (entityRef) => [...writes].filter(([, of]) => of === entityRef).map(([done]) => done);
   const shared =
     registry &&
     share &&

@@ -239,11 +239,12 @@ function createViewerRegistry({
       const rows = rowsOf(all.filter((row) => row.user_ref !== null));
       counts.claimed += rows.length;
       if (!gated) return { rows, waitMs: null };
-      counts.gated++;
-      // A gate read before a concurrent claim closed it may look open already: try again a
-      // whole interval later.
+      // A gate that looked open to this statement but was closed by a claim running beside it:
+      // that claim took the viewers this one saw armed. Nothing waits.
       const left = Number(gated.wait_ms);
-      return { rows, waitMs: left > 0 ? left : Math.max(minIntervalMs, 1) };
+      if (!(left > 0)) return { rows, waitMs: null };
+      counts.gated++;
+      return { rows, waitMs: left };
     },
 
     /** A viewer was refused what its answer shows: no replica signals it again. */
