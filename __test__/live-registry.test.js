@@ -136,6 +136,34 @@ test(
       },
     );
 
+    await t.test(
+      "a claim again at the gate's end takes only the loads recorded by the first attempt",
+      async () => {
+        const E5 = 'component:default/five';
+        await a.registry.loaded(ALICE, E5, ['sim'], LATER());
+        assert.equal((await a.registry.claim(E5, { minIntervalMs: 400 })).rows.length, 1);
+        // Bob's load was answered on B before B saw the change: B's claim waits behind A's gate.
+        await b.registry.loaded(BOB, E5, ['sim'], LATER());
+        const behind = await b.registry.claim(E5, { minIntervalMs: 400 });
+        assert.ok(behind.waitMs > 0 && Number.isFinite(behind.armedAt), JSON.stringify(behind));
+        // Carol's load, answered on B after B saw the change, shows it: not to be signalled.
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        await b.registry.loaded(CAROL, E5, ['sim'], LATER());
+        await new Promise((resolve) => setTimeout(resolve, behind.waitMs + 20));
+        const opened = await b.registry.claim(E5, { minIntervalMs: 400, loadedBy: behind.armedAt });
+        assert.deepEqual(
+          opened.rows.map((row) => row.userEntityRef),
+          [BOB],
+        );
+        // Carol stays armed, for the next change.
+        await new Promise((resolve) => setTimeout(resolve, 420));
+        assert.deepEqual(
+          (await b.registry.claim(E5, { minIntervalMs: 400 })).rows.map((row) => row.userEntityRef),
+          [CAROL],
+        );
+      },
+    );
+
     await t.test('an expired or forgotten viewer is never claimed', async () => {
       await a.registry.loaded(ALICE, E2, ['sim'], Date.now() - 1);
       await a.registry.loaded(BOB, E2, ['sim'], LATER());

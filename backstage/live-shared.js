@@ -154,28 +154,29 @@ function createSharedSignals({
    * Viewers behind the entity's gate (another replica claimed within the interval) are claimed
    * when it opens, with the changes seen meanwhile.
    */
-  async function claimAndSignal(entityRef, changes, before = []) {
+  async function claimAndSignal(entityRef, changes, before = [], loadedBy = null) {
     let rows;
     let waitMs;
+    let armedAt;
     try {
       // A load answered here before these changes were seen, whose row is still on its way, is
       // claimed too. With none on its way the claim leaves at once, ahead of the row of a load
       // answered right after (whose answer shows the change: it must not be claimed by it).
       if (before.length > 0) await Promise.all(before);
-      ({ rows, waitMs } = await registry.claim(entityRef, { minIntervalMs }));
+      ({ rows, waitMs, armedAt } = await registry.claim(entityRef, { minIntervalMs, loadedBy }));
     } catch {
       return; // counted and logged by the registry; the viewers stay armed for the next change
     }
     if (waitMs !== null && !closed) {
-      const state = entities.get(entityRef) ?? {
-        lastSentAt: -Infinity,
-        changes: new Set(),
-        before: [],
-        cancel: null,
-      };
+      const state = entities.get(entityRef) ?? newState();
       entities.set(entityRef, state);
       for (const change of changes) state.changes.add(change);
-      state.cancel ??= setTimer(() => flush(entityRef), waitMs);
+      // At the gate's end, only the loads recorded by now: one answered here since saw these
+      // changes. Unless a change seen since is already due (it claims every armed load).
+      if (!state.cancel) {
+        state.loadedBy = armedAt;
+        state.cancel = setTimer(() => flush(entityRef), waitMs);
+      }
     }
     const id = claimId(changes);
     const groups = new Map();
@@ -189,6 +190,14 @@ function createSharedSignals({
     return rows.length;
   }
 
+  /**
+   * An entity's coalescing state: when it last claimed, the changes and the loads' writes a
+   * claim due is to wait for, that claim's timer, and the bound of a claim at a gate's end.
+   */
+  function newState() {
+    return { lastSentAt: -Infinity, changes: new Set(), before: [], cancel: null, loadedBy: null };
+  }
+
   /** Forgets the coalescing state of entities past their interval: a new change of one signals at once anyway. */
   function prune() {
     const t = now();
@@ -200,12 +209,13 @@ function createSharedSignals({
   function flush(entityRef) {
     const state = entities.get(entityRef);
     if (!state) return;
-    const { changes, before } = state;
+    const { changes, before, loadedBy } = state;
     state.cancel = null;
     state.changes = new Set();
     state.before = [];
+    state.loadedBy = null;
     state.lastSentAt = now();
-    void claimAndSignal(entityRef, changes, before);
+    void claimAndSignal(entityRef, changes, before, loadedBy);
   }
 
   return {
@@ -215,10 +225,11 @@ function createSharedSignals({
       let state = entities.get(entityRef);
       if (!state && entities.size >= PRUNE_AT) prune();
       if (!state) {
-        state = { lastSentAt: -Infinity, changes: new Set(), before: [], cancel: null };
+        state = newState();
         entities.set(entityRef, state);
       }
       state.changes.add(change ?? `${now()}`);
+      state.loadedBy = null; // the loads answered here before this change must be claimed too
       // The loads answered here before this change was seen, whose rows are still on their way:
       // the claim waits for them. Not the ones answered after it (their answers show it).
       state.before.push(...writesOf(entityRef));

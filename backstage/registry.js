@@ -189,9 +189,12 @@ function createViewerRegistry({
      * this replica is to signal now, and `waitMs`, when viewers wait behind a gate another claim
      * closed less than `minIntervalMs` ago: claim again then (else null). One statement: the
      * gate is an upsert whose row lock orders concurrent claims, and it closes only when there
-     * are viewers to claim.
+     * are viewers to claim. A gated answer also carries `armedAt`, the database's time of the
+     * statement: a claim again at the gate's end passes it as `loadedBy`, so that it takes only
+     * the loads recorded by then (a load this replica answered since saw the change it claims
+     * for; claiming it would signal that tab twice).
      */
-    async claim(entityRef, { minIntervalMs = 0 } = {}) {
+    async claim(entityRef, { minIntervalMs = 0, loadedBy = null } = {}) {
       counts.claims++;
       const t = now();
       // A load recorded on another replica since the entity's last claim, while that claim is
@@ -201,9 +204,11 @@ function createViewerRegistry({
       // yet, and claims it when it does). A replica that merely saw the change late must not
       // signal it again. Past the window, any replica claims it, as any other.
       const ownLoadsMs = Math.max(OWN_LOADS_MS, 4 * minIntervalMs);
+      const bound = loadedBy === null ? '' : 'AND COALESCE(v.loaded_at, 0) <= ?';
       const claimable = `AND (v.replica = ? OR NOT EXISTS (
                SELECT 1 FROM ${ENTITIES} g WHERE g.entity_ref = v.entity_ref
-                 AND g.claimed_at >= ${DB_NOW} - ? AND v.loaded_at > g.claimed_at))`;
+                 AND g.claimed_at >= ${DB_NOW} - ? AND v.loaded_at > g.claimed_at)) ${bound}`;
+      const claimableArgs = [replica, ownLoadsMs, ...(loadedBy === null ? [] : [loadedBy])];
       const result = await knex
         .raw(
           `WITH armed AS (
@@ -221,15 +226,17 @@ function createViewerRegistry({
                AND EXISTS (SELECT 1 FROM gate)
              RETURNING user_ref, entity_ref, clusters
            )
-           SELECT user_ref, entity_ref, clusters, NULL::bigint AS wait_ms FROM claimed
+           SELECT user_ref, entity_ref, clusters, NULL::bigint AS wait_ms, NULL::bigint AS armed_at
+           FROM claimed
            UNION ALL
            SELECT NULL, NULL, NULL,
-             COALESCE((SELECT claimed_at FROM ${ENTITIES} WHERE entity_ref = ?) + ? - ${DB_NOW}, 0)
+             COALESCE((SELECT claimed_at FROM ${ENTITIES} WHERE entity_ref = ?) + ? - ${DB_NOW}, 0),
+             ${DB_NOW}
            WHERE EXISTS (SELECT 1 FROM armed) AND NOT EXISTS (SELECT 1 FROM gate)`,
           [
-            ...[entityRef, t, replica, ownLoadsMs],
+            ...[entityRef, t, ...claimableArgs],
             ...[entityRef, minIntervalMs],
-            ...[entityRef, t, replica, ownLoadsMs],
+            ...[entityRef, t, ...claimableArgs],
             ...[entityRef, minIntervalMs],
           ],
         )
@@ -244,7 +251,7 @@ function createViewerRegistry({
       const left = Number(gated.wait_ms);
       if (!(left > 0)) return { rows, waitMs: null };
       counts.gated++;
-      return { rows, waitMs: left };
+      return { rows, waitMs: left, armedAt: Number(gated.armed_at) };
     },
 
     /** A viewer was refused what its answer shows: no replica signals it again. */
