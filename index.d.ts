@@ -365,6 +365,12 @@ export interface KubernetesInformer extends AsyncIterable<KubernetesInformerEven
   armChangeNotice(generation: number): boolean;
   /** The JSON array text `list(options)` parses: for a reader that only compares answers. */
   listText(options?: { namespace?: string; labelSelector?: string }): string;
+  /**
+   * A SHA-256, in hex, of the objects `listText(options)` would join, taken natively without
+   * making that text: equal for equal answers, different when a selected object changed, came
+   * or went. For a reader that only compares answers.
+   */
+  fingerprint(options?: { namespace?: string; labelSelector?: string }): string;
   /** Ends this handle's consumers normally; the last handle stops the list-watch. */
   close(): void;
 }

@@ -14,7 +14,7 @@ function scriptedEntry() {
   let generation = 1;
   const informer = {
     state: () => ({ generation, synced: true, error: null }),
-    listText: ({ labelSelector }) => texts.get(labelSelector) ?? '[]',
+    fingerprint: ({ labelSelector }) => texts.get(labelSelector) ?? '[]',
     onStateChange: () => () => {},
     armChangeNotice: () => true, // armed: the check waits for a notice the test never sends
     resourceVersion: '7',

@@ -10,12 +10,10 @@
 // next load is the default fetcher's, which the frontend polls, so the viewer is told once.
 //
 // Each informer is compared at most every LIVE_CHECK_MS, and only when its state tag (generation,
-// failure, sync, servable) moved since the last comparison; a comparison hashes the text of what
-// each watched selector selects. A load compares its own selector first when the tag moved, so
-// that viewers who loaded before a change hear of it before a later viewer of the same selector,
-// whose answer shows it, joins them.
-
-const crypto = require('node:crypto');
+// failure, sync, servable) moved since the last comparison; a comparison takes the native cache's
+// fingerprint of what each watched selector selects (no text made, nothing parsed). A load
+// compares its own selector first when the tag moved, so that viewers who loaded before a change
+// hear of it before a later viewer of the same selector, whose answer shows it, joins them.
 
 /**
  * An informer with live viewers is looked at again at most this often: a busy type's changes
@@ -80,20 +78,19 @@ class Following {
 
   /**
    * What a viewer's answer from `entry` is now, as a short string: the default fetcher's while
-   * the cache is not served, else its failure, whether it is synced, and a hash of the objects
-   * it selects (the text, unparsed).
+   * the cache is not served, else its failure, whether it is synced, and the native cache's
+   * fingerprint of the objects it selects.
    */
   #fingerprint(entry, namespace, selector, servable = this.#servable(entry).servable, state = entry.state()) {
     if (!servable) return 'default';
-    let text = '';
+    let digest = '';
     if (state.synced) {
       try {
-        text = entry.informer.listText({ namespace, labelSelector: selector });
+        digest = entry.informer.fingerprint({ namespace, labelSelector: selector });
       } catch {
         // A selector the native cache refuses: its answer is the default's, which never changes here.
       }
     }
-    const digest = crypto.createHash('sha256').update(text).digest('base64url');
     return `${state.error?.statusCode ?? ''}|${state.synced}|${digest}`;
   }
 

@@ -20,6 +20,8 @@ const {
 } = require('./spec');
 
 const INITIAL_LISTS = new Set(['auto', 'paginated', 'streaming']);
+/** The fingerprint of an answer that selects nothing (the SHA-256 of no bytes). */
+const EMPTY_FINGERPRINT = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 /** The informer options on top of what the watch spec already checked. */
 function informerOptions(options) {
@@ -243,13 +245,26 @@ class KubernetesInformer {
    * reader that only compares answers.
    */
   listText(options = {}) {
+    return this.#read('listText', 'list', '[]', options);
+  }
+
+  /**
+   * A SHA-256 (hex) of the text `listText(options)` would return, taken natively without making
+   * that text: for a reader that only compares answers.
+   */
+  fingerprint(options = {}) {
+    return this.#read('fingerprint', 'fingerprint', EMPTY_FINGERPRINT, options);
+  }
+
+  /** `method(options)` of the native cache (`native`), or `closed` when there is none. */
+  #read(method, native, closed, options) {
     if (options === null || typeof options !== 'object')
-      throw fail('listText() options', 'an object', options);
-    const namespace = optionalString(options.namespace, 'listText() options.namespace');
-    const labelSelector = optionalString(options.labelSelector, 'listText() options.labelSelector');
-    if (!this.#native) return '[]';
+      throw fail(`${method}() options`, 'an object', options);
+    const namespace = optionalString(options.namespace, `${method}() options.namespace`);
+    const labelSelector = optionalString(options.labelSelector, `${method}() options.labelSelector`);
+    if (!this.#native) return closed;
     try {
-      return this.#native.list(namespace, labelSelector);
+      return this.#native[native](namespace, labelSelector);
     } catch (err) {
       throw new TypeError(err.message);
     }

@@ -108,17 +108,29 @@ impl NativeInformer {
         namespace: Option<String>,
         label_selector: Option<String>,
     ) -> Result<String> {
-        let selector = Selector::parse(label_selector.as_deref().unwrap_or("")).map_err(|err| {
-            invalid(format!(
-                "kube-watch-native: list() labelSelector is not valid: {err}"
-            ))
-        })?;
+        let selector = selector_of(label_selector, "list()")?;
         let text = self
             .handle
             .reflector()
             .cache()
             .list(namespace.as_deref(), &selector);
         String::from_utf8(text).map_err(|err| Error::from_reason(err.to_string()))
+    }
+
+    /// A SHA-256, in hex, of the text `list` would return for the same arguments, taken
+    /// without making it: for a reader that only compares answers.
+    #[napi]
+    pub fn fingerprint(
+        &self,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Result<String> {
+        let selector = selector_of(label_selector, "fingerprint()")?;
+        Ok(self
+            .handle
+            .reflector()
+            .cache()
+            .fingerprint(namespace.as_deref(), &selector))
     }
 
     /// Objects cached.
@@ -255,4 +267,13 @@ impl NativeInformerConsumer {
         self.cancel.cancel();
         self.cursor.close();
     }
+}
+
+/// The label selector `method` was given (none selects everything).
+fn selector_of(label_selector: Option<String>, method: &str) -> Result<Selector> {
+    Selector::parse(label_selector.as_deref().unwrap_or("")).map_err(|err| {
+        invalid(format!(
+            "kube-watch-native: {method} labelSelector is not valid: {err}"
+        ))
+    })
 }

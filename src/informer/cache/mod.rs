@@ -197,6 +197,13 @@ impl Cache {
         self.read().list_json(namespace, selector)
     }
 
+    /// The SHA-256 of the texts [`Cache::list`] would join (see [`Store::fingerprint`]), in
+    /// hex.
+    pub fn fingerprint(&self, namespace: Option<&str>, selector: &Selector) -> String {
+        let digest = self.read().fingerprint(namespace, selector);
+        digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
     /// Objects cached.
     pub fn len(&self) -> usize {
         self.read().len()

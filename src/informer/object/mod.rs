@@ -256,6 +256,15 @@ impl Object {
         format!("{{\"metadata\":{{{}}}}}", inner.join(","))
     }
 
+    /// Feeds what tells this object's text from another to `digest`, without unpacking it:
+    /// its length, whether it is packed, and its stored bytes (an LZ4 block is made alike of
+    /// equal texts, and `packed` decides alike for them).
+    pub fn digest_text(&self, digest: &mut ring::digest::Context) {
+        digest.update(&(self.text_len() as u64).to_le_bytes());
+        digest.update(&(self.word(PACKED) as u64).to_le_bytes());
+        digest.update(self.part(0, self.stored_text_bytes()));
+    }
+
     /// Bytes of the JSON text.
     pub fn text_len(&self) -> usize {
         self.word(0)

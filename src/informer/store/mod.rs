@@ -150,9 +150,13 @@ impl Store {
         self.objects.iter()
     }
 
-    /// The JSON array text of the objects in `namespace` (every namespace when `None`) that
-    /// `selector` selects, in key order.
-    pub fn list_json(&self, namespace: Option<&str>, selector: &Selector) -> Vec<u8> {
+    /// The objects in `namespace` (every namespace when `None`) that `selector` selects, in
+    /// key order.
+    fn selected<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        selector: &'a Selector,
+    ) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
         let objects: Box<dyn Iterator<Item = &Object>> = match namespace {
             // The keys of one namespace are one contiguous range.
             Some(ns) => Box::new(
@@ -162,14 +166,33 @@ impl Store {
             ),
             None => Box::new(self.objects.iter()),
         };
+        Box::new(objects.filter(move |o| o.selected_by(selector)))
+    }
+
+    /// The JSON array text of the objects in `namespace` (every namespace when `None`) that
+    /// `selector` selects, in key order.
+    pub fn list_json(&self, namespace: Option<&str>, selector: &Selector) -> Vec<u8> {
         let mut out = vec![b'['];
-        for object in objects.filter(|o| o.selected_by(selector)) {
+        for object in self.selected(namespace, selector) {
             if out.len() > 1 {
                 out.push(b',');
             }
             object.write_text(&mut out);
         }
         out.push(b']');
+        out
+    }
+
+    /// A SHA-256 of the texts [`Store::list_json`] would join, taken without joining or
+    /// unpacking them: equal for equal answers (of caches that pack alike), different when a
+    /// selected object changed, came or went. For a reader that only compares answers.
+    pub fn fingerprint(&self, namespace: Option<&str>, selector: &Selector) -> [u8; 32] {
+        let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+        for object in self.selected(namespace, selector) {
+            object.digest_text(&mut digest);
+        }
+        let mut out = [0; 32];
+        out.copy_from_slice(digest.finish().as_ref());
         out
     }
 

@@ -253,3 +253,46 @@ fn a_store_of_packed_objects_counts_and_lists_them_as_their_json() {
     );
     assert_eq!(store.footprint().text_bytes, footprint.text_bytes);
 }
+
+#[test]
+fn a_fingerprint_follows_the_selected_texts_without_unpacking_them() {
+    let all = Selector::default();
+    let a = Selector::parse("app=a").unwrap();
+    let fill = |objects: Vec<Object>| {
+        let mut store = Store::new();
+        for object in objects {
+            store.apply(ChangeKind::Added, object);
+        }
+        store
+    };
+    let packed = |object: Object| object.pack_if(true);
+    let mut store = fill(vec![packed(bulky("a", "1")), object("ns", "b", "ub", "1")]);
+    // Equal answers, whichever order the objects came in.
+    let other = fill(vec![object("ns", "b", "ub", "1"), packed(bulky("a", "1"))]);
+    assert_eq!(store.fingerprint(None, &all), other.fingerprint(None, &all));
+    let (before_all, before_a) = (store.fingerprint(None, &all), store.fingerprint(None, &a));
+    assert_ne!(before_all, before_a, "the selector chooses what is hashed");
+    assert_eq!(
+        Store::new().fingerprint(None, &a),
+        fill(vec![]).fingerprint(Some("ns"), &all),
+        "nothing selected"
+    );
+    // An object the selector leaves out changes: its answer is the same.
+    store.apply(ChangeKind::Modified, object("ns", "b", "ub", "2"));
+    assert_eq!(store.fingerprint(None, &a), before_a);
+    assert_ne!(store.fingerprint(None, &all), before_all);
+    assert_eq!(
+        store.fingerprint(Some("other"), &all),
+        Store::new().fingerprint(None, &all)
+    );
+    // A selected one changes (packed both times), then goes.
+    store.apply(ChangeKind::Modified, packed(bulky("a", "2")));
+    let changed = store.fingerprint(None, &a);
+    assert_ne!(changed, before_a);
+    store.apply(ChangeKind::Deleted, packed(bulky("a", "2")));
+    assert_ne!(store.fingerprint(None, &a), changed);
+    assert_eq!(
+        store.fingerprint(None, &a),
+        Store::new().fingerprint(None, &a)
+    );
+}
