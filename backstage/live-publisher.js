@@ -1,0 +1,210 @@
+'use strict';
+// The live tab's publisher (./live.js: createLivePublisher, its options and its rules): the
+// viewers this replica answered (./live-viewers.js), the room each user and all of them get, and
+// their signals, sent by this replica alone (./live-local.js) or, when the replicas share the
+// viewers in their database, claimed and sent by whichever replica sees a change
+// (./live-shared.js).
+
+const { createSharedSignals } = require('./live-shared');
+const { LocalSignals } = require('./live-local');
+const { Viewers, idOf, newViewer } = require('./live-viewers');
+const { liveRequestContext } = require('./live-context');
+
+class LivePublisher {
+  /** createLivePublisher's options, each given or its default, and `channelOf`. */
+  #options;
+  #viewers = new Viewers();
+  #counts = { published: 0, failed: 0, lost: 0, evicted: 0, refused: 0, crowded: 0 };
+  #closed = false;
+  /**
+   * The registry's writes of loads not yet done, each with its entity: a load's answer waits for
+   * its own, and a claim of an entity for that entity's (a change seen while a load's write is
+   * on its way must find that load armed, or its answer, older than the change, is never
+   * signalled).
+   */
+  #writes = new Map();
+  /** The signals of the viewers shared by the replicas, when they are (./live-shared.js). */
+  #shared;
+  /** The signals of the viewers this replica follows alone, when they are not (./live-local.js). */
+  #local;
+
+  constructor(options) {
+    this.#options = options;
+    const writesOf = (entityRef) =>
+      [...this.#writes].filter(([, of]) => of === entityRef).map(([done]) => done);
+    this.#shared = options.registry && options.share && createSharedSignals({ ...options, writesOf });
+    this.#local = this.#shared ? null : new LocalSignals(this.#viewers, options, this.#counts);
+  }
+
+  /**
+   * A user's load was answered from these watch keys of the cluster the user knows as
+   * `cluster` (the fetcher calls it once per cluster it answered, so keys add up); arms the
+   * viewer for one signal and refreshes its TTL. Returns whether the viewer is followed.
+   * @param {string} userEntityRef
+   * @param {string} entityRef
+   * @param {string[]} watchKeys
+   * @param {{ cluster?: string }} [answered]
+   */
+  viewed(userEntityRef, entityRef, watchKeys, { cluster = '' } = {}) {
+    if (this.#closed) return false;
+    if (typeof userEntityRef !== 'string' || typeof entityRef !== 'string' || !Array.isArray(watchKeys)) {
+      throw new TypeError('viewed(userEntityRef: string, entityRef: string, watchKeys: string[])');
+    }
+    if (this.#crowded()) return false;
+    const t = this.#options.now();
+    const id = idOf(userEntityRef, entityRef);
+    let viewer = this.#viewers.get(id);
+    if (!viewer) {
+      if (!this.#room(userEntityRef, t)) return false;
+      viewer = newViewer(userEntityRef, entityRef);
+    }
+    viewer.expiresAt = t + this.#options.viewerTtlMs;
+    viewer.armed = true;
+    this.#viewers.loaded(id, viewer, watchKeys, cluster);
+    this.#viewers.sweep(t);
+    if (!this.#viewers.has(id)) return false;
+    if (this.#shared) this.#share(viewer);
+    return true;
+  }
+
+  /** Resolves when the shared registry holds every load registered so far (at once without one). */
+  async settled() {
+    await Promise.all(this.#writes.keys());
+  }
+
+  /** Viewers of a replica that is gone, claimed here: each must load again. */
+  orphaned(rows) {
+    this.#shared?.pollNow(rows, 'replica gone');
+  }
+
+  /**
+   * Something under this watch key changed (an object the key's selector selects, before or
+   * after the change, the informer's failure, or whether its cache is served): signal each
+   * viewer that depends on it and was answered since its last signal, the first at once
+   * after a quiet spell, then at most one per `minIntervalMs`.
+   * @param {string} watchKey
+   * @param {{ change?: string }} [what] what the key's answer became (a content fingerprint the
+   *   same on every replica), so that the signal carries the change's identity
+   */
+  changed(watchKey, { change } = {}) {
+    if (this.#closed) return;
+    const t = this.#options.now();
+    this.#viewers.sweep(t);
+    const ids = this.#viewers.ofKey(watchKey);
+    if (!ids) return;
+    if (this.#shared) {
+      // Armed or not here: the registry knows which loads, on any replica, wait for a signal.
+      const entities = new Set([...ids].map((id) => this.#viewers.get(id).entityRef));
+      for (const entityRef of entities) this.#shared.entityChanged(entityRef, change);
+      return;
+    }
+    this.#local.changed(ids, watchKey, t, change);
+  }
+
+  /** Stops following a (user, entity) pair: its user was refused what its answer shows. */
+  forget(userEntityRef, entityRef) {
+    this.#viewers.forget(idOf(userEntityRef, entityRef));
+    if (this.#shared) this.#track(this.#options.registry.forget(userEntityRef, entityRef));
+  }
+
+  /** Whether a viewer not yet expired depends on this watch key. */
+  watching(watchKey) {
+    const ids = this.#viewers.ofKey(watchKey);
+    if (!ids) return false;
+    const t = this.#options.now();
+    for (const id of ids) if (this.#viewers.get(id)?.expiresAt > t) return true;
+    return false;
+  }
+
+  /** (user, entity) pairs followed now. */
+  get size() {
+    return this.#viewers.size;
+  }
+
+  /** Signals sent, publishes that failed, viewers evicted for their user's share, and refused. */
+  counts() {
+    if (!this.#shared) return { ...this.#counts };
+    const bus = this.#shared.counts();
+    return {
+      ...this.#counts,
+      published: bus.published,
+      failed: bus.failed,
+      lost: bus.lost,
+      queued: bus.queued,
+    };
+  }
+
+  /**
+   * Forgets every viewer and cancels every pending signal; with a shared registry, first hands
+   * the viewers whose latest load this replica answered to the others (they load again).
+   * Safe to call twice.
+   */
+  async close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#viewers.clear();
+    if (this.#shared) await this.#shared.close();
+    else await this.#options.registry?.close().catch(() => {});
+  }
+
+  /** Whether no viewer may be followed: another replica is alive, and no bus reaches it. */
+  #crowded() {
+    const { registry, logger } = this.#options;
+    if (!registry || this.#shared || !(registry.others > 0)) return false;
+    // Another replica is alive and nothing carries this one's signals to its WebSockets.
+    if (this.#counts.crowded++ === 0) {
+      logger?.warn(
+        'kube-watch-native: another backend replica shares this database, but no events bus carries signals between replicas (install the events backend plugin on PostgreSQL): answers are not live, the tab polls as usual',
+      );
+    }
+    return true;
+  }
+
+  /** Records the viewer's load in the shared registry, where any replica may claim it. */
+  #share(viewer) {
+    // Not in the registry, no replica would claim it: its answer is polled, not trusted.
+    const context = liveRequestContext.getStore();
+    const clusters = [...new Set(viewer.keys.values())];
+    const { userEntityRef, entityRef, expiresAt } = viewer;
+    const write = this.#options.registry.loaded(userEntityRef, entityRef, clusters, expiresAt);
+    this.#track(
+      write.catch((error) => {
+        if (context) context.notLive = true;
+        throw error;
+      }),
+      entityRef,
+    );
+  }
+
+  #track(write, entityRef) {
+    const done = write.catch(() => {}).finally(() => this.#writes.delete(done));
+    this.#writes.set(done, entityRef);
+  }
+
+  /** Makes room for one more viewer of `userEntityRef`: false when there is none. */
+  #room(userEntityRef, t) {
+    this.#viewers.sweep(t);
+    const own = this.#viewers.ofUser(userEntityRef);
+    if (own && own.size >= this.#options.maxViewersPerUser) {
+      // The user's oldest viewer goes, told once so that an open tab reloads.
+      const oldest = own.values().next().value;
+      const viewer = this.#viewers.get(oldest);
+      this.#counts.evicted++;
+      if (this.#shared) {
+        const clusters = [...new Set(viewer.keys.values())];
+        this.#shared.pollNow([{ userEntityRef, entityRef: viewer.entityRef, clusters }], 'evicted');
+        this.#track(this.#options.registry.forget(userEntityRef, viewer.entityRef));
+      } else {
+        this.#local.evicted(viewer, t);
+      }
+      this.#viewers.forget(oldest);
+    }
+    if (this.#viewers.size >= this.#options.maxViewers) {
+      this.#counts.refused++;
+      return false;
+    }
+    return true;
+  }
+}
+
+module.exports = { LivePublisher };

@@ -1,0 +1,123 @@
+'use strict';
+// The viewers one replica follows for the live tab's publisher (./live-publisher.js): a
+// (user, entity) pair per viewer, found by its id, by its user and by the watch keys its answer
+// depends on. It sends no signal: the publisher decides who is signalled; this remembers, and
+// cancels the pending signal of a viewer it forgets.
+
+/** Watch keys remembered per viewer at most: a bound on what one entity's request can pin. */
+const MAX_KEYS_PER_VIEWER = 1024;
+
+/** A viewer's id: its (user, entity) pair. */
+const idOf = (userEntityRef, entityRef) => `${userEntityRef}\n${entityRef}`;
+
+/** A viewer not yet answered: not armed, never signalled, no key. */
+function newViewer(userEntityRef, entityRef) {
+  return {
+    userEntityRef,
+    entityRef,
+    keys: new Map(),
+    expiresAt: 0,
+    lastSentAt: -Infinity,
+    armed: false,
+    pending: null,
+    changes: new Set(),
+    cancel: null,
+  };
+}
+
+class Viewers {
+  /**
+   * One (user, entity) pair, in order of its last load (a Map keeps insertion order, and a load
+   * moves its viewer to the end), so the oldest and the expired are always at the front.
+   * `keys`: watch key → the cluster's name as the viewer's answer names it. `armed`: answered
+   * since its last signal.
+   * @type {Map<string, { userEntityRef: string, entityRef: string, keys: Map<string, string>,
+   *   expiresAt: number, lastSentAt: number, armed: boolean, pending: Set<string> | null,
+   *   changes: Set<string>, cancel: (() => void) | null }>}
+   */
+  #viewers = new Map();
+  /** userEntityRef → the ids of that user's viewers, oldest first. */
+  #byUser = new Map();
+  /** Watch key -> the ids of the viewers whose answer depends on it. */
+  #byKey = new Map();
+
+  get size() {
+    return this.#viewers.size;
+  }
+
+  get(id) {
+    return this.#viewers.get(id);
+  }
+
+  has(id) {
+    return this.#viewers.has(id);
+  }
+
+  /** The ids of this user's viewers, oldest first, if the user has any. */
+  ofUser(userEntityRef) {
+    return this.#byUser.get(userEntityRef);
+  }
+
+  /** The ids of the viewers whose answer depends on this watch key, if any does. */
+  ofKey(watchKey) {
+    return this.#byKey.get(watchKey);
+  }
+
+  /**
+   * `viewer` was answered a load from these watch keys of the cluster its user knows as
+   * `cluster`: it goes to the end of the order, and its keys add up to its earlier ones (the
+   * newest at the end, the oldest dropped past MAX_KEYS_PER_VIEWER).
+   */
+  loaded(id, viewer, watchKeys, cluster) {
+    this.#viewers.delete(id); // re-inserted: the newest load goes to the end
+    this.#byUser.get(viewer.userEntityRef)?.delete(id);
+    this.#viewers.set(id, viewer);
+    if (!this.#byUser.has(viewer.userEntityRef)) this.#byUser.set(viewer.userEntityRef, new Set());
+    this.#byUser.get(viewer.userEntityRef).add(id);
+    for (const key of watchKeys) {
+      if (!viewer.keys.has(key) && viewer.keys.size >= MAX_KEYS_PER_VIEWER) {
+        const oldest = viewer.keys.keys().next().value;
+        viewer.keys.delete(oldest);
+        this.#unlinkKey(id, oldest);
+      }
+      viewer.keys.delete(key); // re-inserted: the newest at the end
+      viewer.keys.set(key, cluster);
+      let ids = this.#byKey.get(key);
+      if (!ids) this.#byKey.set(key, (ids = new Set()));
+      ids.add(id);
+    }
+  }
+
+  /** Forgets a viewer, cancelling its pending signal. */
+  forget(id) {
+    const viewer = this.#viewers.get(id);
+    if (!viewer) return;
+    viewer.cancel?.();
+    this.#viewers.delete(id);
+    const own = this.#byUser.get(viewer.userEntityRef);
+    own?.delete(id);
+    if (own?.size === 0) this.#byUser.delete(viewer.userEntityRef);
+    for (const key of viewer.keys.keys()) this.#unlinkKey(id, key);
+  }
+
+  /** Drops expired viewers from the front. */
+  sweep(t) {
+    for (const [id, viewer] of this.#viewers) {
+      if (viewer.expiresAt > t) break;
+      this.forget(id);
+    }
+  }
+
+  /** Forgets every viewer. */
+  clear() {
+    for (const id of [...this.#viewers.keys()]) this.forget(id);
+  }
+
+  #unlinkKey(id, key) {
+    const ids = this.#byKey.get(key);
+    ids?.delete(id);
+    if (ids?.size === 0) this.#byKey.delete(key);
+  }
+}
+
+module.exports = { Viewers, idOf, newViewer, MAX_KEYS_PER_VIEWER };

@@ -1,0 +1,163 @@
+'use strict';
+// The statements of the live tab's viewer registry (./registry.js), each built as
+// `[sql, bindings]` for `knex.raw`: the tables, a replica's beat and the cleaning it does, a
+// load, a claim through an entity's gate, a viewer forgotten, and a replica leaving.
+
+const REPLICAS = 'kube_watch_live_replicas';
+const VIEWERS = 'kube_watch_live_viewers';
+const ENTITIES = 'kube_watch_live_entities';
+
+/** The database's clock in ms, one reading per statement: the gate's, alike for every replica. */
+const DB_NOW = '(extract(epoch from statement_timestamp()) * 1000)::bigint';
+/**
+ * How long after a claim of an entity the loads answered since on another replica are left to
+ * that replica (at least; 4 × minInterval when longer): see claimViewers().
+ */
+const OWN_LOADS_MS = 1000;
+
+/** Entities' gates unused this long are dropped. */
+const GATE_KEPT_MS = 3_600_000;
+
+/** Creates the tables, or adds what an older version's lack. */
+async function migrate(knex) {
+  // Every replica starts with this; the lock keeps two from creating the same table at once.
+  await knex.transaction(async (tx) => {
+    await tx.raw(`SELECT pg_advisory_xact_lock(hashtext('${VIEWERS}'))`);
+    await tx.raw(
+      `CREATE TABLE IF NOT EXISTS ${REPLICAS} (replica text PRIMARY KEY, alive_at bigint NOT NULL)`,
+    );
+    await tx.raw(`CREATE TABLE IF NOT EXISTS ${VIEWERS} (
+      entity_ref text NOT NULL, user_ref text NOT NULL, replica text NOT NULL, clusters text NOT NULL,
+      load_seq bigint NOT NULL, signalled_seq bigint NOT NULL, expires_at bigint NOT NULL,
+      PRIMARY KEY (entity_ref, user_ref))`);
+    await tx.raw(
+      `CREATE TABLE IF NOT EXISTS ${ENTITIES} (entity_ref text PRIMARY KEY, claimed_at bigint NOT NULL)`,
+    );
+    // When the row's latest load was recorded, on the database's clock (see claimViewers()).
+    await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS loaded_at bigint NOT NULL DEFAULT 0`);
+  });
+}
+
+/** The replica is alive at `t`. */
+const beat = (replica, t) => [
+  `INSERT INTO ${REPLICAS} (replica, alive_at) VALUES (?, ?)
+   ON CONFLICT (replica) DO UPDATE SET alive_at = excluded.alive_at`,
+  [replica, t],
+];
+
+/** The other replicas that beat after `alive`: one row, `n`. */
+const othersAlive = (replica, alive) => [
+  `SELECT count(*)::int AS n FROM ${REPLICAS} WHERE alive_at > ? AND replica <> ?`,
+  [alive, replica],
+];
+
+/** Claims the armed viewers, alive at `t`, of the replicas that have not beaten after `alive`. */
+const claimOrphans = (t, alive) => [
+  `UPDATE ${VIEWERS} SET signalled_seq = load_seq
+   WHERE signalled_seq < load_seq AND expires_at > ?
+     AND replica NOT IN (SELECT replica FROM ${REPLICAS} WHERE alive_at > ?)
+   RETURNING user_ref, entity_ref, clusters`,
+  [t, alive],
+];
+
+/** Drops the viewers expired at `t`. */
+const dropExpired = (t) => [`DELETE FROM ${VIEWERS} WHERE expires_at <= ?`, [t]];
+
+/** Drops the replicas that have not beaten after `before`. */
+const dropGone = (before) => [`DELETE FROM ${REPLICAS} WHERE alive_at <= ?`, [before]];
+
+/** Drops the entities' gates unused for GATE_KEPT_MS. */
+const dropGates = () => [`DELETE FROM ${ENTITIES} WHERE claimed_at < ${DB_NOW} - ?`, [GATE_KEPT_MS]];
+
+/** A load answered on `replica` arms its viewer until `expiresAt`. */
+const recordLoad = (replica, userEntityRef, entityRef, clusters, expiresAt) => [
+  `INSERT INTO ${VIEWERS} AS v
+     (entity_ref, user_ref, replica, clusters, load_seq, signalled_seq, expires_at, loaded_at)
+   VALUES (?, ?, ?, ?, 1, 0, ?, ${DB_NOW})
+   ON CONFLICT (entity_ref, user_ref) DO UPDATE SET replica = excluded.replica,
+     clusters = excluded.clusters, load_seq = v.load_seq + 1, expires_at = excluded.expires_at,
+     loaded_at = excluded.loaded_at`,
+  [entityRef, userEntityRef, replica, JSON.stringify(clusters), expiresAt],
+];
+
+/**
+ * The viewers of `entityRef` that `replica` claims through the entity's gate (see the registry's
+ * claim()), then, when the gate is closed while viewers wait, one row with their `wait_ms` and
+ * the statement's `armed_at`.
+ */
+function claimViewers({ replica, entityRef, t, minIntervalMs, loadedBy }) {
+  // A load recorded on another replica since the entity's last claim, while that claim is
+  // recent, is that replica's to claim: it was answered after a change was signalled, and
+  // only the replica that answered it knows whether its answer showed the change (then
+  // that replica claims nothing, its answer is current) or not (it had not seen the change
+  // yet, and claims it when it does). A replica that merely saw the change late must not
+  // signal it again. Past the window, any replica claims it, as any other.
+  const ownLoadsMs = Math.max(OWN_LOADS_MS, 4 * minIntervalMs);
+  const bound = loadedBy === null ? '' : 'AND COALESCE(v.loaded_at, 0) <= ?';
+  const claimable = `AND (v.replica = ? OR NOT EXISTS (
+           SELECT 1 FROM ${ENTITIES} g WHERE g.entity_ref = v.entity_ref
+             AND g.claimed_at >= ${DB_NOW} - ? AND v.loaded_at > g.claimed_at)) ${bound}`;
+  const claimableArgs = [replica, ownLoadsMs, ...(loadedBy === null ? [] : [loadedBy])];
+  return [
+    `WITH armed AS (
+       SELECT 1 FROM ${VIEWERS} v
+       WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ? ${claimable} LIMIT 1
+     ), gate AS (
+       INSERT INTO ${ENTITIES} AS e (entity_ref, claimed_at)
+       SELECT ?, ${DB_NOW} WHERE EXISTS (SELECT 1 FROM armed)
+       ON CONFLICT (entity_ref) DO UPDATE SET claimed_at = excluded.claimed_at
+         WHERE e.claimed_at <= excluded.claimed_at - ?
+       RETURNING claimed_at
+     ), claimed AS (
+       UPDATE ${VIEWERS} v SET signalled_seq = load_seq
+       WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ? ${claimable}
+         AND EXISTS (SELECT 1 FROM gate)
+       RETURNING user_ref, entity_ref, clusters
+     )
+     SELECT user_ref, entity_ref, clusters, NULL::bigint AS wait_ms, NULL::bigint AS armed_at
+     FROM claimed
+     UNION ALL
+     SELECT NULL, NULL, NULL,
+       COALESCE((SELECT claimed_at FROM ${ENTITIES} WHERE entity_ref = ?) + ? - ${DB_NOW}, 0),
+       ${DB_NOW}
+     WHERE EXISTS (SELECT 1 FROM armed) AND NOT EXISTS (SELECT 1 FROM gate)`,
+    [
+      ...[entityRef, t, ...claimableArgs],
+      ...[entityRef, minIntervalMs],
+      ...[entityRef, t, ...claimableArgs],
+      ...[entityRef, minIntervalMs],
+    ],
+  ];
+}
+
+/** No replica signals this viewer again. */
+const forgetViewer = (userEntityRef, entityRef) => [
+  `DELETE FROM ${VIEWERS} WHERE entity_ref = ? AND user_ref = ?`,
+  [entityRef, userEntityRef],
+];
+
+/** Claims the armed viewers, alive at `t`, whose latest load `replica` answered. */
+const claimOwn = (replica, t) => [
+  `UPDATE ${VIEWERS} SET signalled_seq = load_seq
+   WHERE replica = ? AND signalled_seq < load_seq AND expires_at > ?
+   RETURNING user_ref, entity_ref, clusters`,
+  [replica, t],
+];
+
+/** The replica leaves the replicas' list. */
+const leave = (replica) => [`DELETE FROM ${REPLICAS} WHERE replica = ?`, [replica]];
+
+module.exports = {
+  migrate,
+  beat,
+  othersAlive,
+  claimOrphans,
+  dropExpired,
+  dropGone,
+  dropGates,
+  recordLoad,
+  claimViewers,
+  forgetViewer,
+  claimOwn,
+  leave,
+};
