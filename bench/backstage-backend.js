@@ -15,6 +15,8 @@
 //
 // argv: <variant> <entities> <clusters JSON from backstage-clusters.js's info> [authorizationTtl ms]
 
+const fs = require('node:fs');
+const inspector = require('node:inspector');
 const { startTestBackend, mockServices } = require('@backstage/backend-test-utils');
 const { createBackendModule } = require('@backstage/backend-plugin-api');
 const { kubernetesFetcherExtensionPoint } = require('@backstage/plugin-kubernetes-node');
@@ -90,12 +92,30 @@ async function main() {
   if (variant.startsWith('floor')) features.push(floorModule);
   const backend = await startTestBackend({ features });
   process.send({ type: 'ready', port: backend.server.address().port });
+  const profiler = cpuProfiler();
   process.on('message', async (msg) => {
+    if (msg.cmd === 'profile-start') await profiler.start();
+    if (msg.cmd === 'profile-stop') await profiler.stop(msg.file);
+    if (msg.cmd?.startsWith('profile-')) process.send({ id: msg.id });
     if (msg.cmd === 'stop') {
       await backend.stop();
       process.exit(0);
     }
   });
+}
+
+/** V8's CPU profiler on this process's main thread (bench/backstage.js --profile). */
+function cpuProfiler() {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method) =>
+    new Promise((resolve, reject) =>
+      session.post(method, (error, result) => (error ? reject(error) : resolve(result))),
+    );
+  return {
+    start: () => post('Profiler.enable').then(() => post('Profiler.start')),
+    stop: async (file) => fs.writeFileSync(file, JSON.stringify((await post('Profiler.stop')).profile)),
+  };
 }
 
 process.on('disconnect', () => process.exit(0));

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // `npm run bench:backstage` → node bench/backstage.js [--seconds=N] [--runs=N] [--strip] [--json=file]
+//                                                    [--profile=DIR]
 // `npm run bench:backstage -- --live …`: the live tab's benchmark (bench/backstage-live.js);
 // with `--replicas=N`, on N backend replicas against one (bench/backstage-replicas.js).
 // `npm run bench:backstage -- --bus …`: the events bus on several replicas (bench/backstage-bus.js).
@@ -41,6 +42,7 @@
 // Loopback only; every child dies with this process. Progress on stderr, the report on stdout.
 
 const fs = require('node:fs');
+const path = require('node:path');
 
 const argv = process.argv.slice(2);
 /** `--live`: the live tab's benchmark instead (bench/backstage-live.js, its own options). */
@@ -49,7 +51,7 @@ const LIVE = argv.includes('--live');
 const BUS = argv.includes('--bus');
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 for (const a of LIVE || BUS ? [] : argv) {
-  if (!/^--(seconds=\d+|runs=\d+|strip|viewers|authorization-ttl=\d+|json=.+)$/.test(a)) {
+  if (!/^--(seconds=\d+|runs=\d+|strip|viewers|authorization-ttl=\d+|json=.+|profile=.+)$/.test(a)) {
     console.error(`unknown option ${a}; see the header of bench/backstage.js`);
     process.exit(2);
   }
@@ -66,6 +68,8 @@ const AUTHORIZATION_TTL_S =
 const CHURN_PER_SECOND = 100;
 const CHURN_SECONDS = 10;
 const RUNS = Number(opt('runs') ?? 1);
+/** A folder for each backend's V8 CPU profile over the viewers' loads (`--profile=DIR`). */
+const PROFILE = opt('profile') && path.resolve(opt('profile'));
 const OBJECTS = 20_000;
 const LABELLED = 3_000;
 const ENTITIES = 300;
@@ -126,6 +130,7 @@ async function measure(clusters, info, variant) {
     await Promise.all(Array.from({ length: VIEWERS }, (_, v) => load(port, i + v, as(v))));
   }
   await clusters.request({ cmd: 'requests' });
+  if (PROFILE) await backend.request({ cmd: 'profile-start' });
   const cpu0 = { main: threadCpu(pid), all: processCpu(pid) };
   const latencies = [];
   const deadline = Date.now() + SECONDS * 1000;
@@ -140,6 +145,11 @@ async function measure(clusters, info, variant) {
   };
   await Promise.all(Array.from({ length: VIEWERS }, (_, v) => viewer(v)));
   const cpu1 = { main: threadCpu(pid), all: processCpu(pid) };
+  if (PROFILE) {
+    const file = path.join(PROFILE, `${variant}-${process.pid}-${Date.now()}.cpuprofile`);
+    await backend.request({ cmd: 'profile-stop', file });
+    log(`  ${variant}: the backend's main thread over the viewers' loads: ${file}`);
+  }
   const { requests, byKind } = await clusters.request({ cmd: 'requests' });
   const rss = rssBytes(pid);
   // A load within the TTL (per-viewer variants): each viewer in turn loads a tab, then at once
