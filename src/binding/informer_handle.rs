@@ -270,8 +270,8 @@ impl NativeInformerConsumer {
 }
 
 /// The label selector `method` was given (none selects everything).
-fn selector_of(label_selector: Option<String>, method: &str) -> Result<Selector> {
-    Selector::parse(label_selector.as_deref().unwrap_or("")).map_err(|err| {
+fn selector_of(label_selector: Option<String>, method: &str) -> Result<Arc<Selector>> {
+    Selector::parse_shared(label_selector.as_deref().unwrap_or("")).map_err(|err| {
         invalid(format!(
             "kube-watch-native: {method} labelSelector is not valid: {err}"
         ))

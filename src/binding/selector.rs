@@ -24,7 +24,7 @@ pub struct LabelRequirement {
 #[napi]
 pub fn parse_label_selector(text: String) -> Result<Vec<LabelRequirement>> {
     let selector =
-        Selector::parse(&text).map_err(|e| Error::new(Status::InvalidArg, e.to_string()))?;
+        Selector::parse_shared(&text).map_err(|e| Error::new(Status::InvalidArg, e.to_string()))?;
     Ok(selector
         .parts()
         .into_iter()

@@ -7,6 +7,9 @@
 //! a selector that works on `list()` also works in the informer's request, and a bad one fails
 //! here with a message that says where and why.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
 use thiserror::Error;
 
 /// A selector that could not be parsed.
@@ -35,6 +38,9 @@ enum Requirement {
     /// `key<n`: present with an integer value less than n.
     LessThan(String, i64),
 }
+
+/// How many selectors' texts [`Selector::parse_shared`] keeps parsed.
+pub const PARSED_KEPT: usize = 1024;
 
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,6 +71,25 @@ impl Selector {
         };
         let tokens = tokenize(text).map_err(fail)?;
         Parser { tokens, at: 0 }.selector().map_err(fail)
+    }
+
+    /// [`Selector::parse`], once per distinct text: the parsed selector is kept for the next
+    /// caller of the same text (a request's selector is read for its requirements, then used
+    /// for every type's list and every live comparison). Errors are not kept. At most
+    /// [`PARSED_KEPT`] texts are kept; past that the kept ones are dropped and kept anew.
+    pub fn parse_shared(text: &str) -> Result<Arc<Self>, SelectorError> {
+        static PARSED: Mutex<Option<HashMap<Box<str>, Arc<Selector>>>> = Mutex::new(None);
+        let mut parsed = PARSED.lock().unwrap_or_else(PoisonError::into_inner);
+        let parsed = parsed.get_or_insert_with(HashMap::new);
+        if let Some(found) = parsed.get(text) {
+            return Ok(Arc::clone(found));
+        }
+        let selector = Arc::new(Self::parse(text)?);
+        if parsed.len() >= PARSED_KEPT {
+            parsed.clear();
+        }
+        parsed.insert(text.into(), Arc::clone(&selector));
+        Ok(selector)
     }
 
     /// Whether an object with `labels` is selected.

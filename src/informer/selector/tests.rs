@@ -134,3 +134,31 @@ fn parts_name_each_requirement_in_order() {
     );
     assert!(parts("").is_empty());
 }
+
+#[test]
+fn a_selector_text_is_parsed_once_and_errors_are_not_kept() {
+    let first = Selector::parse_shared("tier in (web, api), !canary").unwrap();
+    let again = Selector::parse_shared("tier in (web, api), !canary").unwrap();
+    assert!(Arc::ptr_eq(&first, &again), "the same text, the same parse");
+    assert_eq!(
+        *first,
+        Selector::parse("tier in (web, api), !canary").unwrap()
+    );
+    let other = Selector::parse_shared("tier=web").unwrap();
+    assert!(!Arc::ptr_eq(&first, &other));
+    assert!(Selector::parse_shared("tier in (").is_err());
+    assert!(
+        Selector::parse_shared("tier in (").is_err(),
+        "an error every time"
+    );
+    // Past the bound the kept ones are dropped: a later call parses again, alike.
+    for i in 0..PARSED_KEPT {
+        Selector::parse_shared(&format!("k{i}=v")).unwrap();
+    }
+    let later = Selector::parse_shared("tier in (web, api), !canary").unwrap();
+    assert!(
+        !Arc::ptr_eq(&later, &first),
+        "parsed anew: the kept ones were dropped"
+    );
+    assert_eq!(*later, *first);
+}
