@@ -19,7 +19,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { startCluster, startLiveBackend, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
-const { openPage, changeShows, CHROMIUM, OUTPUT } = require('./browser-helpers');
+const { openPage, changeShows, addChangeDelete, CHROMIUM, OUTPUT } = require('./browser-helpers');
 
 const NODE_LINE = 20;
 const IDLE_MS = 60_000;
@@ -68,31 +68,7 @@ test(
 
     const live = changeShows(t, { origin, page, waitForText });
 
-    await live(
-      'a pod added',
-      () => sim.create('pods', pod('live-svc-2', 'live-svc')),
-      '2 pods\nNo pods with errors',
-    );
-    await live(
-      'a pod changed',
-      () =>
-        sim.patch('pods', 'default', 'live-svc-2', (p) => {
-          p.status.containerStatuses = [
-            {
-              name: 'main',
-              ready: false,
-              restartCount: 7,
-              state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off restarting' } },
-            },
-          ];
-        }),
-      '2 pods\n1 pod with errors',
-    );
-    await live(
-      'a pod deleted',
-      () => sim.remove('pods', 'default', 'live-svc-2'),
-      '1 pod\nNo pods with errors',
-    );
+    await addChangeDelete(live, sim, 'live-svc-2');
 
     fs.mkdirSync(OUTPUT, { recursive: true });
     await page.screenshot({ path: path.join(OUTPUT, 'live-tab.png'), fullPage: true });
