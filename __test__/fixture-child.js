@@ -1,12 +1,16 @@
 'use strict';
 // A fixture script run in a child Node process, for the suites that check what keeps a process
-// alive: its stdout lines with their arrival times, its stderr, and its exit. A child still
-// running after `killMs` is killed, so a hung one fails its test instead of hanging the run.
+// alive: its stdout lines with their arrival times, its stderr, and its exit, which must come
+// soon after it let go of its watches. A child still running after `killMs` is killed, so a hung
+// one fails its test instead of hanging the run.
 
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const readline = require('node:readline');
 const { until } = require('./wait');
+
+/** A child still running this long after it let go of everything is kept alive by something. */
+const EXIT_MS = 3000;
 
 /**
  * Runs `node ...args`. The handle records stdout lines as `{ text, at }`; `exited` resolves with
@@ -52,4 +56,17 @@ function startFixture(args, { killMs, stdin = 'ignore' }) {
   return handle;
 }
 
-module.exports = { startFixture };
+/** Asserts the child exits cleanly within EXIT_MS of `since` (a timestamp); `what` names the case. */
+async function assertExitsBy(handle, since, what) {
+  const exit = await handle.exited;
+  assert.equal(
+    exit.killed,
+    false,
+    `${what}: the child had to be killed; stdout: ${handle.texts().join(' | ')}`,
+  );
+  assert.equal(exit.code, 0, `${what}: exit code ${exit.code}; stderr: ${handle.stderr}`);
+  const took = exit.at - since;
+  assert.ok(took < EXIT_MS, `${what}: the child exited ${took} ms after letting go of its watches`);
+}
+
+module.exports = { startFixture, assertExitsBy };

@@ -11,12 +11,10 @@ const net = require('node:net');
 const path = require('node:path');
 const { useSimulator, testWithTimeout, TOKEN, paramsFor, watcherWithLogger, pod } = require('./helpers');
 const { sleep, within, until, untilCollected } = require('./wait');
-const { startFixture } = require('./fixture-child');
+const { startFixture, assertExitsBy } = require('./fixture-child');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'watch.js');
 const WORKER_FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'worker.js');
-/** A child still running this long after its watch ended is kept alive by something. */
-const EXIT_MS = 3000;
 /** Any child is killed after this long, so a hung one fails its test instead of the run. */
 const KILL_MS = 20000;
 
@@ -39,19 +37,6 @@ function runChild(mode, url = sim.url, { script = FIXTURE } = {}) {
   const handle = startFixture([script, url, TOKEN, mode], { killMs: KILL_MS, stdin: 'pipe' });
   children.add(handle.child);
   return handle;
-}
-
-/** Asserts the child exits cleanly within EXIT_MS of `since` (a timestamp). */
-async function assertExitsBy(handle, since, what) {
-  const exit = await handle.exited;
-  assert.equal(
-    exit.killed,
-    false,
-    `${what}: the child had to be killed; stdout: ${handle.texts().join(' | ')}`,
-  );
-  assert.equal(exit.code, 0, `${what}: exit code ${exit.code}; stderr: ${handle.stderr}`);
-  const took = exit.at - since;
-  assert.ok(took < EXIT_MS, `${what}: the child exited ${took} ms after its watch ended`);
 }
 
 /** Asserts the child's watch gave one ERROR and then its end, and the child then exits cleanly. */
