@@ -10,6 +10,16 @@ const { pod } = require('./live-helpers');
 
 const CHROMIUM = '/usr/bin/chromium';
 const OUTPUT = path.join(__dirname, 'output');
+/** The one Node.js line the browser tests run on: they are slow, and what they check is not Node's. */
+const NODE_LINE = 20;
+
+/** Why a browser test is skipped here (`what` says what it runs), or false: on NODE_LINE with Chromium. */
+function browserSkip(what) {
+  if (Number(process.versions.node.split('.')[0]) !== NODE_LINE) {
+    return `runs on Node.js ${NODE_LINE} only (${what}); this is ${process.version}`;
+  }
+  return fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent (.ci/run installs Debian's chromium)`;
+}
 
 /**
  * A page of a new Chromium, closed with test `t`: `{ page, pageErrors, waitForText }`; the page's
@@ -99,4 +109,4 @@ async function addChangeDelete(live, sim, name, when = '') {
   await live(`a pod deleted${when}`, () => sim.remove('pods', 'default', name), '1 pod\nNo pods with errors');
 }
 
-module.exports = { openPage, changeShows, addChangeDelete, CHROMIUM, OUTPUT };
+module.exports = { browserSkip, openPage, changeShows, addChangeDelete, CHROMIUM, OUTPUT };

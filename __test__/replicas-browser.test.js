@@ -10,20 +10,13 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
 const { startCluster, bundle, startOrigin, LIVE_SVC } = require('./live-helpers');
 const { startReplicas } = require('./replica-helpers');
-const { openPage, changeShows, addChangeDelete, CHROMIUM } = require('./browser-helpers');
+const { browserSkip, openPage, changeShows, addChangeDelete } = require('./browser-helpers');
 
-const NODE_LINE = 20;
 const REFRESH_INTERVAL_MS = 500;
 
-const skip =
-  Number(process.versions.node.split('.')[0]) !== NODE_LINE
-    ? `runs on Node.js ${NODE_LINE} only (a real browser and two backends); this is ${process.version}`
-    : !fs.existsSync(CHROMIUM)
-      ? `${CHROMIUM} is absent (.ci/run installs Debian's chromium)`
-      : false;
+const skip = browserSkip('a real browser and two backends');
 
 test(
   'the live tab on two replicas: changes show within 1 s with loads alternating replicas, and after one restarts',
