@@ -25,9 +25,9 @@
 const { requiresKey, cacheableRequirements } = require('./selector');
 const { DEFAULT_OBJECT_TYPES, DEFAULT_ROTATING_PROVIDERS, DEFAULTS } = require('./config');
 const { liveRequestContext, answerNotLive, answerFollowed } = require('./live');
-const { Identities, isViewerChecked, sharedCredential, SERVER_SIDE_PROVIDERS } = require('./identity');
+const { Identities, sharedCredential, SERVER_SIDE_PROVIDERS } = require('./identity');
 const { DefaultAnswers } = require('./default-answers');
-const { ViewerAccess } = require('./access');
+const { ViewerAccess, cachedAs } = require('./access');
 const { Pool, Entry, AVOID_MS } = require('./pool');
 const { Following } = require('./following');
 const { BUILT_IN_GROUPS, resourcePathFor, isSecrets, isError, cachedAnswer } = require('./answers');
@@ -45,24 +45,6 @@ const WATCH_SETTLE_MS = 250;
 
 const sameResource = (a, b) =>
   (a.group ?? '') === (b.group ?? '') && a.apiVersion === b.apiVersion && a.plural === b.plural;
-
-/**
- * The cluster and credential a request is cached with. A cluster of viewers' own credentials is
- * cached with its service account token, as a serviceAccount cluster (./access.js); the viewers'
- * credentials only ask for access.
- */
-function cachedAs(params) {
-  const viewerChecked = isViewerChecked(params.clusterDetails);
-  if (!viewerChecked) {
-    return { viewerChecked, clusterDetails: params.clusterDetails, cacheCredential: params.credential };
-  }
-  const clusterDetails = {
-    ...params.clusterDetails,
-    authMetadata: { ...params.clusterDetails.authMetadata, 'kubernetes.io/auth-provider': 'serviceAccount' },
-  };
-  const cacheCredential = { type: 'bearer token', token: clusterDetails.authMetadata.serviceAccountToken };
-  return { viewerChecked, clusterDetails, cacheCredential };
-}
 
 class NativeInformerFetcher {
   #watcher;
