@@ -15,20 +15,14 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const {
-  KubernetesClientBasedFetcher,
-} = require('@backstage/plugin-kubernetes-backend/dist/service/KubernetesFetcher.cjs.js');
-const {
-  KubernetesConnection,
-} = require('@backstage/plugin-kubernetes-backend/dist/service/KubernetesConnection.cjs.js');
 const { NativeKubernetesWatcher } = require('..');
 const { NativeInformerFetcher } = require('kube-watch-native/backstage');
-const { createSimulator, certs } = require('../sim');
+const { createSimulator } = require('../sim');
 const { recordingLogger } = require('./helpers');
+const { CA_DATA, realDefaultFetcher } = require('./backstage-helpers');
 const { compileSelector } = require('../sim/selector');
 
 const ID = 'backstage.io/kubernetes-id';
-const CA_DATA = Buffer.from(certs.ca).toString('base64');
 const MAX_INFORMERS = 200;
 
 /** mulberry32: a small seeded generator, so a failure can be drawn again. */
@@ -233,8 +227,7 @@ async function run(t, seed) {
   const r = random(seed);
   const { sim, keys } = await startCluster(r);
   t.after(() => sim.close());
-  const quiet = recordingLogger();
-  const real = new KubernetesClientBasedFetcher({ connection: new KubernetesConnection({ logger: quiet }) });
+  const real = realDefaultFetcher();
   const logger = recordingLogger();
   const watcher = new NativeKubernetesWatcher({ logger });
   const fetcher = new NativeInformerFetcher({

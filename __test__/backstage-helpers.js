@@ -273,6 +273,20 @@ function serviceAccountRequest(url, token, overrides = {}) {
   };
 }
 
+/** Backstage's own default fetcher (KubernetesClientBasedFetcher), logging to a recording logger. */
+function realDefaultFetcher() {
+  const {
+    KubernetesClientBasedFetcher,
+  } = require('@backstage/plugin-kubernetes-backend/dist/service/KubernetesFetcher.cjs.js');
+  const {
+    KubernetesConnection,
+  } = require('@backstage/plugin-kubernetes-backend/dist/service/KubernetesConnection.cjs.js');
+  const { recordingLogger } = require('./helpers');
+  return new KubernetesClientBasedFetcher({
+    connection: new KubernetesConnection({ logger: recordingLogger() }),
+  });
+}
+
 /** A fetcher with its own watcher, logger and recording default fetcher, closed after `t`. */
 function fetcherFor(t, options) {
   const { NativeKubernetesWatcher } = require('..');
@@ -304,7 +318,9 @@ async function eventually(check, { timeoutMs = 5000, what = 'the condition' } = 
 
 module.exports = {
   ID,
+  CA_DATA,
   TYPES,
+  OBJECT_TYPES,
   WIDGETS,
   ENTITIES,
   ROUTES,
@@ -317,6 +333,7 @@ module.exports = {
   eventually,
   post,
   recordingDefault,
+  realDefaultFetcher,
   serviceAccountRequest,
   fetcherFor,
 };

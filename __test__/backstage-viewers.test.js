@@ -7,21 +7,14 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const {
-  KubernetesClientBasedFetcher,
-} = require('@backstage/plugin-kubernetes-backend/dist/service/KubernetesFetcher.cjs.js');
-const {
-  KubernetesConnection,
-} = require('@backstage/plugin-kubernetes-backend/dist/service/KubernetesConnection.cjs.js');
 const { NativeKubernetesWatcher } = require('..');
 const { NativeInformerFetcher } = require('../backstage/fetcher');
 const { createLivePublisher, liveRequestContext } = require('../backstage/live');
-const { createSimulator, certs } = require('../sim');
+const { createSimulator } = require('../sim');
 const { recordingLogger } = require('./helpers');
-const { eventually } = require('./backstage-helpers');
+const { CA_DATA, eventually, realDefaultFetcher } = require('./backstage-helpers');
 
 const ID = 'backstage.io/kubernetes-id';
-const CA_DATA = Buffer.from(certs.ca).toString('base64');
 const PODS = { group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' };
 const SERVICES = { group: '', apiVersion: 'v1', plural: 'services', objectType: 'services' };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -45,9 +38,7 @@ async function setUp(t, options = {}) {
     sim.create('services', { metadata: { name: `s-${name}`, namespace: ns, labels: { [ID]: 'svc' } } });
   }
   const logger = recordingLogger();
-  const real = new KubernetesClientBasedFetcher({
-    connection: new KubernetesConnection({ logger: recordingLogger() }),
-  });
+  const real = realDefaultFetcher();
   const fetcher = new NativeInformerFetcher({
     watcher: new NativeKubernetesWatcher({ logger }),
     defaultFetcher: real,

@@ -9,6 +9,7 @@ const assert = require('node:assert/strict');
 const { createSimulator } = require('../sim');
 const {
   ENTITIES,
+  OBJECT_TYPES,
   ROUTES,
   startClusters,
   populate,
@@ -19,25 +20,8 @@ const {
   KEEP_ALIVE_MS,
 } = require('./backstage-helpers');
 
-const NATIVE_INFORMERS = {
-  objectTypes: [
-    'customresources',
-    'pods',
-    'services',
-    'configmaps',
-    'limitranges',
-    'resourcequotas',
-    'deployments',
-    'replicasets',
-    'horizontalpodautoscalers',
-    'jobs',
-    'cronjobs',
-    'ingresses',
-    'statefulsets',
-    'daemonsets',
-    'secrets',
-  ],
-};
+// Every type the backend asks for cached, secrets included.
+const NATIVE_INFORMERS = { objectTypes: ['customresources', ...OBJECT_TYPES] };
 const GOOD = ENTITIES.filter((e) => e.metadata.name !== 'bad-selector');
 const named = (name) => ENTITIES.find((e) => e.metadata.name === name);
 

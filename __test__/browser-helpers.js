@@ -1,13 +1,25 @@
 'use strict';
 // The browser tests' page: Debian's Chromium through playwright-core (no browser download), one
-// page, its errors collected, and a wait for text that says what the page showed when it fails.
+// page, its errors collected, a wait for text that says what the page showed when it fails, and
+// the changes of a pod the tab must show.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
+const { pod } = require('./live-helpers');
 
 const CHROMIUM = '/usr/bin/chromium';
 const OUTPUT = path.join(__dirname, 'output');
+/** The one Node.js line the browser tests run on: they are slow, and what they check is not Node's. */
+const NODE_LINE = 20;
+
+/** Why a browser test is skipped here (`what` says what it runs), or false: on NODE_LINE with Chromium. */
+function browserSkip(what) {
+  if (Number(process.versions.node.split('.')[0]) !== NODE_LINE) {
+    return `runs on Node.js ${NODE_LINE} only (${what}); this is ${process.version}`;
+  }
+  return fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent (.ci/run installs Debian's chromium)`;
+}
 
 /**
  * A page of a new Chromium, closed with test `t`: `{ page, pageErrors, waitForText }`; the page's
@@ -67,4 +79,34 @@ function changeShows(t, { origin, page, waitForText }) {
   };
 }
 
-module.exports = { openPage, changeShows, CHROMIUM, OUTPUT };
+/** A pod's container crash-looping (a `sim.patch` change): the tab counts it as a pod with errors. */
+const crashLooping = (p) => {
+  p.status.containerStatuses = [
+    {
+      name: 'main',
+      ready: false,
+      restartCount: 7,
+      state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off restarting' } },
+    },
+  ];
+};
+
+/**
+ * Through `live` (changeShows), a second pod `name` of live-svc added to `sim`, crash-looping, then
+ * deleted: each shows within 1 s. `when` ends the steps' names.
+ */
+async function addChangeDelete(live, sim, name, when = '') {
+  await live(
+    `a pod added${when}`,
+    () => sim.create('pods', pod(name, 'live-svc')),
+    '2 pods\nNo pods with errors',
+  );
+  await live(
+    `a pod changed${when}`,
+    () => sim.patch('pods', 'default', name, crashLooping),
+    '2 pods\n1 pod with errors',
+  );
+  await live(`a pod deleted${when}`, () => sim.remove('pods', 'default', name), '1 pod\nNo pods with errors');
+}
+
+module.exports = { browserSkip, openPage, changeShows, addChangeDelete, CHROMIUM, OUTPUT };

@@ -6,17 +6,14 @@
 // and it holds nothing that keeps a watcher or a finished generator from being collected.
 
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const path = require('node:path');
-const readline = require('node:readline');
 const { NativeKubernetesWatcher } = require('..');
 const { HUB } = require('../lib/hub');
 const { useSimulator, testWithTimeout, TOKEN, paramsFor, pod, collect } = require('./helpers');
 const { within, until, untilCollected } = require('./wait');
+const { startFixture, assertExitsBy } = require('./fixture-child');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'hub.js');
-/** A child still running this long after it let go of everything is kept alive by something. */
-const EXIT_MS = 3000;
 /** Any child is killed after this long, so a hung one fails its test instead of the run. */
 const KILL_MS = 15000;
 const TEST_TIMEOUT_MS = 20000;
@@ -27,33 +24,9 @@ useSimulator((s) => (sim = s), { perTest: true });
 
 const quietLogger = { warn() {}, error() {}, info() {}, debug() {}, child: () => quietLogger };
 
-/**
- * Runs the hub fixture with `mode` and `watches`; resolves with its exit, the stdout lines and
- * when `closed` was printed. Killed after KILL_MS (then `killed` is true).
- */
+/** Runs the hub fixture with `mode` and `watches` (./fixture-child.js). */
 function runChild(mode, watches) {
-  const child = spawn(process.execPath, [FIXTURE, sim.url, TOKEN, mode, String(watches)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines = [];
-  let closedAt = null;
-  let stderr = '';
-  readline.createInterface({ input: child.stdout }).on('line', (text) => {
-    lines.push(text);
-    if (text === 'closed') closedAt = Date.now();
-  });
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  let killed = false;
-  const killer = setTimeout(() => {
-    killed = true;
-    child.kill('SIGKILL');
-  }, KILL_MS);
-  return new Promise((resolve) => {
-    child.once('exit', (code) => {
-      clearTimeout(killer);
-      resolve({ code, killed, lines, closedAt, exitedAt: Date.now(), stderr });
-    });
-  });
+  return startFixture([FIXTURE, sim.url, TOKEN, mode, String(watches)], { killMs: KILL_MS });
 }
 
 function seedHub() {
@@ -66,16 +39,10 @@ for (const mode of ['closed', 'idle']) {
     `a child whose 40 watches and 3 informers were ${mode === 'closed' ? 'ended' : 'left idle (not iterated)'}, watcher dropped, exits by itself`,
     async () => {
       seedHub();
-      const run = await runChild(mode, 40);
-      assert.equal(run.killed, false, `the child had to be killed; stdout: ${run.lines.join(' | ')}`);
-      assert.equal(
-        run.code,
-        0,
-        `exit code ${run.code}; stdout: ${run.lines.join(' | ')}; stderr: ${run.stderr}`,
-      );
-      assert.deepEqual(run.lines, ['ready', 'closed']);
-      const took = run.exitedAt - run.closedAt;
-      assert.ok(took < EXIT_MS, `the child exited ${took} ms after letting go of its watches`);
+      const child = runChild(mode, 40);
+      const closed = await child.line('closed', KILL_MS);
+      await assertExitsBy(child, closed.at, mode);
+      assert.deepEqual(child.texts(), ['ready', 'closed']);
     },
   );
 }

@@ -6,18 +6,15 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
-const readline = require('node:readline');
 const { useSimulator, testWithTimeout, TOKEN, paramsFor, watcherWithLogger, pod } = require('./helpers');
 const { sleep, within, until, untilCollected } = require('./wait');
+const { startFixture, assertExitsBy } = require('./fixture-child');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'watch.js');
 const WORKER_FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'worker.js');
-/** A child still running this long after its watch ended is kept alive by something. */
-const EXIT_MS = 3000;
 /** Any child is killed after this long, so a hung one fails its test instead of the run. */
 const KILL_MS = 20000;
 
@@ -35,60 +32,11 @@ test.afterEach(() => {
 });
 useSimulator((s) => (sim = s), { perTest: true });
 
-/**
- * Starts `script` (the watch fixture unless given) with `mode` against `url`. The handle records stdout lines with their
- * arrival time; `exited` resolves with `{ code, signal, at, killed }`.
- */
+/** Starts `script` (the watch fixture unless given) with `mode` against `url` (./fixture-child.js). */
 function runChild(mode, url = sim.url, { script = FIXTURE } = {}) {
-  const child = spawn(process.execPath, [script, url, TOKEN, mode], { stdio: ['pipe', 'pipe', 'pipe'] });
-  children.add(child);
-  const handle = { child, lines: [], stderr: '', killed: false };
-  readline
-    .createInterface({ input: child.stdout })
-    .on('line', (text) => handle.lines.push({ text, at: Date.now() }));
-  child.stderr.on('data', (chunk) => {
-    handle.stderr += chunk;
-  });
-  const killer = setTimeout(() => {
-    handle.killed = true;
-    child.kill('SIGKILL');
-  }, KILL_MS);
-  handle.exited = new Promise((resolve) => {
-    child.once('exit', (code, signal) => {
-      clearTimeout(killer);
-      resolve({ code, signal, at: Date.now(), killed: handle.killed });
-    });
-  });
-  handle.alive = () => child.exitCode === null && child.signalCode === null;
-  handle.texts = () => handle.lines.map((l) => l.text);
-  /** The first stdout line equal to `text`, waiting up to `ms`. */
-  handle.line = async (text, ms = 5000) => {
-    await until(
-      () => handle.lines.some((l) => l.text === text) || !handle.alive(),
-      ms,
-      `child line "${text}"`,
-    );
-    const found = handle.lines.find((l) => l.text === text);
-    assert.ok(
-      found,
-      `child exited without printing "${text}"; stdout: ${handle.texts().join(' | ')}; stderr: ${handle.stderr}`,
-    );
-    return found;
-  };
+  const handle = startFixture([script, url, TOKEN, mode], { killMs: KILL_MS, stdin: 'pipe' });
+  children.add(handle.child);
   return handle;
-}
-
-/** Asserts the child exits cleanly within EXIT_MS of `since` (a timestamp). */
-async function assertExitsBy(handle, since, what) {
-  const exit = await handle.exited;
-  assert.equal(
-    exit.killed,
-    false,
-    `${what}: the child had to be killed; stdout: ${handle.texts().join(' | ')}`,
-  );
-  assert.equal(exit.code, 0, `${what}: exit code ${exit.code}; stderr: ${handle.stderr}`);
-  const took = exit.at - since;
-  assert.ok(took < EXIT_MS, `${what}: the child exited ${took} ms after its watch ended`);
 }
 
 /** Asserts the child's watch gave one ERROR and then its end, and the child then exits cleanly. */

@@ -8,19 +8,12 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
 const { startCluster, startLiveBackend, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
-const { openPage, CHROMIUM } = require('./browser-helpers');
+const { browserSkip, openPage } = require('./browser-helpers');
 
-const NODE_LINE = 20;
 const REFRESH_INTERVAL_MS = 10_000; // the stock default
 
-const skip =
-  Number(process.versions.node.split('.')[0]) !== NODE_LINE
-    ? `runs on Node.js ${NODE_LINE} only (a real browser); this is ${process.version}`
-    : !fs.existsSync(CHROMIUM)
-      ? `${CHROMIUM} is absent (.ci/run installs Debian's chromium)`
-      : false;
+const skip = browserSkip('a real browser');
 
 /** Every requirement negative: it matches unlabelled objects, so the default fetcher answers it. */
 const DELEGATED_SVC = {

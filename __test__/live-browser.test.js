@@ -19,20 +19,14 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { startCluster, startLiveBackend, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
-const { openPage, changeShows, CHROMIUM, OUTPUT } = require('./browser-helpers');
+const { browserSkip, openPage, changeShows, addChangeDelete, OUTPUT } = require('./browser-helpers');
 
-const NODE_LINE = 20;
 const IDLE_MS = 60_000;
 /** The frontend's `maxAgeMs`: no answer is trusted longer. */
 const LIVENESS_MS = 60_000;
 const REFRESH_INTERVAL_MS = 500;
 
-const skip =
-  Number(process.versions.node.split('.')[0]) !== NODE_LINE
-    ? `runs on Node.js ${NODE_LINE} only (a real browser, ~90 s); this is ${process.version}`
-    : !fs.existsSync(CHROMIUM)
-      ? `${CHROMIUM} is absent (.ci/run installs Debian's chromium)`
-      : false;
+const skip = browserSkip('a real browser, ~90 s');
 
 test(
   'the live tab: a pod added, changed and deleted shows within 1 s; an idle tab sends nothing; a backend restart comes back live',
@@ -68,31 +62,7 @@ test(
 
     const live = changeShows(t, { origin, page, waitForText });
 
-    await live(
-      'a pod added',
-      () => sim.create('pods', pod('live-svc-2', 'live-svc')),
-      '2 pods\nNo pods with errors',
-    );
-    await live(
-      'a pod changed',
-      () =>
-        sim.patch('pods', 'default', 'live-svc-2', (p) => {
-          p.status.containerStatuses = [
-            {
-              name: 'main',
-              ready: false,
-              restartCount: 7,
-              state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off restarting' } },
-            },
-          ];
-        }),
-      '2 pods\n1 pod with errors',
-    );
-    await live(
-      'a pod deleted',
-      () => sim.remove('pods', 'default', 'live-svc-2'),
-      '1 pod\nNo pods with errors',
-    );
+    await addChangeDelete(live, sim, 'live-svc-2');
 
     fs.mkdirSync(OUTPUT, { recursive: true });
     await page.screenshot({ path: path.join(OUTPUT, 'live-tab.png'), fullPage: true });

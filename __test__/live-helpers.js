@@ -15,7 +15,7 @@ const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
 const express = require('express');
-const { createBackendModule, createServiceFactory, coreServices } = require('@backstage/backend-plugin-api');
+const { createServiceFactory, coreServices } = require('@backstage/backend-plugin-api');
 const { createSpecializedBackend } = require('@backstage/backend-app-api');
 const { mockServices } = require('@backstage/backend-test-utils');
 const {
@@ -37,6 +37,7 @@ const { ConfigReader } = require('@backstage/config');
 const { signalsServiceRef } = require('@backstage/plugin-signals-node');
 const { eventsServiceFactory } = require('@backstage/plugin-events-node');
 const { createSimulator, certs } = require('../sim');
+const { initModule } = require('./backend-modules');
 
 const ID = 'backstage.io/kubernetes-id';
 const TOKEN = 'tok-live-7e4d';
@@ -171,6 +172,21 @@ function kubernetesConfig({ url, token, caData }, { clusters, objectTypes = LIVE
 }
 
 /**
+ * A test module of the Kubernetes plugin that sets `captured.signals` to its signals service
+ * (what the module publishes with) and `captured.instanceId` to the backend instance's id.
+ */
+const captureSignals = (captured) =>
+  initModule(
+    'kubernetes',
+    'test-signals',
+    { signals: signalsServiceRef, instance: coreServices.rootInstanceMetadata },
+    async ({ signals, instance }) => {
+      captured.signals = signals;
+      captured.instanceId = instance.getId();
+    },
+  );
+
+/**
  * The real backend: Kubernetes + Signals backend plugins, kube-watch-native/backstage, a catalog
  * holding LIVE_SVC and OTHER_SVC, the cluster `sim`. The benchmark (bench/backstage-live.js)
  * gives its own `clusters` (config entries), `entities`, `objectTypes` (null: the plugin's
@@ -182,19 +198,6 @@ async function startLiveBackend(
   { live, clusters, entities = [LIVE_SVC, OTHER_SVC], objectTypes = LIVE_TYPES, native = true } = {},
 ) {
   const captured = {};
-  // A test module of the Kubernetes plugin holding its signals service: what the module publishes with.
-  const captureSignals = createBackendModule({
-    pluginId: 'kubernetes',
-    moduleId: 'test-signals',
-    register(env) {
-      env.registerInit({
-        deps: { signals: signalsServiceRef },
-        async init({ signals }) {
-          captured.signals = signals;
-        },
-      });
-    },
-  });
   const config = {
     kubernetes: kubernetesConfig(
       // No simulator when the caller gives its own clusters (bench/backstage-live-backend.js).
@@ -213,7 +216,7 @@ async function startLiveBackend(
   backend.add(import('@backstage/plugin-kubernetes-backend'));
   backend.add(import('@backstage/plugin-signals-backend'));
   if (native) backend.add(import('kube-watch-native/backstage'));
-  backend.add(captureSignals);
+  backend.add(captureSignals(captured));
   backend.add(catalogServiceMock.factory({ entities }));
   await backend.start();
   const port = routing.port();
@@ -348,6 +351,7 @@ module.exports = {
   startCluster,
   kubernetesConfig,
   webSocketRouting,
+  captureSignals,
   startLiveBackend,
   bundle,
   startOrigin,

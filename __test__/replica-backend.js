@@ -18,14 +18,21 @@
 console.log = console.info = console.debug = console.error;
 
 const readline = require('node:readline');
-const { createBackendModule, coreServices } = require('@backstage/backend-plugin-api');
+const { coreServices } = require('@backstage/backend-plugin-api');
 const { createSpecializedBackend } = require('@backstage/backend-app-api');
 const { mockServices } = require('@backstage/backend-test-utils');
 const { catalogServiceMock } = require('@backstage/plugin-catalog-node/testUtils');
 const { databaseServiceFactory } = require('@backstage/backend-defaults/database');
 const { schedulerServiceFactory } = require('@backstage/backend-defaults/scheduler');
-const { signalsServiceRef } = require('@backstage/plugin-signals-node');
-const { MOCK_SERVICES, LIVE_SVC, OTHER_SVC, kubernetesConfig, webSocketRouting } = require('./live-helpers');
+const {
+  MOCK_SERVICES,
+  LIVE_SVC,
+  OTHER_SVC,
+  kubernetesConfig,
+  webSocketRouting,
+  captureSignals,
+} = require('./live-helpers');
+const { initModule } = require('./backend-modules');
 
 const params = JSON.parse(process.argv[2]);
 const send = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -35,31 +42,14 @@ const startedAt = Date.now();
 // What the test modules hand out: the Kubernetes plugin's signals service (what the module
 // publishes with), this instance's id, and the events plugin's own database client.
 const captured = {};
-const captureSignals = createBackendModule({
-  pluginId: 'kubernetes',
-  moduleId: 'test-signals',
-  register(env) {
-    env.registerInit({
-      deps: { signals: signalsServiceRef, instance: coreServices.rootInstanceMetadata },
-      async init({ signals, instance }) {
-        captured.signals = signals;
-        captured.instanceId = instance.getId();
-      },
-    });
+const captureEventsDatabase = initModule(
+  'events',
+  'test-database',
+  { database: coreServices.database },
+  async ({ database }) => {
+    captured.eventsDb = await database.getClient();
   },
-});
-const captureEventsDatabase = createBackendModule({
-  pluginId: 'events',
-  moduleId: 'test-database',
-  register(env) {
-    env.registerInit({
-      deps: { database: coreServices.database },
-      async init({ database }) {
-        captured.eventsDb = await database.getClient();
-      },
-    });
-  },
-});
+);
 
 // These are real here: the database (PostgreSQL, one database per plugin), and the scheduler
 // on it, as in a deployment: its tasks (the events backend's event-bus-cleanup) are locked in
@@ -105,7 +95,7 @@ async function start() {
       backend.add(require('kube-watch-native/backstage').eventsModuleEndPollsOnShutdown);
   }
   if (params.native !== false) backend.add(import('kube-watch-native/backstage'));
-  backend.add(captureSignals);
+  backend.add(captureSignals(captured));
   backend.add(catalogServiceMock.factory({ entities: params.entities ?? [LIVE_SVC, OTHER_SVC] }));
   await backend.start();
   if (captured.eventsDb) await subscribed(`signals.${captured.instanceId}`);

@@ -10,31 +10,13 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const { startCluster, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
+const { startCluster, bundle, startOrigin, LIVE_SVC } = require('./live-helpers');
 const { startReplicas } = require('./replica-helpers');
-const { openPage, changeShows, CHROMIUM } = require('./browser-helpers');
+const { browserSkip, openPage, changeShows, addChangeDelete } = require('./browser-helpers');
 
-const NODE_LINE = 20;
 const REFRESH_INTERVAL_MS = 500;
 
-const skip =
-  Number(process.versions.node.split('.')[0]) !== NODE_LINE
-    ? `runs on Node.js ${NODE_LINE} only (a real browser and two backends); this is ${process.version}`
-    : !fs.existsSync(CHROMIUM)
-      ? `${CHROMIUM} is absent (.ci/run installs Debian's chromium)`
-      : false;
-
-const crashLooping = (p) => {
-  p.status.containerStatuses = [
-    {
-      name: 'main',
-      ready: false,
-      restartCount: 7,
-      state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off restarting' } },
-    },
-  ];
-};
+const skip = browserSkip('a real browser and two backends');
 
 test(
   'the live tab on two replicas: changes show within 1 s with loads alternating replicas, and after one restarts',
@@ -64,21 +46,7 @@ test(
     await waitForText('1 pod', 30_000);
     await page.waitForTimeout(3000); // the signals channel up: polls answered from memory
 
-    await live(
-      'a pod added',
-      () => sim.create('pods', pod('live-svc-2', 'live-svc')),
-      '2 pods\nNo pods with errors',
-    );
-    await live(
-      'a pod changed',
-      () => sim.patch('pods', 'default', 'live-svc-2', crashLooping),
-      '2 pods\n1 pod with errors',
-    );
-    await live(
-      'a pod deleted',
-      () => sim.remove('pods', 'default', 'live-svc-2'),
-      '1 pod\nNo pods with errors',
-    );
+    await addChangeDelete(live, sim, 'live-svc-2');
 
     // Replica A restarts (a rolling restart's step): the tab is live again on whichever replica.
     const { ms } = await replicas[0].stop('SIGTERM');
@@ -86,21 +54,7 @@ test(
     assert.ok(ms < 10_000, `A took ${ms} ms to exit`);
     await replicas[0].start();
     await page.waitForTimeout(6000); // a WebSocket that was on A comes back (resubscribed every 5 s)
-    await live(
-      'a pod added after the restart',
-      () => sim.create('pods', pod('live-svc-3', 'live-svc')),
-      '2 pods\nNo pods with errors',
-    );
-    await live(
-      'a pod changed after the restart',
-      () => sim.patch('pods', 'default', 'live-svc-3', crashLooping),
-      '2 pods\n1 pod with errors',
-    );
-    await live(
-      'a pod deleted after the restart',
-      () => sim.remove('pods', 'default', 'live-svc-3'),
-      '1 pod\nNo pods with errors',
-    );
+    await addChangeDelete(live, sim, 'live-svc-3', ' after the restart');
     assert.deepEqual(pageErrors, []);
   },
 );

@@ -13,7 +13,7 @@
 // `ttlMs` 0 asks on every load. The trade-off: a binding revoked shows within `ttlMs`, where the
 // default fetcher shows it at once.
 
-const { keyedHash, clusterRequest } = require('./identity');
+const { keyedHash, clusterRequest, isViewerChecked } = require('./identity');
 
 const REVIEW_PATH = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
 
@@ -131,4 +131,22 @@ class ViewerAccess {
   }
 }
 
-module.exports = { ViewerAccess };
+/**
+ * The cluster and credential a request is cached with: a cluster of viewers' own credentials as
+ * a serviceAccount cluster with its service account token (the viewers' credentials only ask
+ * for access), any other as it is.
+ */
+function cachedAs(params) {
+  const viewerChecked = isViewerChecked(params.clusterDetails);
+  if (!viewerChecked) {
+    return { viewerChecked, clusterDetails: params.clusterDetails, cacheCredential: params.credential };
+  }
+  const clusterDetails = {
+    ...params.clusterDetails,
+    authMetadata: { ...params.clusterDetails.authMetadata, 'kubernetes.io/auth-provider': 'serviceAccount' },
+  };
+  const cacheCredential = { type: 'bearer token', token: clusterDetails.authMetadata.serviceAccountToken };
+  return { viewerChecked, clusterDetails, cacheCredential };
+}
+
+module.exports = { ViewerAccess, cachedAs };

@@ -22,12 +22,12 @@
 // A selector whose every requirement is negative (`a!=b`, `!a`, `a notin (b)`, or none) selects
 // unlabelled objects too, so it would cache the whole type: the default fetcher answers it.
 
-const { parseSelector, requiresKey, matchesUnlabelled, SelectorError } = require('./selector');
+const { requiresKey, cacheableRequirements } = require('./selector');
 const { DEFAULT_OBJECT_TYPES, DEFAULT_ROTATING_PROVIDERS, DEFAULTS } = require('./config');
 const { liveRequestContext, answerNotLive, answerFollowed } = require('./live');
-const { Identities, isViewerChecked, sharedCredential, SERVER_SIDE_PROVIDERS } = require('./identity');
+const { Identities, sharedCredential, SERVER_SIDE_PROVIDERS } = require('./identity');
 const { DefaultAnswers } = require('./default-answers');
-const { ViewerAccess } = require('./access');
+const { ViewerAccess, cachedAs } = require('./access');
 const { Pool, Entry, AVOID_MS } = require('./pool');
 const { Following } = require('./following');
 const { BUILT_IN_GROUPS, resourcePathFor, isSecrets, isError, cachedAnswer } = require('./answers');
@@ -150,94 +150,30 @@ class NativeInformerFetcher {
   }
 
   async fetchObjectsForService(params) {
-    const { credential } = params;
-    const viewerChecked = isViewerChecked(params.clusterDetails);
-    // A cluster of viewers' own credentials is cached with its service account token, as a
-    // serviceAccount cluster (./access.js); the viewers' credentials only ask for access.
-    const clusterDetails = viewerChecked
-      ? {
-          ...params.clusterDetails,
-          authMetadata: {
-            ...params.clusterDetails.authMetadata,
-            'kubernetes.io/auth-provider': 'serviceAccount',
-          },
-        }
-      : params.clusterDetails;
-    const cacheCredential = viewerChecked
-      ? { type: 'bearer token', token: clusterDetails.authMetadata.serviceAccountToken }
-      : credential;
-    if (this.#closed || (!viewerChecked && !sharedCredential(clusterDetails, credential))) {
+    const { viewerChecked, clusterDetails, cacheCredential } = cachedAs(params);
+    if (this.#closed || (!viewerChecked && !sharedCredential(clusterDetails, params.credential))) {
       return this.#default.all(params);
     }
     const selector = params.labelSelector ?? '';
-    let requirements;
-    try {
-      requirements = parseSelector(selector);
-    } catch (err) {
-      if (!(err instanceof SelectorError)) throw err;
-      // The API server's 400 for it, exactly as the default fetcher reports it; no informer.
-      return this.#default.all(params);
-    }
-    // A selector that unlabelled objects match would cache whole types: the default answers.
-    if (matchesUnlabelled(requirements)) return this.#default.all(params);
+    const requirements = cacheableRequirements(selector);
+    if (!requirements) return this.#default.all(params);
 
     const types = [...params.objectTypesToFetch];
-    const resources = [...types, ...params.customResources];
-    const byId = requiresKey(requirements, ID_LABEL);
-    const namespace = params.namespace || undefined;
-    const viewer = liveRequestContext.getStore();
+    const request = {
+      params,
+      clusterDetails,
+      viewerChecked,
+      types,
+      resources: [...types, ...params.customResources],
+      byId: requiresKey(requirements, ID_LABEL),
+      selector,
+      namespace: params.namespace || undefined,
+      viewer: liveRequestContext.getStore(),
+    };
     const opened = [];
     let entries;
-    let decisions = [];
     try {
-      const identity = await this.#identities.resolve(clusterDetails, cacheCredential);
-      const entryFor = (resource, i, namespaced) =>
-        this.#entryFor(identity, clusterDetails, resource, opened, {
-          byId,
-          selector,
-          namespace,
-          namespaced,
-          owner: viewer?.userEntityRef ?? null,
-          fromBody: i >= types.length && this.#fromBody(resource, clusterDetails),
-        });
-      // The viewer's own access to exactly the LIST the default would send, asked with its
-      // token first: a viewer not allowed (or not known to be) opens nothing, and gets the
-      // default's answer with its own token.
-      if (viewerChecked) {
-        decisions = await Promise.all(
-          resources.map((resource) =>
-            this.#cached(resource)
-              ? this.#access.decide(clusterDetails, credential, identity, resource, namespace)
-              : null,
-          ),
-        );
-        if (viewer && decisions.includes('refused')) {
-          this.#publisher?.forget(viewer.userEntityRef, viewer.entityRef);
-        }
-      }
-      entries = resources.map((resource, i) => {
-        if (!this.#cached(resource) || (viewerChecked && decisions[i] !== 'allowed')) return null;
-        // A credential refused the cluster-wide list of a type: namespaced informers answer.
-        const refused = byId && namespace && this.#pool.avoided(this.#entryKey(identity, resource, ID_LABEL));
-        return entryFor(resource, i, Boolean(refused));
-      });
-      await this.#settle(entries);
-      // A credential allowed to list a type in the entity's namespace only: the cluster-wide
-      // informer is refused (403); a namespaced one answers instead, and the cluster-wide one
-      // is not tried again while requests keep coming.
-      if (byId && namespace) {
-        let fallback = false;
-        entries = entries.map((entry, i) => {
-          if (!entry || entry.description.namespace || entry.informer.state().error?.statusCode !== 403) {
-            return entry;
-          }
-          fallback = true;
-          this.#pool.avoid(entry.key, this.#idleTimeoutMs, { refresh: true });
-          this.#pool.drop(entry);
-          return entryFor(resources[i], i, true);
-        });
-        if (fallback) await this.#settle(entries);
-      }
+      entries = await this.#openEntries(request, cacheCredential, opened);
     } catch (err) {
       // The watcher refused the cluster's details (a TypeError naming the field): what this
       // request opened closes now, not at idle.
@@ -245,27 +181,7 @@ class NativeInformerFetcher {
       this.#logger?.warn(`kube-watch-native: cannot cache cluster ${clusterDetails.name}: ${err.message}`);
       return this.#default.all(params);
     }
-
-    // Answered now: the entries are used as of this moment, whatever the wait took.
-    for (const entry of entries) entry?.touch();
-    const results = resources.map((resource, i) => {
-      const answer = this.#answer(params, resource, i >= types.length, entries[i], selector, namespace);
-      this.#default.count(answer);
-      return answer;
-    });
-    if (viewer && this.#following) {
-      const followed = this.#following.viewed(viewer, entries, {
-        selector,
-        namespace,
-        cluster: clusterDetails.name,
-      });
-      if (followed) answerFollowed();
-      else answerNotLive();
-    }
-    return Promise.all(results).then((all) => ({
-      errors: all.filter(isError),
-      responses: all.filter((r) => !isError(r)),
-    }));
+    return this.#answerAll(request, entries);
   }
 
   /** Viewers' access decisions: allowed, refused, failed, answered from memory, remembered now. */
@@ -321,6 +237,96 @@ class NativeInformerFetcher {
 
   #entryKey(identity, { group = '', apiVersion, plural }, selector, namespace) {
     return JSON.stringify([identity.key, group, apiVersion, plural, namespace ?? '', selector]);
+  }
+
+  /**
+   * The entries that answer the request's resources once settled, null where the default
+   * answers; every entry it opens is pushed to `opened`.
+   */
+  async #openEntries(request, cacheCredential, opened) {
+    const { clusterDetails, viewerChecked, types, resources, byId, selector, namespace, viewer } = request;
+    const identity = await this.#identities.resolve(clusterDetails, cacheCredential);
+    const entryFor = (resource, i, namespaced) =>
+      this.#entryFor(identity, clusterDetails, resource, opened, {
+        byId,
+        selector,
+        namespace,
+        namespaced,
+        owner: viewer?.userEntityRef ?? null,
+        fromBody: i >= types.length && this.#fromBody(resource, clusterDetails),
+      });
+    const decisions = viewerChecked ? await this.#viewerDecisions(request, identity) : [];
+    const entries = resources.map((resource, i) => {
+      if (!this.#cached(resource) || (viewerChecked && decisions[i] !== 'allowed')) return null;
+      // A credential refused the cluster-wide list of a type: namespaced informers answer.
+      const refused = byId && namespace && this.#pool.avoided(this.#entryKey(identity, resource, ID_LABEL));
+      return entryFor(resource, i, Boolean(refused));
+    });
+    await this.#settle(entries);
+    return byId && namespace ? this.#namespacedWhereRefused(entries, resources, entryFor) : entries;
+  }
+
+  /**
+   * The viewer's own access to exactly the LIST the default would send, asked with its token
+   * first: a viewer not allowed (or not known to be) opens nothing, and gets the default's
+   * answer with its own token.
+   */
+  async #viewerDecisions({ params, clusterDetails, resources, namespace, viewer }, identity) {
+    const decisions = await Promise.all(
+      resources.map((resource) =>
+        this.#cached(resource)
+          ? this.#access.decide(clusterDetails, params.credential, identity, resource, namespace)
+          : null,
+      ),
+    );
+    if (viewer && decisions.includes('refused')) {
+      this.#publisher?.forget(viewer.userEntityRef, viewer.entityRef);
+    }
+    return decisions;
+  }
+
+  /**
+   * A credential allowed to list a type in the entity's namespace only: the cluster-wide
+   * informer is refused (403); a namespaced one answers instead, and the cluster-wide one
+   * is not tried again while requests keep coming.
+   */
+  async #namespacedWhereRefused(entries, resources, entryFor) {
+    let fallback = false;
+    const answering = entries.map((entry, i) => {
+      if (!entry || entry.description.namespace || entry.informer.state().error?.statusCode !== 403) {
+        return entry;
+      }
+      fallback = true;
+      this.#pool.avoid(entry.key, this.#idleTimeoutMs, { refresh: true });
+      this.#pool.drop(entry);
+      return entryFor(resources[i], i, true);
+    });
+    if (fallback) await this.#settle(answering);
+    return answering;
+  }
+
+  /** Every resource's answer, and the viewer's live following of them. */
+  #answerAll({ params, clusterDetails, types, resources, selector, namespace, viewer }, entries) {
+    // Answered now: the entries are used as of this moment, whatever the wait took.
+    for (const entry of entries) entry?.touch();
+    const results = resources.map((resource, i) => {
+      const answer = this.#answer(params, resource, i >= types.length, entries[i], selector, namespace);
+      this.#default.count(answer);
+      return answer;
+    });
+    if (viewer && this.#following) {
+      const followed = this.#following.viewed(viewer, entries, {
+        selector,
+        namespace,
+        cluster: clusterDetails.name,
+      });
+      if (followed) answerFollowed();
+      else answerNotLive();
+    }
+    return Promise.all(results).then((all) => ({
+      errors: all.filter(isError),
+      responses: all.filter((r) => !isError(r)),
+    }));
   }
 
   /** The entry that answers `resource`, opened if need be; null when none may be opened. */

@@ -54,4 +54,21 @@ function matchesUnlabelled(requirements) {
   return requirements.every((r) => !NEEDS_KEY.has(r.operator));
 }
 
-module.exports = { parseSelector, requiresKey, matchesUnlabelled, SelectorError };
+/**
+ * A selector's requirements when the cache may answer it; null when the default fetcher answers:
+ * the selector is invalid, or selects unlabelled objects.
+ */
+function cacheableRequirements(selector) {
+  let requirements;
+  try {
+    requirements = parseSelector(selector);
+  } catch (err) {
+    if (!(err instanceof SelectorError)) throw err;
+    // The API server's 400 for it, exactly as the default fetcher reports it; no informer.
+    return null;
+  }
+  // A selector that unlabelled objects match would cache whole types: the default answers.
+  return matchesUnlabelled(requirements) ? null : requirements;
+}
+
+module.exports = { parseSelector, requiresKey, matchesUnlabelled, cacheableRequirements, SelectorError };

@@ -18,9 +18,9 @@
 const fs = require('node:fs');
 const inspector = require('node:inspector');
 const { startTestBackend, mockServices } = require('@backstage/backend-test-utils');
-const { createBackendModule } = require('@backstage/backend-plugin-api');
 const { kubernetesFetcherExtensionPoint } = require('@backstage/plugin-kubernetes-node');
 const { catalogServiceMock } = require('@backstage/plugin-catalog-node/testUtils');
+const { initModule } = require('../__test__/backend-modules');
 const { entities: benchEntities, clusterConfigs } = require('./backstage-common');
 
 const [variant, entityCount, infoJson, authorizationTtlMs] = process.argv.slice(2);
@@ -30,39 +30,35 @@ const info = JSON.parse(infoJson);
 const entities = benchEntities(Number(entityCount));
 
 /** The floor: each request's answer, asked of the default fetcher once (at warm-up), then kept. */
-const floorModule = createBackendModule({
-  pluginId: 'kubernetes',
-  moduleId: 'bench-floor',
-  register(env) {
-    env.registerInit({
-      deps: { fetchers: kubernetesFetcherExtensionPoint },
-      async init({ fetchers }) {
-        fetchers.addFetcher(async ({ getDefault }) => {
-          const fetcher = await getDefault();
-          const prepared = new Map();
-          return {
-            fetchPodMetricsByNamespaces: (...args) => fetcher.fetchPodMetricsByNamespaces(...args),
-            fetchObjectsForService(params) {
-              const key = JSON.stringify([
-                params.clusterDetails.name,
-                params.labelSelector,
-                params.namespace,
-                [...params.objectTypesToFetch].map((t) => t.plural),
-                params.customResources.map((c) => c.plural),
-              ]);
-              let answer = prepared.get(key);
-              if (!answer) {
-                answer = fetcher.fetchObjectsForService(params);
-                prepared.set(key, answer);
-              }
-              return answer;
-            },
-          };
-        });
-      },
+const floorModule = initModule(
+  'kubernetes',
+  'bench-floor',
+  { fetchers: kubernetesFetcherExtensionPoint },
+  async ({ fetchers }) => {
+    fetchers.addFetcher(async ({ getDefault }) => {
+      const fetcher = await getDefault();
+      const prepared = new Map();
+      return {
+        fetchPodMetricsByNamespaces: (...args) => fetcher.fetchPodMetricsByNamespaces(...args),
+        fetchObjectsForService(params) {
+          const key = JSON.stringify([
+            params.clusterDetails.name,
+            params.labelSelector,
+            params.namespace,
+            [...params.objectTypesToFetch].map((t) => t.plural),
+            params.customResources.map((c) => c.plural),
+          ]);
+          let answer = prepared.get(key);
+          if (!answer) {
+            answer = fetcher.fetchObjectsForService(params);
+            prepared.set(key, answer);
+          }
+          return answer;
+        },
+      };
     });
   },
-});
+);
 
 async function main() {
   const config = {

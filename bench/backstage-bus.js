@@ -22,10 +22,10 @@ const knexFactory = require('knex');
 const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
 const { createSimulator } = require('../sim');
-const { ID, TOKEN, pod } = require('../__test__/live-helpers');
+const { TOKEN, pod } = require('../__test__/live-helpers');
 const { startReplicas } = require('../__test__/replica-helpers');
-const { killAll } = require('./children');
-const { fmt, threadCpu, rssBytes, quantile, median } = require('./backstage-common');
+const { failRun } = require('./children');
+const { entityOf, fmt, threadCpu, rssBytes, quantile, median } = require('./backstage-common');
 
 const log = (...a) => console.error(...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -34,12 +34,6 @@ const DRAIN_MS = 10_000;
 /** The module's default live.minInterval. */
 const MIN_INTERVAL_MS = 250;
 
-const entityOf = (name) => ({
-  apiVersion: 'backstage.io/v1alpha1',
-  kind: 'Component',
-  metadata: { name, namespace: 'default', annotations: { [ID]: name } },
-  spec: { type: 'service', owner: 'team', lifecycle: 'production' },
-});
 const channelOf = (name) => `kubernetes:component:default/${name}`;
 
 /** The highest change number a tab answer shows for its entity's pod (-1: none). */
@@ -329,10 +323,4 @@ async function main(argv) {
 
 module.exports = { main };
 
-if (require.main === module) {
-  main(process.argv.slice(2)).catch((err) => {
-    console.error(err);
-    killAll();
-    process.exit(1);
-  });
-}
+if (require.main === module) main(process.argv.slice(2)).catch(failRun);

@@ -1,9 +1,37 @@
 'use strict';
-// What bench/backstage.js and bench/backstage-live.js share: the benchmark's entities, the CPU
-// and memory of a process as /proc accounts them, and the report's arithmetic. (Their forked
-// children with request/answer IPC are bench/children.js's.)
+// What the Backstage benchmarks (bench/backstage*.js) share: the fleet of simulated clusters and
+// its entities, the CPU and memory of a process as /proc accounts them, the runs of the variants
+// and the report's arithmetic and tables. (Their forked children with request/answer IPC are
+// bench/children.js's.)
 
 const fs = require('node:fs');
+
+/** The fleet bench/backstage-clusters.js holds: objects, those labelled for an entity, entities. */
+const OBJECTS = 20_000;
+const LABELLED = 3_000;
+const ENTITIES = 300;
+
+const log = (...a) => console.error(...a);
+
+/**
+ * Starts the six simulated clusters (bench/backstage-clusters.js, a process of their own) holding
+ * the fleet, with `extra` arguments; resolves with the child and the fleet's `info`.
+ */
+async function startFleet(extra = []) {
+  // Not at the top: the backends (bench/backstage-backend.js …) load this file too, and
+  // bench/children.js's exit and signal handlers are for the parent only.
+  const { child } = require('./children');
+  log(`clusters: 6 × 20 ms, ${OBJECTS} objects, ${LABELLED} labelled for ${ENTITIES} entities…`);
+  const clusters = child('backstage-clusters.js', [
+    String(OBJECTS),
+    String(LABELLED),
+    String(ENTITIES),
+    ...extra,
+  ]);
+  await clusters.ready;
+  const info = await clusters.request({ cmd: 'info' });
+  return { clusters, info };
+}
 
 /** The benchmark's entity `name`: its pods and the rest carry `backstage.io/kubernetes-id: name`. */
 const entityOf = (name) => ({
@@ -63,6 +91,42 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
+/**
+ * `runCount` runs, each measuring with `measure(variant)` every variant of `orderOf(run)` (an
+ * order that changes from run to run, so that no variant always goes first); `what(variant)`
+ * names the measure in the progress. One `{ [variant]: result }` per run.
+ */
+async function measureRuns(runCount, orderOf, what, measure) {
+  const runs = [];
+  for (let run = 0; run < runCount; run++) {
+    const results = {};
+    for (const variant of orderOf(run)) {
+      log(`run ${run + 1}/${runCount}: ${what(variant)}…`);
+      results[variant] = await measure(variant);
+      log(`  ${JSON.stringify(results[variant])}`);
+    }
+    runs.push(results);
+  }
+  return runs;
+}
+
+/**
+ * A report's markdown table: a row per `rows` entry (`[label, key, decimals, note]`), a column
+ * per `columns` entry (`[heading, (key) => figure]`) with the row's decimals, then one per
+ * `ratios` entry (the same, with three decimals).
+ */
+function reportTable(rows, columns, ratios) {
+  const headings = [...columns, ...ratios].map(([heading]) => heading);
+  return [
+    `| | ${headings.join(' | ')} | |`,
+    `|---|${headings.map(() => '---:').join('|')}|---|`,
+    ...rows.map(([label, key, d, note]) => {
+      const figures = [...columns.map(([, f]) => fmt(f(key), d)), ...ratios.map(([, f]) => fmt(f(key), 3))];
+      return `| ${label} | ${figures.join(' | ')} | ${note} |`;
+    }),
+  ];
+}
+
 /** The CPU seconds of every process descended from `pid` whose command is `comm` (a browser's). */
 function treeCpu(pid, comm) {
   const parents = new Map();
@@ -90,6 +154,10 @@ function treeCpu(pid, comm) {
 }
 
 module.exports = {
+  OBJECTS,
+  LABELLED,
+  ENTITIES,
+  startFleet,
   entityOf,
   entities,
   clusterConfigs,
@@ -101,4 +169,6 @@ module.exports = {
   treeCpu,
   quantile,
   median,
+  measureRuns,
+  reportTable,
 };

@@ -11,7 +11,8 @@
 
 const fs = require('node:fs');
 const { bundle } = require('../__test__/live-helpers');
-const { killAll, child } = require('./children');
+const { failRun } = require('./children');
+const { startFleet } = require('./backstage-common');
 const { startVariant, CHROMIUM } = require('./backstage-live');
 
 const TICK = 100;
@@ -97,9 +98,7 @@ async function main(argv) {
   const tabs = Number(opt('tabs') ?? 5);
   const seconds = Number(opt('seconds') ?? 20);
   const refreshMs = Number(opt('refresh') ?? 500);
-  const clusters = child('backstage-clusters.js', ['20000', '3000', '300']);
-  await clusters.ready;
-  const info = await clusters.request({ cmd: 'info' });
+  const { clusters, info } = await startFleet();
   const files = await bundle();
   for (const variant of ['stock', 'live']) {
     log(`${variant}: ${tabs} tabs, ${seconds} s idle…`);
@@ -115,8 +114,4 @@ async function main(argv) {
   clusters.proc.send({ cmd: 'stop' });
 }
 
-main(process.argv.slice(2)).catch((err) => {
-  console.error(err);
-  killAll();
-  process.exit(1);
-});
+main(process.argv.slice(2)).catch(failRun);

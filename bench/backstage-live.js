@@ -26,13 +26,22 @@
 const fs = require('node:fs');
 const { chromium } = require('playwright-core');
 const { bundle, startOrigin } = require('../__test__/live-helpers');
-const { killAll, child } = require('./children');
-const { entityOf, fmt, threadCpu, processCpu, treeCpu, quantile, median } = require('./backstage-common');
+const { failRun, child } = require('./children');
+const {
+  OBJECTS,
+  ENTITIES,
+  startFleet,
+  entityOf,
+  threadCpu,
+  processCpu,
+  treeCpu,
+  quantile,
+  median,
+  measureRuns,
+  reportTable,
+} = require('./backstage-common');
 
 const CHROMIUM = '/usr/bin/chromium';
-const OBJECTS = 20_000;
-const LABELLED = 3_000;
-const ENTITIES = 300;
 const TABS = 20;
 const CHURN_PER_SECOND = 100;
 /** Each tab's pod toggles every TOGGLE_EVERY_MS; the tabs take turns. */
@@ -222,25 +231,16 @@ async function main(argv) {
     console.error(`--seconds must be at least ${(2 * TOGGLE_EVERY_MS) / 1000}`);
     process.exit(2);
   }
-  log(`clusters: 6 × 20 ms, ${OBJECTS} objects, ${LABELLED} labelled for ${ENTITIES} entities…`);
-  const clusters = child('backstage-clusters.js', [String(OBJECTS), String(LABELLED), String(ENTITIES)]);
-  await clusters.ready;
-  const info = await clusters.request({ cmd: 'info' });
+  const { clusters, info } = await startFleet();
   const files = await bundle();
-  const runs = [];
-  for (let run = 0; run < runCount; run++) {
-    const order = run % 2 ? ['live', 'stock'] : ['stock', 'live'];
-    const results = {};
-    for (const variant of order) {
-      log(`run ${run + 1}/${runCount}: ${variant}, ${TABS} tabs…`);
-      results[variant] = await measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs });
-      log(`  ${JSON.stringify(results[variant])}`);
-    }
-    runs.push(results);
-  }
+  const runs = await measureRuns(
+    runCount,
+    (run) => (run % 2 ? ['live', 'stock'] : ['stock', 'live']),
+    (variant) => `${variant}, ${TABS} tabs`,
+    (variant) => measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs }),
+  );
   clusters.proc.send({ cmd: 'stop' });
-  const med = (variant, key) => median(runs.map((r) => r[variant][key]));
-  const ratio = (key) => median(runs.map((r) => r.live[key] / r.stock[key]));
+  const med = (variant) => (key) => median(runs.map((r) => r[variant][key]));
   const rows = [
     ['change to DOM p50 (ms)', 'p50', 0, ''],
     ['change to DOM p99 (ms)', 'p99', 0, 'goal ≤ 1000 (live)'],
@@ -265,11 +265,13 @@ async function main(argv) {
       `${runCount} run(s), medians; ${runs[0].live.toggles} toggles per run. The browsers, the ` +
       'backend and the clusters share this machine.',
     '',
-    '| | stock | live | live ÷ stock | |',
-    '|---|---:|---:|---:|---|',
-    ...rows.map(
-      ([label, key, d, note]) =>
-        `| ${label} | ${fmt(med('stock', key), d)} | ${fmt(med('live', key), d)} | ${fmt(ratio(key), 3)} | ${note} |`,
+    ...reportTable(
+      rows,
+      [
+        ['stock', med('stock')],
+        ['live', med('live')],
+      ],
+      [['live ÷ stock', (key) => median(runs.map((r) => r.live[key] / r.stock[key]))]],
     ),
   ];
   console.log(lines.join('\n'));
@@ -285,19 +287,10 @@ module.exports = {
   churnAndToggle,
   toggleLatencies,
   CHROMIUM,
-  OBJECTS,
-  LABELLED,
-  ENTITIES,
   TABS,
   CHURN_PER_SECOND,
   TOGGLE_EVERY_MS,
   SETTLE_MS,
 };
 
-if (require.main === module) {
-  main(process.argv.slice(2)).catch((err) => {
-    console.error(err);
-    killAll();
-    process.exit(1);
-  });
-}
+if (require.main === module) main(process.argv.slice(2)).catch(failRun);

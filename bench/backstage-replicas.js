@@ -18,16 +18,20 @@ const knexFactory = require('knex');
 const { chromium } = require('playwright-core');
 const { bundle, startOrigin } = require('../__test__/live-helpers');
 const { startReplicas } = require('../__test__/replica-helpers');
-const { killAll, child } = require('./children');
+const { failRun } = require('./children');
 const {
+  OBJECTS,
+  ENTITIES,
+  startFleet,
+  entityOf,
   entities,
   clusterConfigs,
-  entityOf,
-  fmt,
   threadCpu,
   rssBytes,
   quantile,
   median,
+  measureRuns,
+  reportTable,
 } = require('./backstage-common');
 const live = require('./backstage-live');
 
@@ -61,7 +65,7 @@ async function measure(clusters, info, files, count, seconds) {
     { url: info.clusters[0].url },
     {
       clusters: clusterConfigs(info),
-      entities: entities(live.ENTITIES),
+      entities: entities(ENTITIES),
       objectTypes: null,
       readyMs: 180_000,
     },
@@ -140,29 +144,16 @@ async function main(argv) {
     console.error(`${live.CHROMIUM} is absent: apt-get install chromium`);
     process.exit(2);
   }
-  log(`clusters: 6 × 20 ms, ${live.OBJECTS} objects for ${live.ENTITIES} entities…`);
-  const clusters = child('backstage-clusters.js', [
-    String(live.OBJECTS),
-    String(live.LABELLED),
-    String(live.ENTITIES),
-  ]);
-  await clusters.ready;
-  const info = await clusters.request({ cmd: 'info' });
+  const { clusters, info } = await startFleet();
   const files = await bundle();
-  const runs = [];
-  for (let run = 0; run < runCount; run++) {
-    const order = run % 2 ? [count, 1] : [1, count];
-    const results = {};
-    for (const n of order) {
-      log(`run ${run + 1}/${runCount}: ${n} replica(s), ${live.TABS} tabs, ${seconds} s…`);
-      results[n] = await measure(clusters, info, files, n, seconds);
-      log(`  ${JSON.stringify(results[n])}`);
-    }
-    runs.push(results);
-  }
+  const runs = await measureRuns(
+    runCount,
+    (run) => (run % 2 ? [count, 1] : [1, count]),
+    (n) => `${n} replica(s), ${live.TABS} tabs, ${seconds} s`,
+    (n) => measure(clusters, info, files, n, seconds),
+  );
   clusters.proc.send({ cmd: 'stop' });
-  const med = (n, key) => median(runs.map((r) => r[n][key]));
-  const ratio = (key) => median(runs.map((r) => r[count][key] / r[1][key]));
+  const med = (n) => (key) => median(runs.map((r) => r[n][key]));
   const rows = [
     ['change to DOM p50 (ms)', 'p50', 0, ''],
     ['change to DOM p99 (ms)', 'p99', 0, 'goal ≤ 1000'],
@@ -178,15 +169,17 @@ async function main(argv) {
     [
       `## The live tab on ${count} replicas against one (PostgreSQL, events backend)`,
       '',
-      `6 clusters (+20 ms each), ${live.OBJECTS} objects, ${live.ENTITIES} entities; ${live.TABS} Chromium tabs ` +
+      `6 clusters (+20 ms each), ${OBJECTS} objects, ${ENTITIES} entities; ${live.TABS} Chromium tabs ` +
         `behind a round-robin balancer; ${seconds} s of ${live.CHURN_PER_SECOND} pod changes/s plus crash-loop ` +
         `toggles; ${runCount} run(s), medians. Everything shares this machine.`,
       '',
-      `| | 1 replica | ${count} replicas | ${count} ÷ 1 | |`,
-      '|---|---:|---:|---:|---|',
-      ...rows.map(
-        ([label, key, d, note]) =>
-          `| ${label} | ${fmt(med(1, key), d)} | ${fmt(med(count, key), d)} | ${fmt(ratio(key), 3)} | ${note} |`,
+      ...reportTable(
+        rows,
+        [
+          ['1 replica', med(1)],
+          [`${count} replicas`, med(count)],
+        ],
+        [[`${count} ÷ 1`, (key) => median(runs.map((r) => r[count][key] / r[1][key]))]],
       ),
     ].join('\n'),
   );
@@ -196,10 +189,4 @@ async function main(argv) {
 
 module.exports = { main };
 
-if (require.main === module) {
-  main(process.argv.slice(2)).catch((err) => {
-    console.error(err);
-    killAll();
-    process.exit(1);
-  });
-}
+if (require.main === module) main(process.argv.slice(2)).catch(failRun);

@@ -70,16 +70,17 @@ const CHURN_SECONDS = 10;
 const RUNS = Number(opt('runs') ?? 1);
 /** A folder for each backend's V8 CPU profile over the viewers' loads (`--profile=DIR`). */
 const PROFILE = opt('profile') && path.resolve(opt('profile'));
-const OBJECTS = 20_000;
-const LABELLED = 3_000;
-const ENTITIES = 300;
 const VIEWERS = 20;
 const PERIOD_MS = 10_000;
 const CHANGES = 5;
 const log = (...a) => console.error(...a);
 
-const { killAll, child } = require('./children');
+const { failRun, child } = require('./children');
 const {
+  OBJECTS,
+  LABELLED,
+  ENTITIES,
+  startFleet,
   entityOf,
   fmt,
   threadCpu,
@@ -88,6 +89,8 @@ const {
   rssBytes,
   quantile,
   median,
+  measureRuns,
+  reportTable,
 } = require('./backstage-common');
 
 /**
@@ -221,48 +224,23 @@ async function measure(clusters, info, variant) {
 }
 
 async function main() {
-  log(`clusters: 6 × 20 ms, ${OBJECTS} objects, ${LABELLED} labelled for ${ENTITIES} entities…`);
-  const clusters = child('backstage-clusters.js', [
-    String(OBJECTS),
-    String(LABELLED),
-    String(ENTITIES),
-    ...(VIEWER_MODE ? [String(VIEWERS)] : []),
-  ]);
-  await clusters.ready;
-  const info = await clusters.request({ cmd: 'info' });
-  const runs = [];
-  for (let run = 0; run < RUNS; run++) {
-    const variants = VIEWER_MODE
-      ? ['default-viewers', 'native-viewers', 'floor-viewers']
-      : ['default', 'native', 'floor', ...(STRIP ? ['native-strip'] : [])];
-    const order = variants.map((_, i) => variants[(i + run) % variants.length]);
-    const results = {};
-    for (const variant of order) {
-      log(`run ${run + 1}/${RUNS}: ${variant}, ${VIEWERS} viewers for ${SECONDS} s…`);
-      results[variant] = await measure(clusters, info, variant);
-      log(`  ${JSON.stringify(results[variant])}`);
-    }
-    runs.push(results);
-  }
+  const { clusters, info } = await startFleet(VIEWER_MODE ? [String(VIEWERS)] : []);
+  const variants = VIEWER_MODE
+    ? ['default-viewers', 'native-viewers', 'floor-viewers']
+    : ['default', 'native', 'floor', ...(STRIP ? ['native-strip'] : [])];
+  const runs = await measureRuns(
+    RUNS,
+    (run) => variants.map((_, i) => variants[(i + run) % variants.length]),
+    (variant) => `${variant}, ${VIEWERS} viewers for ${SECONDS} s`,
+    (variant) => measure(clusters, info, variant),
+  );
   clusters.proc.send({ cmd: 'stop' });
   if (VIEWER_MODE) return reportViewers(runs, info);
   const cachedMiB = info.cachedJsonBytes / 2 ** 20;
   const med = (variant, key) => median(runs.map((r) => r[variant][key]));
-  const ratio = (key, to = 'default') => median(runs.map((r) => r.native[key] / r[to][key]));
   const rows = [
     ['API requests per tab load', 'requestsPerLoad', 1, 'goal 0 once warm'],
-    ['tab load p50 (ms)', 'p50', 1, ''],
-    ['tab load p99 (ms)', 'p99', 1, 'goal ≤ 0.1×'],
-    ['main-thread CPU per load (ms)', 'mainCpuMsPerLoad', 2, 'goal ≤ 0.3×'],
-    ['process CPU per load (ms)', 'cpuMsPerLoad', 2, ''],
-    ['RSS at the end (MiB)', 'rssMiB', 0, ''],
-    [
-      `main-thread CPU per change, ${CHURN_PER_SECOND}/s, no loads (µs)`,
-      'mainCpuUsPerChange',
-      1,
-      'schedstat',
-    ],
-    ['change visible after (ms)', 'visibleMs', 0, 'median of 5'],
+    ...costRows({ p99: 'goal ≤ 0.1×', mainCpu: 'goal ≤ 0.3×' }),
   ];
   const lines = [
     `## Backstage Kubernetes tab: default fetcher vs kube-watch-native/backstage`,
@@ -271,12 +249,7 @@ async function main() {
       `${ENTITIES} entities, ${VIEWERS} viewers every 10 s for ${SECONDS} s; ${RUNS} run(s), medians; ` +
       `${runs[0].default.loads} / ${runs[0].native.loads} loads per run.`,
     '',
-    '| | default | native | floor | native ÷ default | native ÷ floor | |',
-    '|---|---:|---:|---:|---:|---:|---|',
-    ...rows.map(
-      ([label, key, d, note]) =>
-        `| ${label} | ${fmt(med('default', key), d)} | ${fmt(med('native', key), d)} | ${fmt(med('floor', key), d)} | ${fmt(ratio(key), 3)} | ${fmt(ratio(key, 'floor'), 3)} | ${note} |`,
-    ),
+    ...variantsTable(rows, runs, (variant) => variant),
     '',
     `RSS goal: native ≤ default + 1.3 × ${fmt(cachedMiB)} MiB = ${fmt(med('default', 'rssMiB') + 1.3 * cachedMiB, 0)} MiB.`,
     ...(STRIP
@@ -299,8 +272,6 @@ async function main() {
 
 /** The report of `--viewers`: the per-viewer variants against each other. */
 function reportViewers(runs, info) {
-  const med = (variant, key) => median(runs.map((r) => r[`${variant}-viewers`][key]));
-  const ratio = (key, to) => median(runs.map((r) => r['native-viewers'][key] / r[`${to}-viewers`][key]));
   const ttl = AUTHORIZATION_TTL_S === undefined ? '10 s (default)' : `${AUTHORIZATION_TTL_S} s`;
   const rows = [
     ['API requests per tab load', 'requestsPerLoad', 2, ''],
@@ -315,18 +286,7 @@ function reportViewers(runs, info) {
     ],
     ['API requests per load within the TTL', 'withinTtlRequestsPerLoad', 2, 'goal 0; 20 loads, sequential'],
     ['… of which SelfSubjectAccessReviews', 'withinTtlAccessReviewsPerLoad', 2, ''],
-    ['tab load p50 (ms)', 'p50', 1, ''],
-    ['tab load p99 (ms)', 'p99', 1, 'goal ≤ 1.2× floor'],
-    ['main-thread CPU per load (ms)', 'mainCpuMsPerLoad', 2, 'goal ≤ 1.2× floor'],
-    ['process CPU per load (ms)', 'cpuMsPerLoad', 2, ''],
-    ['RSS at the end (MiB)', 'rssMiB', 0, ''],
-    [
-      `main-thread CPU per change, ${CHURN_PER_SECOND}/s, no loads (µs)`,
-      'mainCpuUsPerChange',
-      1,
-      'schedstat',
-    ],
-    ['change visible after (ms)', 'visibleMs', 0, 'median of 5'],
+    ...costRows({ p99: 'goal ≤ 1.2× floor', mainCpu: 'goal ≤ 1.2× floor' }),
   ];
   const lines = [
     `## Backstage Kubernetes tab, viewers' own credentials (oidc + serviceAccountToken)`,
@@ -336,12 +296,7 @@ function reportViewers(runs, info) {
       `authorizationTtl ${ttl}; ${RUNS} run(s), medians; ` +
       `${runs[0]['default-viewers'].loads} / ${runs[0]['native-viewers'].loads} loads per run.`,
     '',
-    '| | default | native | floor | native ÷ default | native ÷ floor | |',
-    '|---|---:|---:|---:|---:|---:|---|',
-    ...rows.map(
-      ([label, key, d, note]) =>
-        `| ${label} | ${fmt(med('default', key), d)} | ${fmt(med('native', key), d)} | ${fmt(med('floor', key), d)} | ${fmt(ratio(key, 'default'), 3)} | ${fmt(ratio(key, 'floor'), 3)} | ${note} |`,
-    ),
+    ...variantsTable(rows, runs, (variant) => `${variant}-viewers`),
   ];
   console.log(lines.join('\n'));
   const json = opt('json');
@@ -357,6 +312,44 @@ function reportViewers(runs, info) {
 }
 
 /**
+ * The rows both reports end with: a load's latency and CPU, the RSS, a change's CPU and how soon
+ * it shows; `goals` are the notes of p99 and main-thread CPU.
+ */
+function costRows(goals) {
+  return [
+    ['tab load p50 (ms)', 'p50', 1, ''],
+    ['tab load p99 (ms)', 'p99', 1, goals.p99],
+    ['main-thread CPU per load (ms)', 'mainCpuMsPerLoad', 2, goals.mainCpu],
+    ['process CPU per load (ms)', 'cpuMsPerLoad', 2, ''],
+    ['RSS at the end (MiB)', 'rssMiB', 0, ''],
+    [
+      `main-thread CPU per change, ${CHURN_PER_SECOND}/s, no loads (µs)`,
+      'mainCpuUsPerChange',
+      1,
+      'schedstat',
+    ],
+    ['change visible after (ms)', 'visibleMs', 0, 'median of 5'],
+  ];
+}
+
+/**
+ * Both reports' table: default, native and floor (`nameOf` gives a run's name of each), medians
+ * over the runs, and the medians of native's ratios to the other two.
+ */
+function variantsTable(rows, runs, nameOf) {
+  const med = (variant) => (key) => median(runs.map((r) => r[nameOf(variant)][key]));
+  const ratio = (to) => (key) => median(runs.map((r) => r[nameOf('native')][key] / r[nameOf(to)][key]));
+  return reportTable(
+    rows,
+    ['default', 'native', 'floor'].map((variant) => [variant, med(variant)]),
+    [
+      ['native ÷ default', ratio('default')],
+      ['native ÷ floor', ratio('floor')],
+    ],
+  );
+}
+
+/**
  * `--live --replicas=N`: the live tab on N replicas against one (bench/backstage-replicas.js);
  * `--bus`: the events bus under issue 37's load on several replicas (bench/backstage-bus.js).
  */
@@ -367,8 +360,4 @@ const bench = BUS
     : argv.some((a) => a.startsWith('--replicas='))
       ? () => require('./backstage-replicas').main(argv)
       : () => require('./backstage-live').main(argv);
-bench().catch((err) => {
-  console.error(err);
-  killAll();
-  process.exit(1);
-});
+bench().catch(failRun);

@@ -19,6 +19,13 @@ function killAll() {
   children.forEach((c) => c.kill('SIGKILL'));
 }
 
+/** Ends a benchmark that failed: prints `err`, kills every child, exits 1. */
+function failRun(err) {
+  console.error(err);
+  killAll();
+  process.exit(1);
+}
+
 process.on('exit', killAll);
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(sig, () => {
@@ -56,4 +63,4 @@ function child(file, args, { startMs = 180_000 } = {}) {
   return { proc, ready, request };
 }
 
-module.exports = { track, killAll, child };
+module.exports = { track, killAll, failRun, child };

@@ -35,7 +35,7 @@ const SCENARIOS = (opt('only') ?? 'sync,iterate,memory,fields,relist,get').split
 const CLIENTS = (opt('clients') ?? 'native,clientnode').split(',');
 const log = (...a) => console.error(...a);
 
-const { track, killAll, child } = require('./children');
+const { track, failRun, child } = require('./children');
 
 /** Seconds of CPU the whole machine has been busy since boot (/proc/stat, all but idle/iowait). */
 function machineBusySeconds() {
@@ -235,8 +235,4 @@ function report(rows, info, seconds) {
   return lines.join('\n');
 }
 
-main().catch((err) => {
-  console.error(err);
-  killAll();
-  process.exit(1);
-});
+main().catch(failRun);

@@ -57,30 +57,23 @@ if (opt('against')) {
 }
 const runsOpt = opt('runs') ? Number(opt('runs')) : undefined;
 
-const PLAN = quick
-  ? {
-      runs: runsOpt ?? 3,
-      // One run of the trickle, slow and idle scenarios in quick mode (unless --runs says otherwise).
-      longRuns: runsOpt ?? 1,
-      counts: { small: 15000, medium: 3000, large: 300 },
-      ownBoundMs: 80,
-      paired: { rounds: 6, slices: { small: 6000, medium: 1200, large: 120 } },
-      interleaved: { rounds: 40, segments: { small: 1000, medium: 200, large: 20 } },
-      trickle: { count: 20, intervalMs: 50 },
-      slow: { bytes: 256 * MiB, durationMs: 3000, size: 'medium' },
-      idle: { watches: 300 },
-    }
-  : {
-      runs: runsOpt ?? 3,
-      longRuns: runsOpt ?? 3,
-      counts: { small: 60000, medium: 12000, large: 1200 },
-      ownBoundMs: 150,
-      paired: { rounds: 12, slices: { small: 8000, medium: 1500, large: 150 } },
-      interleaved: { rounds: 300, segments: { small: 1000, medium: 200, large: 20 } },
-      trickle: { count: 100, intervalMs: 50 },
-      slow: { bytes: 1 * GiB, durationMs: 20000, size: 'medium' },
-      idle: { watches: 1000 },
-    };
+/** A figure of the plan: quick mode's, else the full run's. */
+const quickOr = (quickValue, fullValue) => (quick ? quickValue : fullValue);
+const PLAN = {
+  runs: runsOpt ?? 3,
+  // One run of the trickle, slow and idle scenarios in quick mode (unless --runs says otherwise).
+  longRuns: runsOpt ?? quickOr(1, 3),
+  counts: quickOr({ small: 15000, medium: 3000, large: 300 }, { small: 60000, medium: 12000, large: 1200 }),
+  ownBoundMs: quickOr(80, 150),
+  paired: {
+    rounds: quickOr(6, 12),
+    slices: quickOr({ small: 6000, medium: 1200, large: 120 }, { small: 8000, medium: 1500, large: 150 }),
+  },
+  interleaved: { rounds: quickOr(40, 300), segments: { small: 1000, medium: 200, large: 20 } },
+  trickle: { count: quickOr(20, 100), intervalMs: 50 },
+  slow: { bytes: quickOr(256 * MiB, 1 * GiB), durationMs: quickOr(3000, 20000), size: 'medium' },
+  idle: { watches: quickOr(300, 1000) },
+};
 const WARMUP = 0.1;
 /** A client-node queue may not grow past this over the start RSS before the worker stops it. */
 const SLOW_ABORT_ABOVE = 1 * GiB;
@@ -89,17 +82,9 @@ const SLOW_ABORT_ABOVE = 1 * GiB;
 // Children: the load server and the workers; all of them die with us.
 
 // bench/children.js kills them on exit and on SIGINT, SIGTERM and SIGHUP; here also on a crash.
-const { track, killAll } = require('./children');
-process.on('uncaughtException', (err) => {
-  console.error(err);
-  killAll();
-  process.exit(1);
-});
-process.on('unhandledRejection', (err) => {
-  console.error(err);
-  killAll();
-  process.exit(1);
-});
+const { track, killAll, failRun } = require('./children');
+process.on('uncaughtException', failRun);
+process.on('unhandledRejection', failRun);
 
 const log = (...a) => console.error(...a);
 
@@ -413,8 +398,4 @@ function reportContext(plan, seconds) {
   };
 }
 
-main().catch((err) => {
-  console.error(err);
-  killAll();
-  process.exit(1);
-});
+main().catch(failRun);

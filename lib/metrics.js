@@ -20,109 +20,85 @@ const SNAPSHOT = Symbol('kube-watch-native.metricsSnapshot');
 
 const PREFIX = 'kube_watch.';
 
+/** A metric read from the snapshot as the observable instrument `kind`. */
+const instrument = (kind) => (name, unit, value, description, attributes) => ({
+  name,
+  kind,
+  unit,
+  description,
+  value,
+  attributes,
+});
+const counter = instrument('counter');
+const upDownCounter = instrument('upDownCounter');
+const gauge = instrument('gauge');
+
 /**
- * Every informer metric: `kind` is the observable instrument, `value` its figure in a series
- * of the native snapshot (or null: none). The native side adds a series' informers up;
- * counters include its closed informers' counts, so they never go down.
+ * Every informer metric: `value` is its figure in a series of the native snapshot (or null:
+ * none). The native side adds a series' informers up; counters include its closed informers'
+ * counts, so they never go down.
  */
 const INFORMER_METRICS = [
-  {
-    name: 'watch.active',
-    kind: 'upDownCounter',
-    unit: '{watch}',
-    description:
-      'Watch streams being read now (one per informer while it watches, one per running plain watch)',
-    value: (i) => i.watchesOpen,
-  },
-  {
-    name: 'events.received',
-    kind: 'counter',
-    unit: '{event}',
-    description:
-      "Changes received from the API server (watch events and list items; an informer's bookmarks not counted, a plain watch's are)",
-    value: (i) => i.eventsReceived,
-  },
-  {
-    name: 'events.delivered',
-    kind: 'counter',
-    unit: '{event}',
-    description:
-      'Events taken by consumers (changes, SYNCED, ERROR), summed over consumers and plain watches',
-    value: (i) => i.eventsDelivered,
-  },
-  {
-    name: 'network.io',
-    kind: 'counter',
-    unit: 'By',
-    description: 'Response body bytes read from the API server',
-    value: (i) => i.bytesReceived,
-    attributes: { 'network.io.direction': 'receive' },
-  },
-  {
-    name: 'reconnects',
-    kind: 'counter',
-    unit: '{reconnect}',
-    description: 'Watches started again after one ended or failed',
-    value: (i) => i.reconnects,
-  },
-  {
-    name: 'relists',
-    kind: 'counter',
-    unit: '{relist}',
-    description: 'Lists made again after a 410 (the initial list is not counted)',
-    value: (i) => i.relists,
-  },
-  {
-    name: 'credential.refreshes',
-    kind: 'counter',
-    unit: '{refresh}',
-    description:
-      'Credentials asked for after the first (after a 401/403, or when older than credentialTtlSeconds)',
-    value: (i) => i.credentialRefreshes,
-  },
-  {
-    name: 'informer.count',
-    kind: 'upDownCounter',
-    unit: '{informer}',
-    description: 'Shared informers open',
-    value: (s) => s.informers,
-  },
-  {
-    name: 'informer.object.count',
-    kind: 'upDownCounter',
-    unit: '{object}',
-    description: 'Objects cached',
-    value: (i) => i.objects,
-  },
-  {
-    name: 'informer.cache.size',
-    kind: 'upDownCounter',
-    unit: 'By',
-    description: 'Bytes of JSON text cached',
-    value: (i) => i.cachedBytes,
-  },
-  {
-    name: 'informer.synced',
-    kind: 'gauge',
-    unit: '1',
-    description: '1 when every informer of the series has its initial list cached, else 0',
-    value: (s) => (s.synced === null ? null : s.synced ? 1 : 0),
-  },
-  {
-    name: 'informer.last_event.age',
-    kind: 'gauge',
-    unit: 's',
-    description:
-      'Seconds since the last event or bookmark (since the start before the first); the most of the series',
-    value: (i) => i.secondsSinceLastEvent,
-  },
-  {
-    name: 'informer.consumer.pending',
-    kind: 'gauge',
-    unit: '{change}',
-    description: 'Changes pending in the slowest consumer (at most one per object)',
-    value: (i) => i.slowestConsumerPending,
-  },
+  upDownCounter(
+    'watch.active',
+    '{watch}',
+    (i) => i.watchesOpen,
+    'Watch streams being read now (one per informer while it watches, one per running plain watch)',
+  ),
+  counter(
+    'events.received',
+    '{event}',
+    (i) => i.eventsReceived,
+    "Changes received from the API server (watch events and list items; an informer's bookmarks not counted, a plain watch's are)",
+  ),
+  counter(
+    'events.delivered',
+    '{event}',
+    (i) => i.eventsDelivered,
+    'Events taken by consumers (changes, SYNCED, ERROR), summed over consumers and plain watches',
+  ),
+  counter('network.io', 'By', (i) => i.bytesReceived, 'Response body bytes read from the API server', {
+    'network.io.direction': 'receive',
+  }),
+  counter(
+    'reconnects',
+    '{reconnect}',
+    (i) => i.reconnects,
+    'Watches started again after one ended or failed',
+  ),
+  counter(
+    'relists',
+    '{relist}',
+    (i) => i.relists,
+    'Lists made again after a 410 (the initial list is not counted)',
+  ),
+  counter(
+    'credential.refreshes',
+    '{refresh}',
+    (i) => i.credentialRefreshes,
+    'Credentials asked for after the first (after a 401/403, or when older than credentialTtlSeconds)',
+  ),
+  upDownCounter('informer.count', '{informer}', (s) => s.informers, 'Shared informers open'),
+  upDownCounter('informer.object.count', '{object}', (i) => i.objects, 'Objects cached'),
+  upDownCounter('informer.cache.size', 'By', (i) => i.cachedBytes, 'Bytes of JSON text cached'),
+  gauge(
+    'informer.synced',
+    '1',
+    (s) => (s.synced === null ? null : s.synced ? 1 : 0),
+    '1 when every informer of the series has its initial list cached, else 0',
+  ),
+  gauge(
+    'informer.last_event.age',
+    's',
+    (i) => i.secondsSinceLastEvent,
+    'Seconds since the last event or bookmark (since the start before the first); the most of the series',
+  ),
+  gauge(
+    'informer.consumer.pending',
+    '{change}',
+    (i) => i.slowestConsumerPending,
+    'Changes pending in the slowest consumer (at most one per object)',
+  ),
 ];
 
 const ERRORS = {
@@ -133,27 +109,24 @@ const ERRORS = {
 };
 
 const CONNECTION_METRICS = [
-  {
-    name: 'http2.connection.count',
-    kind: 'upDownCounter',
-    unit: '{connection}',
-    description: 'HTTP/2 connections open or opening to the cluster origin',
-    value: (c) => c.connections.length,
-  },
-  {
-    name: 'http2.stream.count',
-    kind: 'upDownCounter',
-    unit: '{stream}',
-    description: 'HTTP/2 streams booked or running (watches and short requests)',
-    value: (c) => c.connections.reduce((n, conn) => n + conn.streams, 0),
-  },
-  {
-    name: 'http1.request.count',
-    kind: 'upDownCounter',
-    unit: '{request}',
-    description: 'HTTP/1.1 requests in flight (plain http, or a server without HTTP/2)',
-    value: (c) => c.http1Requests,
-  },
+  upDownCounter(
+    'http2.connection.count',
+    '{connection}',
+    (c) => c.connections.length,
+    'HTTP/2 connections open or opening to the cluster origin',
+  ),
+  upDownCounter(
+    'http2.stream.count',
+    '{stream}',
+    (c) => c.connections.reduce((n, conn) => n + conn.streams, 0),
+    'HTTP/2 streams booked or running (watches and short requests)',
+  ),
+  upDownCounter(
+    'http1.request.count',
+    '{request}',
+    (c) => c.http1Requests,
+    'HTTP/1.1 requests in flight (plain http, or a server without HTTP/2)',
+  ),
 ];
 
 /** Every metric, for the README's table and for tests: `{ name, kind, unit, description }`. */

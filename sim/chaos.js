@@ -61,6 +61,66 @@ function checkOptions(options) {
  */
 function startChaos(sim, options) {
   const faults = checkOptions(options).filter((f) => f !== 'rotate' || sim.options.token);
+  const settings = withDefaults(options);
+  const { seed, writes, intervalMs, maxBurst, faultEvery } = settings;
+  const random = seeded(seed);
+  const run = {
+    sim,
+    settings,
+    faults,
+    random,
+    pick: (list) => list[Math.floor(random() * list.length)],
+    log: [],
+    counts: {},
+    watchesBroken: 0,
+    cutPending: false,
+    lastCut: null,
+    // Every kind once first (a 'fail' per status), in a seeded order; then at random.
+    cover: shuffle(
+      faults.flatMap((f) => (f === 'fail' ? FAIL_STATUSES.map((s) => [f, s]) : [[f]])),
+      random,
+    ),
+    written: 0,
+    rotations: 0,
+  };
+  run.cutStarted = () => cutStartedWatch(run);
+  const firstRequest = sim.requests.length;
+  let stopped = false;
+  let timer = null;
+
+  let finish;
+  const done = new Promise((resolve) => {
+    finish = resolve;
+  });
+  const stop = () => {
+    stopped = true;
+    clearTimeout(timer);
+    sim.off('close', stop);
+    finish({ writes: run.written, faults: run.counts });
+  };
+  const step = () => {
+    if (stopped) return;
+    const burst = 1 + Math.floor(random() * maxBurst);
+    for (let i = 0; i < burst && run.written < writes; i++) {
+      write(run);
+      if (random() < 1 / faultEvery) fault(run);
+    }
+    if (run.written >= writes) stop();
+    else timer = setTimeout(step, intervalMs);
+  };
+  const happened = () => {
+    const answered = {};
+    for (const r of sim.requests.slice(firstRequest)) {
+      if (r.status >= 400) answered[r.status] = (answered[r.status] || 0) + 1;
+    }
+    return { watchesBroken: run.watchesBroken, rotations: run.rotations, answered };
+  };
+  sim.on('close', stop);
+  timer = setTimeout(step, intervalMs);
+  return { seed, log: run.log, done, happened, stop };
+}
+
+function withDefaults(options) {
   const {
     seed,
     writes = 2000,
@@ -72,130 +132,107 @@ function startChaos(sim, options) {
     faultEvery = 60,
     onRotate = () => {},
   } = options;
-  const random = seeded(seed);
-  const pick = (list) => list[Math.floor(random() * list.length)];
-  const log = [];
-  const counts = {};
-  const firstRequest = sim.requests.length;
-  let watchesBroken = 0;
-  let cutPending = false;
-  let lastCut = null;
-  // Every kind once first (a 'fail' per status), in a seeded order; then at random.
-  const cover = faults.flatMap((f) => (f === 'fail' ? FAIL_STATUSES.map((s) => [f, s]) : [[f]]));
-  for (let i = cover.length - 1; i > 0; i--) {
+  return { seed, writes, resource, namespaces, names, intervalMs, maxBurst, faultEvery, onRotate };
+}
+
+/** Shuffles `list` in place with `random` (Fisher-Yates), so a seed gives one order. */
+function shuffle(list, random) {
+  for (let i = list.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
-    [cover[i], cover[j]] = [cover[j], cover[i]];
+    [list[i], list[j]] = [list[j], list[i]];
   }
-  let written = 0;
-  let rotations = 0;
-  let stopped = false;
-  let timer = null;
+  return list;
+}
 
-  const write = () => {
-    const namespace = pick(namespaces);
-    const name = `chaos-${Math.floor(random() * names)}`;
-    const existing = sim.get(resource, namespace, name);
-    const value = Math.floor(random() * 1e9).toString(36);
-    const labels = { app: pick(['web', 'api', 'worker']), tier: pick(['a', 'b']) };
-    if (!existing) {
-      sim.create(resource, {
-        metadata: { name, namespace, labels },
-        data: { value, written: String(written) },
-      });
-    } else if (random() < 0.2) {
-      sim.remove(resource, namespace, name);
-    } else {
-      sim.patch(resource, namespace, name, (o) => {
-        o.metadata.labels = labels;
-        o.data = { ...o.data, value, written: String(written) };
-      });
-    }
-    written++;
-  };
-
-  const cutStarted = () =>
-    setImmediate(() => {
-      if (watchesBroken > 0) return;
-      const broken = sim.cutWatches();
-      lastCut.watches += broken;
-      watchesBroken += broken;
-      if (broken > 0) sim.off('watchStart', cutStarted);
+/** Creates, patches or removes one object of the run's resource. */
+function write(run) {
+  const { sim, random, pick } = run;
+  const { resource, namespaces, names } = run.settings;
+  const namespace = pick(namespaces);
+  const name = `chaos-${Math.floor(random() * names)}`;
+  const existing = sim.get(resource, namespace, name);
+  const value = Math.floor(random() * 1e9).toString(36);
+  const labels = { app: pick(['web', 'api', 'worker']), tier: pick(['a', 'b']) };
+  if (!existing) {
+    sim.create(resource, {
+      metadata: { name, namespace, labels },
+      data: { value, written: String(run.written) },
     });
+  } else if (random() < 0.2) {
+    sim.remove(resource, namespace, name);
+  } else {
+    sim.patch(resource, namespace, name, (o) => {
+      o.metadata.labels = labels;
+      o.data = { ...o.data, value, written: String(run.written) };
+    });
+  }
+  run.written++;
+}
 
-  const fault = () => {
-    if (faults.length === 0) return;
-    const [kind, status] = cover.length ? cover.shift() : [pick(faults)];
-    const entry = { kind, afterWrites: written };
-    if (kind === 'cut') {
-      entry.watches = sim.cutWatches();
-      watchesBroken += entry.watches;
-      // A cut while the client waits between watches breaks nothing; until one has, break
-      // each next watch once it has started (outside the seeded sequence, which stays the same).
-      lastCut = entry;
-      if (watchesBroken === 0 && !cutPending) {
-        cutPending = true;
-        sim.on('watchStart', cutStarted);
-      }
-    } else if (kind === 'end') sim.endWatches();
-    else if (kind === 'sockets') sim.destroySockets({ reset: random() < 0.5 });
-    else if (kind === 'compact') sim.compact();
-    else if (kind === 'expire') {
-      // The watches miss a write, then the history it is in is gone: their resume is 410.
-      sim.cutWatches();
-      if (written < writes) write();
-      sim.compact();
-    } else if (kind === 'fail') {
-      entry.status = status ?? pick(FAIL_STATUSES);
-      entry.count = 1 + Math.floor(random() * 3);
-      entry.retryAfter = entry.status === 500 ? undefined : 1;
-      sim.failNext(entry.count, entry.status, entry.retryAfter);
-    } else if (kind === 'rotate') {
-      rotations++;
-      const token = `chaos-${seed}-${rotations}`;
-      sim.rotateToken(token);
-      onRotate(token);
-    } else if (kind === 'stall') {
-      entry.afterEvents = Math.floor(random() * 4);
-      sim.nextWatchFault({ stallAfterEvents: entry.afterEvents });
-    } else {
-      entry.afterEvents = 1 + Math.floor(random() * 5);
-      sim.nextWatchFault({ cutAfterEvents: entry.afterEvents });
+/** Injects the next fault of the run, logs it and tells the simulator's 'chaos' listeners. */
+function fault(run) {
+  if (run.faults.length === 0) return;
+  const [kind, status] = run.cover.length ? run.cover.shift() : [run.pick(run.faults)];
+  const entry = { kind, afterWrites: run.written };
+  APPLY[kind](run, entry, status);
+  run.counts[kind] = (run.counts[kind] || 0) + 1;
+  run.log.push(entry);
+  run.sim.emit('chaos', entry);
+}
+
+/** What each fault does to the simulator; it notes on `entry` what the log should show. */
+const APPLY = {
+  cut(run, entry) {
+    entry.watches = run.sim.cutWatches();
+    run.watchesBroken += entry.watches;
+    // A cut while the client waits between watches breaks nothing; until one has, break
+    // each next watch once it has started (outside the seeded sequence, which stays the same).
+    run.lastCut = entry;
+    if (run.watchesBroken === 0 && !run.cutPending) {
+      run.cutPending = true;
+      run.sim.on('watchStart', run.cutStarted);
     }
-    counts[kind] = (counts[kind] || 0) + 1;
-    log.push(entry);
-    sim.emit('chaos', entry);
-  };
+  },
+  end: (run) => run.sim.endWatches(),
+  sockets: (run) => run.sim.destroySockets({ reset: run.random() < 0.5 }),
+  compact: (run) => run.sim.compact(),
+  expire(run) {
+    // The watches miss a write, then the history it is in is gone: their resume is 410.
+    run.sim.cutWatches();
+    if (run.written < run.settings.writes) write(run);
+    run.sim.compact();
+  },
+  fail(run, entry, status) {
+    entry.status = status ?? run.pick(FAIL_STATUSES);
+    entry.count = 1 + Math.floor(run.random() * 3);
+    entry.retryAfter = entry.status === 500 ? undefined : 1;
+    run.sim.failNext(entry.count, entry.status, entry.retryAfter);
+  },
+  rotate(run) {
+    run.rotations++;
+    const token = `chaos-${run.settings.seed}-${run.rotations}`;
+    run.sim.rotateToken(token);
+    run.settings.onRotate(token);
+  },
+  stall(run, entry) {
+    entry.afterEvents = Math.floor(run.random() * 4);
+    run.sim.nextWatchFault({ stallAfterEvents: entry.afterEvents });
+  },
+  cutNext(run, entry) {
+    entry.afterEvents = 1 + Math.floor(run.random() * 5);
+    run.sim.nextWatchFault({ cutAfterEvents: entry.afterEvents });
+  },
+};
 
-  let finish;
-  const done = new Promise((resolve) => {
-    finish = resolve;
+/** Breaks the watch just started, until a cut has broken one ('watchStart' listener of a cut). */
+function cutStartedWatch(run) {
+  setImmediate(() => {
+    if (run.watchesBroken > 0) return;
+    const broken = run.sim.cutWatches();
+    run.lastCut.watches += broken;
+    run.watchesBroken += broken;
+    if (broken > 0) run.sim.off('watchStart', run.cutStarted);
   });
-  const stop = () => {
-    stopped = true;
-    clearTimeout(timer);
-    sim.off('close', stop);
-    finish({ writes: written, faults: counts });
-  };
-  const step = () => {
-    if (stopped) return;
-    const burst = 1 + Math.floor(random() * maxBurst);
-    for (let i = 0; i < burst && written < writes; i++) {
-      write();
-      if (random() < 1 / faultEvery) fault();
-    }
-    if (written >= writes) stop();
-    else timer = setTimeout(step, intervalMs);
-  };
-  const happened = () => {
-    const answered = {};
-    for (const r of sim.requests.slice(firstRequest)) {
-      if (r.status >= 400) answered[r.status] = (answered[r.status] || 0) + 1;
-    }
-    return { watchesBroken, rotations, answered };
-  };
-  sim.on('close', stop);
-  timer = setTimeout(step, intervalMs);
-  return { seed, log, done, happened, stop };
 }
 
 module.exports = { startChaos, FAULTS, FAIL_STATUSES };

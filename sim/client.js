@@ -23,6 +23,18 @@ const { StringDecoder } = require('node:string_decoder');
 function watchRequest(url, options = {}) {
   const u = new URL(url);
   const w = { status: null, headers: null, lines: [], events: [], chunks: 0, bytes: 0, error: null };
+  const waiters = createWaiters(w);
+  const lines = createLineSplitter(w, waiters.check);
+  const outcome = createOutcome(w, lines, waiters.check);
+  if (options.http2) openHttp2(u, options, w, outcome);
+  else openHttp1(u, options, w, outcome);
+  w.until = waiters.until;
+  w.untilEvents = (n, ms) => w.until(() => w.events.length >= n, ms, `${n} events`);
+  return w;
+}
+
+/** Promises that resolve once a predicate over `w` holds; `check` is called on every change. */
+function createWaiters(w) {
   let waiters = [];
   const check = () => {
     waiters = waiters.filter((x) => {
@@ -32,6 +44,25 @@ function watchRequest(url, options = {}) {
       return false;
     });
   };
+  const until = (pred, ms = 2000, what = 'condition') =>
+    new Promise((resolve, reject) => {
+      if (pred()) return resolve();
+      const x = { pred, resolve };
+      x.timer = setTimeout(() => {
+        waiters = waiters.filter((y) => y !== x);
+        reject(
+          new Error(
+            `timed out after ${ms} ms waiting for ${what}; lines so far: ${JSON.stringify(w.lines).slice(0, 2000)}`,
+          ),
+        );
+      }, ms);
+      waiters.push(x);
+    });
+  return { check, until };
+}
+
+/** Splits the body's bytes into `w.lines`, and the lines that are watch events into `w.events`. */
+function createLineSplitter(w, check) {
   const decoder = new StringDecoder('utf8');
   // Pieces of the unfinished line; only new text is searched for '\n', so a multi-megabyte
   // line costs linear time.
@@ -55,6 +86,20 @@ function watchRequest(url, options = {}) {
     if (start < text.length) pieces.push(text.slice(start));
     check();
   };
+  return {
+    write: (bytes) => onText(decoder.write(bytes)),
+    // A last line without its '\n' still counts.
+    flush: () => {
+      if (pieces.length) onText('\n');
+    },
+  };
+}
+
+/**
+ * Sets `w.response` and `w.done`; returns how the transports report the response, the body and
+ * the end (`finish` runs once, whichever comes first).
+ */
+function createOutcome(w, lines, check) {
   let resolveResponse;
   let rejectResponse;
   w.response = new Promise((resolve, reject) => {
@@ -70,11 +115,16 @@ function watchRequest(url, options = {}) {
   const finish = (complete) => {
     if (finished) return;
     finished = true;
-    if (pieces.length) onText('\n');
+    lines.flush();
     w.complete = complete;
     resolveDone({ complete, error: w.error });
     rejectResponse(w.error || new Error('no response'));
     check();
+  };
+  const respond = (status, headers) => {
+    w.status = status;
+    w.headers = headers;
+    resolveResponse(w.status);
   };
   const onBody = (stream, encoding) => {
     const body = encoding === 'gzip' ? stream.pipe(zlib.createGunzip()) : stream;
@@ -82,89 +132,71 @@ function watchRequest(url, options = {}) {
       w.chunks++;
       w.bytes += d.length;
     });
-    body.on('data', (d) => onText(decoder.write(d)));
+    body.on('data', (d) => lines.write(d));
     body.on('error', (err) => {
       w.error = w.error || err;
     });
     return body;
   };
+  return { respond, onBody, finish };
+}
 
-  if (options.http2) {
-    const session = http2.connect(u.origin, { ca: options.ca, cert: options.cert, key: options.key });
-    session.on('error', (err) => {
-      w.error = w.error || err;
-      finish(false);
-    });
-    const stream = session.request({ ':path': u.pathname + u.search, ...(options.headers || {}) });
-    let body = null;
-    stream.on('response', (headers) => {
-      w.status = headers[':status'];
-      w.headers = headers;
-      resolveResponse(w.status);
-      body = onBody(stream, headers['content-encoding']);
-    });
-    stream.on('error', (err) => {
-      w.error = w.error || err;
-    });
-    stream.on('close', () => {
-      // Node ends a stream even when its connection dies; only code 0 is a clean end.
-      if (stream.rstCode)
-        w.error =
-          w.error ||
-          Object.assign(new Error(`stream closed with code ${stream.rstCode}`), {
-            code: 'ERR_HTTP2_STREAM_CLOSED',
-          });
-      const ok = !w.error && stream.rstCode === 0 && w.status !== null;
-      session.close();
-      if (ok && body && body !== stream && !body.readableEnded) body.once('end', () => finish(true));
-      else setImmediate(() => finish(ok));
-    });
-    w.session = session;
-    w.close = () => {
-      stream.close();
-      session.destroy();
-    };
-  } else {
-    const mod = u.protocol === 'https:' ? https : http;
-    const req = mod.get(
-      u,
-      { agent: false, headers: options.headers, ca: options.ca, cert: options.cert, key: options.key },
-      (res) => {
-        w.status = res.statusCode;
-        w.headers = res.headers;
-        resolveResponse(w.status);
-        const body = onBody(res, res.headers['content-encoding']);
-        body.on('end', () => finish(res.complete));
-        res.on('error', (err) => {
-          w.error = w.error || err;
+function openHttp2(u, options, w, { respond, onBody, finish }) {
+  const session = http2.connect(u.origin, { ca: options.ca, cert: options.cert, key: options.key });
+  session.on('error', (err) => {
+    w.error = w.error || err;
+    finish(false);
+  });
+  const stream = session.request({ ':path': u.pathname + u.search, ...(options.headers || {}) });
+  let body = null;
+  stream.on('response', (headers) => {
+    respond(headers[':status'], headers);
+    body = onBody(stream, headers['content-encoding']);
+  });
+  stream.on('error', (err) => {
+    w.error = w.error || err;
+  });
+  stream.on('close', () => {
+    // Node ends a stream even when its connection dies; only code 0 is a clean end.
+    if (stream.rstCode)
+      w.error =
+        w.error ||
+        Object.assign(new Error(`stream closed with code ${stream.rstCode}`), {
+          code: 'ERR_HTTP2_STREAM_CLOSED',
         });
-        res.on('close', () => setImmediate(() => finish(res.complete && !w.error)));
-      },
-    );
-    req.on('error', (err) => {
-      w.error = w.error || err;
-      finish(false);
-    });
-    w.req = req;
-    w.close = () => req.destroy();
-  }
+    const ok = !w.error && stream.rstCode === 0 && w.status !== null;
+    session.close();
+    if (ok && body && body !== stream && !body.readableEnded) body.once('end', () => finish(true));
+    else setImmediate(() => finish(ok));
+  });
+  w.session = session;
+  w.close = () => {
+    stream.close();
+    session.destroy();
+  };
+}
 
-  w.until = (pred, ms = 2000, what = 'condition') =>
-    new Promise((resolve, reject) => {
-      if (pred()) return resolve();
-      const x = { pred, resolve };
-      x.timer = setTimeout(() => {
-        waiters = waiters.filter((y) => y !== x);
-        reject(
-          new Error(
-            `timed out after ${ms} ms waiting for ${what}; lines so far: ${JSON.stringify(w.lines).slice(0, 2000)}`,
-          ),
-        );
-      }, ms);
-      waiters.push(x);
-    });
-  w.untilEvents = (n, ms) => w.until(() => w.events.length >= n, ms, `${n} events`);
-  return w;
+function openHttp1(u, options, w, { respond, onBody, finish }) {
+  const mod = u.protocol === 'https:' ? https : http;
+  const req = mod.get(
+    u,
+    { agent: false, headers: options.headers, ca: options.ca, cert: options.cert, key: options.key },
+    (res) => {
+      respond(res.statusCode, res.headers);
+      const body = onBody(res, res.headers['content-encoding']);
+      body.on('end', () => finish(res.complete));
+      res.on('error', (err) => {
+        w.error = w.error || err;
+      });
+      res.on('close', () => setImmediate(() => finish(res.complete && !w.error)));
+    },
+  );
+  req.on('error', (err) => {
+    w.error = w.error || err;
+    finish(false);
+  });
+  w.req = req;
+  w.close = () => req.destroy();
 }
 
 /**
