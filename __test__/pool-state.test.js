@@ -1,5 +1,5 @@
 'use strict';
-// backstage/pool.js: an entry's state is read from the native informer once per turn of the
+// backstage/entry.js: an entry's state is read from the native informer once per turn of the
 // event loop (a load reads each of its informers several times in one stretch), and read again
 // in the next turn, so a change is never hidden longer than the turn that read it.
 
