@@ -13,7 +13,8 @@
 // `ttlMs` 0 asks on every load. The trade-off: a binding revoked shows within `ttlMs`, where the
 // default fetcher shows it at once.
 
-const { keyedHash, clusterRequest, isViewerChecked } = require('./identity');
+const { keyedHash, isViewerChecked } = require('./credential');
+const { clusterRequest } = require('./review');
 
 const REVIEW_PATH = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
 

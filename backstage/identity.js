@@ -16,117 +16,20 @@
 // keep an informer serving until its watch ends. Its caches are served only while the last check
 // that passed is at most twice that old; a refused credential (401) is answered by the default
 // fetcher, which then shows the API server's own 401.
+//
+// This room holds the identities in use and the checks that keep their caches served; what of a
+// credential may key a cache, and its keyed hash, are ./credential.js; asking the API server who
+// a credential is, ./review.js.
 
-const crypto = require('node:crypto');
-const native = require('../lib/native');
-const { toSpec } = require('../lib/spec');
+const credentials = require('./credential');
+const { keyedHash, credentialSecret, connectionOf } = credentials;
+const { clusterRequest, Reviews } = require('./review');
 
 /**
  * A credential in use is checked again this often, and its caches are served only while the
  * last check that passed is at most twice as old: a revoked token shows within a minute.
  */
 const RECHECK_MS = 30_000;
-/** A check that takes longer has failed (the native request finishes on its own). */
-const CHECK_TIMEOUT_MS = 10_000;
-/** Users learnt per credential, remembered at most (the oldest go first). */
-const MAX_REVIEWS = 4096;
-
-const REVIEW_PATH = '/apis/authentication.k8s.io/v1/selfsubjectreviews';
-const REVIEW_BODY = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
-
-/**
- * Auth providers whose credential is the backend's own, the same for every viewer; any other
- * (google, oidc and aks use the viewer's token from the request's `auth`; a custom strategy may
- * too) is never answered from a cache shared between users.
- */
-const SERVER_SIDE_PROVIDERS = new Set([
-  'serviceAccount',
-  'aws',
-  'azure',
-  'googleServiceAccount',
-  'localKubectlProxy',
-]);
-
-/**
- * A cluster whose provider takes the viewer's credential, configured with a service account
- * token as well (which Backstage itself ignores for such providers): the opt-in to caching it
- * with that token while each viewer's access is asked with its own (./access.js).
- */
-function isViewerChecked(clusterDetails) {
-  const authMetadata = clusterDetails?.authMetadata ?? {};
-  const token = authMetadata.serviceAccountToken;
-  return (
-    !SERVER_SIDE_PROVIDERS.has(authMetadata['kubernetes.io/auth-provider']) &&
-    typeof token === 'string' &&
-    token.length > 0
-  );
-}
-
-/** Whether the request's credential is the backend's own, and so may key a shared cache. */
-function sharedCredential(clusterDetails, credential) {
-  const provider = clusterDetails?.authMetadata?.['kubernetes.io/auth-provider'];
-  if (!SERVER_SIDE_PROVIDERS.has(provider) || !credential) return false;
-  return credential.type !== 'anonymous' || provider === 'localKubectlProxy';
-}
-
-/** The key of the HMAC that turns credentials into identity keys: this process's own, never stored. */
-const IDENTITY_KEY = crypto.randomBytes(32);
-
-/** A keyed hash: equal for equal texts, and telling nothing of the text without the process's key. */
-function keyedHash(text) {
-  return crypto.createHmac('sha256', IDENTITY_KEY).update(text).digest('base64url');
-}
-
-/** The secret part of a credential, as one string (only ever hashed). */
-function credentialSecret(credential) {
-  switch (credential.type) {
-    case 'bearer token':
-      return `bearer\n${credential.token}`;
-    case 'x509 client certificate':
-      return `x509\n${credential.cert}\n${credential.key}`;
-    default:
-      return String(credential.type);
-  }
-}
-
-/** Everything of the cluster's details that decides where and how a request is sent. */
-function connectionOf(clusterDetails) {
-  const authMetadata = clusterDetails.authMetadata ?? {};
-  return [
-    clusterDetails.url,
-    clusterDetails.caData ?? '',
-    clusterDetails.caFile ?? '',
-    Boolean(clusterDetails.skipTLSVerify),
-    clusterDetails.proxyUrl ?? '',
-    clusterDetails.tlsServerName ?? '',
-    Object.keys(authMetadata)
-      .sort()
-      .map((k) => [k, authMetadata[k]]),
-  ];
-}
-
-/**
- * One request with the cluster's own connection and credential: `{ status, body }`. The native
- * pool's, so the CA, TLS, proxy and server name are the informers' own.
- */
-async function clusterRequest(clusterDetails, credential, path, { method = 'GET', body } = {}) {
-  const spec = toSpec({ clusterDetails, credential, group: '', apiVersion: 'v1', plural: 'check' }, {});
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`${method} ${path}: no answer in ${CHECK_TIMEOUT_MS} ms`)),
-      CHECK_TIMEOUT_MS,
-    );
-  });
-  try {
-    return await Promise.race([
-      native.fetchText(spec, path, 'application/json', 64 * 1024, { method, body }),
-      timeout,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** One identity's informers, and the credential the newest request brought, which they use. */
 class Identity {
@@ -154,13 +57,12 @@ class Identities {
   #rotating;
   #recheckMs;
   #verifiedForMs;
-  #request;
   #now;
   #onChange;
   /** Identity by key. */
   #byKey = new Map();
-  /** keyed hash of connection and credential → the user text the API server reported. */
-  #reviews = new Map();
+  /** Who the API server says credentials are (./review.js). */
+  #reviews;
   /** Checks the identities in use every `recheckMs`, loads or not (null while there are none). */
   #timer = null;
 
@@ -183,7 +85,7 @@ class Identities {
     this.#recheckMs = recheckMs;
     this.#verifiedForMs = 2 * recheckMs;
     this.#onChange = onChange;
-    this.#request = request;
+    this.#reviews = new Reviews(request);
     this.#now = now;
   }
 
@@ -194,7 +96,7 @@ class Identities {
     let who = secretKey;
     const provider = clusterDetails.authMetadata?.['kubernetes.io/auth-provider'];
     if (this.#rotating.has(provider)) {
-      const user = await this.#userOf(secretKey, clusterDetails, credential);
+      const user = await this.#reviews.userOf(secretKey, clusterDetails, credential);
       // No answer (an old server, a refused token): the credential itself is the identity.
       if (user !== null) who = keyedHash(JSON.stringify([connection, 'user', user]));
     }
@@ -229,7 +131,8 @@ class Identities {
     if (identity.refused !== null && this.#now() - identity.checkedAt < this.#recheckMs) {
       return Promise.resolve();
     }
-    identity.checking = this.#review(identity.clusterDetails, identity.credential)
+    identity.checking = this.#reviews
+      .review(identity.clusterDetails, identity.credential)
       .then(
         ({ status }) => {
           const before = identity.refused;
@@ -288,48 +191,12 @@ class Identities {
     }, this.#recheckMs);
     this.#timer.unref?.();
   }
-
-  /**
-   * Asks the API server who the credential is: a SelfSubjectReview (201 with the user), or, on
-   * a server without it (404, or 405 where the path is another resource's), a GET of `/api`,
-   * which any authenticated user may read: 401 there too means the credential is refused.
-   * `{ status, user }`, user null when none was reported.
-   */
-  async #review(clusterDetails, credential) {
-    const review = await this.#request(clusterDetails, credential, REVIEW_PATH, {
-      method: 'POST',
-      body: REVIEW_BODY,
-    });
-    if (review.status === 201 || review.status === 200) {
-      const info = JSON.parse(review.body)?.status?.userInfo;
-      const user = info?.username
-        ? JSON.stringify([info.username, info.uid ?? '', [...(info.groups ?? [])].sort()])
-        : null;
-      return { status: review.status, user };
-    }
-    if (review.status !== 404 && review.status !== 405) return { status: review.status, user: null };
-    const { status } = await this.#request(clusterDetails, credential, '/api');
-    return { status, user: null };
-  }
-
-  async #userOf(secretKey, clusterDetails, credential) {
-    if (this.#reviews.has(secretKey)) return this.#reviews.get(secretKey);
-    let user = null;
-    try {
-      ({ user } = await this.#review(clusterDetails, credential));
-    } catch {
-      return null; // not remembered: the next request asks again
-    }
-    if (this.#reviews.size >= MAX_REVIEWS) this.#reviews.delete(this.#reviews.keys().next().value);
-    this.#reviews.set(secretKey, user);
-    return user;
-  }
 }
 
 module.exports = {
-  SERVER_SIDE_PROVIDERS,
-  isViewerChecked,
-  sharedCredential,
+  SERVER_SIDE_PROVIDERS: credentials.SERVER_SIDE_PROVIDERS,
+  isViewerChecked: credentials.isViewerChecked,
+  sharedCredential: credentials.sharedCredential,
   Identities,
   keyedHash,
   clusterRequest,
