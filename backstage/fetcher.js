@@ -10,57 +10,35 @@
 // synced, failing, silent past the liveness bound or whose credential was not confirmed in
 // time, anything past the bounds, and pod metrics.
 //
-// The rooms: whose cache (./identity.js), the informers and their bounds (./pool.js), what an
-// answer looks like (./answers.js), and the live tab's following (./following.js, ./live.js).
-//
-// Which informers. Entities are mostly found by `backstage.io/kubernetes-id=<id>`; caching all
-// of a type to answer them would make memory grow with the cluster. So a request whose selector
-// can only match objects carrying that label is served by one informer per (identity, type)
-// with the existence selector `backstage.io/kubernetes-id`, which holds exactly the objects some
-// entity can ask for. Any other selector with at least one positive requirement gets an informer
-// of its own (per selector and namespace), shared by the entities that write the same selector.
-// A selector whose every requirement is negative (`a!=b`, `!a`, `a notin (b)`, or none) selects
-// unlabelled objects too, so it would cache the whole type: the default fetcher answers it.
+// The rooms: which informers answer a request (./opening.js), whether their caches answer it
+// (./serving.js), whose cache (./identity.js), the informers and their bounds (./pool.js), what
+// an answer looks like (./answers.js), and the live tab's following (./following.js, ./live.js).
+// This one holds the fetcher's life: its options, a request's way through the rooms, what it
+// tells of itself, and the sweep that closes what is no longer used.
 
 const { requiresKey, cacheableRequirements } = require('./selector');
 const { DEFAULT_OBJECT_TYPES, DEFAULT_ROTATING_PROVIDERS, DEFAULTS } = require('./config');
-const { liveRequestContext, answerNotLive, answerFollowed } = require('./live');
-const { Identities, sharedCredential, SERVER_SIDE_PROVIDERS } = require('./identity');
+const { liveRequestContext } = require('./live');
+const { Identities } = require('./identity');
+const { sharedCredential, SERVER_SIDE_PROVIDERS } = require('./credential');
 const { DefaultAnswers } = require('./default-answers');
 const { ViewerAccess, cachedAs } = require('./access');
-const { Pool, Entry, AVOID_MS } = require('./pool');
+const { Pool } = require('./pool');
 const { Following } = require('./following');
-const { BUILT_IN_GROUPS, resourcePathFor, isSecrets, isError, cachedAnswer } = require('./answers');
-
-/** The label the Kubernetes plugin selects entities' objects by. */
-const ID_LABEL = 'backstage.io/kubernetes-id';
-
-/** Statuses that close an informer that has not synced: the credential or the type will not do. */
-const REFUSALS = new Set([401, 403, 404]);
-/**
- * How long after a watch (re)opens its cache is trusted: a resumed watch first replays what
- * changed while it was closed, which the API server writes right after the headers.
- */
-const WATCH_SETTLE_MS = 250;
-
-const sameResource = (a, b) =>
-  (a.group ?? '') === (b.group ?? '') && a.apiVersion === b.apiVersion && a.plural === b.plural;
+const { BUILT_IN_GROUPS, resourcePathFor } = require('./answers');
+const { Opening, ID_LABEL } = require('./opening');
+const { Serving } = require('./serving');
 
 class NativeInformerFetcher {
-  #watcher;
   #default;
   #logger;
   #idleTimeoutMs;
-  #syncTimeoutMs;
-  #livenessMs;
-  #stripManagedFields;
-  #objectTypes;
-  #customResources;
   #identities;
   #access;
   #pool;
-  /** The live tab's publisher (./live.js) and following, when the Signals plugin is installed. */
-  #publisher;
+  #opening;
+  #serving;
+  /** The live tab's following, when the Signals plugin is installed. */
   #following = null;
   #sweeper;
   #closed = false;
@@ -108,16 +86,10 @@ class NativeInformerFetcher {
     live,
     clusterRequest,
   }) {
-    this.#watcher = watcher;
+    const publisher = live ?? null;
     this.#default = new DefaultAnswers({ defaultFetcher, stripManagedFields });
     this.#logger = logger;
     this.#idleTimeoutMs = idleTimeoutMs;
-    this.#syncTimeoutMs = syncTimeoutMs;
-    this.#livenessMs = livenessMs;
-    this.#stripManagedFields = stripManagedFields;
-    this.#objectTypes = new Set(objectTypes);
-    this.#customResources = customResources;
-    this.#publisher = live ?? null;
     this.#identities = new Identities({
       rotatingAuthProviders,
       recheckMs: credentialCheckMs,
@@ -132,13 +104,34 @@ class NativeInformerFetcher {
       ...(clusterRequest && { request: clusterRequest }),
     });
     this.#pool = new Pool({ logger, maxInformers, maxCachedBytes, userShare, bodyShare });
-    if (this.#publisher) {
+    this.#opening = new Opening({
+      watcher,
+      logger,
+      identities: this.#identities,
+      access: this.#access,
+      pool: this.#pool,
+      publisher,
+      idleTimeoutMs,
+      syncTimeoutMs,
+      livenessMs,
+      stripManagedFields,
+      objectTypes,
+      customResources,
+    });
+    if (publisher) {
       this.#following = new Following({
-        publisher: this.#publisher,
+        publisher,
         entries: this.#pool.entries,
-        servable: (entry) => this.#servable(entry),
+        servable: (entry) => this.#serving.servable(entry),
       });
     }
+    this.#serving = new Serving({
+      defaultAnswers: this.#default,
+      pool: this.#pool,
+      identities: this.#identities,
+      following: this.#following,
+      livenessMs,
+    });
     const every = Math.min(Math.max(idleTimeoutMs / 4, 50), 30_000);
     this.#sweeper = setInterval(() => this.#sweep(), every);
     this.#sweeper.unref();
@@ -173,7 +166,7 @@ class NativeInformerFetcher {
     const opened = [];
     let entries;
     try {
-      entries = await this.#openEntries(request, cacheCredential, opened);
+      entries = await this.#opening.open(request, cacheCredential, opened);
     } catch (err) {
       // The watcher refused the cluster's details (a TypeError naming the field): what this
       // request opened closes now, not at idle.
@@ -181,7 +174,7 @@ class NativeInformerFetcher {
       this.#logger?.warn(`kube-watch-native: cannot cache cluster ${clusterDetails.name}: ${err.message}`);
       return this.#default.all(params);
     }
-    return this.#answerAll(request, entries);
+    return this.#serving.answerAll(request, entries);
   }
 
   /** Viewers' access decisions: allowed, refused, failed, answered from memory, remembered now. */
@@ -221,231 +214,6 @@ class NativeInformerFetcher {
     this.#pool.close();
     this.#identities.clear();
     this.#access.clear();
-  }
-
-  /** Configured to be cached; secrets only when named, whatever route asks for them. */
-  #cached(resource) {
-    if (isSecrets(resource)) return this.#objectTypes.has('secrets');
-    return this.#objectTypes.has(resource.objectType);
-  }
-
-  /** Whether a custom resource came from the request rather than the config or the cluster's. */
-  #fromBody(resource, clusterDetails) {
-    const configured = [...this.#customResources, ...(clusterDetails.customResources ?? [])];
-    return !configured.some((c) => sameResource(c, resource));
-  }
-
-  #entryKey(identity, { group = '', apiVersion, plural }, selector, namespace) {
-    return JSON.stringify([identity.key, group, apiVersion, plural, namespace ?? '', selector]);
-  }
-
-  /**
-   * The entries that answer the request's resources once settled, null where the default
-   * answers; every entry it opens is pushed to `opened`.
-   */
-  async #openEntries(request, cacheCredential, opened) {
-    const { clusterDetails, viewerChecked, types, resources, byId, selector, namespace, viewer } = request;
-    const identity = await this.#identities.resolve(clusterDetails, cacheCredential);
-    const entryFor = (resource, i, namespaced) =>
-      this.#entryFor(identity, clusterDetails, resource, opened, {
-        byId,
-        selector,
-        namespace,
-        namespaced,
-        owner: viewer?.userEntityRef ?? null,
-        fromBody: i >= types.length && this.#fromBody(resource, clusterDetails),
-      });
-    const decisions = viewerChecked ? await this.#viewerDecisions(request, identity) : [];
-    const entries = resources.map((resource, i) => {
-      if (!this.#cached(resource) || (viewerChecked && decisions[i] !== 'allowed')) return null;
-      // A credential refused the cluster-wide list of a type: namespaced informers answer.
-      const refused = byId && namespace && this.#pool.avoided(this.#entryKey(identity, resource, ID_LABEL));
-      return entryFor(resource, i, Boolean(refused));
-    });
-    await this.#settle(entries);
-    return byId && namespace ? this.#namespacedWhereRefused(entries, resources, entryFor) : entries;
-  }
-
-  /**
-   * The viewer's own access to exactly the LIST the default would send, asked with its token
-   * first: a viewer not allowed (or not known to be) opens nothing, and gets the default's
-   * answer with its own token.
-   */
-  async #viewerDecisions({ params, clusterDetails, resources, namespace, viewer }, identity) {
-    const decisions = await Promise.all(
-      resources.map((resource) =>
-        this.#cached(resource)
-          ? this.#access.decide(clusterDetails, params.credential, identity, resource, namespace)
-          : null,
-      ),
-    );
-    if (viewer && decisions.includes('refused')) {
-      this.#publisher?.forget(viewer.userEntityRef, viewer.entityRef);
-    }
-    return decisions;
-  }
-
-  /**
-   * A credential allowed to list a type in the entity's namespace only: the cluster-wide
-   * informer is refused (403); a namespaced one answers instead, and the cluster-wide one
-   * is not tried again while requests keep coming.
-   */
-  async #namespacedWhereRefused(entries, resources, entryFor) {
-    let fallback = false;
-    const answering = entries.map((entry, i) => {
-      if (!entry || entry.description.namespace || entry.informer.state().error?.statusCode !== 403) {
-        return entry;
-      }
-      fallback = true;
-      this.#pool.avoid(entry.key, this.#idleTimeoutMs, { refresh: true });
-      this.#pool.drop(entry);
-      return entryFor(resources[i], i, true);
-    });
-    if (fallback) await this.#settle(answering);
-    return answering;
-  }
-
-  /** Every resource's answer, and the viewer's live following of them. */
-  #answerAll({ params, clusterDetails, types, resources, selector, namespace, viewer }, entries) {
-    // Answered now: the entries are used as of this moment, whatever the wait took.
-    for (const entry of entries) entry?.touch();
-    const results = resources.map((resource, i) => {
-      const answer = this.#answer(params, resource, i >= types.length, entries[i], selector, namespace);
-      this.#default.count(answer);
-      return answer;
-    });
-    if (viewer && this.#following) {
-      const followed = this.#following.viewed(viewer, entries, {
-        selector,
-        namespace,
-        cluster: clusterDetails.name,
-      });
-      if (followed) answerFollowed();
-      else answerNotLive();
-    }
-    return Promise.all(results).then((all) => ({
-      errors: all.filter(isError),
-      responses: all.filter((r) => !isError(r)),
-    }));
-  }
-
-  /** The entry that answers `resource`, opened if need be; null when none may be opened. */
-  #entryFor(identity, clusterDetails, resource, opened, how) {
-    const { byId, selector, namespace, namespaced, owner, fromBody } = how;
-    const informerSelector = byId ? ID_LABEL : selector;
-    const informerNamespace = byId && !namespaced ? undefined : namespace;
-    const key = this.#entryKey(identity, resource, informerSelector, informerNamespace);
-    const found = this.#pool.entries.get(key);
-    if (found && !found.state().finished) {
-      found.touch();
-      return found;
-    }
-    if (found) this.#pool.drop(found);
-    const { group = '', apiVersion, plural } = resource;
-    const entry = this.#pool.add(key, { owner, fromBody }, () => {
-      const informer = this.#watcher.informer(
-        { clusterDetails, getCredential: identity.getCredential, group, apiVersion, plural },
-        {
-          labelSelector: informerSelector,
-          namespace: informerNamespace,
-          // A stream silent past the liveness bound is cut and watched again from where it was.
-          idleTimeoutSeconds: this.#livenessMs / 1000,
-          // Dropped natively before the object is cached: the cache never holds them.
-          ...(this.#stripManagedFields ? { strip: ['metadata.managedFields'] } : {}),
-        },
-      );
-      const description = {
-        cluster: clusterDetails.name,
-        group,
-        apiVersion,
-        plural,
-        namespace: informerNamespace,
-        labelSelector: informerSelector,
-      };
-      return new Entry(key, identity, informer, description, { owner, fromBody });
-    });
-    if (!entry) return null;
-    opened.push(entry);
-    this.#logger?.debug?.(
-      `kube-watch-native: informer for ${plural} of cluster ${clusterDetails.name} (${informerSelector}${
-        informerNamespace ? ` in ${informerNamespace}` : ''
-      }) opened`,
-    );
-    return entry;
-  }
-
-  /** Waits for the entries to settle (at most syncTimeout), kept from the idle sweep meanwhile. */
-  async #settle(entries) {
-    const held = entries.filter(Boolean);
-    for (const entry of held) entry.inUse++;
-    try {
-      await Promise.all(held.map((entry) => entry.wait(this.#syncTimeoutMs)));
-    } finally {
-      for (const entry of held) entry.inUse--;
-    }
-  }
-
-  /**
-   * Whether `entry`'s cache answers loads now, and until when at most: while its watch showed
-   * life (a watch opened, an event, a bookmark) within `livenessMs` and its credential was
-   * confirmed in time (./identity.js).
-   */
-  #servable(entry) {
-    const verifiedUntil = this.#identities.verifiedUntil(entry.identity);
-    const { aliveAt } = entry.state();
-    const aliveUntil = aliveAt === null || aliveAt === undefined ? 0 : aliveAt + this.#livenessMs;
-    const until = Math.min(verifiedUntil, aliveUntil);
-    return { servable: Date.now() < until, until: until > 0 ? until : Infinity };
-  }
-
-  /** One resource's answer: from the cache when it equals the default's, else the default's. */
-  #answer(params, resource, custom, entry, selector, namespace) {
-    const live = () => this.#default.one(params, resource, custom);
-    if (!entry) return live();
-    const state = entry.state();
-    if (state.finished) {
-      this.#pool.drop(entry);
-      return live();
-    }
-    if (state.error) {
-      // Refused (401, 403) or not served (404) before it synced: closed now, and not opened
-      // again for a while, so made-up types and refused credentials pin nothing.
-      if (REFUSALS.has(state.error.statusCode) && !state.synced) {
-        this.#pool.avoid(entry.key, AVOID_MS);
-        this.#pool.drop(entry);
-      }
-      // Any other failure not yet over (the informer retries): the default's fresh answer,
-      // whatever it is, until a successful request, an event or a bookmark shows the cache
-      // is live again.
-      return live();
-    }
-    // Not synced yet, between watches (a backoff, a reconnect, a relist), silent too long, or
-    // its credential not confirmed: the cache may be behind the server or not ours to show.
-    if (
-      !state.synced ||
-      state.watchingSince === null ||
-      Date.now() - state.watchingSince < WATCH_SETTLE_MS ||
-      !this.#servable(entry).servable
-    ) {
-      return live();
-    }
-    // A cluster-wide informer asked for a namespace: the default's namespaced LIST of a
-    // cluster-scoped type is a 404, learnt from its answer once.
-    if (namespace && !entry.description.namespace && entry.scope !== 'namespaced') {
-      if (entry.scope === 'cluster') {
-        return {
-          errorType: 'NOT_FOUND',
-          statusCode: 404,
-          resourcePath: resourcePathFor(params.clusterDetails, resource, namespace),
-        };
-      }
-      return live().then((result) => {
-        if (!isError(result)) entry.scope = 'namespaced';
-        else if (result.statusCode === 404) entry.scope = 'cluster';
-        return result;
-      });
-    }
-    return cachedAnswer(entry, resource, namespace, selector, state.generation) ?? live();
   }
 
   #sweep() {

@@ -6,7 +6,7 @@
 // A user's load depends on a watch key per informer, selector and namespace it was answered
 // from. An answer changes when an object its selector selects changes, when the informer fails
 // or recovers, and when the cache stops being served (its watch silent past the liveness bound,
-// its credential refused or not checked in time: ./fetcher.js `servable`): then the viewer's
+// its credential refused or not checked in time: ./serving.js `servable`): then the viewer's
 // next load is the default fetcher's, which the frontend polls, so the viewer is told once.
 //
 // Each informer is compared at most every LIVE_CHECK_MS, and only when its state tag (generation,

@@ -1,6 +1,6 @@
 'use strict';
 // The fetcher's informers and their bounds. One informer per identity, type, selector and
-// namespace (see ./fetcher.js for which), each closed once no request used it for `idleTimeoutMs`.
+// namespace (see ./opening.js for which), each closed once no request used it for `idleTimeoutMs`.
 //
 // Bounds that hold under concurrency and against one user:
 // - `maxInformers` open at most; a user (the viewer whose load opened it) at most `userShare` of
