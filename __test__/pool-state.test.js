@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Entry } = require('../backstage/pool');
+const { Entry } = require('../backstage/entry');
 
 test('one native state read per turn, a fresh one the next turn', async () => {
   let reads = 0;

@@ -21,8 +21,7 @@
 // credential may key a cache, and its keyed hash, are ./credential.js; asking the API server who
 // a credential is, ./review.js.
 
-const credentials = require('./credential');
-const { keyedHash, credentialSecret, connectionOf } = credentials;
+const { keyedHash, credentialSecret, connectionOf } = require('./credential');
 const { clusterRequest, Reviews } = require('./review');
 
 /**
@@ -193,11 +192,4 @@ class Identities {
   }
 }
 
-module.exports = {
-  SERVER_SIDE_PROVIDERS: credentials.SERVER_SIDE_PROVIDERS,
-  isViewerChecked: credentials.isViewerChecked,
-  sharedCredential: credentials.sharedCredential,
-  Identities,
-  keyedHash,
-  clusterRequest,
-};
+module.exports = { Identities };

@@ -13,7 +13,7 @@
 // - an informer refused (401, 403) or not served (404) before it synced is closed at once and
 //   not opened again for AVOID_MS, so made-up types cannot pin informers or requests.
 //
-// Each informer, and what is kept of it, is an Entry (./entry.js), exported from here too.
+// Each informer, and what is kept of it, is an Entry (./entry.js).
 
 const { Entry } = require('./entry');
 
@@ -206,4 +206,4 @@ class Pool {
   }
 }
 
-module.exports = { Pool, Entry, AVOID_MS };
+module.exports = { Pool, AVOID_MS };
