@@ -11,6 +11,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { fmt, measurements } = require('./report/measurements');
+const { commitOf } = require('./commit');
 
 const ROOT = path.join(__dirname, '..');
 const README = path.join(ROOT, 'README.md');
@@ -22,13 +23,6 @@ const SIZES = [
   ['large', '~100 KB'],
 ];
 const MiB = 1024 * 1024;
-
-/** The commit of this checkout, marked when the tree holds changes not committed. */
-function commitOf(dir) {
-  const git = (...args) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
-  const dirty = git('status', '--porcelain', '--untracked-files=no') !== '';
-  return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' with changes not committed' : ''}`;
-}
 
 /** The section's text for a bench/run.js JSON (`{ env, plan, rows }`) measured at `commit`. */
 function section({ env, plan, rows }, commit) {
@@ -47,7 +41,10 @@ function section({ env, plan, rows }, commit) {
     const paired = m.pairedOf(cell, 'native');
     const inter = m.interleavedOf(cell, 'native');
     const eld = (client) => m.med('throughput', cell, client, 'eldP99Ms');
-    const baselines = ['baseline', 'clientnode'].map(eld).filter(Number.isFinite);
+    const baselines = ['baseline', 'clientnode']
+      .map(eld)
+      .filter(Number.isFinite)
+      .sort((a, b) => a - b);
     lines.push(
       `| ${label} | ${fmt(paired?.mainVsBaseline, 2)} | ${fmt(inter?.mainVsBound, 3)} | ` +
         `${fmt(m.ratio('throughput', cell, 'native', 'baseline', 'eventsPerSec'), 2)} | ` +
@@ -82,7 +79,7 @@ function others(plan, m) {
   const idle = (client, k) => m.med('idle', 'https', client, k);
   if (Number.isFinite(idle('native', 'kibPerWatch'))) {
     out.push(
-      `- ${plan.idle.watches} idle watches cost ${fmt(idle('native', 'kibPerWatch'), 0)} KiB each, ` +
+      `- ${fmt(plan.idle.watches, 0)} idle watches cost ${fmt(idle('native', 'kibPerWatch'), 0)} KiB each, ` +
         `${fmt(idle('native', 'threadsN') - idle('native', 'threads1'), 0)} more threads than one watch, and ` +
         `${fmt(idle('native', 'connectionsAtAll'), 0)} TCP connections (the Backstage-style watcher ` +
         `${fmt(idle('baseline', 'connectionsAtAll'), 0)}).`,
@@ -113,7 +110,9 @@ function main(argv) {
     ];
     execFileSync(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   }
-  const text = section(JSON.parse(fs.readFileSync(from, 'utf8')), commitOf(ROOT));
+  const results = JSON.parse(fs.readFileSync(from, 'utf8'));
+  // The commit the run recorded (bench/run.js), else this checkout's.
+  const text = section(results, results.env.commit ?? commitOf(ROOT));
   fs.writeFileSync(README, splice(fs.readFileSync(README, 'utf8'), text));
   console.log(`${text}\n\n(written to README.md; the run's measurements: ${from})`);
 }

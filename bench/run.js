@@ -19,6 +19,7 @@ const path = require('node:path');
 const { lines } = require('./pods');
 const { startLoadServer } = require('./load-client');
 const { report, fmt } = require('./report');
+const { commitOf } = require('./commit');
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -378,6 +379,7 @@ function environment(seconds) {
     cpu: model,
     node: process.version,
     command: `node bench/run.js ${argv.join(' ')}`.trim(),
+    commit: commitOf(path.join(__dirname, '..')),
     seconds,
   };
 }
