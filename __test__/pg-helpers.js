@@ -30,15 +30,40 @@ function findBinDir() {
   throw error;
 }
 
-/** A port nobody listens on now (the kernel's pick; postgres binds it a moment later). */
-function freePort() {
-  return new Promise((resolve, reject) => {
+/**
+ * A port nobody listens on now, for a server that binds it later (postgres a moment later, a
+ * replica seconds later and again after a restart). It is picked below the kernel's ephemeral
+ * range: a port from the kernel's pick (listen on 0) can be taken in the meantime as the local
+ * port of an outgoing connection (CI once saw a replica's port taken while another replica
+ * started), and a port below that range is never handed out so.
+ */
+async function freePort() {
+  const [low] = ephemeralRange();
+  const floor = 10_000;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = floor + Math.floor(Math.random() * (low - floor));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port between ${floor} and ${low} after 50 tries`);
+}
+
+/** The kernel's range of local ports for outgoing connections (Linux; else IANA's 49152–65535). */
+function ephemeralRange() {
+  try {
+    const text = require('node:fs').readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8');
+    const [low, high] = text.trim().split(/\s+/).map(Number);
+    if (low > 10_000 && high >= low) return [low, high];
+  } catch {
+    // not Linux
+  }
+  return [49152, 65535];
+}
+
+function canListen(port) {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
