@@ -11,26 +11,40 @@
 // Decisions are remembered for `ttlMs` per (keyed hash of the viewer's credential, the cache's
 // identity, group, resource, namespace), at most `maxDecisions` of them, holding no token.
 // `ttlMs` 0 asks on every load. The trade-off: a binding revoked shows within `ttlMs`, where the
-// default fetcher shows it at once.
+// default fetcher shows it at once. The reviews one load needs on one cluster go to the API
+// server together, in one native call.
 
+const native = require('../lib/native');
+const { toSpec } = require('../lib/spec');
 const { keyedHash, isViewerChecked } = require('./credential');
-const { clusterRequest } = require('./review');
 
-const REVIEW_PATH = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
+/** A review that takes longer has failed (the load goes to the default fetcher). */
+const REVIEW_TIMEOUT_MS = 10_000;
 
-/** The secret part of a credential, as one string (only ever hashed). */
+/** The secret part of a credential, as one string (only ever hashed); null for none. */
 function secretOf(credential) {
   if (credential?.type === 'bearer token') return `bearer\n${credential.token}`;
   if (credential?.type === 'x509 client certificate') return `x509\n${credential.cert}\n${credential.key}`;
   return null;
 }
 
+/**
+ * Asks the API server, with `credential`, whether it may list each of `accesses`
+ * (`{ group, resource, namespace }`): one SelfSubjectAccessReview each, sent together by one
+ * native call on the cluster's own connection (its CA, TLS, proxy and server name). Resolves to
+ * 'allowed', 'refused' or 'failed' for each, in order.
+ */
+function reviewListAccess(clusterDetails, credential, accesses) {
+  const spec = toSpec({ clusterDetails, credential, group: '', apiVersion: 'v1', plural: 'check' }, {});
+  return native.reviewListAccess(spec, accesses, REVIEW_TIMEOUT_MS);
+}
+
 class ViewerAccess {
   #ttlMs;
   #maxDecisions;
-  #request;
+  #review;
   #now;
-  /** key → { allowed: boolean, at: number } or a Promise of it while asked. */
+  /** key → { decision, at, renewing? } or a Promise of the decision while asked. */
   #decisions = new Map();
   #counts = { allowed: 0, refused: 0, failed: 0, hits: 0 };
 
@@ -38,45 +52,67 @@ class ViewerAccess {
    * @param {object} options
    * @param {number} options.ttlMs how long a decision is remembered (0: never)
    * @param {number} options.maxDecisions decisions remembered at most (the oldest go first)
-   * @param {typeof clusterRequest} [options.request] how the API server is asked (tests stub it)
+   * @param {typeof reviewListAccess} [options.review] how the API server is asked (tests stub it)
    */
-  constructor({ ttlMs, maxDecisions, request = clusterRequest, now = Date.now }) {
+  constructor({ ttlMs, maxDecisions, review = reviewListAccess, now = Date.now }) {
     this.#ttlMs = ttlMs;
     this.#maxDecisions = maxDecisions;
-    this.#request = request;
+    this.#review = review;
     this.#now = now;
   }
 
   /**
-   * Whether the viewer's credential may list `resource` in `namespace` (cluster-wide when
-   * undefined) on the cluster whose cache `identity` owns: 'allowed', 'refused' or 'failed'.
+   * Whether the viewer's credential may list each of `resources` in `namespace` (cluster-wide
+   * when undefined) on the cluster whose cache `identity` owns: 'allowed', 'refused' or
+   * 'failed' for each, in order. The reviews a load needs go to the API server in one call.
    */
-  async decide(clusterDetails, credential, identity, { group = '', plural }, namespace) {
+  async decideAll(clusterDetails, credential, identity, resources, namespace) {
     const secret = secretOf(credential);
-    if (secret === null) return 'failed';
-    const key = keyedHash(JSON.stringify([secret, identity.key, group, plural, namespace ?? '']));
-    const known = this.#decisions.get(key);
-    if (known instanceof Promise) return known;
-    const age = known ? this.#now() - known.at : Infinity;
-    if (age < this.#ttlMs) {
-      this.#counts.hits++;
-      // Used past half its TTL: renewed in the background, so a viewer who keeps loading (the
-      // stock tab polls every 10 s) never waits for a review, and a revocation still shows
-      // within the TTL (the renewal's answer replaces this one).
-      if (age >= this.#ttlMs / 2 && !known.renewing) {
-        known.renewing = true;
-        void this.#settle(key, this.#ask(clusterDetails, credential, { group, plural, namespace }));
+    if (secret === null) return resources.map(() => 'failed');
+    const viewer = keyedHash(JSON.stringify([secret, identity.key]));
+    const now = this.#now();
+    const asks = [];
+    const decisions = resources.map(({ group = '', plural }) => {
+      const key = JSON.stringify([viewer, group, plural, namespace ?? '']);
+      const known = this.#decisions.get(key);
+      if (known instanceof Promise) return known;
+      const age = known ? now - known.at : Infinity;
+      if (age < this.#ttlMs) {
+        this.#counts.hits++;
+        // Used past half its TTL: renewed in the background, so a viewer who keeps loading (the
+        // stock tab polls every 10 s) never waits for a review, and a revocation still shows
+        // within the TTL (the renewal's answer replaces this one).
+        if (age >= this.#ttlMs / 2 && !known.renewing) {
+          known.renewing = true;
+          asks.push({ key, access: { group, resource: plural, namespace }, remember: false });
+        }
+        return known.decision;
       }
-      return known.decision;
-    }
-    const asked = this.#settle(key, this.#ask(clusterDetails, credential, { group, plural, namespace }));
-    this.#remember(key, asked);
-    return asked;
+      const ask = { key, access: { group, resource: plural, namespace }, remember: true };
+      asks.push(ask);
+      return ask;
+    });
+    if (asks.length > 0) this.#ask(clusterDetails, credential, asks);
+    return Promise.all(decisions.map((d) => (d?.access ? d.decision : d)));
   }
 
-  /** Counts a review's decision and remembers it (a failed one is not: the next load asks). */
-  async #settle(key, asking) {
-    const decision = await asking;
+  /**
+   * Sends `asks` in one review call and sets each ask's `decision`, a Promise, counted and
+   * remembered once answered (a failed one is not: the next load asks). A decision not known
+   * before is remembered as that Promise while asked, so loads meanwhile wait for it.
+   */
+  #ask(clusterDetails, credential, asks) {
+    const accesses = asks.map((ask) => ask.access);
+    const answers = Promise.resolve()
+      .then(() => this.#review(clusterDetails, credential, accesses))
+      .catch(() => []);
+    asks.forEach((ask, i) => {
+      ask.decision = answers.then((all) => this.#settle(ask.key, all[i] ?? 'failed'));
+      if (ask.remember) this.#remember(ask.key, ask.decision);
+    });
+  }
+
+  #settle(key, decision) {
     this.#counts[decision]++;
     if (this.#ttlMs > 0 && decision !== 'failed') this.#remember(key, { decision, at: this.#now() });
     else this.#decisions.delete(key);
@@ -106,30 +142,6 @@ class ViewerAccess {
       this.#decisions.delete(this.#decisions.keys().next().value);
     this.#decisions.set(key, value);
   }
-
-  async #ask(clusterDetails, credential, { group, plural, namespace }) {
-    const resourceAttributes = { verb: 'list', group, resource: plural };
-    if (namespace) resourceAttributes.namespace = namespace;
-    const body = JSON.stringify({
-      apiVersion: 'authorization.k8s.io/v1',
-      kind: 'SelfSubjectAccessReview',
-      spec: { resourceAttributes },
-    });
-    let answer;
-    try {
-      answer = await this.#request(clusterDetails, credential, REVIEW_PATH, { method: 'POST', body });
-    } catch {
-      return 'failed';
-    }
-    // A token the server does not accept: the default's LIST gets the same 401.
-    if (answer.status === 401) return 'refused';
-    if (answer.status !== 201 && answer.status !== 200) return 'failed';
-    try {
-      return JSON.parse(answer.body)?.status?.allowed === true ? 'allowed' : 'refused';
-    } catch {
-      return 'failed';
-    }
-  }
 }
 
 /**
@@ -150,4 +162,4 @@ function cachedAs(params) {
   return { viewerChecked, clusterDetails, cacheCredential };
 }
 
-module.exports = { ViewerAccess, cachedAs };
+module.exports = { ViewerAccess, cachedAs, reviewListAccess };

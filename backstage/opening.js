@@ -107,13 +107,15 @@ class Opening {
    * answer with its own token.
    */
   async #viewerDecisions({ params, clusterDetails, resources, namespace, viewer }, identity) {
-    const decisions = await Promise.all(
-      resources.map((resource) =>
-        this.#cached(resource)
-          ? this.#access.decide(clusterDetails, params.credential, identity, resource, namespace)
-          : null,
-      ),
+    const cached = resources.filter((resource) => this.#cached(resource));
+    const decided = await this.#access.decideAll(
+      clusterDetails,
+      params.credential,
+      identity,
+      cached,
+      namespace,
     );
+    const decisions = resources.map((resource) => (this.#cached(resource) ? decided.shift() : null));
     if (viewer && decisions.includes('refused')) {
       this.#publisher?.forget(viewer.userEntityRef, viewer.entityRef);
     }

@@ -10,6 +10,7 @@
 //! collection reads, added up per series). `binding` is the only module that knows N-API.
 #![deny(clippy::all)]
 
+pub mod access;
 pub mod auth;
 pub mod batch;
 pub mod engine;

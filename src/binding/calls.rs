@@ -1,11 +1,15 @@
 //! The calls besides watches and informers: one GET or POST (`fetchText`, `kube-watch`'s
-//! discovery, a `SelfSubjectReview`) on the watches' pool, the pool's connections (`poolStats`), and where the binary came from.
+//! discovery, a `SelfSubjectReview`) on the watches' pool, a viewer's access reviews
+//! (`reviewListAccess`), the pool's connections (`poolStats`), and where the binary came from.
+
+use std::time::Duration;
 
 use napi::bindgen_prelude::{AsyncBlock, AsyncBlockBuilder};
 use napi::{Env, Result};
 use napi_derive::napi;
 
 use super::{POOL, WatchSpec, endpoint_for};
+use crate::access::{Decision, ListAccess, review_all};
 use crate::engine::connect::Endpoint;
 use crate::error::Error;
 use crate::http::{Get, Kind};
@@ -107,6 +111,49 @@ pub fn fetch_text(
             status: u32::from(response.status()),
             body: String::from_utf8_lossy(&body).into_owned(),
         })
+    })
+    .build(env)
+}
+
+/// One LIST whose access [`review_list_access`] asks: cluster-wide without `namespace`.
+#[napi(object)]
+pub struct ListAccessSpec {
+    /// The API group, `""` for the core group.
+    pub group: String,
+    /// The resource's plural name.
+    pub resource: String,
+    /// The namespace listed, if any.
+    pub namespace: Option<String>,
+}
+
+/// Whether the spec's credential may list each of `accesses` on the spec's cluster: one
+/// `SelfSubjectAccessReview` each, sent together on the pool's connections; `'allowed'`,
+/// `'refused'` or `'failed'` in the same order (all `'failed'` when the spec cannot be used).
+#[napi(ts_return_type = "Promise<Array<'allowed' | 'refused' | 'failed'>>")]
+pub fn review_list_access(
+    env: &Env,
+    spec: WatchSpec,
+    accesses: Vec<ListAccessSpec>,
+    timeout_ms: u32,
+) -> Result<AsyncBlock<Vec<&'static str>>> {
+    let found = endpoint_for(&spec, "access review");
+    let accesses: Vec<ListAccess> = accesses
+        .into_iter()
+        .map(|a| ListAccess {
+            group: a.group,
+            resource: a.resource,
+            namespace: a.namespace,
+        })
+        .collect();
+    AsyncBlockBuilder::new(async move {
+        let decisions = match found {
+            Ok(endpoint) => {
+                let timeout = Duration::from_millis(u64::from(timeout_ms));
+                review_all(&POOL, &endpoint, &accesses, timeout).await
+            }
+            Err(_) => vec![Decision::Failed; accesses.len()],
+        };
+        Ok(decisions.into_iter().map(Decision::as_str).collect())
     })
     .build(env)
 }
