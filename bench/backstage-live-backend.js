@@ -3,15 +3,16 @@
 // its own: the real Kubernetes and Signals backend plugins (the recipe of
 // __test__/live-helpers.js), with kube-watch-native/backstage (`live`) or without it (`stock`),
 // over the benchmark's six clusters (bench/backstage-clusters.js). It counts the signals the
-// module publishes.
+// module publishes. With `viewers`, every cluster takes the viewer's own credential (oidc, with
+// the clusters' token as serviceAccountToken: bench/backstage-common.js clusterConfigs).
 //
-// argv: <variant> <entities> <clusters JSON from backstage-clusters.js's info>
+// argv: <variant> <entities> <clusters JSON from backstage-clusters.js's info> [viewers]
 // IPC: → { type: 'ready', port }; { cmd: 'signals', id } → { id, signals }; { cmd: 'stop' }
 
 const { startLiveBackend } = require('../__test__/live-helpers');
 const { entities: benchEntities, clusterConfigs } = require('./backstage-common');
 
-const [variant, entityCount, infoJson] = process.argv.slice(2);
+const [variant, entityCount, infoJson, viewers] = process.argv.slice(2);
 const info = JSON.parse(infoJson);
 
 const entities = benchEntities(Number(entityCount));
@@ -21,7 +22,7 @@ async function main() {
     native: variant === 'live',
     entities,
     objectTypes: null,
-    clusters: clusterConfigs(info),
+    clusters: clusterConfigs(info, { viewers: viewers === 'viewers' }),
   });
   // The module publishes through the Kubernetes plugin's signals service, this very object.
   let signals = 0;

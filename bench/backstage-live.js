@@ -1,5 +1,5 @@
 'use strict';
-// `npm run bench:backstage -- --live [--seconds=N] [--idle=N] [--refresh=MS] [--runs=N] [--json=file]`
+// `npm run bench:backstage -- --live [--viewers] [--seconds=N] [--idle=N] [--refresh=MS] [--runs=N] [--json=file]`
 //
 // The live Kubernetes tab against the stock one, side by side in one run: 20 headless Chromium
 // tabs (Debian's /usr/bin/chromium through playwright-core), each showing the real
@@ -20,6 +20,11 @@
 // /api/kubernetes (counted by the page's origin, which proxies the backend), the signals the
 // module published, the backend's main-thread and process CPU and the browser's CPU (every
 // Chromium process under this one) per minute of churn.
+// With `--viewers` (issue 35), every cluster takes the viewer's own credential (oidc, and the
+// clusters' token as serviceAccountToken, which the module caches with): each tab has its own
+// cluster token, as its Okta ID token (half of them allowed by a wildcard rule, half by naming
+// the types: bench/backstage-clusters.js), which the stock variant sends with every LIST and the
+// live one has reviewed. The tabs are one Backstage user (fixtures/live-tab/app.jsx says why).
 // Loopback only; the browsers and every child end with this process. Progress on stderr, the
 // report on stdout.
 
@@ -76,10 +81,10 @@ function tabEntities(info) {
 }
 
 /** Opens a tab of entity `name` from `origin` in `browser` and waits until it shows its pods. */
-const tabOpener = (browser, origin) => async (name) => {
+const tabOpener = (browser, origin) => async (name, viewer = 0) => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
-  await page.goto(`${origin.url}/?entity=${name}`);
+  await page.goto(`${origin.url}/?entity=${name}&viewer=${viewer}`);
   await page.waitForFunction(() => /No pods with errors/.test(document.body.textContent), null, {
     timeout: 120_000,
     polling: 100,
@@ -91,14 +96,17 @@ const tabOpener = (browser, origin) => async (name) => {
  * A variant's backend (its own process), the page's origin in front of it and a browser; `tab(name)`
  * opens a tab of entity `name` and waits until it shows its pods; `close()` ends all three.
  */
-async function startVariant(info, files, variant, refreshMs) {
-  const backend = child('backstage-live-backend.js', [variant, String(ENTITIES), JSON.stringify(info)]);
+async function startVariant(info, files, variant, refreshMs, { viewers = false } = {}) {
+  const args = [variant, String(ENTITIES), JSON.stringify(info), ...(viewers ? ['viewers'] : [])];
+  const backend = child('backstage-live-backend.js', args);
   const { port } = await backend.ready;
   const origin = await startOrigin(files, port, (url) => {
-    const name = new URL(url, 'http://origin').searchParams.get('entity');
+    const query = new URL(url, 'http://origin').searchParams;
+    const index = Number(query.get('viewer'));
+    const viewer = viewers ? { viewer: { index, token: info.viewerTokens[index] } } : {};
     return variant === 'live'
-      ? { entity: entityOf(name), refreshIntervalMs: refreshMs }
-      : { entity: entityOf(name), stock: true };
+      ? { entity: entityOf(query.get('entity')), refreshIntervalMs: refreshMs, ...viewer }
+      : { entity: entityOf(query.get('entity')), stock: true, ...viewer };
   });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
   const tab = tabOpener(browser, origin);
@@ -114,10 +122,10 @@ async function startVariant(info, files, variant, refreshMs) {
 /** Opens a tab per entity of `tabEntities(info)`, each ready and showing no pod with errors. */
 async function openTabs(clusters, info, openTab) {
   const tabs = [];
-  for (const name of tabEntities(info)) {
+  for (const [viewer, name] of tabEntities(info).entries()) {
     // Ready, whatever the last variant left it as.
     await clusters.request({ cmd: 'toggle', entity: name, crashing: false });
-    const page = await openTab(name);
+    const page = await openTab(name, viewer);
     const errors = await page.evaluate(observeErrors);
     if (errors !== 0) throw new Error(`tab ${name} starts with ${errors} pods with errors`);
     tabs.push({ name, page, crashing: false, toggles: [] });
@@ -162,8 +170,10 @@ async function toggleLatencies(tabs) {
   return { latencies, missed };
 }
 
-async function measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs }) {
-  const { backend, origin, tab: openTab, close } = await startVariant(info, files, variant, refreshMs);
+async function measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs, viewers }) {
+  const { backend, origin, tab: openTab, close } = await startVariant(info, files, variant, refreshMs, {
+    viewers,
+  });
   const pid = backend.proc.pid;
   try {
     const tabs = await openTabs(clusters, info, openTab);
@@ -213,7 +223,7 @@ async function measure(clusters, info, files, variant, { seconds, idleSeconds, r
 async function main(argv) {
   const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
   for (const a of argv) {
-    if (!/^--(live|seconds=\d+|idle=\d+|refresh=\d+|runs=\d+|json=.+)$/.test(a)) {
+    if (!/^--(live|viewers|seconds=\d+|idle=\d+|refresh=\d+|runs=\d+|json=.+)$/.test(a)) {
       console.error(`unknown option ${a}; see the header of bench/backstage-live.js`);
       process.exit(2);
     }
@@ -231,13 +241,14 @@ async function main(argv) {
     console.error(`--seconds must be at least ${(2 * TOGGLE_EVERY_MS) / 1000}`);
     process.exit(2);
   }
-  const { clusters, info } = await startFleet();
+  const viewers = argv.includes('--viewers');
+  const { clusters, info } = await startFleet(viewers ? [String(TABS)] : []);
   const files = await bundle();
   const runs = await measureRuns(
     runCount,
     (run) => (run % 2 ? ['live', 'stock'] : ['stock', 'live']),
     (variant) => `${variant}, ${TABS} tabs`,
-    (variant) => measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs }),
+    (variant) => measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs, viewers }),
   );
   clusters.proc.send({ cmd: 'stop' });
   const med = (variant) => (key) => median(runs.map((r) => r[variant][key]));
@@ -256,7 +267,7 @@ async function main(argv) {
     ['browser CPU, 20 tabs (s/min), churn', 'browserCpuPerMinute', 2, ''],
   ];
   const lines = [
-    '## The live Kubernetes tab: 20 stock polling tabs vs 20 live tabs',
+    `## The live Kubernetes tab: 20 stock polling tabs vs 20 live tabs${viewers ? ", each its viewer's own credential (oidc)" : ''}`,
     '',
     `6 clusters (+20 ms each), ${OBJECTS} objects, ${ENTITIES} entities; ${TABS} Chromium tabs, one ` +
       `entity each (live: refreshIntervalMs ${refreshMs}); ${idleSeconds} s idle, then ${seconds} s of ${CHURN_PER_SECOND} pod changes/s ` +
@@ -276,7 +287,7 @@ async function main(argv) {
   ];
   console.log(lines.join('\n'));
   const json = opt('json');
-  if (json) fs.writeFileSync(json, JSON.stringify({ seconds, idleSeconds, refreshMs, runs }, null, 2));
+  if (json) fs.writeFileSync(json, JSON.stringify({ seconds, idleSeconds, refreshMs, viewers, runs }, null, 2));
 }
 
 module.exports = {
