@@ -81,16 +81,18 @@ function tabEntities(info) {
 }
 
 /** Opens a tab of entity `name` from `origin` in `browser` and waits until it shows its pods. */
-const tabOpener = (browser, origin) => async (name, viewer = 0) => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
-  await page.goto(`${origin.url}/?entity=${name}&viewer=${viewer}`);
-  await page.waitForFunction(() => /No pods with errors/.test(document.body.textContent), null, {
-    timeout: 120_000,
-    polling: 100,
-  });
-  return page;
-};
+const tabOpener =
+  (browser, origin) =>
+  async (name, viewer = 0) => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${origin.url}/?entity=${name}&viewer=${viewer}`);
+    await page.waitForFunction(() => /No pods with errors/.test(document.body.textContent), null, {
+      timeout: 120_000,
+      polling: 100,
+    });
+    return page;
+  };
 
 /**
  * A variant's backend (its own process), the page's origin in front of it and a browser; `tab(name)`
@@ -171,7 +173,12 @@ async function toggleLatencies(tabs) {
 }
 
 async function measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs, viewers }) {
-  const { backend, origin, tab: openTab, close } = await startVariant(info, files, variant, refreshMs, {
+  const {
+    backend,
+    origin,
+    tab: openTab,
+    close,
+  } = await startVariant(info, files, variant, refreshMs, {
     viewers,
   });
   const pid = backend.proc.pid;
@@ -287,7 +294,8 @@ async function main(argv) {
   ];
   console.log(lines.join('\n'));
   const json = opt('json');
-  if (json) fs.writeFileSync(json, JSON.stringify({ seconds, idleSeconds, refreshMs, viewers, runs }, null, 2));
+  if (json)
+    fs.writeFileSync(json, JSON.stringify({ seconds, idleSeconds, refreshMs, viewers, runs }, null, 2));
 }
 
 module.exports = {
