@@ -21,11 +21,7 @@ async fn a_streaming_list_refused_falls_back_to_pages_and_is_remembered() {
     assert!(sent[1].url.contains("limit=2") && !sent[1].url.contains("watch"));
     assert_eq!(sent[1].at, sent[0].at, "no backoff before the fallback");
     assert!(memory.is_paginated("http://cluster.test"));
-    assert!(
-        messages(&recorder)
-            .iter()
-            .any(|m| m.contains("streaming lists are not served (HTTP 422"))
-    );
+    assert!(message_with(&recorder, "streaming lists are not served (HTTP 422").is_some());
     reflector.stop();
 }
 
@@ -124,11 +120,7 @@ async fn an_expired_continue_token_restarts_the_list_without_an_error() {
     assert_eq!(continues, [false, true, false, true]);
     assert!(sent[3].url.contains("continue=t2"));
     assert_eq!(sent[2].at, sent[1].at, "restarted at once");
-    assert!(
-        messages(&recorder)
-            .iter()
-            .any(|m| m.contains("continue token expired"))
-    );
+    assert!(message_with(&recorder, "continue token expired").is_some());
     assert_eq!(reflector.stats().snapshot().relists, 0);
     reflector.stop();
 }
@@ -161,10 +153,7 @@ async fn a_page_past_the_bound_drops_the_list_with_an_error_naming_it_and_lists_
     let sent = fake.sent();
     assert!(sent[1].url.contains("limit=2") && !sent[1].url.contains("continue"));
     assert!(sent[1].at > sent[0].at, "after a backoff step");
-    let warning = messages(&recorder)
-        .into_iter()
-        .find(|m| m.contains("list page"))
-        .expect("a warning");
+    let warning = message_with(&recorder, "list page").expect("a warning");
     assert!(
         warning.contains("went past 5242880 bytes (5 MiB), more than 2 objects of at most 2 MiB"),
         "{warning}"
@@ -203,10 +192,7 @@ async fn a_relist_page_past_the_bound_reaches_synced_consumers_as_an_error_then_
     let sent = fake.sent();
     assert!(sent[2].url.contains("limit=1") && sent[3].url.contains("limit=1"));
     assert!(sent[3].at > sent[2].at, "listed again after a backoff step");
-    let warning = messages(&recorder)
-        .into_iter()
-        .find(|m| m.contains("list page"))
-        .expect("a warning");
+    let warning = message_with(&recorder, "list page").expect("a warning");
     assert!(
         warning.contains("went past 3145728 bytes (3 MiB), more than 1 objects of at most 2 MiB"),
         "{warning}"

@@ -70,3 +70,8 @@ fn bearer(token: &str) -> Arc<dyn CredentialProvider> {
 fn messages(recorder: &Recorder) -> Vec<String> {
     recorder.messages.lock().unwrap().clone()
 }
+
+/// The first message that contains `part`, if one does.
+fn message_with(recorder: &Recorder, part: &str) -> Option<String> {
+    messages(recorder).into_iter().find(|m| m.contains(part))
+}
