@@ -11,9 +11,8 @@ async fn a_streaming_list_refused_falls_back_to_pages_and_is_remembered() {
         Reply::Watch(Vec::new(), End::Open),
     ]);
     let (reflector, recorder, memory) = run_script(&fake, InitialList::Auto, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "4" false"#).await,
+        events_seen(&reflector, r#"SYNCED "4" false"#).await,
         ["ADDED a 1", r#"SYNCED "4" false"#]
     );
     let sent = fake.sent();
@@ -38,9 +37,8 @@ async fn a_406_to_a_metadata_only_streaming_list_asks_for_plain_json_and_still_s
     let mut config = config("http://cluster.test", InitialList::Auto);
     config.projection = Some(Projection::metadata_only::<&str>(&[]));
     let (reflector, recorder, memory) = run_config(&fake, config, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "4" false"#).await,
+        events_seen(&reflector, r#"SYNCED "4" false"#).await,
         ["ERROR 406 true", "ADDED a 1", r#"SYNCED "4" false"#]
     );
     let sent = fake.sent();
@@ -86,9 +84,8 @@ async fn a_change_inside_a_streaming_list_falls_back_to_pages() {
         Reply::Watch(Vec::new(), End::Open),
     ]);
     let (reflector, _, memory) = run_script(&fake, InitialList::Auto, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "4" false"#).await,
+        events_seen(&reflector, r#"SYNCED "4" false"#).await,
         ["ADDED a 2", r#"SYNCED "4" false"#],
         "nothing of the abandoned streaming list reaches the cache"
     );
@@ -107,9 +104,8 @@ async fn an_expired_continue_token_restarts_the_list_without_an_error() {
         Reply::Watch(Vec::new(), End::Open),
     ]);
     let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "9" false"#).await,
+        events_seen(&reflector, r#"SYNCED "9" false"#).await,
         ["ADDED a 1", "ADDED b 2", "ADDED c 8", r#"SYNCED "9" false"#]
     );
     let sent = fake.sent();
@@ -145,9 +141,8 @@ async fn a_page_past_the_bound_drops_the_list_with_an_error_naming_it_and_lists_
         Reply::Watch(Vec::new(), End::Open),
     ]);
     let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "6" false"#).await,
+        events_seen(&reflector, r#"SYNCED "6" false"#).await,
         ["ERROR 0 true", "ADDED a 1", r#"SYNCED "6" false"#]
     );
     let sent = fake.sent();
@@ -176,9 +171,8 @@ async fn a_relist_page_past_the_bound_reaches_synced_consumers_as_an_error_then_
     let mut config = config("http://cluster.test", InitialList::Paginated);
     config.page_size = 1;
     let (reflector, recorder, _) = run_config(&fake, config, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "6" true"#).await,
+        events_seen(&reflector, r#"SYNCED "6" true"#).await,
         [
             "ADDED a 1",
             r#"SYNCED "3" false"#,

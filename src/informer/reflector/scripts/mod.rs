@@ -63,6 +63,11 @@ fn run_shared(
     (reflector, recorder, memory)
 }
 
+/// The events a consumer that subscribes now sees, up to `until`.
+async fn events_seen(reflector: &Reflector, until: &str) -> Vec<String> {
+    events_until(&reflector.cache().subscribe(), until).await
+}
+
 fn bearer(token: &str) -> Arc<dyn CredentialProvider> {
     Arc::new(StaticCredential(Credential::Bearer(token.into())))
 }

@@ -18,9 +18,8 @@ async fn pages_then_a_watch_that_ends_cleanly_is_resumed_at_once_from_its_last_e
         Reply::Watch(vec![line(event("DELETED", "b", "7"))], End::Open),
     ]);
     let (reflector, _, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, "DELETED b 7").await,
+        events_seen(&reflector, "DELETED b 7").await,
         [
             "ADDED a 1",
             "ADDED b 2",
@@ -63,13 +62,12 @@ async fn list_trouble_watch(
         Reply::Watch(vec![line(event("ADDED", "b", "6"))], End::Open),
     ]);
     let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, provider);
-    let cursor = reflector.cache().subscribe();
     let expected: Vec<&str> = ["ADDED a 1", r#"SYNCED "5" false"#]
         .into_iter()
         .chain(error)
         .chain(["ADDED b 6"])
         .collect();
-    assert_eq!(events_until(&cursor, "ADDED b 6").await, expected);
+    assert_eq!(events_seen(&reflector, "ADDED b 6").await, expected);
     (fake, reflector, recorder)
 }
 
@@ -136,8 +134,10 @@ async fn an_in_stream_410_relists_and_hands_out_only_the_difference() {
         ),
     ]);
     let (reflector, _, _) = run_script(&fake, InitialList::Auto, bearer("t"));
-    let cursor = reflector.cache().subscribe();
-    assert_eq!(events_until(&cursor, r#"SYNCED "10" true"#).await, RELISTED);
+    assert_eq!(
+        events_seen(&reflector, r#"SYNCED "10" true"#).await,
+        RELISTED
+    );
     assert_eq!(reflector.stats().snapshot().relists, 1);
     assert_eq!(reflector.cache().resource_version().as_deref(), Some("10"));
     let sent = fake.sent();
@@ -159,9 +159,8 @@ async fn a_410_answer_to_a_watch_relists_without_an_error() {
         Reply::Watch(Vec::new(), End::Open),
     ]);
     let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "8" true"#).await,
+        events_seen(&reflector, r#"SYNCED "8" true"#).await,
         [
             "ADDED a 1",
             r#"SYNCED "5" false"#,
