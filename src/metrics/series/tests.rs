@@ -44,6 +44,11 @@ fn open(resource: &str, counts: Counts, informer: Live) -> (SeriesLabels, Counts
     (labels(resource), counts, informer)
 }
 
+/// An open informer of configmaps, synced, with one object and one event.
+fn quiet_configmaps() -> (SeriesLabels, Counts, Live) {
+    open("configmaps", counts(1, &[]), informer(1, true, 0.0, 0))
+}
+
 fn watches(resource: &str, events: u64, errors: &[(&str, u64)]) -> WatchSeries {
     WatchSeries {
         labels: labels(resource),
@@ -122,7 +127,7 @@ fn informers_of_one_series_add_up_and_others_stay_apart() {
 fn one_unsynced_informer_makes_its_series_unsynced() {
     let series = merge(
         vec![
-            open("configmaps", counts(1, &[]), informer(1, true, 0.0, 0)),
+            quiet_configmaps(),
             open(
                 "configmaps",
                 counts(0, &[("BAD_REQUEST", 1)]),
@@ -178,11 +183,7 @@ fn closed_informers_keep_their_counters() {
 #[test]
 fn plain_watches_have_series_of_their_own_and_add_into_an_informer_series_of_theirs() {
     let series = merge(
-        vec![open(
-            "configmaps",
-            counts(1, &[]),
-            informer(1, true, 0.0, 0),
-        )],
+        vec![quiet_configmaps()],
         vec![(labels("secrets"), counts(1, &[]))],
         vec![
             watches("configmaps", 3, &[("BAD_REQUEST", 1)]),
@@ -243,11 +244,7 @@ fn plain_watches_have_series_of_their_own_and_add_into_an_informer_series_of_the
 #[test]
 fn both_kinds_of_series_have_the_same_camel_case_fields() {
     let series = merge(
-        vec![open(
-            "configmaps",
-            counts(1, &[]),
-            informer(1, true, 0.0, 0),
-        )],
+        vec![quiet_configmaps()],
         Vec::new(),
         vec![watches("pods", 1, &[])],
     );
