@@ -2,10 +2,11 @@
 //! a last-applied annotation, ~1.7 KB), against the same removal through a `serde_json::Value`
 //! tree: `cargo run --release --example strip_cost`. Medians of 7 rounds, in one process.
 
+mod common;
+
 use std::time::Instant;
 
-use kube_watch_native::field_path;
-use kube_watch_native::projection::Projection;
+use common::{fleet_strip, median};
 
 const OBJECTS: usize = 20_000;
 
@@ -33,22 +34,10 @@ fn by_value(text: &str) -> Vec<u8> {
     serde_json::to_vec(&value).unwrap()
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
 fn main() {
     let objects: Vec<String> = (0..OBJECTS).map(object).collect();
     let bytes: usize = objects.iter().map(String::len).sum();
-    let paths: Vec<Vec<String>> = [
-        "metadata.managedFields",
-        "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
-    ]
-    .iter()
-    .map(|p| field_path::parse(p).unwrap())
-    .collect();
-    let strip = Projection::strip(&paths);
+    let strip = fleet_strip();
     let mut kept = 0;
     let (mut raw, mut tree) = (Vec::new(), Vec::new());
     for _ in 0..7 {

@@ -5,17 +5,13 @@
 //! annotation), the object's header and copy, and packing its text (`compress`); then what
 //! unpacking a packed text costs each read of it. Medians of 7 rounds, in one process.
 
+mod common;
+
 use std::time::Instant;
 
+use common::{fleet_strip, median};
 use kube_watch_native::engine::wire::WatchLine;
-use kube_watch_native::field_path;
 use kube_watch_native::informer::store::Object;
-use kube_watch_native::projection::Projection;
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
 
 fn main() {
     let file = std::env::args()
@@ -27,14 +23,7 @@ fn main() {
         .filter(|l| !l.is_empty())
         .collect();
     let bytes: usize = lines.iter().map(|l| l.len()).sum();
-    let paths: Vec<Vec<String>> = [
-        "metadata.managedFields",
-        "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
-    ]
-    .iter()
-    .map(|p| field_path::parse(p).unwrap())
-    .collect();
-    let strip = Projection::strip(&paths);
+    let strip = fleet_strip();
     let objects = |line| match WatchLine::parse(line).unwrap() {
         WatchLine::Change { object, .. } => object,
         _ => panic!("a change"),

@@ -248,24 +248,25 @@ mod tests {
         assert!(busy.events.capacity() >= MAX_BATCH_BYTES + RESERVE_SLACK);
     }
 
-    #[test]
-    fn a_finished_batch_holds_little_more_than_its_text() {
+    /// A builder given `line` until it is full.
+    fn filled_with(line: &str) -> BatchBuilder {
         let mut builder = BatchBuilder::default();
-        let line = padded_line(3000);
         while !builder.is_full() {
             builder.push_line(line.as_bytes(), None, line.len());
         }
-        let (batch, _) = builder.finish();
+        builder
+    }
+
+    #[test]
+    fn a_finished_batch_holds_little_more_than_its_text() {
+        let (batch, _) = filled_with(&padded_line(3000)).finish();
         assert!(batch.events.capacity() <= batch.events.len() + RESERVE_SLACK);
     }
 
     #[test]
     fn a_batch_is_full_at_the_byte_cap() {
-        let mut builder = BatchBuilder::default();
         let line = padded_line(1000);
-        while !builder.is_full() {
-            builder.push_line(line.as_bytes(), None, line.len());
-        }
+        let builder = filled_with(&line);
         assert!(builder.events.len() < MAX_BATCH_BYTES + line.len() + 1);
     }
 }

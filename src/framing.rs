@@ -132,42 +132,35 @@ mod tests {
     }
 
     #[test]
-    fn many_lines_in_one_chunk() {
-        assert_eq!(
-            frame_all(&[b"a\nb\nc\n"]),
-            vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]
-        );
-    }
-
-    #[test]
-    fn one_line_over_many_chunks_including_a_split_utf8_character() {
-        let text = "{\"name\":\"café\"}\n".as_bytes();
-        let chunks: Vec<&[u8]> = text.chunks(1).collect();
-        assert_eq!(frame_all(&chunks), vec![text[..text.len() - 1].to_vec()]);
-    }
-
-    #[test]
-    fn crlf_endings_are_tolerated() {
-        assert_eq!(
-            frame_all(&[b"a\r", b"\nb\r\n"]),
-            vec![b"a".to_vec(), b"b".to_vec()]
-        );
-    }
-
-    #[test]
-    fn last_line_without_newline_is_kept() {
-        assert_eq!(
-            frame_all(&[b"a\nlast"]),
-            vec![b"a".to_vec(), b"last".to_vec()]
-        );
-    }
-
-    #[test]
-    fn empty_lines_come_out_empty() {
-        assert_eq!(
-            frame_all(&[b"\n\na\n"]),
-            vec![b"".to_vec(), b"".to_vec(), b"a".to_vec()]
-        );
+    fn chunks_are_framed_into_their_lines() {
+        let line = "{\"name\":\"café\"}";
+        let text = format!("{line}\n");
+        let byte_by_byte: Vec<&[u8]> = text.as_bytes().chunks(1).collect();
+        // What a case is, the chunks pushed, the lines framed of them.
+        type Case<'a> = (&'a str, &'a [&'a [u8]], &'a [&'a str]);
+        let cases: [Case; 5] = [
+            ("many lines in one chunk", &[b"a\nb\nc\n"], &["a", "b", "c"]),
+            (
+                "one line over many chunks, a UTF-8 character split",
+                &byte_by_byte,
+                &[line],
+            ),
+            (
+                "CRLF endings are tolerated",
+                &[b"a\r", b"\nb\r\n"],
+                &["a", "b"],
+            ),
+            (
+                "the last line without a newline is kept",
+                &[b"a\nlast"],
+                &["a", "last"],
+            ),
+            ("empty lines come out empty", &[b"\n\na\n"], &["", "", "a"]),
+        ];
+        for (case, chunks, lines) in cases {
+            let lines: Vec<Vec<u8>> = lines.iter().map(|l| l.as_bytes().to_vec()).collect();
+            assert_eq!(frame_all(chunks), lines, "{case}");
+        }
     }
 
     #[test]

@@ -88,47 +88,50 @@ struct JsReporter {
     listeners: Arc<Listeners<JsListener>>,
 }
 
+impl JsReporter {
+    /// A message goes to the oldest handle's listener alone, so it is logged once however
+    /// many handles share the informer.
+    fn tell_first(&self, news: &str, message: &str) {
+        if let Some(listener) = self.listeners.first() {
+            listener.send(news, Some(message), None);
+        }
+    }
+
+    /// State news goes to every handle's listener.
+    fn tell_all(&self, news: &str) {
+        for listener in self.listeners.all() {
+            listener.send(news, None, None);
+        }
+    }
+}
+
 impl Reporter for JsReporter {
     fn warn(&self, message: &str) {
-        if let Some(listener) = self.listeners.first() {
-            listener.send("warn", Some(message), None);
-        }
+        self.tell_first("warn", message);
     }
 
     fn info(&self, message: &str) {
-        if let Some(listener) = self.listeners.first() {
-            listener.send("info", Some(message), None);
-        }
+        self.tell_first("info", message);
     }
 
     fn synced(&self) {
-        for listener in self.listeners.all() {
-            listener.send("synced", None, None);
-        }
+        self.tell_all("synced");
     }
 
     fn failed(&self) {
-        for listener in self.listeners.all() {
-            listener.send("failed", None, None);
-        }
+        self.tell_all("failed");
     }
 
     fn recovered(&self) {
-        for listener in self.listeners.all() {
-            listener.send("recovered", None, None);
-        }
+        self.tell_all("recovered");
     }
 
     fn changed(&self) {
-        for listener in self.listeners.all() {
-            listener.send("changed", None, None);
-        }
+        self.tell_all("changed");
     }
 
     fn ended(&self) {
-        for listener in self.listeners.all() {
-            listener.send("ended", None, None);
-        }
+        self.tell_all("ended");
         // The callbacks go: a finished informer keeps nothing alive.
         self.listeners.clear();
     }

@@ -27,6 +27,12 @@ pub(crate) fn event(kind: &str, name: &str, rv: &str) -> String {
     format!(r#"{{"type":"{kind}","object":{}}}"#, pod(name, rv))
 }
 
+/// A `PodList` page of pods `a` and `b` (`b` with a spec), at resourceVersion 42, continued by
+/// `tok`.
+pub(crate) const TWO_POD_PAGE: &[u8] = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"tok"},
+    "items":[{"metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"40"}},
+             {"metadata":{"name":"b","namespace":"n","uid":"v","resourceVersion":"41"},"spec":{"big":[1,2,3]}}]}"#;
+
 /// One answer of the script.
 pub(crate) enum Reply {
     /// A non-2xx answer, with the pause it asks for (seconds).

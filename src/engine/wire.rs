@@ -305,13 +305,11 @@ impl<'a> WatchLine<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::script::TWO_POD_PAGE;
 
     #[test]
     fn a_list_page_yields_typed_items_and_its_continuation() {
-        let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"tok"},
-            "items":[{"metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"40"}},
-                     {"metadata":{"name":"b","namespace":"n","uid":"v","resourceVersion":"41"},"spec":{"big":[1,2,3]}}]}"#;
-        let page = ListPage::parse(body).unwrap();
+        let page = ListPage::parse(TWO_POD_PAGE).unwrap();
         assert_eq!(page.resource_version.as_deref(), Some("42"));
         assert_eq!(page.continue_token.as_deref(), Some("tok"));
         assert_eq!(page.items.len(), 2);

@@ -124,19 +124,17 @@ fn page_objects(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::script::TWO_POD_PAGE;
 
     #[test]
     fn a_list_pages_items_get_the_lists_type_and_its_continuation() {
-        let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"tok"},
-            "items":[{"metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"40"}},
-                     {"metadata":{"name":"b","namespace":"n","uid":"v","resourceVersion":"41"},"spec":{"big":[1,2,3]}}]}"#;
         let cache = Cache::new("/api/v1/pods".into());
         let mut listed = Listed::new();
-        let page = cache.page(&mut listed, body, None, false).unwrap();
+        let page = cache.page(&mut listed, TWO_POD_PAGE, None, false).unwrap();
         assert_eq!(page.items, 2);
         assert_eq!(page.resource_version.as_deref(), Some("42"));
         assert_eq!(page.continue_token.as_deref(), Some("tok"));
-        let objects = page_objects(&ListPage::parse(body).unwrap(), None, false).unwrap();
+        let objects = page_objects(&ListPage::parse(TWO_POD_PAGE).unwrap(), None, false).unwrap();
         assert_eq!(objects[1].name(), "b");
         assert!(
             objects[1]

@@ -56,22 +56,6 @@ enum Reading<'a> {
     Parsed(Result<WatchLine<'a>, WireError>),
 }
 
-/// [`step`] of any line but a blank one, parsed whole: what a line that [`step`] cannot split
-/// becomes, for the tests to compare with.
-#[cfg(test)]
-fn parsed_step(
-    progress: &mut Progress,
-    initial: &mut Collecting,
-    line: &[u8],
-    projection: Option<&Projection>,
-    pack: bool,
-) -> Step<Read> {
-    match WatchLine::parse(line) {
-        Ok(parsed) => line_step(progress, initial, parsed, projection, pack),
-        Err(err) => Step::Warn(format!("skipped a watch line: {err}")),
-    }
-}
-
 /// [`step`] of a line parsed whole.
 fn line_step(
     progress: &mut Progress,
@@ -184,8 +168,7 @@ mod tests {
                 let (mut plain, mut parsed) =
                     ((Progress::default(), plain), (Progress::default(), parsed));
                 let fast = step(&mut plain.0, &mut plain.1, line.as_bytes(), None, true);
-                let general =
-                    parsed_step(&mut parsed.0, &mut parsed.1, line.as_bytes(), None, true);
+                let general = parsed_step(&mut parsed, line.as_bytes());
                 assert_eq!(format!("{fast:?}"), format!("{general:?}"), "{line}");
                 assert_eq!(format!("{plain:?}"), format!("{parsed:?}"), "{line}");
             }
@@ -194,6 +177,15 @@ mod tests {
 
     /// Where a stream is: its progress, and the streaming list it collects.
     type Stream = (Progress, Collecting);
+
+    /// [`step`] of any line but a blank one, parsed whole, unprojected and packed: what a line
+    /// that [`step`] cannot split becomes, to compare with.
+    fn parsed_step(stream: &mut Stream, line: &[u8]) -> Step<Read> {
+        match WatchLine::parse(line) {
+            Ok(parsed) => line_step(&mut stream.0, &mut stream.1, parsed, None, true),
+            Err(err) => Step::Warn(format!("skipped a watch line: {err}")),
+        }
+    }
 
     /// [`step`] of `line`, unprojected, unpacked.
     fn step_line(stream: &mut Stream, line: impl AsRef<[u8]>) -> Step<Read> {

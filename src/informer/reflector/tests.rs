@@ -306,6 +306,16 @@ async fn a_streaming_list_then_an_in_stream_410_relists_with_only_the_difference
         if target.contains("sendInitialEvents") {
             lists += 1;
             let end = r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"RV","annotations":{"k8s.io/initial-events-end":"true"}}}}"#;
+            // A streaming list of `a` and of `other` added at `rv`, ending at `end_rv`, then
+            // what `rest` sends.
+            let listed = |other: &str, rv: &str, end_rv: &str, rest| {
+                let lines = vec![
+                    event("ADDED", "a", "1"),
+                    event("ADDED", other, rv),
+                    end.replace("RV", end_rv),
+                ];
+                Reply::Stream(lines, Some(rest))
+            };
             if lists == 1 {
                 // The 410 comes once the consumer has taken the list (else, being behind, it
                 // would rightly see b's ADDED and DELETED coalesce to nothing).
@@ -314,25 +324,11 @@ async fn a_streaming_list_then_an_in_stream_410_relists_with_only_the_difference
                     tokio::time::sleep(Duration::from_millis(300)).await;
                     let _ = tx.send(r#"{"type":"ERROR","object":{"kind":"Status","code":410}}"#.into());
                 });
-                Reply::Stream(
-                    vec![
-                        event("ADDED", "a", "1"),
-                        event("ADDED", "b", "2"),
-                        end.replace("RV", "3"),
-                    ],
-                    Some(rx),
-                )
+                listed("b", "2", "3", rx)
             } else {
                 let (_tx, rx) = mpsc::unbounded_channel();
                 std::mem::forget(_tx);
-                Reply::Stream(
-                    vec![
-                        event("ADDED", "a", "1"),
-                        event("ADDED", "c", "9"),
-                        end.replace("RV", "10"),
-                    ],
-                    Some(rx),
-                )
+                listed("c", "9", "10", rx)
             }
         } else {
             Reply::Full {

@@ -39,6 +39,16 @@ fn informer(objects: usize, synced: bool, age: f64, pending: usize) -> Live {
     }
 }
 
+/// An open informer of `resource`, as [`merge`] takes it.
+fn open(resource: &str, counts: Counts, informer: Live) -> (SeriesLabels, Counts, Live) {
+    (labels(resource), counts, informer)
+}
+
+/// An open informer of configmaps, synced, with one object and one event.
+fn quiet_configmaps() -> (SeriesLabels, Counts, Live) {
+    open("configmaps", counts(1, &[]), informer(1, true, 0.0, 0))
+}
+
 fn watches(resource: &str, events: u64, errors: &[(&str, u64)]) -> WatchSeries {
     WatchSeries {
         labels: labels(resource),
@@ -52,34 +62,36 @@ fn watches(resource: &str, events: u64, errors: &[(&str, u64)]) -> WatchSeries {
     }
 }
 
-/// The one informer series of `resource`.
-fn informers<'a>(series: &'a [Series], resource: &str) -> &'a SeriesMetrics {
-    let found: Vec<_> = series
-        .iter()
-        .filter_map(|s| match s {
-            Series::Informers(s) if s.resource == resource => Some(s),
-            _ => None,
-        })
-        .collect();
+/// The one series of `resource` that `pick` takes (a `kind` series, for the failure's message).
+fn the_one<'a, T>(
+    series: &'a [Series],
+    kind: &str,
+    resource: &str,
+    pick: impl Fn(&'a Series) -> Option<&'a T>,
+) -> &'a T {
+    let found: Vec<&T> = series.iter().filter_map(pick).collect();
     assert_eq!(
         found.len(),
         1,
-        "one informer series of {resource}: {series:?}"
+        "one {kind} series of {resource}: {series:?}"
     );
     found[0]
 }
 
+/// The one informer series of `resource`.
+fn informers<'a>(series: &'a [Series], resource: &str) -> &'a SeriesMetrics {
+    the_one(series, "informer", resource, |s| match s {
+        Series::Informers(s) if s.resource == resource => Some(s),
+        _ => None,
+    })
+}
+
 /// The one series of plain watches alone of `resource`.
 fn watch_only<'a>(series: &'a [Series], resource: &str) -> &'a WatchOnlySeries {
-    let found: Vec<_> = series
-        .iter()
-        .filter_map(|s| match s {
-            Series::Watches(s) if s.resource == resource => Some(s),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(found.len(), 1, "one watch series of {resource}: {series:?}");
-    found[0]
+    the_one(series, "watch", resource, |s| match s {
+        Series::Watches(s) if s.resource == resource => Some(s),
+        _ => None,
+    })
 }
 
 #[test]
@@ -87,17 +99,9 @@ fn informers_of_one_series_add_up_and_others_stay_apart() {
     // Two informers of configmaps (two namespaces: the same labels), one of pods.
     let series = merge(
         vec![
-            (
-                labels("configmaps"),
-                counts(1, &[]),
-                informer(1, true, 2.0, 0),
-            ),
-            (
-                labels("configmaps"),
-                counts(2, &[]),
-                informer(2, true, 5.0, 3),
-            ),
-            (labels("pods"), counts(4, &[]), informer(4, true, 1.0, 0)),
+            open("configmaps", counts(1, &[]), informer(1, true, 2.0, 0)),
+            open("configmaps", counts(2, &[]), informer(2, true, 5.0, 3)),
+            open("pods", counts(4, &[]), informer(4, true, 1.0, 0)),
         ],
         Vec::new(),
         Vec::new(),
@@ -123,13 +127,9 @@ fn informers_of_one_series_add_up_and_others_stay_apart() {
 fn one_unsynced_informer_makes_its_series_unsynced() {
     let series = merge(
         vec![
-            (
-                labels("configmaps"),
-                counts(1, &[]),
-                informer(1, true, 0.0, 0),
-            ),
-            (
-                labels("configmaps"),
+            quiet_configmaps(),
+            open(
+                "configmaps",
                 counts(0, &[("BAD_REQUEST", 1)]),
                 informer(0, false, 0.0, 0),
             ),
@@ -145,8 +145,8 @@ fn one_unsynced_informer_makes_its_series_unsynced() {
 #[test]
 fn closed_informers_keep_their_counters() {
     let series = merge(
-        vec![(
-            labels("configmaps"),
+        vec![open(
+            "configmaps",
             counts(3, &[("SYSTEM_ERROR", 1)]),
             informer(3, true, 0.0, 0),
         )],
@@ -183,11 +183,7 @@ fn closed_informers_keep_their_counters() {
 #[test]
 fn plain_watches_have_series_of_their_own_and_add_into_an_informer_series_of_theirs() {
     let series = merge(
-        vec![(
-            labels("configmaps"),
-            counts(1, &[]),
-            informer(1, true, 0.0, 0),
-        )],
+        vec![quiet_configmaps()],
         vec![(labels("secrets"), counts(1, &[]))],
         vec![
             watches("configmaps", 3, &[("BAD_REQUEST", 1)]),
@@ -248,11 +244,7 @@ fn plain_watches_have_series_of_their_own_and_add_into_an_informer_series_of_the
 #[test]
 fn both_kinds_of_series_have_the_same_camel_case_fields() {
     let series = merge(
-        vec![(
-            labels("configmaps"),
-            counts(1, &[]),
-            informer(1, true, 0.0, 0),
-        )],
+        vec![quiet_configmaps()],
         Vec::new(),
         vec![watches("pods", 1, &[])],
     );

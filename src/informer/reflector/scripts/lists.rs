@@ -11,9 +11,8 @@ async fn a_streaming_list_refused_falls_back_to_pages_and_is_remembered() {
         Reply::Watch(Vec::new(), End::Open),
     ]);
     let (reflector, recorder, memory) = run_script(&fake, InitialList::Auto, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "4" false"#).await,
+        events_seen(&reflector, r#"SYNCED "4" false"#).await,
         ["ADDED a 1", r#"SYNCED "4" false"#]
     );
     let sent = fake.sent();
@@ -21,11 +20,7 @@ async fn a_streaming_list_refused_falls_back_to_pages_and_is_remembered() {
     assert!(sent[1].url.contains("limit=2") && !sent[1].url.contains("watch"));
     assert_eq!(sent[1].at, sent[0].at, "no backoff before the fallback");
     assert!(memory.is_paginated("http://cluster.test"));
-    assert!(
-        messages(&recorder)
-            .iter()
-            .any(|m| m.contains("streaming lists are not served (HTTP 422"))
-    );
+    assert!(message_with(&recorder, "streaming lists are not served (HTTP 422").is_some());
     reflector.stop();
 }
 
@@ -42,9 +37,8 @@ async fn a_406_to_a_metadata_only_streaming_list_asks_for_plain_json_and_still_s
     let mut config = config("http://cluster.test", InitialList::Auto);
     config.projection = Some(Projection::metadata_only::<&str>(&[]));
     let (reflector, recorder, memory) = run_config(&fake, config, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "4" false"#).await,
+        events_seen(&reflector, r#"SYNCED "4" false"#).await,
         ["ERROR 406 true", "ADDED a 1", r#"SYNCED "4" false"#]
     );
     let sent = fake.sent();
@@ -90,9 +84,8 @@ async fn a_change_inside_a_streaming_list_falls_back_to_pages() {
         Reply::Watch(Vec::new(), End::Open),
     ]);
     let (reflector, _, memory) = run_script(&fake, InitialList::Auto, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "4" false"#).await,
+        events_seen(&reflector, r#"SYNCED "4" false"#).await,
         ["ADDED a 2", r#"SYNCED "4" false"#],
         "nothing of the abandoned streaming list reaches the cache"
     );
@@ -111,9 +104,8 @@ async fn an_expired_continue_token_restarts_the_list_without_an_error() {
         Reply::Watch(Vec::new(), End::Open),
     ]);
     let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "9" false"#).await,
+        events_seen(&reflector, r#"SYNCED "9" false"#).await,
         ["ADDED a 1", "ADDED b 2", "ADDED c 8", r#"SYNCED "9" false"#]
     );
     let sent = fake.sent();
@@ -124,11 +116,7 @@ async fn an_expired_continue_token_restarts_the_list_without_an_error() {
     assert_eq!(continues, [false, true, false, true]);
     assert!(sent[3].url.contains("continue=t2"));
     assert_eq!(sent[2].at, sent[1].at, "restarted at once");
-    assert!(
-        messages(&recorder)
-            .iter()
-            .any(|m| m.contains("continue token expired"))
-    );
+    assert!(message_with(&recorder, "continue token expired").is_some());
     assert_eq!(reflector.stats().snapshot().relists, 0);
     reflector.stop();
 }
@@ -153,18 +141,14 @@ async fn a_page_past_the_bound_drops_the_list_with_an_error_naming_it_and_lists_
         Reply::Watch(Vec::new(), End::Open),
     ]);
     let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "6" false"#).await,
+        events_seen(&reflector, r#"SYNCED "6" false"#).await,
         ["ERROR 0 true", "ADDED a 1", r#"SYNCED "6" false"#]
     );
     let sent = fake.sent();
     assert!(sent[1].url.contains("limit=2") && !sent[1].url.contains("continue"));
     assert!(sent[1].at > sent[0].at, "after a backoff step");
-    let warning = messages(&recorder)
-        .into_iter()
-        .find(|m| m.contains("list page"))
-        .expect("a warning");
+    let warning = message_with(&recorder, "list page").expect("a warning");
     assert!(
         warning.contains("went past 5242880 bytes (5 MiB), more than 2 objects of at most 2 MiB"),
         "{warning}"
@@ -187,9 +171,8 @@ async fn a_relist_page_past_the_bound_reaches_synced_consumers_as_an_error_then_
     let mut config = config("http://cluster.test", InitialList::Paginated);
     config.page_size = 1;
     let (reflector, recorder, _) = run_config(&fake, config, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "6" true"#).await,
+        events_seen(&reflector, r#"SYNCED "6" true"#).await,
         [
             "ADDED a 1",
             r#"SYNCED "3" false"#,
@@ -203,10 +186,7 @@ async fn a_relist_page_past_the_bound_reaches_synced_consumers_as_an_error_then_
     let sent = fake.sent();
     assert!(sent[2].url.contains("limit=1") && sent[3].url.contains("limit=1"));
     assert!(sent[3].at > sent[2].at, "listed again after a backoff step");
-    let warning = messages(&recorder)
-        .into_iter()
-        .find(|m| m.contains("list page"))
-        .expect("a warning");
+    let warning = message_with(&recorder, "list page").expect("a warning");
     assert!(
         warning.contains("went past 3145728 bytes (3 MiB), more than 1 objects of at most 2 MiB"),
         "{warning}"

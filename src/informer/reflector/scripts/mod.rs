@@ -63,10 +63,20 @@ fn run_shared(
     (reflector, recorder, memory)
 }
 
+/// The events a consumer that subscribes now sees, up to `until`.
+async fn events_seen(reflector: &Reflector, until: &str) -> Vec<String> {
+    events_until(&reflector.cache().subscribe(), until).await
+}
+
 fn bearer(token: &str) -> Arc<dyn CredentialProvider> {
     Arc::new(StaticCredential(Credential::Bearer(token.into())))
 }
 
 fn messages(recorder: &Recorder) -> Vec<String> {
     recorder.messages.lock().unwrap().clone()
+}
+
+/// The first message that contains `part`, if one does.
+fn message_with(recorder: &Recorder, part: &str) -> Option<String> {
+    messages(recorder).into_iter().find(|m| m.contains(part))
 }

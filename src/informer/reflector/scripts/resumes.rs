@@ -18,9 +18,8 @@ async fn pages_then_a_watch_that_ends_cleanly_is_resumed_at_once_from_its_last_e
         Reply::Watch(vec![line(event("DELETED", "b", "7"))], End::Open),
     ]);
     let (reflector, _, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, "DELETED b 7").await,
+        events_seen(&reflector, "DELETED b 7").await,
         [
             "ADDED a 1",
             "ADDED b 2",
@@ -48,19 +47,34 @@ async fn pages_then_a_watch_that_ends_cleanly_is_resumed_at_once_from_its_last_e
     reflector.stop();
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_watch_that_ends_at_once_without_traffic_waits_a_backoff_step_without_an_error() {
+/// Runs a paginated reflector on a script that lists `a` (at 5), meets `trouble`, then watches
+/// `b` added (at 6), until its consumer saw `b`: after the list and before `b` it saw `error`
+/// (the ERROR event of a trouble that is a failure) and nothing else. The script, the reflector
+/// and its recorder.
+async fn list_trouble_watch(
+    trouble: Reply,
+    error: Option<&str>,
+    provider: Arc<dyn CredentialProvider>,
+) -> (Fake, Reflector, Arc<Recorder>) {
     let fake = Fake::new(vec![
         Reply::Page(list(&[pod("a", "1")], "5", None)),
-        Reply::Watch(Vec::new(), End::Clean),
+        trouble,
         Reply::Watch(vec![line(event("ADDED", "b", "6"))], End::Open),
     ]);
-    let (reflector, _, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
-    assert_eq!(
-        events_until(&cursor, "ADDED b 6").await,
-        ["ADDED a 1", r#"SYNCED "5" false"#, "ADDED b 6"]
-    );
+    let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, provider);
+    let expected: Vec<&str> = ["ADDED a 1", r#"SYNCED "5" false"#]
+        .into_iter()
+        .chain(error)
+        .chain(["ADDED b 6"])
+        .collect();
+    assert_eq!(events_seen(&reflector, "ADDED b 6").await, expected);
+    (fake, reflector, recorder)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_that_ends_at_once_without_traffic_waits_a_backoff_step_without_an_error() {
+    let (fake, reflector, _) =
+        list_trouble_watch(Reply::Watch(Vec::new(), End::Clean), None, bearer("t")).await;
     let sent = fake.sent();
     assert!(sent[2].url.contains("resourceVersion=5&"));
     let pause = sent[2].at - sent[1].at;
@@ -73,22 +87,9 @@ async fn a_watch_that_ends_at_once_without_traffic_waits_a_backoff_step_without_
 
 #[tokio::test(start_paused = true)]
 async fn a_cut_watch_is_resumed_after_a_backoff_step_with_one_error() {
-    let fake = Fake::new(vec![
-        Reply::Page(list(&[pod("a", "1")], "5", None)),
-        Reply::Watch(vec![wait_ms(1000)], End::Cut),
-        Reply::Watch(vec![line(event("ADDED", "b", "6"))], End::Open),
-    ]);
-    let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
-    assert_eq!(
-        events_until(&cursor, "ADDED b 6").await,
-        [
-            "ADDED a 1",
-            r#"SYNCED "5" false"#,
-            "ERROR 0 true",
-            "ADDED b 6"
-        ]
-    );
+    let cut = Reply::Watch(vec![wait_ms(1000)], End::Cut);
+    let (fake, reflector, recorder) =
+        list_trouble_watch(cut, Some("ERROR 0 true"), bearer("t")).await;
     let sent = fake.sent();
     assert!(
         sent[2].url.contains("resourceVersion=5&"),
@@ -101,9 +102,11 @@ async fn a_cut_watch_is_resumed_after_a_backoff_step_with_one_error() {
         "{pause:?}"
     );
     assert!(
-        messages(&recorder)
-            .iter()
-            .any(|m| m.contains("watch stream broke: connection reset by peer; retrying in"))
+        message_with(
+            &recorder,
+            "watch stream broke: connection reset by peer; retrying in"
+        )
+        .is_some()
     );
     reflector.stop();
 }
@@ -131,8 +134,10 @@ async fn an_in_stream_410_relists_and_hands_out_only_the_difference() {
         ),
     ]);
     let (reflector, _, _) = run_script(&fake, InitialList::Auto, bearer("t"));
-    let cursor = reflector.cache().subscribe();
-    assert_eq!(events_until(&cursor, r#"SYNCED "10" true"#).await, RELISTED);
+    assert_eq!(
+        events_seen(&reflector, r#"SYNCED "10" true"#).await,
+        RELISTED
+    );
     assert_eq!(reflector.stats().snapshot().relists, 1);
     assert_eq!(reflector.cache().resource_version().as_deref(), Some("10"));
     let sent = fake.sent();
@@ -154,9 +159,8 @@ async fn a_410_answer_to_a_watch_relists_without_an_error() {
         Reply::Watch(Vec::new(), End::Open),
     ]);
     let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
     assert_eq!(
-        events_until(&cursor, r#"SYNCED "8" true"#).await,
+        events_seen(&reflector, r#"SYNCED "8" true"#).await,
         [
             "ADDED a 1",
             r#"SYNCED "5" false"#,
@@ -166,33 +170,15 @@ async fn a_410_answer_to_a_watch_relists_without_an_error() {
     );
     let sent = fake.sent();
     assert!(sent[3].url.contains("resourceVersion=8&"));
-    assert!(
-        messages(&recorder)
-            .iter()
-            .any(|m| m.contains("resourceVersion expired (410); relisting"))
-    );
+    assert!(message_with(&recorder, "resourceVersion expired (410); relisting").is_some());
     assert_eq!(reflector.stats().snapshot().relists, 1);
     reflector.stop();
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_429_is_waited_out_for_as_long_as_it_asks() {
-    let fake = Fake::new(vec![
-        Reply::Page(list(&[pod("a", "1")], "5", None)),
-        Reply::Status(429, Some(3)),
-        Reply::Watch(vec![line(event("ADDED", "b", "6"))], End::Open),
-    ]);
-    let (reflector, _, _) = run_script(&fake, InitialList::Paginated, bearer("t"));
-    let cursor = reflector.cache().subscribe();
-    assert_eq!(
-        events_until(&cursor, "ADDED b 6").await,
-        [
-            "ADDED a 1",
-            r#"SYNCED "5" false"#,
-            "ERROR 429 true",
-            "ADDED b 6"
-        ]
-    );
+    let busy = Reply::Status(429, Some(3));
+    let (fake, reflector, _) = list_trouble_watch(busy, Some("ERROR 429 true"), bearer("t")).await;
     let sent = fake.sent();
     // The test policy's steps are at most 0.2 s: the 3 s are the server's.
     assert_eq!(sent[2].at - sent[1].at, Duration::from_secs(3));
@@ -216,23 +202,10 @@ impl CredentialProvider for Rotating {
 
 #[tokio::test(start_paused = true)]
 async fn a_401_asks_for_a_new_credential_before_the_next_request() {
-    let fake = Fake::new(vec![
-        Reply::Page(list(&[pod("a", "1")], "5", None)),
-        Reply::Status(401, None),
-        Reply::Watch(vec![line(event("ADDED", "b", "6"))], End::Open),
-    ]);
     let provider = Arc::new(Rotating::default());
-    let (reflector, recorder, _) = run_script(&fake, InitialList::Paginated, provider.clone());
-    let cursor = reflector.cache().subscribe();
-    assert_eq!(
-        events_until(&cursor, "ADDED b 6").await,
-        [
-            "ADDED a 1",
-            r#"SYNCED "5" false"#,
-            "ERROR 401 true",
-            "ADDED b 6"
-        ]
-    );
+    let unauthorized = Reply::Status(401, None);
+    let (fake, reflector, recorder) =
+        list_trouble_watch(unauthorized, Some("ERROR 401 true"), provider.clone()).await;
     let bearers: Vec<Option<String>> = fake.sent().into_iter().map(|s| s.bearer).collect();
     let expected = ["t1", "t1", "t2"].map(|t| Some(t.to_owned()));
     assert_eq!(
