@@ -1,10 +1,10 @@
 //! Handing the memory a large list leaves free back to the operating system.
 //!
-//! A list streams far more bytes through the process than the cache keeps (10 000 pods: 88 MiB
-//! read, 3 MiB kept with `fields`). glibc's allocator keeps what is freed in its heaps: a free
+//! A list streams far more bytes through the process than the cache keeps (with `fields`, a
+//! small part of what was read). glibc's allocator keeps what is freed in its heaps: a free
 //! stretch at the top of a heap stays mapped up to a threshold that glibc raises by itself
 //! after any large free (to 32 MiB), and whole free pages between live objects stay mapped
-//! too. Measured after such a list: about 0.7 MiB held free, a fifth of the projected cache.
+//! too, so after such a list a good part of the projected cache's size would stay held free.
 //! `malloc_trim(0)` returns both kinds. Other allocators (musl's, macOS's, Windows') give
 //! memory back on their own; there this does nothing.
 

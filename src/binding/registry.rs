@@ -5,8 +5,7 @@
 //! through one thread-safe function per registry, never one per handle, consumer or wait:
 //! each thread-safe function is a libuv async handle, and libuv looks at every async handle of
 //! the loop on every wake-up, so with one per informer and one per pending wait the main
-//! thread's cost of a change grew with the number of informers and watches (bench/README.md,
-//! "The main thread's cost per change no longer grows with the informers").
+//! thread's cost of a change would grow with the number of informers and watches.
 //! One function also keeps news and wake-ups in the order they were sent (a consumer's
 //! ADDED batch before the `synced` that follows it). It is called with two arrays, never an
 //! object per message: who each message is from (a waiter's id, or 0 for a handle's news) and

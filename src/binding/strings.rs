@@ -1,20 +1,19 @@
 //! Batch texts as JavaScript strings: a plain copy into a fresh string that V8 owns.
 //!
-//! Nothing is ever written into bytes a live string can see. The alternatives measured
-//! (`bench/README.md`) were not kept: reusable external strings rewritten while V8 could still
-//! see them broke V8's `ExternalStringResource` contract; a fresh external string per batch
-//! saved 3–4 % of the main thread's time but lives in old space, so even with its size
-//! reported through `napi_adjust_external_memory` a slow consumer's RSS grew by 88 MiB (V8
-//! waits for 64 MiB of external memory before it collects), where copies, allocated in the
-//! young generation and freed by the next scavenge, grow it by 26 MiB.
+//! Nothing is ever written into bytes a live string can see: reusable external strings
+//! rewritten while V8 could still see them would break V8's `ExternalStringResource` contract.
+//! A fresh external string per batch is not used either: it lives in old space, which V8
+//! collects only after much external memory, so a slow consumer's RSS grows, where copies,
+//! allocated in the young generation, are freed by the next scavenge (the figures of both are
+//! in `bench/README.md`).
 
 use std::ptr;
 
 use napi::{Env, Error, Result, Status, sys};
 
 /// A fresh string holding `text`, a batch's JSON (validated UTF-8): one-byte by a plain copy
-/// when `ascii` (Kubernetes JSON nearly always is; UTF-8 decoding measured at about three
-/// quarters of the cost of `JSON.parse`).
+/// when `ascii` (Kubernetes JSON nearly always is, and decoding UTF-8 would cost nearly as much
+/// as the consumer's `JSON.parse`).
 pub(super) fn copied_string(env: &Env, text: &[u8], ascii: bool) -> Result<sys::napi_value> {
     let mut value = ptr::null_mut();
     let len = text.len() as isize;

@@ -169,7 +169,7 @@ impl ClientKey {
 
 /// The process's one copy of the CA bundle `pem`. Every watch and every informer resolves its
 /// key (an informer again at each credential refresh), and a fleet has a thousand informers over
-/// a few dozen clusters: with a copy each, the bundles (about 1 KiB) were a sixth of an idle
+/// a few dozen clusters: with a copy each, the bundles would be a large part of an idle
 /// informer's native memory.
 fn shared_bundle(pem: Vec<u8>) -> Arc<[u8]> {
     static BUNDLES: Mutex<Vec<Weak<[u8]>>> = Mutex::new(Vec::new());

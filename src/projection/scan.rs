@@ -3,9 +3,9 @@
 //! bytes inside strings are worked out with a few integer operations on those masks (the
 //! technique of simdjson's stage 1, Langdale & Lemire 2019), and only the brackets outside
 //! strings are visited one by one. `strip` skips most of an object's text this way (its
-//! managedFields, its spec or data, a last-applied annotation full of `\"`): byte by byte,
-//! with a branch per byte, that was ~5 ns a byte (now ~1.4), the largest CPU cost of an informer's sync
-//! (measured with `cargo run --release --example sync_cost`).
+//! managedFields, its spec or data, a last-applied annotation full of `\"`), which byte by
+//! byte, with a branch per byte, would be the largest CPU cost of an informer's sync
+//! (`cargo run --release --example sync_cost` measures it).
 //!
 //! The text is taken to be JSON already parsed (a list item, a watch event's object); what is
 //! not well formed gives `None` or some end within the text, never a panic.

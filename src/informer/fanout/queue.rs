@@ -277,7 +277,7 @@ impl Queue {
             // Caught up: a quiet consumer keeps no table sized for a burst, and the memory a
             // large backlog took (the table, the order's nodes, the batches' text) goes back to
             // the system: freed after the sync's own release, it would otherwise stay with the
-            // allocator (500 000 objects: 8–16 MiB; bench/README.md, "Bytes per object").
+            // allocator (bench/README.md, "Bytes per object", has the figures).
             if self.pending.capacity() >= RELEASE_AFTER_BACKLOG {
                 crate::heap::release_free_memory_soon();
             }

@@ -282,7 +282,7 @@ impl Object {
     /// Packed where it is made, before anything else holds it, so that the unpacked copy lives
     /// only for the moment and its memory is reused for the next (packing objects that had
     /// been held a while would leave their freed texts scattered among the packed ones, in
-    /// the allocator's heap: measured, as much memory held free as the packed cache itself).
+    /// the allocator's heap, held free beside the packed cache).
     pub fn pack_if(self, pack: bool) -> Self {
         if pack {
             self.packed().unwrap_or(self)

@@ -249,7 +249,7 @@ impl Store {
     ///
     /// The list's set becomes the cache as it is: no object is copied and no transient buffer
     /// sized by the list is made, which after a large list would leave that much memory free
-    /// but held in the allocator's heap (measured: ~0.4 MiB of 0.9 MiB held after 10 000 objects).
+    /// but held in the allocator's heap.
     pub fn relist(&mut self, listed: Listed, mut changes: impl FnMut(&[Change])) -> usize {
         use std::cmp::Ordering::{Equal, Greater, Less};
         let mut fresh = listed.0;
