@@ -11,7 +11,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startCluster, bundle, startOrigin, LIVE_SVC } = require('./live-helpers');
-const { startReplicas } = require('./replica-helpers');
+const { replicasFor } = require('./replica-helpers');
 const { browserSkip, openPage, changeShows, addChangeDelete } = require('./browser-helpers');
 
 const REFRESH_INTERVAL_MS = 500;
@@ -24,14 +24,8 @@ test(
   async (t) => {
     const sim = await startCluster();
     t.after(() => sim.close?.());
-    let cluster;
-    try {
-      cluster = await startReplicas(2, sim);
-    } catch (error) {
-      if (error.code !== 'NO_POSTGRES' || process.env.KUBE_WATCH_REQUIRE_PG === '1') throw error;
-      return t.skip(error.message);
-    }
-    t.after(() => cluster.stop());
+    const cluster = await replicasFor(t, 2, sim);
+    if (!cluster) return;
     const { balancer, replicas } = cluster;
     const origin = await startOrigin(await bundle(), balancer.port, () => ({
       entity: LIVE_SVC,
