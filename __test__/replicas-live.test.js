@@ -34,8 +34,7 @@ test(
   'three replicas: each change once per tab within 1 s, whichever replica answers; nothing lost when one dies or stops',
   { timeout: 240_000 },
   async (t) => {
-    const sim = await startCluster();
-    t.after(() => sim.close?.());
+    const sim = await startCluster(t);
     const cluster = await replicasFor(t, 3, sim, { live: { minInterval: '100ms' } });
     if (!cluster) return;
     const { balancer, replicas } = cluster;
