@@ -32,8 +32,7 @@ function clientLoads() {
 }
 
 test('the backend has @kubernetes/client-node loaded when it starts, and its first load loads it no more', async (t) => {
-  const sim = await startCluster();
-  t.after(() => sim.close?.());
+  const sim = await startCluster(t);
   assert.deepEqual(clientLoads(), [], 'not loaded before the backend starts');
   const backend = await startLiveBackend(sim);
   t.after(() => backend.stop());

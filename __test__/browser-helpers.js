@@ -6,12 +6,14 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { pod } = require('./live-helpers');
+const { bundle, startOrigin, pod, LIVE_SVC } = require('./live-helpers');
 
 const CHROMIUM = '/usr/bin/chromium';
 const OUTPUT = path.join(__dirname, 'output');
 /** The one Node.js line the browser tests run on: they are slow, and what they check is not Node's. */
 const NODE_LINE = 20;
+/** The live tabs' refreshIntervalMs (their polls are answered from memory once live). */
+const LIVE_REFRESH_INTERVAL_MS = 500;
 
 /** Why a browser test is skipped here (`what` says what it runs), or false: on NODE_LINE with Chromium. */
 function browserSkip(what) {
@@ -53,6 +55,20 @@ async function openPage(t, { failedShot = 'browser-failed.png', consoleErrors = 
     }
   }
   return { page, pageErrors, waitForText };
+}
+
+/**
+ * The origin (startOrigin) of a tab showing `entity`, polling every `refreshIntervalMs`, its /api/*
+ * proxied to the backend on `backendPort`; closed when test `t` ends.
+ */
+async function tabOrigin(
+  t,
+  backendPort,
+  { entity = LIVE_SVC, refreshIntervalMs = LIVE_REFRESH_INTERVAL_MS } = {},
+) {
+  const origin = await startOrigin(await bundle(), backendPort, () => ({ entity, refreshIntervalMs }));
+  t.after(() => origin.close());
+  return origin;
 }
 
 /**
@@ -109,4 +125,4 @@ async function addChangeDelete(live, sim, name, when = '') {
   await live(`a pod deleted${when}`, () => sim.remove('pods', 'default', name), '1 pod\nNo pods with errors');
 }
 
-module.exports = { browserSkip, openPage, changeShows, addChangeDelete, CHROMIUM, OUTPUT };
+module.exports = { browserSkip, openPage, tabOrigin, changeShows, addChangeDelete, CHROMIUM, OUTPUT };

@@ -8,36 +8,26 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startCluster, startLiveBackend, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
-const { browserSkip, openPage } = require('./browser-helpers');
+const { startCluster, startLiveBackend, delegatedEntity, pod } = require('./live-helpers');
+const { browserSkip, openPage, tabOrigin } = require('./browser-helpers');
 
 const REFRESH_INTERVAL_MS = 10_000; // the stock default
 
 const skip = browserSkip('a real browser');
 
-/** Every requirement negative: it matches unlabelled objects, so the default fetcher answers it. */
-const DELEGATED_SVC = {
-  ...LIVE_SVC,
-  metadata: {
-    name: 'delegated-svc',
-    namespace: 'default',
-    annotations: { 'backstage.io/kubernetes-label-selector': 'tier!=db' },
-  },
-};
+const DELEGATED_SVC = delegatedEntity('delegated-svc');
 
 test(
   'a delegated entity (selector tier!=db) shows a new pod within the stock 10 s interval while the signals WebSocket is open',
   { skip, timeout: 90_000 },
   async (t) => {
-    const sim = await startCluster(); // live-svc-1 and other-svc-1: neither has a tier label
-    t.after(() => sim.close?.());
+    const sim = await startCluster(t); // live-svc-1 and other-svc-1: neither has a tier label
     const backend = await startLiveBackend(sim, { entities: [DELEGATED_SVC] });
     t.after(() => backend.stop());
-    const origin = await startOrigin(await bundle(), backend.port, () => ({
+    const origin = await tabOrigin(t, backend.port, {
       entity: DELEGATED_SVC,
       refreshIntervalMs: REFRESH_INTERVAL_MS,
-    }));
-    t.after(() => origin.close());
+    });
     const { page, pageErrors, waitForText } = await openPage(t, {
       failedShot: 'live-tab-delegated-failed.png',
     });

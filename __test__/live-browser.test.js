@@ -18,13 +18,19 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { startCluster, startLiveBackend, bundle, startOrigin, LIVE_SVC, pod } = require('./live-helpers');
-const { browserSkip, openPage, changeShows, addChangeDelete, OUTPUT } = require('./browser-helpers');
+const { startCluster, startLiveBackend, bundle, pod } = require('./live-helpers');
+const {
+  browserSkip,
+  openPage,
+  tabOrigin,
+  changeShows,
+  addChangeDelete,
+  OUTPUT,
+} = require('./browser-helpers');
 
 const IDLE_MS = 60_000;
 /** The frontend's `maxAgeMs`: no answer is trusted longer. */
 const LIVENESS_MS = 60_000;
-const REFRESH_INTERVAL_MS = 500;
 
 const skip = browserSkip('a real browser, ~90 s');
 
@@ -33,16 +39,11 @@ test(
   { skip, timeout: 180_000 },
   async (t) => {
     const started = Date.now();
-    const sim = await startCluster();
-    t.after(() => sim.close?.());
+    const sim = await startCluster(t);
     const backend = await startLiveBackend(sim);
     let backendStopped = false;
     t.after(() => backendStopped || backend.stop());
-    const origin = await startOrigin(await bundle(), backend.port, () => ({
-      entity: LIVE_SVC,
-      refreshIntervalMs: REFRESH_INTERVAL_MS,
-    }));
-    t.after(() => origin.close());
+    const origin = await tabOrigin(t, backend.port);
     const { page, pageErrors, waitForText } = await openPage(t, {
       failedShot: 'live-tab-failed.png',
       consoleErrors: true,

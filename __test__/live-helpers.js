@@ -52,15 +52,29 @@ const entity = (name) => ({
 const LIVE_SVC = entity('live-svc');
 const OTHER_SVC = entity('other-svc');
 
+/**
+ * An entity whose selector has only a negative requirement (`tier!=db`): it matches unlabelled
+ * objects, so no informer follows it and the default fetcher answers its loads.
+ */
+const delegatedEntity = (name) => ({
+  ...LIVE_SVC,
+  metadata: {
+    name,
+    namespace: 'default',
+    annotations: { 'backstage.io/kubernetes-label-selector': 'tier!=db' },
+  },
+});
+
 const pod = (name, app, phase = 'Running') => ({
   metadata: { name, namespace: 'default', labels: { [ID]: app }, uid: `uid-${name}` },
   spec: { containers: [{ name: 'main', image: 'example/app:1' }] },
   status: { phase, containerStatuses: [{ name: 'main', ready: true, restartCount: 0 }] },
 });
 
-/** One simulated cluster with a pod for each entity. */
-async function startCluster() {
+/** One simulated cluster with a pod for each entity, closed when test `t` ends. */
+async function startCluster(t) {
   const sim = await createSimulator({ tls: true, token: TOKEN, bookmarkIntervalMs: 300 });
+  t.after(() => sim.close());
   sim.create('pods', pod('live-svc-1', 'live-svc'));
   sim.create('pods', pod('other-svc-1', 'other-svc'));
   return sim;
@@ -345,6 +359,7 @@ module.exports = {
   TOKEN,
   LIVE_SVC,
   OTHER_SVC,
+  delegatedEntity,
   LIVE_TYPES,
   MOCK_SERVICES,
   pod,

@@ -10,8 +10,8 @@ const assert = require('node:assert/strict');
 const knexFactory = require('knex');
 const { createViewerRegistry } = require('../backstage/registry');
 const { createLivePublisher } = require('../backstage/live');
-const { startPostgres } = require('./pg-helpers');
-const { until } = require('./sim-helpers');
+const { startPostgres, orSkipWithoutPostgres } = require('./pg-helpers');
+const { sleep, until } = require('./wait');
 
 const ALICE = 'user:default/alice';
 const BOB = 'user:default/bob';
@@ -20,17 +20,6 @@ const E1 = 'component:default/one';
 const E2 = 'component:default/two';
 const E3 = 'component:default/three';
 const LATER = () => Date.now() + 60_000;
-
-/** PostgreSQL for this file, or a skip reason. */
-async function postgres(t) {
-  try {
-    return await startPostgres();
-  } catch (error) {
-    if (error.code !== 'NO_POSTGRES' || process.env.KUBE_WATCH_REQUIRE_PG === '1') throw error;
-    t.skip(error.message);
-    return null;
-  }
-}
 
 const clientOf = (pg) => knexFactory({ client: 'pg', connection: pg.connection, pool: { min: 0, max: 4 } });
 
@@ -52,7 +41,7 @@ function replica(pg, name, { heartbeatMs = 2000 } = {}) {
  * tables are created once, under the lock), all gone with the test; null when skipped.
  */
 async function twoReplicas(t, options) {
-  const pg = await postgres(t);
+  const pg = await orSkipWithoutPostgres(t, startPostgres);
   if (!pg) return null;
   const a = replica(pg, 'a', options);
   const b = replica(pg, 'b', options);
@@ -74,13 +63,25 @@ function publishersOn({ a, b }, minIntervalMs) {
   return { published, pa, pb };
 }
 
-test(
+/** Test `title` as `body(replicas, t)` on twoReplicas(t, `options`); skipped without PostgreSQL. */
+function testOnReplicas(title, options, body) {
+  test(title, { timeout: 120_000 }, async (t) => {
+    const replicas = await twoReplicas(t, options);
+    if (replicas) await body(replicas, t);
+  });
+}
+
+/** Alice's load of E1 (following `k`) answered by publisher `p`, which then sees `change` of `k`. */
+async function aliceLoadsThenSees(p, change) {
+  p.viewed(ALICE, E1, ['k'], { cluster: 'sim' });
+  await p.settled();
+  p.changed('k', { change });
+}
+
+testOnReplicas(
   'shared viewers on PostgreSQL: one claim per load, handed over when a replica stops or crashes',
-  { timeout: 120_000 },
-  async (t) => {
-    const replicas = await twoReplicas(t, { heartbeatMs: 200 });
-    if (!replicas) return;
-    const { a, b } = replicas;
+  { heartbeatMs: 200 },
+  async ({ a, b }, t) => {
     await until(() => a.registry.others === 1 && b.registry.others === 1, 2000, 'each sees the other');
 
     await t.test('a load answered on A is claimed once, by whichever replica asks first', async () => {
@@ -124,7 +125,7 @@ test(
         const behind = await b.registry.claim(E4, { minIntervalMs: 400 });
         assert.deepEqual(behind.rows, [], 'no second claim within the interval');
         assert.ok(behind.waitMs > 0 && behind.waitMs <= 400, `waits ${behind.waitMs} ms`);
-        await new Promise((resolve) => setTimeout(resolve, behind.waitMs + 20));
+        await sleep(behind.waitMs + 20);
         const opened = await b.registry.claim(E4, { minIntervalMs: 400 });
         assert.deepEqual(
           opened.rows.map((row) => row.userEntityRef),
@@ -147,16 +148,16 @@ test(
         const behind = await b.registry.claim(E5, { minIntervalMs: 400 });
         assert.ok(behind.waitMs > 0 && Number.isFinite(behind.armedAt), JSON.stringify(behind));
         // Carol's load, answered on B after B saw the change, shows it: not to be signalled.
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await sleep(5);
         await b.registry.loaded(CAROL, E5, ['sim'], LATER());
-        await new Promise((resolve) => setTimeout(resolve, behind.waitMs + 20));
+        await sleep(behind.waitMs + 20);
         const opened = await b.registry.claim(E5, { minIntervalMs: 400, loadedBy: behind.armedAt });
         assert.deepEqual(
           opened.rows.map((row) => row.userEntityRef),
           [BOB],
         );
         // Carol stays armed, for the next change.
-        await new Promise((resolve) => setTimeout(resolve, 420));
+        await sleep(420);
         assert.deepEqual(
           (await b.registry.claim(E5, { minIntervalMs: 400 })).rows.map((row) => row.userEntityRef),
           [CAROL],
@@ -195,12 +196,10 @@ test(
   },
 );
 
-test(
+testOnReplicas(
   'publishers of two replicas on one registry: one signal per entity change, naming every viewer',
-  { timeout: 120_000 },
-  async (t) => {
-    const replicas = await twoReplicas(t);
-    if (!replicas) return;
+  {},
+  async (replicas) => {
     const { published, pa, pb } = publishersOn(replicas, 50);
 
     // Alice's load went to A, Bob's to B; both follow the same informer.
@@ -211,7 +210,7 @@ test(
     pa.changed('pods|app=one', { change: 'rv-7|abc' });
     pb.changed('pods|app=one', { change: 'rv-7|abc' });
     await until(() => published.length > 0, 2000, 'a signal');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     assert.equal(published.length, 1, 'one bus event for one change');
     assert.deepEqual(published[0].recipients, { type: 'user', entityRef: [ALICE, BOB] });
     assert.equal(published[0].channel, `kubernetes:${E1}`);
@@ -219,7 +218,7 @@ test(
 
     // Not loaded again: no replica signals them for a second change.
     pb.changed('pods|app=one', { change: 'rv-8|def' });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     assert.equal(published.length, 1, 'one signal per load');
 
     // Bob reloads through A; A stops: he is told to load again (through the other replica).
@@ -232,13 +231,10 @@ test(
   },
 );
 
-test(
+testOnReplicas(
   'replicas on one database without an events bus: while another is alive, no answer is live',
-  { timeout: 120_000 },
-  async (t) => {
-    const replicas = await twoReplicas(t, { heartbeatMs: 200 });
-    if (!replicas) return;
-    const { a, b } = replicas;
+  { heartbeatMs: 200 },
+  async ({ a, b }) => {
     await until(() => a.registry.others === 1, 2000, 'A sees B');
     const warnings = [];
     const live = createLivePublisher({
@@ -263,21 +259,15 @@ test(
   },
 );
 
-test(
+testOnReplicas(
   'a later load signalled for a change already signalled gets an id of its own, which the frontend does not drop',
-  { timeout: 120_000 },
-  async (t) => {
-    const replicas = await twoReplicas(t);
-    if (!replicas) return;
+  {},
+  async (replicas) => {
     const { published, pa, pb } = publishersOn(replicas, 0);
-    pa.viewed(ALICE, E1, ['k'], { cluster: 'sim' });
-    await pa.settled();
-    pa.changed('k', { change: 'rv-9|crash-looping' }); // A sees the change first
+    await aliceLoadsThenSees(pa, 'rv-9|crash-looping'); // A sees the change first
     await until(() => published.length === 1, 2000, 'A’s signal');
     // Alice's refetch lands on B, which has not seen the change yet: its answer is the old one.
-    pb.viewed(ALICE, E1, ['k'], { cluster: 'sim' });
-    await pb.settled();
-    pb.changed('k', { change: 'rv-9|crash-looping' }); // B sees it now: Alice must hear again
+    await aliceLoadsThenSees(pb, 'rv-9|crash-looping'); // B sees it after: Alice must hear again
     await until(() => published.length === 2, 2000, 'B’s signal');
     assert.notEqual(published[1].message.id, published[0].message.id);
     await pa.close();
@@ -285,49 +275,39 @@ test(
   },
 );
 
-test(
+testOnReplicas(
   "across replicas an entity's signals keep minInterval apart, and the one behind the gate is sent when it opens",
-  { timeout: 120_000 },
-  async (t) => {
-    const replicas = await twoReplicas(t);
-    if (!replicas) return;
+  {},
+  async (replicas) => {
     const { published, pa, pb } = publishersOn(replicas, 400);
     const times = [];
     const count = () => {
       while (times.length < published.length) times.push(Date.now());
       return published.length;
     };
-    pa.viewed(ALICE, E1, ['k'], { cluster: 'sim' });
-    await pa.settled();
-    pa.changed('k', { change: 'rv-10|a' });
+    await aliceLoadsThenSees(pa, 'rv-10|a');
     await until(() => count() === 1, 2000, 'A’s signal');
     // Alice's refetch lands on B before B saw the change; B sees it at once after.
-    pb.viewed(ALICE, E1, ['k'], { cluster: 'sim' });
-    await pb.settled();
-    pb.changed('k', { change: 'rv-10|a' });
+    await aliceLoadsThenSees(pb, 'rv-10|a');
     await until(() => count() === 2, 3000, 'B’s signal, once the gate opens');
     const apart = times[1] - times[0];
     assert.ok(apart >= 300, `the second signal ${apart} ms after the first, within the 400 ms interval`);
     assert.deepEqual(published[1].recipients.entityRef, [ALICE]);
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await sleep(600);
     assert.equal(count(), 2, 'nothing more: one signal per load');
     await pa.close();
     await pb.close();
   },
 );
 
-test(
+testOnReplicas(
   'a change seen while a load’s row is on its way to the database still signals that load',
-  { timeout: 120_000 },
-  async (t) => {
-    const replicas = await twoReplicas(t);
-    if (!replicas) return;
-    const { a } = replicas;
+  {},
+  async ({ a }) => {
     // A's writes of loads take 300 ms (a busy database); its claims do not.
     const slow = Object.create(a.registry, {
       loaded: {
-        value: (...args) =>
-          new Promise((resolve) => setTimeout(resolve, 300)).then(() => a.registry.loaded(...args)),
+        value: (...args) => sleep(300).then(() => a.registry.loaded(...args)),
       },
     });
     const published = [];

@@ -11,7 +11,15 @@ const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
 const { NativeInformerFetcher } = require('../backstage/fetcher');
 const { liveRequestContext } = require('../backstage/live');
-const { startCluster, startLiveBackend, LIVE_SVC, OTHER_SVC, pod, TOKEN } = require('./live-helpers');
+const {
+  startCluster,
+  startLiveBackend,
+  LIVE_SVC,
+  OTHER_SVC,
+  delegatedEntity,
+  pod,
+  TOKEN,
+} = require('./live-helpers');
 const { certs } = require('../sim');
 const { until } = require('./sim-helpers');
 
@@ -61,8 +69,7 @@ test(
       NativeInformerFetcher.prototype.fetchObjectsForService = original;
     });
 
-    const sim = await startCluster();
-    t.after(() => sim.close?.());
+    const sim = await startCluster(t);
     const VIEWER_TTL_MS = 6000;
     const backend = await startLiveBackend(sim, {
       live: { viewerTtl: `${VIEWER_TTL_MS}ms`, minInterval: '250ms' },
@@ -169,20 +176,11 @@ test(
   'only an answer every part of which signals follow carries x-kube-watch-live: not a delegated selector, not an oidc cluster',
   { timeout: 60_000 },
   async (t) => {
-    const sim = await startCluster();
-    t.after(() => sim.close?.());
+    const sim = await startCluster(t);
     const web = pod('web-1', 'unused');
     web.metadata.labels = { tier: 'web' };
     sim.create('pods', web);
-    // Every requirement negative: it matches unlabelled objects, so the default fetcher answers.
-    const NEGATIVE = {
-      ...LIVE_SVC,
-      metadata: {
-        name: 'negative-svc',
-        namespace: 'default',
-        annotations: { 'backstage.io/kubernetes-label-selector': 'tier!=db' },
-      },
-    };
+    const NEGATIVE = delegatedEntity('negative-svc');
     const backend = await startLiveBackend(sim, { entities: [LIVE_SVC, NEGATIVE] });
     t.after(() => backend.stop());
 
@@ -224,8 +222,7 @@ test(
   'an oidc cluster (the viewer’s own credential) is answered by the default fetcher: no live header',
   { timeout: 60_000 },
   async (t) => {
-    const sim = await startCluster();
-    t.after(() => sim.close?.());
+    const sim = await startCluster(t);
     const backend = await startLiveBackend(sim, {
       clusters: [
         {

@@ -181,4 +181,18 @@ async function waitReady(bin, port, exited, ms) {
   return `not accepting connections after ${ms} ms`;
 }
 
-module.exports = { startPostgres, findBinDir, freePort };
+/**
+ * What `start()` resolves to; when it fails for want of PostgreSQL, test `t` is skipped
+ * (undefined), or fails when KUBE_WATCH_REQUIRE_PG=1 (CI, where it must run).
+ */
+async function orSkipWithoutPostgres(t, start) {
+  try {
+    return await start();
+  } catch (error) {
+    if (error.code !== 'NO_POSTGRES' || process.env.KUBE_WATCH_REQUIRE_PG === '1') throw error;
+    t.skip(error.message);
+    return undefined;
+  }
+}
+
+module.exports = { startPostgres, orSkipWithoutPostgres, findBinDir, freePort };

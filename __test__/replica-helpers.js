@@ -9,7 +9,7 @@ const readline = require('node:readline');
 const { spawn } = require('node:child_process');
 const WebSocket = require('ws');
 const { TOKEN, tunnel } = require('./live-helpers');
-const { startPostgres, freePort } = require('./pg-helpers');
+const { startPostgres, orSkipWithoutPostgres, freePort } = require('./pg-helpers');
 const { certs } = require('../sim');
 
 const SCRIPT = path.join(__dirname, 'replica-backend.js');
@@ -185,19 +185,13 @@ async function startBalancer(replicas) {
 }
 
 /**
- * A throwaway PostgreSQL for test `t`, stopped after it; without PostgreSQL installed the test
- * is skipped (undefined), or fails when KUBE_WATCH_REQUIRE_PG=1 (CI, where it must run).
+ * A throwaway PostgreSQL for test `t`, stopped after it; undefined with `t` skipped without
+ * PostgreSQL (orSkipWithoutPostgres).
  */
 async function postgresFor(t) {
-  try {
-    const postgres = await startPostgres();
-    t.after(() => postgres.stop());
-    return postgres;
-  } catch (error) {
-    if (error.code !== 'NO_POSTGRES' || process.env.KUBE_WATCH_REQUIRE_PG === '1') throw error;
-    t.skip(error.message);
-    return undefined;
-  }
+  const postgres = await orSkipWithoutPostgres(t, startPostgres);
+  if (postgres) t.after(() => postgres.stop());
+  return postgres;
 }
 
 /**
@@ -238,6 +232,13 @@ async function startReplicas(count, sim, options = {}) {
   return { replicas, balancer, postgres, stop: stopAll };
 }
 
+/** startReplicas(count, sim, options), stopped when test `t` ends; undefined with `t` skipped without PostgreSQL. */
+async function replicasFor(t, count, sim, options) {
+  const cluster = await orSkipWithoutPostgres(t, () => startReplicas(count, sim, options));
+  if (cluster) t.after(() => cluster.stop());
+  return cluster;
+}
+
 /**
  * A signals WebSocket through the balancer to replica `index`, as `token`'s user, subscribed to
  * `channel`: `{ ws, received }`, each message received as `{ at, ...message }`.
@@ -271,4 +272,4 @@ async function subscribed(client, replica, user, channel, message = {}) {
   }
 }
 
-module.exports = { startReplicas, startBalancer, postgresFor, connectSignals, subscribed };
+module.exports = { startReplicas, replicasFor, startBalancer, postgresFor, connectSignals, subscribed };

@@ -10,11 +10,9 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startCluster, bundle, startOrigin, LIVE_SVC } = require('./live-helpers');
-const { startReplicas } = require('./replica-helpers');
-const { browserSkip, openPage, changeShows, addChangeDelete } = require('./browser-helpers');
-
-const REFRESH_INTERVAL_MS = 500;
+const { startCluster } = require('./live-helpers');
+const { replicasFor } = require('./replica-helpers');
+const { browserSkip, openPage, tabOrigin, changeShows, addChangeDelete } = require('./browser-helpers');
 
 const skip = browserSkip('a real browser and two backends');
 
@@ -22,22 +20,11 @@ test(
   'the live tab on two replicas: changes show within 1 s with loads alternating replicas, and after one restarts',
   { skip, timeout: 180_000 },
   async (t) => {
-    const sim = await startCluster();
-    t.after(() => sim.close?.());
-    let cluster;
-    try {
-      cluster = await startReplicas(2, sim);
-    } catch (error) {
-      if (error.code !== 'NO_POSTGRES' || process.env.KUBE_WATCH_REQUIRE_PG === '1') throw error;
-      return t.skip(error.message);
-    }
-    t.after(() => cluster.stop());
+    const sim = await startCluster(t);
+    const cluster = await replicasFor(t, 2, sim);
+    if (!cluster) return;
     const { balancer, replicas } = cluster;
-    const origin = await startOrigin(await bundle(), balancer.port, () => ({
-      entity: LIVE_SVC,
-      refreshIntervalMs: REFRESH_INTERVAL_MS,
-    }));
-    t.after(() => origin.close());
+    const origin = await tabOrigin(t, balancer.port);
     const { page, pageErrors, waitForText } = await openPage(t, { failedShot: 'replicas-tab-failed.png' });
 
     const live = changeShows(t, { origin, page, waitForText });

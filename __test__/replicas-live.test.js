@@ -10,7 +10,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { mockCredentials } = require('@backstage/backend-test-utils');
 const { startCluster, LIVE_SVC, OTHER_SVC, pod } = require('./live-helpers');
-const { startReplicas, connectSignals, subscribed } = require('./replica-helpers');
+const { replicasFor, connectSignals, subscribed } = require('./replica-helpers');
 const { until } = require('./sim-helpers');
 
 const ALICE_TOKEN = 'mock-user-token';
@@ -34,16 +34,9 @@ test(
   'three replicas: each change once per tab within 1 s, whichever replica answers; nothing lost when one dies or stops',
   { timeout: 240_000 },
   async (t) => {
-    const sim = await startCluster();
-    t.after(() => sim.close?.());
-    let cluster;
-    try {
-      cluster = await startReplicas(3, sim, { live: { minInterval: '100ms' } });
-    } catch (error) {
-      if (error.code !== 'NO_POSTGRES' || process.env.KUBE_WATCH_REQUIRE_PG === '1') throw error;
-      return t.skip(error.message);
-    }
-    t.after(() => cluster.stop());
+    const sim = await startCluster(t);
+    const cluster = await replicasFor(t, 3, sim, { live: { minInterval: '100ms' } });
+    if (!cluster) return;
     const { balancer, replicas } = cluster;
 
     // Alice's WebSocket is on B; Bob's on C, subscribed to the same channel, never loading it.

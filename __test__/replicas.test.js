@@ -22,8 +22,7 @@ test(
   async (t) => {
     const postgres = await postgresFor(t);
     if (!postgres) return;
-    const sim = await startCluster();
-    t.after(() => sim.close());
+    const sim = await startCluster(t);
     const { replicas, balancer, stop } = await startReplicas(2, sim, { pg: postgres.connection });
     t.after(stop);
     const [a, b] = replicas;

@@ -127,6 +127,22 @@ function reportTable(rows, columns, ratios) {
   ];
 }
 
+/**
+ * reportTable of `runs` for two variants, each `[heading, variant]`: a column of each's medians,
+ * then one of the medians of `second ÷ first` headed `ratioHeading`.
+ */
+function comparisonTable(rows, runs, [firstHeading, first], [secondHeading, second], ratioHeading) {
+  const med = (variant) => (key) => median(runs.map((r) => r[variant][key]));
+  return reportTable(
+    rows,
+    [
+      [firstHeading, med(first)],
+      [secondHeading, med(second)],
+    ],
+    [[ratioHeading, (key) => median(runs.map((r) => r[second][key] / r[first][key]))]],
+  );
+}
+
 /** The CPU seconds of every process descended from `pid` whose command is `comm` (a browser's). */
 function treeCpu(pid, comm) {
   const parents = new Map();
@@ -171,4 +187,5 @@ module.exports = {
   median,
   measureRuns,
   reportTable,
+  comparisonTable,
 };

@@ -41,9 +41,8 @@ const {
   processCpu,
   treeCpu,
   quantile,
-  median,
   measureRuns,
-  reportTable,
+  comparisonTable,
 } = require('./backstage-common');
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -172,15 +171,42 @@ async function toggleLatencies(tabs) {
   return { latencies, missed };
 }
 
+/** The toggles' figures of `tabs` (toggleLatencies): how many, how many not shown, p50 and p99 latency. */
+async function toggleFigures(tabs) {
+  const { latencies, missed } = await toggleLatencies(tabs);
+  return {
+    toggles: latencies.length + missed,
+    missed,
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+  };
+}
+
+/** The report's rows of toggleFigures' figures; `p99Note` is the p99 row's note. */
+const toggleRows = (p99Note) => [
+  ['change to DOM p50 (ms)', 'p50', 0, ''],
+  ['change to DOM p99 (ms)', 'p99', 0, p99Note],
+  ['toggles not shown before the next', 'missed', 0, ''],
+];
+
+/**
+ * `runCount` runs (measureRuns) over the fleet of simulated clusters with the tabs' page bundle,
+ * each variant measured by `measure(clusters, info, files, variant)`: the runs, and the fleet's
+ * `info`. `fleetArgs`: bench/backstage-clusters.js's extra arguments (the viewers' count).
+ */
+async function measureTabRuns(runCount, orderOf, what, measure, fleetArgs = []) {
+  const { clusters, info } = await startFleet(fleetArgs);
+  const files = await bundle();
+  const runs = await measureRuns(runCount, orderOf, what, (variant) =>
+    measure(clusters, info, files, variant),
+  );
+  clusters.proc.send({ cmd: 'stop' });
+  return { runs, info };
+}
+
 async function measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs, viewers }) {
-  const {
-    backend,
-    origin,
-    tab: openTab,
-    close,
-  } = await startVariant(info, files, variant, refreshMs, {
-    viewers,
-  });
+  const started = await startVariant(info, files, variant, refreshMs, { viewers });
+  const { backend, origin, tab: openTab, close } = started;
   const pid = backend.proc.pid;
   try {
     const tabs = await openTabs(clusters, info, openTab);
@@ -203,21 +229,18 @@ async function measure(clusters, info, files, variant, { seconds, idleSeconds, r
     const cpu1 = { main: threadCpu(pid), all: processCpu(pid), browser: treeCpu(process.pid, 'chrom') };
     const requests = origin.kubernetesRequests.length - requests0;
     const { signals: signals1 } = await backend.request({ cmd: 'signals' });
-    const { latencies, missed } = await toggleLatencies(tabs);
+    const toggled = await toggleFigures(tabs);
     const signals = signals1 - signals0;
     return {
       variant,
-      toggles: latencies.length + missed,
-      missed,
-      p50: quantile(latencies, 0.5),
-      p99: quantile(latencies, 0.99),
+      ...toggled,
       idleRequestsPerMinute: (idleRequests * 60) / idleSeconds,
       idleBackendMainCpuPerMinute: ((idle1.main - idle0.main) * 60) / idleSeconds,
       idleBrowserCpuPerMinute: ((idle1.browser - idle0.browser) * 60) / idleSeconds,
       churnRequestsPerMinute: requests / minutes,
       signalsPerMinute: signals / minutes,
       requestsPerSignal: signals > 0 ? requests / signals : NaN,
-      changes: changes + latencies.length + missed,
+      changes: changes + toggled.toggles,
       backendMainCpuPerMinute: (cpu1.main - cpu0.main) / minutes,
       backendCpuPerMinute: (cpu1.all - cpu0.all) / minutes,
       browserCpuPerMinute: (cpu1.browser - cpu0.browser) / minutes,
@@ -249,20 +272,16 @@ async function main(argv) {
     process.exit(2);
   }
   const viewers = argv.includes('--viewers');
-  const { clusters, info } = await startFleet(viewers ? [String(TABS)] : []);
-  const files = await bundle();
-  const runs = await measureRuns(
+  const { runs, info } = await measureTabRuns(
     runCount,
     (run) => (run % 2 ? ['live', 'stock'] : ['stock', 'live']),
     (variant) => `${variant}, ${TABS} tabs`,
-    (variant) => measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs, viewers }),
+    (clusters, info, files, variant) =>
+      measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs, viewers }),
+    viewers ? [String(TABS)] : [],
   );
-  clusters.proc.send({ cmd: 'stop' });
-  const med = (variant) => (key) => median(runs.map((r) => r[variant][key]));
   const rows = [
-    ['change to DOM p50 (ms)', 'p50', 0, ''],
-    ['change to DOM p99 (ms)', 'p99', 0, 'goal ≤ 1000 (live)'],
-    ['toggles not shown before the next', 'missed', 0, ''],
+    ...toggleRows('goal ≤ 1000 (live)'),
     ['requests/min to /api/kubernetes, idle', 'idleRequestsPerMinute', 1, 'goal 0 (live)'],
     ['backend main-thread CPU (s/min), idle', 'idleBackendMainCpuPerMinute', 2, ''],
     ['browser CPU, 20 tabs (s/min), idle', 'idleBrowserCpuPerMinute', 2, ''],
@@ -283,14 +302,7 @@ async function main(argv) {
       `${runCount} run(s), medians; ${runs[0].live.toggles} toggles per run. The browsers, the ` +
       'backend and the clusters share this machine.',
     '',
-    ...reportTable(
-      rows,
-      [
-        ['stock', med('stock')],
-        ['live', med('live')],
-      ],
-      [['live ÷ stock', (key) => median(runs.map((r) => r.live[key] / r.stock[key]))]],
-    ),
+    ...comparisonTable(rows, runs, ['stock', 'stock'], ['live', 'live'], 'live ÷ stock'),
   ];
   console.log(lines.join('\n'));
   const json = opt('json');
@@ -304,7 +316,9 @@ module.exports = {
   tabOpener,
   openTabs,
   churnAndToggle,
-  toggleLatencies,
+  toggleFigures,
+  toggleRows,
+  measureTabRuns,
   CHROMIUM,
   TABS,
   CHURN_PER_SECOND,

@@ -16,22 +16,19 @@
 const fs = require('node:fs');
 const knexFactory = require('knex');
 const { chromium } = require('playwright-core');
-const { bundle, startOrigin } = require('../__test__/live-helpers');
+const { startOrigin } = require('../__test__/live-helpers');
 const { startReplicas } = require('../__test__/replica-helpers');
 const { failRun } = require('./children');
 const {
   OBJECTS,
   ENTITIES,
-  startFleet,
   entityOf,
   entities,
   clusterConfigs,
   threadCpu,
   rssBytes,
-  quantile,
   median,
-  measureRuns,
-  reportTable,
+  comparisonTable,
 } = require('./backstage-common');
 const live = require('./backstage-live');
 
@@ -101,7 +98,7 @@ async function measure(clusters, info, files, count, seconds) {
     await sleep(1000); // the last signals' refetches
     const bus = await busRows(db, rows0);
     const requests = origin.kubernetesRequests.slice(requests0);
-    const { latencies, missed } = await live.toggleLatencies(tabs);
+    const toggled = await live.toggleFigures(tabs);
     // Each tab's refetches per signal on its channel.
     const perTab = tabs.map((tab) => {
       const signals = bus.byChannel.get(`kubernetes:component:default/${tab.name}`) ?? 0;
@@ -110,10 +107,7 @@ async function measure(clusters, info, files, count, seconds) {
     });
     return {
       replicas: count,
-      toggles: latencies.length + missed,
-      missed,
-      p50: quantile(latencies, 0.5),
-      p99: quantile(latencies, 0.99),
+      ...toggled,
       refetchesPerSignalPerTab: median(perTab.filter(Number.isFinite)),
       busRowsPerSecond: bus.count / (minutes * 60),
       changesPerSecond: changes / (minutes * 60),
@@ -144,20 +138,14 @@ async function main(argv) {
     console.error(`${live.CHROMIUM} is absent: apt-get install chromium`);
     process.exit(2);
   }
-  const { clusters, info } = await startFleet();
-  const files = await bundle();
-  const runs = await measureRuns(
+  const { runs } = await live.measureTabRuns(
     runCount,
     (run) => (run % 2 ? [count, 1] : [1, count]),
     (n) => `${n} replica(s), ${live.TABS} tabs, ${seconds} s`,
-    (n) => measure(clusters, info, files, n, seconds),
+    (clusters, info, files, n) => measure(clusters, info, files, n, seconds),
   );
-  clusters.proc.send({ cmd: 'stop' });
-  const med = (n) => (key) => median(runs.map((r) => r[n][key]));
   const rows = [
-    ['change to DOM p50 (ms)', 'p50', 0, ''],
-    ['change to DOM p99 (ms)', 'p99', 0, 'goal ≤ 1000'],
-    ['toggles not shown before the next', 'missed', 0, ''],
+    ...live.toggleRows('goal ≤ 1000'),
     ['refetches per signal per tab', 'refetchesPerSignalPerTab', 2, 'goal 1.00'],
     ['bus rows per second', 'busRowsPerSecond', 1, '≤ entities changed per minInterval'],
     ['changes per second (churn and toggles)', 'changesPerSecond', 1, ''],
@@ -173,14 +161,7 @@ async function main(argv) {
         `behind a round-robin balancer; ${seconds} s of ${live.CHURN_PER_SECOND} pod changes/s plus crash-loop ` +
         `toggles; ${runCount} run(s), medians. Everything shares this machine.`,
       '',
-      ...reportTable(
-        rows,
-        [
-          ['1 replica', med(1)],
-          [`${count} replicas`, med(count)],
-        ],
-        [[`${count} ÷ 1`, (key) => median(runs.map((r) => r[count][key] / r[1][key]))]],
-      ),
+      ...comparisonTable(rows, runs, ['1 replica', 1], [`${count} replicas`, count], `${count} ÷ 1`),
     ].join('\n'),
   );
   const json = opt('json');

@@ -30,19 +30,25 @@ function readJson(req) {
 }
 
 /**
- * Whether a request is for the SelfSubjectReview collection, which every authenticated user may
- * create (system:basic-user); it serves POST only.
+ * Whether a request is for the v1 collection `plural` of API group `group` as a whole (no
+ * namespace, no name): where the review resources are created.
  */
-function isSelfSubjectReview(route) {
+function isCollection(route, group, plural) {
   return (
     route?.type === 'resource' &&
-    route.group === 'authentication.k8s.io' &&
+    route.group === group &&
     route.version === 'v1' &&
-    route.plural === 'selfsubjectreviews' &&
+    route.plural === plural &&
     route.namespace === undefined &&
     route.name === undefined
   );
 }
+
+/**
+ * Whether a request is for the SelfSubjectReview collection, which every authenticated user may
+ * create (system:basic-user); it serves POST only.
+ */
+const isSelfSubjectReview = (route) => isCollection(route, 'authentication.k8s.io', 'selfsubjectreviews');
 
 /**
  * The answer kube-apiserver (1.28+) gives a SelfSubjectReview: 201 with the user it sees for
@@ -61,16 +67,8 @@ function selfSubjectReview(identity) {
 }
 
 /** Whether a request is for the SelfSubjectAccessReview collection (POST only, as the review). */
-function isSelfSubjectAccessReview(route) {
-  return (
-    route?.type === 'resource' &&
-    route.group === 'authorization.k8s.io' &&
-    route.version === 'v1' &&
-    route.plural === 'selfsubjectaccessreviews' &&
-    route.namespace === undefined &&
-    route.name === undefined
-  );
-}
+const isSelfSubjectAccessReview = (route) =>
+  isCollection(route, 'authorization.k8s.io', 'selfsubjectaccessreviews');
 
 /**
  * The answer to a SelfSubjectAccessReview of `review` (the request body, parsed): whether
