@@ -47,6 +47,16 @@ function params(s, extra = {}) {
  * params(s, `extra`), closed when test `t` ends, and a consumer (consume()) on it from its
  * start; resolves once it has synced.
  */
+/** A simulator with one ConfigMap `a`, and an informer of it, synced, with no consumer yet. */
+async function oneConfigMap(t) {
+  const s = await sim(t, { token: 'tok' });
+  s.create('configmaps', cm('a'));
+  const { watcher } = recordingWatcher();
+  const informer = watcher.informer(params(s));
+  await informer.synced;
+  return { s, watcher, informer };
+}
+
 async function syncedInformer(t, s, options, extra) {
   const { watcher, log } = recordingWatcher();
   const informer = watcher.informer(params(s, extra), options);
@@ -141,6 +151,7 @@ module.exports = {
   params,
   consume,
   syncedInformer,
+  oneConfigMap,
   until,
   storeView,
   viewOf,

@@ -15,6 +15,7 @@ const {
   viewOf,
   cm,
   delay,
+  oneConfigMap,
 } = require('./informer-helpers');
 const { UNREACHABLE } = require('./helpers');
 const { within } = require('./wait');
@@ -309,11 +310,7 @@ test('getCredential: asked first, again after a 401, and its failure is transien
 });
 
 test('informers share per watcher and key; the last close stops the list-watch', async (t) => {
-  const s = await sim(t, { token: 'tok' });
-  s.create('configmaps', cm('a'));
-  const { watcher } = recordingWatcher();
-  const one = watcher.informer(params(s));
-  await one.synced;
+  const { s, watcher, informer: one } = await oneConfigMap(t);
   const two = watcher.informer(params(s));
   assert.equal(
     await Promise.race([two.synced.then(() => 'resolved'), delay(0).then(() => 'pending')]),
@@ -373,11 +370,7 @@ test('the sharing key is the whole connection: another CA, TLS check, proxy or s
 });
 
 test('close(): consumers end normally, later consumers end at once, synced rejects before the sync', async (t) => {
-  const s = await sim(t, { token: 'tok' });
-  s.create('configmaps', cm('a'));
-  const { watcher } = recordingWatcher();
-  const informer = watcher.informer(params(s));
-  await informer.synced;
+  const { watcher, informer } = await oneConfigMap(t);
   const c = consume(informer);
   await until(() => c.synced === 1, 'SYNCED');
   informer.close();
@@ -407,11 +400,7 @@ test("iterating an informer leaves the native consumer's own methods alone", asy
     return consumer;
   };
   t.after(() => Object.assign(NativeInformer.prototype, { subscribe }));
-  const s = await sim(t, { token: 'tok' });
-  s.create('configmaps', cm('a'));
-  const { watcher } = recordingWatcher();
-  const informer = watcher.informer(params(s));
-  await informer.synced;
+  const { informer } = await oneConfigMap(t);
   for await (const event of informer) {
     assert.equal(event.type, 'ADDED');
     break;

@@ -8,16 +8,8 @@
 const native = require('./native');
 const { onAbort } = require('./abort');
 const { EventStream } = require('./event-stream');
-const {
-  DEFAULT_IDLE_TIMEOUT_SECONDS,
-  fail,
-  optionalBoolean,
-  optionalNumber,
-  optionalString,
-  signalOf,
-  credentialFields,
-  toSpec,
-} = require('./spec');
+const spec = require('./spec');
+const { fail } = spec;
 
 const INITIAL_LISTS = new Set(['auto', 'paginated', 'streaming']);
 /** The fingerprint of an answer that selects nothing (the SHA-256 of no bytes). */
@@ -36,23 +28,25 @@ function informerOptions(options) {
     throw fail('options.backoff', 'an object', backoff);
   }
   const initialSeconds =
-    optionalNumber(backoff.initialSeconds, 'options.backoff.initialSeconds', { above: true }) ?? 0.8;
-  const maxSeconds = optionalNumber(backoff.maxSeconds, 'options.backoff.maxSeconds', { above: true }) ?? 30;
+    spec.optionalNumber(backoff.initialSeconds, 'options.backoff.initialSeconds', { above: true }) ?? 0.8;
+  const maxSeconds =
+    spec.optionalNumber(backoff.maxSeconds, 'options.backoff.maxSeconds', { above: true }) ?? 30;
   if (initialSeconds > maxSeconds) {
     throw new TypeError(
       `kube-watch-native: options.backoff.initialSeconds (${initialSeconds}) must not exceed options.backoff.maxSeconds (${maxSeconds})`,
     );
   }
   return {
-    pageSize: optionalNumber(options.pageSize, 'options.pageSize', { integer: true, min: 1 }) ?? 500,
+    pageSize: spec.optionalNumber(options.pageSize, 'options.pageSize', { integer: true, min: 1 }) ?? 500,
     initialList,
     backoffInitialSeconds: initialSeconds,
     backoffMaxSeconds: maxSeconds,
     credentialTtlSeconds:
-      optionalNumber(options.credentialTtlSeconds, 'options.credentialTtlSeconds', { above: true }) ?? 300,
+      spec.optionalNumber(options.credentialTtlSeconds, 'options.credentialTtlSeconds', { above: true }) ??
+      300,
     watchTimeoutSeconds:
-      optionalNumber(options.watchTimeoutSeconds, 'options.watchTimeoutSeconds', { above: true }) ?? 300,
-    compress: optionalBoolean(options.compress, 'options.compress') ?? true,
+      spec.optionalNumber(options.watchTimeoutSeconds, 'options.watchTimeoutSeconds', { above: true }) ?? 300,
+    compress: spec.optionalBoolean(options.compress, 'options.compress') ?? true,
   };
 }
 
@@ -74,7 +68,7 @@ function openInformer(watcher, params, options = {}) {
   if (!getCredential && params.credential === undefined) {
     throw new TypeError('kube-watch-native: params.credential or params.getCredential is required');
   }
-  const signal = signalOf(options);
+  const signal = spec.signalOf(options);
   const watchOptions = {
     namespace: options.namespace,
     labelSelector: options.labelSelector,
@@ -83,9 +77,9 @@ function openInformer(watcher, params, options = {}) {
     strip: options.strip,
     metadataOnly: options.metadataOnly,
     maxLineBytes: options.maxLineBytes,
-    idleTimeoutSeconds: options.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
+    idleTimeoutSeconds: options.idleTimeoutSeconds ?? spec.DEFAULT_IDLE_TIMEOUT_SECONDS,
   };
-  const base = toSpec(
+  const base = spec.toSpec(
     { ...params, credential: getCredential ? { type: 'anonymous' } : params.credential },
     watchOptions,
     watcher.serviceAccountDir,
@@ -115,14 +109,18 @@ function openInformer(watcher, params, options = {}) {
   // The watch-only fields go.
   // eslint-disable-next-line no-unused-vars
   const { credential, resourceVersion, timeoutSeconds, ...rest } = base;
-  const spec = {
+  const informerSpec = {
     ...rest,
     ...extra,
     key,
     credential: staticCredential ?? undefined,
     dynamicCredential: Boolean(getCredential),
   };
-  return new KubernetesInformer(watcher, spec, { signal, getCredential, namespace: resource.namespace });
+  return new KubernetesInformer(watcher, informerSpec, {
+    signal,
+    getCredential,
+    namespace: resource.namespace,
+  });
 }
 
 class KubernetesInformer {
@@ -179,7 +177,7 @@ class KubernetesInformer {
   /** The cached object (the caller's own copy), or undefined. */
   get(name, namespace) {
     if (typeof name !== 'string' || name.length === 0) throw fail('name', 'a non-empty string', name);
-    const ns = optionalString(namespace, 'namespace') ?? this.#namespace ?? '';
+    const ns = spec.optionalString(namespace, 'namespace') ?? this.#namespace ?? '';
     if (!this.#native) return undefined;
     const text = this.#native.get(ns, name);
     return text === null || text === undefined ? undefined : JSON.parse(text);
@@ -188,8 +186,8 @@ class KubernetesInformer {
   /** The cached objects, optionally of one namespace and matching a label selector. */
   list(options = {}) {
     if (options === null || typeof options !== 'object') throw fail('list() options', 'an object', options);
-    const namespace = optionalString(options.namespace, 'list() options.namespace');
-    const labelSelector = optionalString(options.labelSelector, 'list() options.labelSelector');
+    const namespace = spec.optionalString(options.namespace, 'list() options.namespace');
+    const labelSelector = spec.optionalString(options.labelSelector, 'list() options.labelSelector');
     if (!this.#native) return [];
     try {
       return JSON.parse(this.#native.list(namespace, labelSelector));
@@ -260,8 +258,8 @@ class KubernetesInformer {
   #read(method, native, closed, options) {
     if (options === null || typeof options !== 'object')
       throw fail(`${method}() options`, 'an object', options);
-    const namespace = optionalString(options.namespace, `${method}() options.namespace`);
-    const labelSelector = optionalString(options.labelSelector, `${method}() options.labelSelector`);
+    const namespace = spec.optionalString(options.namespace, `${method}() options.namespace`);
+    const labelSelector = spec.optionalString(options.labelSelector, `${method}() options.labelSelector`);
     if (!this.#native) return closed;
     try {
       return this.#native[native](namespace, labelSelector);
@@ -357,7 +355,7 @@ class KubernetesInformer {
   #answerCredential(id) {
     Promise.resolve()
       .then(() => this.#getCredential())
-      .then(credentialFields)
+      .then(spec.credentialFields)
       .then(
         (spec) => native.answerCredential(id, spec, null),
         (err) => native.answerCredential(id, null, String(err?.message ?? err)),

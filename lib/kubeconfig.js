@@ -42,17 +42,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const YAML = require('yaml');
-const {
-  KubeconfigError,
-  isFile,
-  readText,
-  isMapping,
-  isNull,
-  scalar,
-  bool,
-  decodeBase64,
-  isLocalPlainHttp,
-} = require('./kubeconfig-values');
+const values = require('./kubeconfig-values');
+const { KubeconfigError, scalar } = values;
 const { credentialFor, staticSource, tokenFileSource } = require('./kubeconfig-credentials');
 
 /** Where Kubernetes mounts a pod's service-account token, CA and namespace. */
@@ -89,7 +80,7 @@ function loadKubeconfig(options = {}) {
   let candidates;
   if (explicitPath) {
     const file = path.resolve(explicitPath);
-    if (!isFile(file)) throw new KubeconfigError(`kubeconfig ${file} does not exist or is not a file`);
+    if (!values.isFile(file)) throw new KubeconfigError(`kubeconfig ${file} does not exist or is not a file`);
     candidates = [file];
   } else if (env.KUBECONFIG) {
     candidates = env.KUBECONFIG.split(path.delimiter)
@@ -99,7 +90,7 @@ function loadKubeconfig(options = {}) {
     candidates = [path.join(homedir, '.kube', 'config')];
   }
 
-  const files = candidates.filter(isFile);
+  const files = candidates.filter(values.isFile);
   if (files.length === 0) {
     const looked =
       env.KUBECONFIG && !explicitPath
@@ -172,24 +163,24 @@ function parseFile(file) {
     throw new KubeconfigError(`kubeconfig ${file} is not valid YAML (${err.code || 'parse error'}${where})`);
   }
   if (doc === null || doc === undefined || doc === '') return {};
-  if (!isMapping(doc)) throw new KubeconfigError(`kubeconfig ${file} is not a YAML mapping`);
+  if (!values.isMapping(doc)) throw new KubeconfigError(`kubeconfig ${file} is not a YAML mapping`);
   return doc;
 }
 
 /** Adds `doc[listKey]` entries `{ name, [itemKey]: {...} }` to `map`, first wins. */
 function addNamed(map, doc, listKey, itemKey, file) {
   const list = doc[listKey];
-  if (list === undefined || isNull(list)) return;
+  if (list === undefined || values.isNull(list)) return;
   if (!Array.isArray(list)) throw new KubeconfigError(`kubeconfig ${file}: "${listKey}" must be a list`);
   list.forEach((entry, i) => {
-    const name = isMapping(entry) ? scalar(entry.name) : '';
+    const name = values.isMapping(entry) ? scalar(entry.name) : '';
     if (!name) throw new KubeconfigError(`kubeconfig ${file}: ${listKey}[${i}] has no name`);
     const body = entry[itemKey];
-    if (body !== undefined && !isNull(body) && !isMapping(body)) {
+    if (body !== undefined && !values.isNull(body) && !values.isMapping(body)) {
       throw new KubeconfigError(`kubeconfig ${file}: ${itemKey} "${name}" must be a mapping`);
     }
     if (!map.has(name))
-      map.set(name, { name, body: isMapping(body) ? body : {}, file, dir: path.dirname(file) });
+      map.set(name, { name, body: values.isMapping(body) ? body : {}, file, dir: path.dirname(file) });
   });
 }
 
@@ -241,7 +232,7 @@ function resolveContext(config, requestedContext, runtime) {
     source = credentialFor(contextName, user, { cluster, clusterDetails }, runtime);
   }
   const credential = source.initial();
-  if (credential.type === 'anonymous' && isLocalPlainHttp(clusterDetails.url)) {
+  if (credential.type === 'anonymous' && values.isLocalPlainHttp(clusterDetails.url)) {
     // kubectl proxy: the proxy adds the credentials, so no credential here is expected.
     clusterDetails.authMetadata['kubernetes.io/auth-provider'] = 'localKubectlProxy';
   }
@@ -280,17 +271,17 @@ function clusterDetailsFor(contextName, { name, body, file, dir }) {
   const caPath = scalar(body['certificate-authority']);
   if (caData) {
     // kubectl's rule: inline data wins over a file when both are given.
-    if (!decodeBase64(caData).includes('-----BEGIN')) {
+    if (!values.decodeBase64(caData).includes('-----BEGIN')) {
       throw new KubeconfigError(`${what}: certificate-authority-data is not base64 of a PEM certificate`);
     }
     details.caData = caData;
   } else if (caPath) {
     const caFile = path.resolve(dir, caPath);
-    if (!isFile(caFile))
+    if (!values.isFile(caFile))
       throw new KubeconfigError(`${what}: certificate-authority file ${caFile} does not exist`);
     details.caFile = caFile;
   }
-  if (bool(body['insecure-skip-tls-verify'], `${what}: insecure-skip-tls-verify`))
+  if (values.bool(body['insecure-skip-tls-verify'], `${what}: insecure-skip-tls-verify`))
     details.skipTLSVerify = true;
   const proxyUrl = scalar(body['proxy-url']);
   if (proxyUrl) {
@@ -327,13 +318,13 @@ function loadInCluster(env, serviceAccountDir) {
   const host = env.KUBERNETES_SERVICE_HOST;
   if (!host) return { reason: 'KUBERNETES_SERVICE_HOST is not set' };
   const tokenPath = path.join(serviceAccountDir, 'token');
-  if (!isFile(tokenPath)) return { reason: `${tokenPath} does not exist` };
-  const token = readText(tokenPath, 'in-cluster service account token').trim();
+  if (!values.isFile(tokenPath)) return { reason: `${tokenPath} does not exist` };
+  const token = values.readText(tokenPath, 'in-cluster service account token').trim();
   if (!token) throw new KubeconfigError(`in-cluster service account token ${tokenPath} is empty`);
 
   let namespace = 'default';
   const nsPath = path.join(serviceAccountDir, 'namespace');
-  if (isFile(nsPath)) namespace = readText(nsPath, 'in-cluster namespace').trim() || 'default';
+  if (values.isFile(nsPath)) namespace = values.readText(nsPath, 'in-cluster namespace').trim() || 'default';
 
   const source = tokenFileSource(tokenPath, 'in-cluster service account token');
   const port = env.KUBERNETES_SERVICE_PORT || '443';

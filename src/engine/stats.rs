@@ -24,6 +24,19 @@ pub struct SeriesLabels {
     pub resource: String,
 }
 
+#[cfg(test)]
+impl SeriesLabels {
+    /// The tests' series of a core/v1 `resource` on one cluster.
+    pub fn core(resource: &str) -> Self {
+        SeriesLabels {
+            cluster: "https://k8s.example".to_owned(),
+            group: String::new(),
+            version: "v1".to_owned(),
+            resource: resource.to_owned(),
+        }
+    }
+}
+
 /// The cluster URL as a metric attribute: scheme, host, port and path (a Rancher-style proxy
 /// prefix names the cluster behind it), without user info (which may hold a password), query
 /// or fragment, and without a trailing slash. A URL that does not parse is named by its scheme

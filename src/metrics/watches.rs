@@ -130,15 +130,6 @@ impl WatchSeries {
 mod tests {
     use super::*;
 
-    fn labels(resource: &str) -> SeriesLabels {
-        SeriesLabels {
-            cluster: "https://k8s.example".to_owned(),
-            group: String::new(),
-            version: "v1".to_owned(),
-            resource: resource.to_owned(),
-        }
-    }
-
     /// A watch's counters after `events` events (all taken), one request and `bytes` bytes.
     fn watched(events: usize, bytes: usize) -> Arc<WatchCounters> {
         let counters = Arc::new(WatchCounters::default());
@@ -169,18 +160,17 @@ mod tests {
         let pods = watched(1, 50);
         let open = two.stats.watch_open();
         two.stats.error("BAD_REQUEST");
-        metrics.track(labels("configmaps"), one.clone());
-        metrics.track(labels("configmaps"), two.clone());
-        metrics.track(labels("pods"), pods.clone());
+        metrics.track(SeriesLabels::core("configmaps"), one.clone());
+        metrics.track(SeriesLabels::core("configmaps"), two.clone());
+        metrics.track(SeriesLabels::core("pods"), pods.clone());
 
         let series = metrics.series();
         assert_eq!(series.len(), 2);
         let cms = find(&series, "configmaps");
-        assert_eq!(cms.watches, 2);
-        assert_eq!(cms.watches_open, 1);
-        assert_eq!(cms.connects, 2);
-        assert_eq!(cms.events_received, 3);
-        assert_eq!(cms.events_delivered, 3);
+        let figures = (cms.watches, cms.watches_open, cms.connects);
+        assert_eq!(figures, (2, 1, 2));
+        let events = (cms.events_received, cms.events_delivered);
+        assert_eq!(events, (3, 3));
         assert_eq!(cms.bytes_received, 300);
         assert_eq!(cms.errors, BTreeMap::from([("BAD_REQUEST".to_owned(), 1)]));
         let pods = find(&series, "pods");
@@ -194,8 +184,8 @@ mod tests {
         let one = watched(1, 100);
         let two = watched(2, 200);
         two.stats.error("BAD_REQUEST");
-        metrics.track(labels("configmaps"), one.clone());
-        metrics.track(labels("configmaps"), two.clone());
+        metrics.track(SeriesLabels::core("configmaps"), one.clone());
+        metrics.track(SeriesLabels::core("configmaps"), two.clone());
         drop(two);
 
         let series = metrics.series();
@@ -222,7 +212,7 @@ mod tests {
     fn many_watches_never_collected_stay_bounded() {
         let metrics = WatchMetrics::default();
         for _ in 0..1000 {
-            metrics.track(labels("configmaps"), watched(1, 10));
+            metrics.track(SeriesLabels::core("configmaps"), watched(1, 10));
         }
         // Swept as they come: what is kept is far below the thousand tracked.
         assert!(

@@ -250,15 +250,15 @@ mod tests {
     #[test]
     fn malformed_lines_are_reported() {
         for bad in [
-            &b"{not json"[..],
-            b"[1,2]",
-            b"42",
-            b"\"ADDED\"",
-            b"{\"object\":{}}",
-            b"{\"type\":7}",
-            b"{\"type\":\"ADDED\",\"object\":{}} trailing",
-            b"[\"ADDED\",{}]",
-            b"{\"type\":\"ADDED\",\"object\":{\"a\":1},\"type\":\"DELETED\"}",
+            &br#"{not json"#[..],
+            br#"[1,2]"#,
+            br#"42"#,
+            br#""ADDED""#,
+            br#"{"object":{}}"#,
+            br#"{"type":7}"#,
+            br#"{"type":"ADDED","object":{}} trailing"#,
+            br#"["ADDED",{}]"#,
+            br#"{"type":"ADDED","object":{"a":1},"type":"DELETED"}"#,
         ] {
             assert!(
                 matches!(classify(bad), Line::Malformed(_)),

@@ -91,12 +91,12 @@ fn objects_without_a_name_or_not_objects_are_refused() {
     }
     let long = format!(r#"{{"metadata":{{"name":"{}"}}}}"#, "x".repeat(70_000));
     for bad in [
-        &b"[1]"[..],
-        b"{\"metadata\":{\"name\":1}}",
-        b"{",
-        b"{\"a\":1} x",
-        b"{\"metadata\":{\"name\":\"a\\u0000b\"}}",
-        b"{\"metadata\":{\"name\":\"a\",\"labels\":{\"k\":1}}}",
+        &br#"[1]"#[..],
+        br#"{"metadata":{"name":1}}"#,
+        br#"{"#,
+        br#"{"a":1} x"#,
+        br#"{"metadata":{"name":"a\u0000b"}}"#,
+        br#"{"metadata":{"name":"a","labels":{"k":1}}}"#,
         long.as_bytes(),
     ] {
         assert!(

@@ -5,15 +5,6 @@ use super::*;
 use crate::watch::WatchCounters;
 use std::sync::Arc;
 
-fn labels(resource: &str) -> SeriesLabels {
-    SeriesLabels {
-        cluster: "https://k8s.example".to_owned(),
-        group: String::new(),
-        version: "v1".to_owned(),
-        resource: resource.to_owned(),
-    }
-}
-
 fn counts(events: u64, errors: &[(&str, u64)]) -> Counts {
     Counts {
         connects: 1,
@@ -41,7 +32,7 @@ fn informer(objects: usize, synced: bool, age: f64, pending: usize) -> Live {
 
 /// An open informer of `resource`, as [`merge`] takes it.
 fn open(resource: &str, counts: Counts, informer: Live) -> (SeriesLabels, Counts, Live) {
-    (labels(resource), counts, informer)
+    (SeriesLabels::core(resource), counts, informer)
 }
 
 /// An open informer of configmaps, synced, with one object and one event.
@@ -51,7 +42,7 @@ fn quiet_configmaps() -> (SeriesLabels, Counts, Live) {
 
 fn watches(resource: &str, events: u64, errors: &[(&str, u64)]) -> WatchSeries {
     WatchSeries {
-        labels: labels(resource),
+        labels: SeriesLabels::core(resource),
         watches: 1,
         watches_open: 1,
         connects: 1,
@@ -108,14 +99,12 @@ fn informers_of_one_series_add_up_and_others_stay_apart() {
     );
     assert_eq!(series.len(), 2);
     let cms = informers(&series, "configmaps");
-    assert_eq!(cms.informers, 2);
-    assert_eq!(cms.objects, 3);
-    assert_eq!(cms.cached_bytes, 30);
-    assert_eq!(cms.consumers, 2);
-    assert_eq!(cms.watches_open, 2);
-    assert_eq!(cms.counts.events_received, 3);
-    assert_eq!(cms.counts.connects, 2);
-    assert_eq!(cms.counts.bytes_received, 300);
+    let sizes = (cms.informers, cms.objects, cms.cached_bytes);
+    assert_eq!(sizes, (2, 3, 30));
+    assert_eq!((cms.consumers, cms.watches_open), (2, 2));
+    let c = &cms.counts;
+    assert_eq!((c.events_received, c.connects), (3, 2));
+    assert_eq!(c.bytes_received, 300);
     assert_eq!(cms.synced, Some(true));
     // The oldest last event and the slowest consumer of the series, not their sums.
     assert_eq!(cms.seconds_since_last_event, Some(5.0));
@@ -151,8 +140,11 @@ fn closed_informers_keep_their_counters() {
             informer(3, true, 0.0, 0),
         )],
         vec![
-            (labels("configmaps"), counts(2, &[("BAD_REQUEST", 1)])),
-            (labels("pods"), counts(5, &[])),
+            (
+                SeriesLabels::core("configmaps"),
+                counts(2, &[("BAD_REQUEST", 1)]),
+            ),
+            (SeriesLabels::core("pods"), counts(5, &[])),
         ],
         Vec::new(),
     );
@@ -184,7 +176,7 @@ fn closed_informers_keep_their_counters() {
 fn plain_watches_have_series_of_their_own_and_add_into_an_informer_series_of_theirs() {
     let series = merge(
         vec![quiet_configmaps()],
-        vec![(labels("secrets"), counts(1, &[]))],
+        vec![(SeriesLabels::core("secrets"), counts(1, &[]))],
         vec![
             watches("configmaps", 3, &[("BAD_REQUEST", 1)]),
             watches("secrets", 2, &[]),
@@ -287,7 +279,7 @@ fn a_registry_without_informers_gives_its_watches_series() {
     let counters = Arc::new(WatchCounters::default());
     counters.stats.connect();
     counters.stats.events(2);
-    metrics.track(labels("pods"), counters.clone());
+    metrics.track(SeriesLabels::core("pods"), counters.clone());
     let series = series(&registry, &metrics);
     assert_eq!(series.len(), 1);
     let pods = watch_only(&series, "pods");
