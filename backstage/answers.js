@@ -44,7 +44,62 @@ const BUILT_IN_GROUPS = new Set([
 ]);
 
 /** Answers remembered per informer at most (per type, namespace and selector). */
-const MEMO_LIMIT = 256;
+const MEMO_ENTRIES = 1024;
+/**
+ * The JSON an informer's remembered answers may hold together: as much as the informer caches
+ * (its answers are parts of it; one entity's selector per answer), and at least MEMO_MIN_BYTES.
+ */
+const MEMO_MIN_BYTES = 256 * 1024;
+
+/**
+ * One informer's remembered answers, the least recently used forgotten first: a tab's entities
+ * come back in turn, so a memo smaller than their number must not forget them all at once.
+ */
+class AnswerMemo {
+  #answers = new Map();
+  #bytes = 0;
+
+  /** The answer remembered for `key` at `generation`, or undefined. */
+  get(key, generation) {
+    const memo = this.#answers.get(key);
+    if (memo === undefined || memo.generation !== generation) return undefined;
+    this.#answers.delete(key);
+    this.#answers.set(key, memo);
+    return memo.answer;
+  }
+
+  /** Remembers `answer` (of `bytes` of JSON) for `key`, within the entry and `maxBytes` bounds. */
+  set(key, generation, answer, bytes, maxBytes) {
+    this.#forget(key);
+    if (bytes > maxBytes) return;
+    for (const [oldest] of this.#answers) {
+      if (this.#answers.size < MEMO_ENTRIES && this.#bytes + bytes <= maxBytes) break;
+      this.#forget(oldest);
+    }
+    this.#answers.set(key, { generation, answer, bytes });
+    this.#bytes += bytes;
+  }
+
+  get size() {
+    return this.#answers.size;
+  }
+
+  get bytes() {
+    return this.#bytes;
+  }
+
+  clear() {
+    this.#answers.clear();
+    this.#bytes = 0;
+  }
+
+  #forget(key) {
+    const memo = this.#answers.get(key);
+    if (memo === undefined) return;
+    this.#answers.delete(key);
+    this.#bytes -= memo.bytes;
+  }
+}
 
 /**
  * A deep copy of a JSON value (objects, arrays, strings, numbers, booleans, null): new objects
@@ -131,27 +186,27 @@ function transform(resource, items) {
 
 /**
  * The answer from `entry`'s cache for `resource` in `namespace` by `selector`: a fresh copy per
- * call of the answer remembered for the cache's generation. Undefined when the cache cannot
- * answer as the default would (the caller asks the default fetcher).
+ * call of the answer remembered for the cache's generation (`state`, read before the list: a
+ * change in between only makes the memo stale early). Undefined when the cache cannot answer as
+ * the default would (the caller asks the default fetcher).
  */
-function cachedAnswer(entry, resource, namespace, selector, generation) {
+function cachedAnswer(entry, resource, namespace, selector, state) {
   // The answer's form depends on how the type was asked for (a default type, or the same type
   // as a custom resource, which gets `kind`).
   const memoKey = `${resource.objectType}\0${namespace ?? ''}\0${selector}`;
-  const memo = entry.memo.get(memoKey);
-  if (memo && memo.generation === generation) return copyJson(memo.answer);
-  let items;
+  const remembered = entry.memo.get(memoKey, state.generation);
+  if (remembered !== undefined) return copyJson(remembered);
+  let text;
   try {
-    items = entry.informer.list({ namespace, labelSelector: selector });
+    text = entry.informer.listText({ namespace, labelSelector: selector });
   } catch {
     // A selector the native cache reads otherwise than the module's parser: the API server decides.
     return undefined;
   }
-  const answer = transform(resource, items);
+  const answer = transform(resource, JSON.parse(text));
   if (answer === undefined) return undefined;
-  if (entry.memo.size >= MEMO_LIMIT) entry.memo.clear();
-  // The generation read before the list: a change in between only makes the memo stale early.
-  entry.memo.set(memoKey, { generation, answer });
+  const maxBytes = Math.max(MEMO_MIN_BYTES, state.cachedBytes ?? 0);
+  entry.memo.set(memoKey, state.generation, answer, text.length, maxBytes);
   return copyJson(answer);
 }
 
@@ -163,4 +218,6 @@ module.exports = {
   transform,
   cachedAnswer,
   copyJson,
+  AnswerMemo,
+  MEMO_ENTRIES,
 };

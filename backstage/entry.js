@@ -5,6 +5,8 @@
 // how much it holds) is answered here; how many there may be and what they may hold together
 // is the pool's (./pool.js), which only counts and closes entries.
 
+const { AnswerMemo } = require('./answers');
+
 /**
  * The event loop's turn, as far as the informers' states go: bumped by a microtask queued at the
  * first read of a turn. A load reads each of its informers' state several times in one
@@ -44,8 +46,8 @@ class Entry {
     this.waitUntil = null;
     /** 'namespaced' or 'cluster' once known (a cluster-wide informer asked for a namespace). */
     this.scope = undefined;
-    /** `${objectType}\0${namespace}\0${selector}` → { generation, text }. */
-    this.memo = new Map();
+    /** Its remembered answers, by `${objectType}\0${namespace}\0${selector}` (./answers.js). */
+    this.memo = new AnswerMemo();
     /** The live tab's watch keys on this informer → { namespace, selector, last, tag } (./following.js). */
     this.watched = new Map();
     this.unfollow = null;

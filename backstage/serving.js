@@ -126,7 +126,7 @@ class Serving {
         return result;
       });
     }
-    return cachedAnswer(entry, resource, namespace, selector, state.generation) ?? live();
+    return cachedAnswer(entry, resource, namespace, selector, state) ?? live();
   }
 }
 
