@@ -42,11 +42,6 @@ function params(s, extra = {}) {
   };
 }
 
-/**
- * An informer of a fresh recorded watcher on simulator `s`, with informer() `options` and
- * params(s, `extra`), closed when test `t` ends, and a consumer (consume()) on it from its
- * start; resolves once it has synced.
- */
 /** A simulator with one ConfigMap `a`, and an informer of it, synced, with no consumer yet. */
 async function oneConfigMap(t) {
   const s = await sim(t, { token: 'tok' });
@@ -57,6 +52,11 @@ async function oneConfigMap(t) {
   return { s, watcher, informer };
 }
 
+/**
+ * An informer of a fresh recorded watcher on simulator `s`, with informer() `options` and
+ * params(s, `extra`), closed when test `t` ends, and a consumer (consume()) on it from its
+ * start; resolves once it has synced.
+ */
 async function syncedInformer(t, s, options, extra) {
   const { watcher, log } = recordingWatcher();
   const informer = watcher.informer(params(s, extra), options);
