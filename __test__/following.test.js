@@ -37,6 +37,23 @@ function scriptedEntry() {
   };
 }
 
+/**
+ * A load of `selector` as the fetcher makes it (backstage/serving.js): prepare(), the answers
+ * read (`answering`, where the test may change the cache), then the viewer joins.
+ */
+function loadThrough(following, entries, user, selector, answering = () => {}) {
+  const prepared = following.prepare(entries, { selector });
+  answering();
+  return following.viewed(
+    { userEntityRef: user, entityRef: `component:default/${selector}` },
+    entries,
+    prepared,
+    {
+      cluster: 'sim',
+    },
+  );
+}
+
 function recordingPublisher() {
   const calls = [];
   return {
@@ -58,10 +75,7 @@ test('a load compares its own selector first, and only its own; the scheduled ch
     servable: () => ({ servable: true, until: Infinity }),
     entries: new Map([[entry.key, entry]]),
   });
-  const load = (user, selector) =>
-    following.viewed({ userEntityRef: user, entityRef: `component:default/${selector}` }, [entry], {
-      selector,
-    });
+  const load = (user, selector) => loadThrough(following, [entry], user, selector);
 
   load('alice', 'app=a');
   load('carol', 'app=c');
@@ -81,4 +95,38 @@ test('a load compares its own selector first, and only its own; the scheduled ch
   following.changed(entry);
   await new Promise((resolve) => setTimeout(resolve, 10));
   assert.deepEqual(publisher.calls.slice(2), [['changed', 'app=c']]);
+});
+
+test('a change the cache takes while a load reads its answers is signalled to that viewer too', async () => {
+  // The native cache moves on its own threads: between the answers' read and the viewer's
+  // joining, a change may land. The key must not be compared past what the answer showed, or
+  // the viewer, answered before the change, would never hear of it.
+  const { entry, change } = scriptedEntry();
+  const publisher = recordingPublisher();
+  const following = new Following({
+    publisher,
+    servable: () => ({ servable: true, until: Infinity }),
+    entries: new Map([[entry.key, entry]]),
+  });
+  loadThrough(following, [entry], 'alice', 'app=a');
+  change('app=a', '[{"a":2}]');
+  // Bob's load reads its answers (showing a:2), and a:3 lands before he joins.
+  loadThrough(following, [entry], 'bob', 'app=a', () => change('app=a', '[{"a":3}]'));
+  assert.deepEqual(publisher.calls.slice(1), [
+    ['changed', 'app=a'], // a:2, for Alice
+    ['viewed', 'bob', ['app=a']],
+  ]);
+  // The check a:3 scheduled signals the key again: Bob's answer (a:2) is behind.
+  following.changed(entry);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(publisher.calls.slice(3), [['changed', 'app=a']]);
+
+  // The first viewer of a key: what it is compared as is read before the answer too.
+  loadThrough(following, [entry], 'carol', 'app=c', () => change('app=c', '[{"c":2}]'));
+  following.changed(entry);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(publisher.calls.slice(4), [
+    ['viewed', 'carol', ['app=c']],
+    ['changed', 'app=c'],
+  ]);
 });

@@ -13,7 +13,9 @@
 // failure, sync, servable) moved since the last comparison; a comparison takes the native cache's
 // fingerprint of what each watched selector selects (no text made, nothing parsed). A load
 // compares its own selector first when the tag moved, so that viewers who loaded before a change
-// hear of it before a later viewer of the same selector, whose answer shows it, joins them.
+// hear of it before a later viewer of the same selector, whose answer shows it, joins them; it
+// does so before its answers are read (prepare()), so that no answer is older than what its key
+// is compared as.
 
 /**
  * An informer with live viewers is looked at again at most this often: a busy type's changes
@@ -42,26 +44,45 @@ class Following {
   }
 
   /**
-   * A user's load was answered from these entries for `selector` and `namespace` on the cluster
-   * the user knows as `cluster`: registers the viewer. Returns whether it was registered.
+   * Before a load's answers are read from these entries for `selector` and `namespace`: the
+   * viewers of each key who loaded before a change not yet compared hear of it now, and a key
+   * nobody watches yet takes what its answer is now. Returns what viewed() needs after the
+   * answers. Read before them, never after: the native cache moves on its own threads, so an
+   * answer read first could be older than what its key is then compared as, and its viewer would
+   * never hear of the change between. Read in this order, a change taken meanwhile is at worst
+   * signalled to a viewer whose answer already shows it (one refetch more), never missed.
    */
-  viewed(viewer, entries, { selector, namespace, cluster }) {
-    const keys = [];
-    for (const entry of entries) {
-      if (!entry || this.#entries.get(entry.key) !== entry) continue;
+  prepare(entries, { selector, namespace }) {
+    return entries.map((entry) => {
+      if (!entry || this.#entries.get(entry.key) !== entry) return null;
       const key = `${entry.key}\0${namespace ?? ''}\0${selector}`;
-      // The viewers of this key who loaded before a change not yet compared hear of it before
-      // this one joins them (whose answer already shows it, and who must not be signalled for
-      // it). Only this key: the others' viewers are not touched by this join, and the check
-      // that the change scheduled compares them.
-      if (entry.watched.has(key) && this.#tag(entry) !== entry.tag) this.#checkKey(entry, key);
-      if (!entry.watched.has(key)) {
-        entry.watched.set(key, { namespace, selector, last: this.#fingerprint(entry, namespace, selector) });
+      // Only this key: the others' viewers are not touched by this load, and the check that
+      // the change scheduled compares them.
+      if (entry.watched.has(key)) {
+        if (this.#tag(entry) !== entry.tag) this.#checkKey(entry, key);
+        return { key, watched: null };
+      }
+      return { key, watched: { namespace, selector, last: this.#fingerprint(entry, namespace, selector) } };
+    });
+  }
+
+  /**
+   * The load prepare() prepared was answered from these entries on the cluster the user knows
+   * as `cluster`: registers the viewer. Returns whether it was registered.
+   */
+  viewed(viewer, entries, prepared, { cluster }) {
+    const keys = [];
+    entries.forEach((entry, i) => {
+      const ready = prepared[i];
+      if (!entry || !ready || this.#entries.get(entry.key) !== entry) return;
+      // prepare() and this run in one turn of the event loop (no check can forget a key between).
+      if (ready.watched && !entry.watched.has(ready.key)) {
+        entry.watched.set(ready.key, ready.watched);
         entry.tag ??= this.#tag(entry);
       }
       this.#follow(entry);
-      keys.push(key);
-    }
+      keys.push(ready.key);
+    });
     if (keys.length === 0) return false;
     return this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys, { cluster });
   }

@@ -46,17 +46,16 @@ class Serving {
   answerAll({ params, clusterDetails, types, resources, selector, namespace, viewer }, entries) {
     // Answered now: the entries are used as of this moment, whatever the wait took.
     for (const entry of entries) entry?.touch();
+    // The live tab's following looks before the answers are read (./following.js prepare()).
+    const following = viewer && this.#following;
+    const prepared = following && following.prepare(entries, { selector, namespace });
     const results = resources.map((resource, i) => {
       const answer = this.#answer(params, resource, i >= types.length, entries[i], selector, namespace);
       this.#default.count(answer);
       return answer;
     });
-    if (viewer && this.#following) {
-      const followed = this.#following.viewed(viewer, entries, {
-        selector,
-        namespace,
-        cluster: clusterDetails.name,
-      });
+    if (following) {
+      const followed = following.viewed(viewer, entries, prepared, { cluster: clusterDetails.name });
       if (followed) answerFollowed();
       else answerNotLive();
     }
