@@ -23,17 +23,23 @@ const LATER = () => Date.now() + 60_000;
 
 const clientOf = (pg) => knexFactory({ client: 'pg', connection: pg.connection, pool: { min: 0, max: 4 } });
 
-/** A replica's registry on its own pool; `orphans` collects what it is handed. */
-function replica(pg, name, { heartbeatMs = 2000 } = {}) {
+/**
+ * A replica's registry on its own pool; `orphans` collects what it is handed, `onUnheard` (set
+ * by publishersOn) takes the viewers it claims again for a resend.
+ */
+function replica(pg, name, { heartbeatMs = 2000, resendMs } = {}) {
   const knex = clientOf(pg);
   const orphans = [];
-  const registry = createViewerRegistry({
+  const self = { knex, orphans, onUnheard: null };
+  self.registry = createViewerRegistry({
     knex,
     replica: name,
     orphaned: (rows) => orphans.push(...rows),
+    unheard: (rows) => self.onUnheard?.(rows),
     heartbeatMs,
+    resendMs,
   });
-  return { knex, registry, orphans };
+  return self;
 }
 
 /**
@@ -60,6 +66,8 @@ function publishersOn({ a, b }, minIntervalMs) {
   const signals = { publish: async (signal) => void published.push(signal) };
   const pa = createLivePublisher({ signals, registry: a.registry, minIntervalMs });
   const pb = createLivePublisher({ signals, registry: b.registry, minIntervalMs });
+  a.onUnheard = (rows) => pa.unheard(rows);
+  b.onUnheard = (rows) => pb.unheard(rows);
   return { published, pa, pb };
 }
 
@@ -270,6 +278,35 @@ testOnReplicas(
     await aliceLoadsThenSees(pb, 'rv-9|crash-looping'); // B sees it after: Alice must hear again
     await until(() => published.length === 2, 2000, 'B’s signal');
     assert.notEqual(published[1].message.id, published[0].message.id);
+    await pa.close();
+    await pb.close();
+  },
+);
+
+testOnReplicas(
+  'a signal the events bus lost is sent again, with its id, to the viewers that have not loaded since, once',
+  { heartbeatMs: 100, resendMs: 400 },
+  async (replicas) => {
+    const { published, pa, pb } = publishersOn(replicas, 0);
+    pa.viewed(ALICE, E3, ['k3'], { cluster: 'sim' });
+    pa.viewed(BOB, E3, ['k3'], { cluster: 'sim' });
+    await pa.settled();
+    pa.changed('k3', { change: 'rv-12|c' });
+    await until(() => published.length === 1, 2000, 'the signal');
+    const [first] = published;
+    assert.deepEqual(first.recipients.entityRef, [ALICE, BOB]);
+    // Bob heard it and loads again, through B; Alice's copy was lost on the bus: she never loads.
+    pb.viewed(BOB, E3, ['k3'], { cluster: 'sim' });
+    await pb.settled();
+    await until(() => published.length === 2, 3000, 'the signal sent again');
+    assert.deepEqual(published[1].recipients.entityRef, [ALICE], 'only the viewer that did not load');
+    assert.equal(published[1].message.id, first.message.id, 'the same id: a tab that heard it drops it');
+    assert.equal(published[1].channel, first.channel);
+    assert.deepEqual(published[1].message.clusters, ['sim']);
+    const resent = replicas.a.registry.counts().resent + replicas.b.registry.counts().resent;
+    assert.equal(resent, 1);
+    await sleep(1000);
+    assert.equal(published.length, 2, 'once per claim: a closed tab is not signalled forever');
     await pa.close();
     await pb.close();
   },

@@ -7,6 +7,8 @@
 // logged: its viewers stay claimed, and their tabs poll again within the frontend's liveness
 // bound.
 
+const crypto = require('node:crypto');
+
 const MAX_IN_FLIGHT = 4;
 const RETRIES = 3;
 const RETRY_MS = 1000;
@@ -49,7 +51,9 @@ class Outbox {
 
   /**
    * Queues one signal to these users on the entity's channel, merged with one waiting for the
-   * same entity and clusters; returns the queued entry.
+   * same entity and clusters; returns the queued entry. Merged signals of two ids take an id of
+   * their own: a tab drops an id it has seen, and each side's users may have seen the other's
+   * (a signal sent again after a newer one was queued).
    */
   enqueue(entityRef, users, clusters, id) {
     const key = `${entityRef}\n${JSON.stringify(clusters)}`;
@@ -58,7 +62,9 @@ class Outbox {
       this.#counts.merged++;
       const recipients = new Set([...waiting.signal.recipients.entityRef, ...users]);
       waiting.signal.recipients.entityRef = [...recipients].sort();
-      waiting.signal.message = { ...waiting.signal.message, at: this.#now(), id };
+      const merged =
+        waiting.signal.message.id === id ? id : `${id}.${crypto.randomBytes(6).toString('base64url')}`;
+      waiting.signal.message = { ...waiting.signal.message, at: this.#now(), id: merged };
       return waiting;
     }
     const entry = {

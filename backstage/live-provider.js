@@ -169,6 +169,7 @@ async function setUpLive({
         knex: await database.getClient(),
         replica: `${os.hostname()}-${process.pid}-${crypto.randomBytes(4).toString('hex')}`,
         orphaned: (rows) => live.orphaned(rows),
+        unheard: (rows) => live.unheard(rows),
         logger,
       });
       await registry.ready;

@@ -77,6 +77,11 @@ class LivePublisher {
     this.#shared?.pollNow(rows, 'replica gone');
   }
 
+  /** Viewers signalled a while ago that have not loaded since, claimed again here: the same signal again. */
+  unheard(rows) {
+    this.#shared?.resend(rows);
+  }
+
   /**
    * Something under this watch key changed (an object the key's selector selects, before or
    * after the change, the informer's failure, or whether its cache is served): signal each

@@ -4,7 +4,8 @@
 // the entity's gate in the database at most one claim that signals anyone per `minIntervalMs`
 // across all replicas), its armed viewers are claimed in the database, and they get one signal
 // per entity naming them all as recipients, through a bounded outbox in front of the events bus
-// (./live-outbox.js).
+// (./live-outbox.js). A signal the bus may have lost is sent again, with its id, when the
+// registry hands its viewers back (./registry.js: unheard).
 
 const crypto = require('node:crypto');
 const { Outbox } = require('./live-outbox');
@@ -31,15 +32,16 @@ function changeId(changes) {
 const claimId = (changes) => `${changeId(changes)}.${crypto.randomBytes(6).toString('base64url')}`;
 
 /**
- * Groups viewers' rows by entity and the clusters their answers named: one signal to each
- * group, naming its users.
+ * Groups viewers' rows by entity, the clusters their answers named and their signal's id (when
+ * the registry kept one): one signal to each group, naming its users.
  */
 function byClusters(rows) {
   const groups = new Map();
   for (const row of rows) {
     const clusters = [...new Set(row.clusters)].sort();
-    const key = `${row.entityRef}\n${JSON.stringify(clusters)}`;
-    if (!groups.has(key)) groups.set(key, { entityRef: row.entityRef, clusters, users: [] });
+    const signalId = row.signalId ?? null;
+    const key = `${row.entityRef}\n${JSON.stringify(clusters)}\n${signalId}`;
+    if (!groups.has(key)) groups.set(key, { entityRef: row.entityRef, clusters, signalId, users: [] });
     groups.get(key).users.push(row.userEntityRef);
   }
   return groups.values();
@@ -81,6 +83,7 @@ function createSharedSignals(options) {
   return {
     entityChanged: (entityRef, change) => shared.entityChanged(entityRef, change),
     pollNow: (rows, reason) => shared.pollNow(rows, reason),
+    resend: (rows) => shared.resend(rows),
     counts: () => shared.counts(),
     close: (waitMs) => shared.close(waitMs),
   };
@@ -128,11 +131,20 @@ class SharedSignals {
     else state.cancel = this.#setTimer(() => this.#flush(entityRef), wait);
   }
 
-  /** Tells these viewers to load again now, whatever their arming (evicted, or orphaned). */
+  /**
+   * Tells these viewers to load again now, whatever their arming (evicted, or orphaned), with
+   * the id their rows' claim kept, or one of its own.
+   */
   pollNow(rows, reason) {
-    for (const { entityRef, clusters, users } of byClusters(rows)) {
-      this.#outbox.enqueue(entityRef, users, clusters, claimId([`${reason} ${entityRef}`]));
+    for (const { entityRef, clusters, users, signalId } of byClusters(rows)) {
+      this.#outbox.enqueue(entityRef, users, clusters, signalId ?? claimId([`${reason} ${entityRef}`]));
     }
+  }
+
+  /** Sends these viewers their signal again, with its id: the bus may have lost it. */
+  resend(rows) {
+    if (this.#closed) return;
+    this.pollNow(rows, 'resent');
   }
 
   counts() {
@@ -168,20 +180,25 @@ class SharedSignals {
     let rows;
     let waitMs;
     let armedAt;
+    const signalId = claimId(changes);
     try {
       // A load answered here before these changes were seen, whose row is still on its way, is
       // claimed too. With none on its way the claim leaves at once, ahead of the row of a load
       // answered right after (whose answer shows the change: it must not be claimed by it).
       if (before.length > 0) await Promise.all(before);
       const minIntervalMs = this.#minIntervalMs;
-      ({ rows, waitMs, armedAt } = await this.#registry.claim(entityRef, { minIntervalMs, loadedBy }));
+      ({ rows, waitMs, armedAt } = await this.#registry.claim(entityRef, {
+        minIntervalMs,
+        loadedBy,
+        signalId,
+      }));
     } catch {
       return; // counted and logged by the registry; the viewers stay armed for the next change
     }
     if (waitMs !== null && !this.#closed) this.#gated(entityRef, changes, waitMs, armedAt);
-    const id = claimId(changes);
     // A claim's rows are all of its entity.
-    for (const { clusters, users } of byClusters(rows)) this.#outbox.enqueue(entityRef, users, clusters, id);
+    for (const { clusters, users } of byClusters(rows))
+      this.#outbox.enqueue(entityRef, users, clusters, signalId);
     return rows.length;
   }
 

@@ -90,6 +90,7 @@ function createLivePublisher(options = {}) {
       publisher.viewed(userEntityRef, entityRef, watchKeys, answered),
     settled: () => publisher.settled(),
     orphaned: (rows) => publisher.orphaned(rows),
+    unheard: (rows) => publisher.unheard(rows),
     changed: (watchKey, what) => publisher.changed(watchKey, what),
     forget: (userEntityRef, entityRef) => publisher.forget(userEntityRef, entityRef),
     watching: (watchKey) => publisher.watching(watchKey),

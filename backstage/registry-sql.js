@@ -1,7 +1,9 @@
 'use strict';
 // The statements of the live tab's viewer registry (./registry.js), each built as
 // `[sql, bindings]` for `knex.raw`: the tables, a replica's beat and the cleaning it does, a
-// load, a claim through an entity's gate, a viewer forgotten, and a replica leaving.
+// load, a claim through an entity's gate, a claim sent again, a viewer forgotten, and a replica
+// leaving. Every claim stamps its rows with the signal's id and the database's time, so that a
+// signal the events bus lost can be sent again, with the same id (see claimUnheard()).
 
 const REPLICAS = 'kube_watch_live_replicas';
 const VIEWERS = 'kube_watch_live_viewers';
@@ -35,6 +37,11 @@ async function migrate(knex) {
     );
     // When the row's latest load was recorded, on the database's clock (see claimViewers()).
     await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS loaded_at bigint NOT NULL DEFAULT 0`);
+    // The id of the signal of the row's latest claim, when it was claimed (the database's
+    // clock), and the latest claim whose signal was sent again (see claimUnheard()).
+    await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS signal_id text`);
+    await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS signalled_at bigint NOT NULL DEFAULT 0`);
+    await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS resent_seq bigint NOT NULL DEFAULT 0`);
   });
 }
 
@@ -51,13 +58,36 @@ const othersAlive = (replica, alive) => [
   [alive, replica],
 ];
 
-/** Claims the armed viewers, alive at `t`, of the replicas that have not beaten after `alive`. */
-const claimOrphans = (t, alive) => [
-  `UPDATE ${VIEWERS} SET signalled_seq = load_seq
+/** What a claim sets: the row is signalled, by the signal `?`, now. */
+const CLAIMED = `signalled_seq = load_seq, signal_id = ?, signalled_at = ${DB_NOW}`;
+/** What a claim returns of each row. */
+const RETURNED = 'RETURNING user_ref, entity_ref, clusters, signal_id';
+
+/**
+ * Claims the armed viewers, alive at `t`, of the replicas that have not beaten after `alive`,
+ * for the signal `signalId`.
+ */
+const claimOrphans = (t, alive, signalId) => [
+  `UPDATE ${VIEWERS} SET ${CLAIMED}
    WHERE signalled_seq < load_seq AND expires_at > ?
      AND replica NOT IN (SELECT replica FROM ${REPLICAS} WHERE alive_at > ?)
-   RETURNING user_ref, entity_ref, clusters`,
-  [t, alive],
+   ${RETURNED}`,
+  [signalId, t, alive],
+];
+
+/**
+ * Claims again, once per claim, the viewers alive at `t` that were signalled at least
+ * `resendMs` ago and have not loaded since: their signal may be one the events bus never
+ * delivered (bench/events-bus-gaps.js). Each comes back with its signal's id, sent again as it
+ * was: a tab that heard it drops it (the frontend drops an id it has seen), one that did not
+ * loads again.
+ */
+const claimUnheard = (t, resendMs) => [
+  `UPDATE ${VIEWERS} SET resent_seq = signalled_seq
+   WHERE signalled_seq = load_seq AND resent_seq < signalled_seq AND signal_id IS NOT NULL
+     AND signalled_at > 0 AND signalled_at <= ${DB_NOW} - ? AND expires_at > ?
+   ${RETURNED}`,
+  [resendMs, t],
 ];
 
 /** Drops the viewers expired at `t`. */
@@ -85,7 +115,7 @@ const recordLoad = (replica, userEntityRef, entityRef, clusters, expiresAt) => [
  * claim()), then, when the gate is closed while viewers wait, one row with their `wait_ms` and
  * the statement's `armed_at`.
  */
-function claimViewers({ replica, entityRef, t, minIntervalMs, loadedBy }) {
+function claimViewers({ replica, entityRef, t, minIntervalMs, loadedBy, signalId }) {
   // A load recorded on another replica since the entity's last claim, while that claim is
   // recent, is that replica's to claim: it was answered after a change was signalled, and
   // only the replica that answered it knows whether its answer showed the change (then
@@ -109,22 +139,22 @@ function claimViewers({ replica, entityRef, t, minIntervalMs, loadedBy }) {
          WHERE e.claimed_at <= excluded.claimed_at - ?
        RETURNING claimed_at
      ), claimed AS (
-       UPDATE ${VIEWERS} v SET signalled_seq = load_seq
+       UPDATE ${VIEWERS} v SET ${CLAIMED}
        WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ? ${claimable}
          AND EXISTS (SELECT 1 FROM gate)
-       RETURNING user_ref, entity_ref, clusters
+       ${RETURNED}
      )
-     SELECT user_ref, entity_ref, clusters, NULL::bigint AS wait_ms, NULL::bigint AS armed_at
+     SELECT user_ref, entity_ref, clusters, signal_id, NULL::bigint AS wait_ms, NULL::bigint AS armed_at
      FROM claimed
      UNION ALL
-     SELECT NULL, NULL, NULL,
+     SELECT NULL, NULL, NULL, NULL,
        COALESCE((SELECT claimed_at FROM ${ENTITIES} WHERE entity_ref = ?) + ? - ${DB_NOW}, 0),
        ${DB_NOW}
      WHERE EXISTS (SELECT 1 FROM armed) AND NOT EXISTS (SELECT 1 FROM gate)`,
     [
       ...[entityRef, t, ...claimableArgs],
       ...[entityRef, minIntervalMs],
-      ...[entityRef, t, ...claimableArgs],
+      ...[signalId, entityRef, t, ...claimableArgs],
       ...[entityRef, minIntervalMs],
     ],
   ];
@@ -136,12 +166,12 @@ const forgetViewer = (userEntityRef, entityRef) => [
   [entityRef, userEntityRef],
 ];
 
-/** Claims the armed viewers, alive at `t`, whose latest load `replica` answered. */
-const claimOwn = (replica, t) => [
-  `UPDATE ${VIEWERS} SET signalled_seq = load_seq
+/** Claims the armed viewers, alive at `t`, whose latest load `replica` answered, for `signalId`. */
+const claimOwn = (replica, t, signalId) => [
+  `UPDATE ${VIEWERS} SET ${CLAIMED}
    WHERE replica = ? AND signalled_seq < load_seq AND expires_at > ?
-   RETURNING user_ref, entity_ref, clusters`,
-  [replica, t],
+   ${RETURNED}`,
+  [signalId, replica, t],
 ];
 
 /** The replica leaves the replicas' list. */
@@ -157,6 +187,7 @@ module.exports = {
   dropGates,
   recordLoad,
   claimViewers,
+  claimUnheard,
   forgetViewer,
   claimOwn,
   leave,

@@ -17,33 +17,54 @@
 // claims them then: a load answered just after another replica's claim (a reload that reached a
 // replica which had not seen the change yet) is signalled at the interval's end, not at once.
 //
+// A signal is a row in Backstage's events bus, which can skip one (a publish whose INSERT commits
+// after a later one's, while a replica reads: bench/events-bus-gaps.js). So each claim stamps its
+// rows with the signal's id, and a viewer that has not loaded again `resendMs` after its claim is
+// claimed once more by whichever replica beats first, and sent the same signal again: a tab that
+// heard it drops the copy, one that did not loads again.
+//
 // Why rows and not a leader: a claim is one statement, true on every replica at once; no
 // election to lose, no replica whose death stops signals for everyone. Why these columns: a
 // viewer's signal names the clusters its own answer named (the replica that claims it may name
 // them otherwise, see ./live.js), and the sequence numbers make "one signal per load" a
 // comparison the database does. The statements themselves are in ./registry-sql.js.
 
+const crypto = require('node:crypto');
 const sql = require('./registry-sql');
 
 /** Replicas beat this often; one silent for three beats is gone. */
 const HEARTBEAT_MS = 2000;
+/**
+ * A viewer claimed this long ago that has not loaded since is sent its signal again, once:
+ * longer than a delivered signal's round trip to a reload (change → answer p99 about 1.2 s on a
+ * saturated 2-core machine, bench/README.md), short beside the frontend's `maxAgeMs` (60 s).
+ */
+const RESEND_MS = 3000;
 
-/** The armed viewers of a claim, as the statements return them. */
+/** An id for the signal of a claim that is not an entity's change (a replica gone or stopping). */
+const newSignalId = (why) => `${why}.${crypto.randomBytes(9).toString('base64url')}`;
+
+/** The viewers of a claim, as the statements return them, with their signal's id. */
 const rowsOf = (result) =>
   (result.rows ?? result).map((row) => ({
     userEntityRef: row.user_ref,
     entityRef: row.entity_ref,
     clusters: JSON.parse(row.clusters),
+    signalId: row.signal_id ?? null,
   }));
 
 /**
  * @param {object} options
  * @param {import('knex').Knex} options.knex the Kubernetes plugin's database (PostgreSQL)
  * @param {string} options.replica this replica's name, unique among the replicas (a random id per start)
- * @param {(rows: { userEntityRef: string, entityRef: string, clusters: string[] }[]) => void} options.orphaned
+ * @param {(rows: { userEntityRef: string, entityRef: string, clusters: string[], signalId: string }[]) => void} options.orphaned
  *   armed viewers whose replica is gone, claimed by this one: they must load again
+ * @param {(rows: { userEntityRef: string, entityRef: string, clusters: string[], signalId: string }[]) => void} [options.unheard]
+ *   viewers signalled `resendMs` ago that have not loaded since, claimed again by this one:
+ *   send each its signal again, with the same id
  * @param {{ warn(message: string): void }} [options.logger]
  * @param {number} [options.heartbeatMs]
+ * @param {number} [options.resendMs]
  * @param {() => number} [options.now]
  */
 function createViewerRegistry(options) {
@@ -70,21 +91,34 @@ class ViewerRegistry {
   #knex;
   #replica;
   #orphaned;
+  #unheard;
   #logger;
   #heartbeatMs;
+  #resendMs;
   #now;
   #closed = false;
   #timer = null;
   #others = 0;
   #warned = false;
-  #counts = { claims: 0, claimed: 0, gated: 0, orphaned: 0, failed: 0 };
+  #counts = { claims: 0, claimed: 0, gated: 0, orphaned: 0, resent: 0, failed: 0 };
 
-  constructor({ knex, replica, orphaned, logger, heartbeatMs = HEARTBEAT_MS, now = Date.now }) {
+  constructor({
+    knex,
+    replica,
+    orphaned,
+    unheard = null,
+    logger,
+    heartbeatMs = HEARTBEAT_MS,
+    resendMs = RESEND_MS,
+    now = Date.now,
+  }) {
     this.#knex = knex;
     this.#replica = replica;
     this.#orphaned = orphaned;
+    this.#unheard = unheard;
     this.#logger = logger;
     this.#heartbeatMs = heartbeatMs;
+    this.#resendMs = resendMs;
     this.#now = now;
     this.ready = sql
       .migrate(knex)
@@ -121,12 +155,20 @@ class ViewerRegistry {
    * are viewers to claim. A gated answer also carries `armedAt`, the database's time of the
    * statement: a claim again at the gate's end passes it as `loadedBy`, so that it takes only
    * the loads recorded by then (a load this replica answered since saw the change it claims
-   * for; claiming it would signal that tab twice).
+   * for; claiming it would signal that tab twice). `signalId` is the id the claimed viewers'
+   * signal carries, kept in their rows for a resend.
    */
-  async claim(entityRef, { minIntervalMs = 0, loadedBy = null } = {}) {
+  async claim(entityRef, { minIntervalMs = 0, loadedBy = null, signalId = newSignalId('change') } = {}) {
     this.#counts.claims++;
     const t = this.#now();
-    const statement = sql.claimViewers({ replica: this.#replica, entityRef, t, minIntervalMs, loadedBy });
+    const statement = sql.claimViewers({
+      replica: this.#replica,
+      entityRef,
+      t,
+      minIntervalMs,
+      loadedBy,
+      signalId,
+    });
     const result = await this.#knex.raw(...statement).catch(this.#failed('claim viewers'));
     const all = result.rows ?? result;
     const gated = all.find((row) => row.user_ref === null);
@@ -150,7 +192,7 @@ class ViewerRegistry {
 
   /**
    * Claims asked, viewers claimed, claims that found the gate closed with viewers waiting,
-   * viewers of gone replicas claimed, statements failed.
+   * viewers of gone replicas claimed, viewers whose signal was sent again, statements failed.
    */
   counts() {
     return { ...this.#counts };
@@ -163,7 +205,9 @@ class ViewerRegistry {
   async close() {
     this.#closed = true;
     clearTimeout(this.#timer);
-    const rows = rowsOf(await this.#knex.raw(...sql.claimOwn(this.#replica, this.#now())));
+    const rows = rowsOf(
+      await this.#knex.raw(...sql.claimOwn(this.#replica, this.#now(), newSignalId('replica stopping'))),
+    );
     await this.#knex.raw(...sql.leave(this.#replica));
     return rows;
   }
@@ -182,7 +226,10 @@ class ViewerRegistry {
     };
   }
 
-  /** Beats, counts the other replicas alive, and claims the armed viewers of the ones gone. */
+  /**
+   * Beats, counts the other replicas alive, claims the armed viewers of the ones gone, and
+   * claims again the viewers whose signal may not have reached them.
+   */
   async #beat() {
     const knex = this.#knex;
     const t = this.#now();
@@ -190,7 +237,14 @@ class ViewerRegistry {
     await knex.raw(...sql.beat(this.#replica, t));
     const [{ n }] = (await knex.raw(...sql.othersAlive(this.#replica, alive))).rows;
     this.#others = n;
-    const rows = rowsOf(await knex.raw(...sql.claimOrphans(t, alive)));
+    const rows = rowsOf(await knex.raw(...sql.claimOrphans(t, alive, newSignalId('replica gone'))));
+    if (this.#unheard) {
+      const unheard = rowsOf(await knex.raw(...sql.claimUnheard(t, this.#resendMs)));
+      if (unheard.length > 0) {
+        this.#counts.resent += unheard.length;
+        this.#unheard(unheard);
+      }
+    }
     await knex.raw(...sql.dropExpired(t));
     await knex.raw(...sql.dropGone(t - 30 * this.#heartbeatMs));
     await knex.raw(...sql.dropGates());
@@ -213,4 +267,4 @@ class ViewerRegistry {
   }
 }
 
-module.exports = { createViewerRegistry, HEARTBEAT_MS };
+module.exports = { createViewerRegistry, HEARTBEAT_MS, RESEND_MS };

@@ -10,7 +10,8 @@
 // the replicas) viewing 2 entities, each loaded once through every replica (every user known to
 // every replica). Then `rate` pod changes a second for `seconds` (each an annotation counting
 // up, on the entities in turn); every signal makes its user reload that entity, as a tab does (one
-// reload out per user and entity, one more queued behind it). Measured per change and viewer:
+// reload out per user and entity, one more queued behind it; a signal whose id it has seen is
+// dropped, as the frontend does). Measured per change and viewer:
 // change → signal (the first signal on the entity's channel after the change) and change →
 // answer (the first reload whose answer shows the change or a later one); a change no answer of a
 // viewer showed within 10 s of the end is lost. Also: bus rows a second (the events backend's
@@ -18,6 +19,7 @@
 // Everything on this machine; loopback only; every child ends with this process.
 
 const fs = require('node:fs');
+const os = require('node:os');
 const knexFactory = require('knex');
 const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
@@ -25,7 +27,8 @@ const { createSimulator } = require('../sim');
 const { TOKEN, pod } = require('../__test__/live-helpers');
 const { startReplicas } = require('../__test__/replica-helpers');
 const { failRun } = require('./children');
-const { entityOf, fmt, threadCpu, rssBytes, quantile, median } = require('./backstage-common');
+const { entityOf, fmt, threadCpu, processCpu, rssBytes, quantile, median } = require('./backstage-common');
+const { machineBusySeconds } = require('./measure');
 
 const log = (...a) => console.error(...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -95,11 +98,13 @@ async function measure(count, { users, entities, rate, seconds }) {
           answers: [],
           out: null,
           again: false,
+          seen: new Set(),
         });
     }
     const byUserEntity = new Map(viewers.map((v) => [`${v.user}\n${v.name}`, v]));
     let reloads = 0;
     let failures = 0;
+    let duplicates = 0;
     const load = async (v) => {
       const res = await fetch(`${balancer.url}/api/kubernetes/services/${v.name}`, {
         method: 'POST',
@@ -137,6 +142,15 @@ async function measure(count, { users, entities, rate, seconds }) {
         const name = channel?.slice(channel.lastIndexOf('/') + 1);
         const v = byUserEntity.get(`${sockets.indexOf(ws)}\n${name}`);
         if (!v) return;
+        // As the frontend: an id seen already is the same signal again (sent again by a replica
+        // that could not know it arrived), nothing new.
+        if (typeof message?.id === 'string') {
+          if (v.seen.has(message.id)) {
+            duplicates++;
+            return;
+          }
+          v.seen.add(message.id);
+        }
         v.signals.push(at);
         v.sentAt.push(message?.at ?? at);
         reload(v);
@@ -149,10 +163,14 @@ async function measure(count, { users, entities, rate, seconds }) {
     log(`  ${count} replica(s): ${users} users, ${viewers.length} viewers loaded; settling`);
     await sleep(3000);
     for (const v of viewers) v.signals.length = v.sentAt.length = 0;
+    const duplicates0 = duplicates;
 
     const rows0 = Number((await db('event_bus_events').max('id as id'))[0].id ?? 0);
     const pids = replicas.map((r) => r.pid);
     const cpu0 = pids.map((pid) => threadCpu(pid));
+    const processCpu0 = pids.map((pid) => processCpu(pid));
+    const busy0 = machineBusySeconds();
+    const benchCpu0 = process.cpuUsage();
     const reloads0 = reloads;
     const changes = [];
     const started = Date.now();
@@ -169,6 +187,9 @@ async function measure(count, { users, entities, rate, seconds }) {
     }
     const elapsed = (Date.now() - started) / 1000;
     const cpu1 = pids.map((pid) => threadCpu(pid));
+    const processCpu1 = pids.map((pid) => processCpu(pid));
+    const busy = machineBusySeconds() - busy0;
+    const benchCpu = process.cpuUsage(benchCpu0);
     const rss = pids.map((pid) => rssBytes(pid));
     const reloadsDuring = reloads - reloads0;
     // The last changes' signals and reloads.
@@ -198,7 +219,20 @@ async function measure(count, { users, entities, rate, seconds }) {
         }
         const answer = v.answers.find((a) => a.at >= c.at && a.seq >= c.seq);
         if (answer) toAnswer.push(answer.at - c.at);
-        else lost++;
+        else if (++lost <= 10) {
+          // Which, so that a loss can be followed into the replicas' logs.
+          const last = v.answers.at(-1);
+          log(
+            `  lost: user ${v.user}, ${c.name}, change ${c.seq} at +${c.at - started} ms; its last answer ` +
+              `showed ${last?.seq} at +${(last?.at ?? started) - started} ms; signals after the change: ` +
+              `${
+                v.signals
+                  .filter((at) => at >= c.at)
+                  .map((at) => `+${at - started}`)
+                  .join(', ') || 'none'
+              }`,
+          );
+        }
       }
     }
     const signals = viewers.reduce((n, v) => n + v.signals.length, 0);
@@ -228,9 +262,13 @@ async function measure(count, { users, entities, rate, seconds }) {
       busBoundPerSecond: (changed * 1000) / MIN_INTERVAL_MS,
       changeWindowsPerSecond: windows.size / elapsed,
       signalsPerSecond: signals / elapsed,
+      duplicates: duplicates - duplicates0,
       reloadsPerSecond: reloadsDuring / elapsed,
       failures,
       mainCpuPerMinute: median(cpu1.map((c, i) => ((c - cpu0[i]) * 60) / elapsed)),
+      replicasCores: processCpu1.reduce((n, c, i) => n + c - processCpu0[i], 0) / elapsed,
+      benchCores: (benchCpu.user + benchCpu.system) / 1e6 / elapsed,
+      machineCores: busy / elapsed,
       rssMiB: median(rss) / 1048576,
     };
   } finally {
@@ -264,10 +302,14 @@ const ROWS = [
   ['entities changed ÷ minInterval (250 ms), per second', 'busBoundPerSecond', 1, 'the bound'],
   ['minIntervals in which an entity changed, per second', 'changeWindowsPerSecond', 1, ''],
   ['signals received per second', 'signalsPerSecond', 1, ''],
+  ['signals dropped as seen (an id received before)', 'duplicates', 0, 'sent again by a replica'],
   ['reloads per second', 'reloadsPerSecond', 1, ''],
   ['reloads failed', 'failures', 0, ''],
   ['main-thread CPU per replica (s/min), median', 'mainCpuPerMinute', 2, ''],
   ['RSS per replica (MiB), median', 'rssMiB', 0, ''],
+  ['CPU cores busy: all replicas (processes)', 'replicasCores', 2, ''],
+  ['CPU cores busy: this bench (clients, simulator)', 'benchCores', 2, ''],
+  ['CPU cores busy: the whole machine', 'machineCores', 2, `of ${os.cpus().length}`],
 ];
 
 async function main(argv) {

@@ -38,7 +38,10 @@
 // report splits the requests by kind, gives the access reviews per viewer, type and cluster per
 // 10 s (goal ≤ 1), and the requests of a load within the TTL: after the viewers stop, each
 // viewer in turn loads one tab and at once another, and the clusters count what the second cost
-// (goal 0).
+// (goal 0). The viewers' loads are measured after two unmeasured periods of the same pacing
+// (20 s): the warm-up stamps every decision at once, so some loads there come after a pause
+// longer than the TTL and wait one access review; those periods are reported apart as "first
+// loads after a pause" (a viewer who returns after the TTL pays that once).
 // Loopback only; every child dies with this process. Progress on stderr, the report on stdout.
 
 const fs = require('node:fs');
@@ -132,21 +135,36 @@ async function measure(clusters, info, variant) {
   for (let i = 0; i < ENTITIES; i += VIEWERS) {
     await Promise.all(Array.from({ length: VIEWERS }, (_, v) => load(port, i + v, as(v))));
   }
-  await clusters.request({ cmd: 'requests' });
-  if (PROFILE) await backend.request({ cmd: 'profile-start' });
-  const cpu0 = { main: threadCpu(pid), all: processCpu(pid) };
+  // Per-viewer variants: two unmeasured periods of the same pacing first, so that what is
+  // measured is the steady state. The warm-up stamps every decision at once; a viewer whose next
+  // load comes within half the TTL renews nothing, and its load after that finds the decisions
+  // expired and waits one access review: the cost of a viewer's first load after a pause longer
+  // than the TTL, reported apart ("first loads after a pause").
+  const settleMs = viewerMode ? 2 * PERIOD_MS : 0;
+  const measureFrom = Date.now() + settleMs;
+  const deadline = measureFrom + SECONDS * 1000;
+  let cpu0;
+  const measuring = new Promise((resolve) =>
+    setTimeout(async () => {
+      cpu0 = { main: threadCpu(pid), all: processCpu(pid) };
+      await clusters.request({ cmd: 'requests' });
+      if (PROFILE) await backend.request({ cmd: 'profile-start' });
+      resolve();
+    }, settleMs),
+  );
   const latencies = [];
-  const deadline = Date.now() + SECONDS * 1000;
+  const settling = [];
   let next = 0;
   const viewer = async (v) => {
     await new Promise((r) => setTimeout(r, (v * PERIOD_MS) / VIEWERS));
     while (Date.now() < deadline) {
       const tick = Date.now();
-      latencies.push((await load(port, next++ * 7 + v, as(v))).ms);
+      const { ms } = await load(port, next++ * 7 + v, as(v));
+      (tick < measureFrom ? settling : latencies).push(ms);
       await new Promise((r) => setTimeout(r, Math.max(0, PERIOD_MS - (Date.now() - tick))));
     }
   };
-  await Promise.all(Array.from({ length: VIEWERS }, (_, v) => viewer(v)));
+  await Promise.all([measuring, ...Array.from({ length: VIEWERS }, (_, v) => viewer(v))]);
   const cpu1 = { main: threadCpu(pid), all: processCpu(pid) };
   if (PROFILE) {
     const file = path.join(PROFILE, `${variant}-${process.pid}-${Date.now()}.cpuprofile`);
@@ -211,6 +229,14 @@ async function measure(clusters, info, variant) {
     mainCpuUsPerChange: churnNs / 1e3 / changes,
     visibleMs: visible.length ? median(visible) : NaN,
     ...(viewerMode && {
+      pauseP50: quantile(
+        [...settling].sort((a, b) => a - b),
+        0.5,
+      ),
+      pauseP99: quantile(
+        [...settling].sort((a, b) => a - b),
+        0.99,
+      ),
       listsPerLoad: byKind.list / loads,
       accessReviewsPerLoad: byKind.accessReview / loads,
       otherRequestsPerLoad: (requests - byKind.list - byKind.accessReview) / loads,
@@ -287,6 +313,8 @@ function reportViewers(runs, info) {
     ['API requests per load within the TTL', 'withinTtlRequestsPerLoad', 2, 'goal 0; 20 loads, sequential'],
     ['… of which SelfSubjectAccessReviews', 'withinTtlAccessReviewsPerLoad', 2, ''],
     ...costRows({ p99: 'goal ≤ 1.2× floor', mainCpu: 'goal ≤ 1.2× floor' }),
+    ['first loads after a pause: p50 (ms)', 'pauseP50', 1, 'the unmeasured first 20 s'],
+    ['first loads after a pause: p99 (ms)', 'pauseP99', 1, 'one access review each'],
   ];
   const lines = [
     `## Backstage Kubernetes tab, viewers' own credentials (oidc + serviceAccountToken)`,

@@ -36,13 +36,7 @@ const CLIENTS = (opt('clients') ?? 'native,clientnode').split(',');
 const log = (...a) => console.error(...a);
 
 const { track, failRun, child } = require('./children');
-
-/** Seconds of CPU the whole machine has been busy since boot (/proc/stat, all but idle/iowait). */
-function machineBusySeconds() {
-  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, , , irq, softirq, steal] = f;
-  return (user + nice + system + irq + softirq + steal) / 100;
-}
+const { machineBusySeconds } = require('./measure');
 
 const startServer = () => child('informer-server.js', [String(COUNT)], { startMs: 120_000 });
 

@@ -7,6 +7,13 @@ const { performance, monitorEventLoopDelay } = require('node:perf_hooks');
 
 const MiB = 1024 * 1024;
 
+/** Seconds of CPU the whole machine has been busy since boot (/proc/stat, all but idle/iowait). */
+function machineBusySeconds() {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = f;
+  return (user + nice + system + irq + softirq + steal) / 100; // USER_HZ
+}
+
 const nap = new Int32Array(new SharedArrayBuffer(4));
 
 /**
@@ -129,6 +136,7 @@ function resetPeakRss() {
 
 module.exports = {
   MiB,
+  machineBusySeconds,
   mainThreadCpuNs,
   emptyWakeUpUs,
   statusBytes,

@@ -84,6 +84,7 @@ const SLOW_ABORT_ABOVE = 1 * GiB;
 
 // bench/children.js kills them on exit and on SIGINT, SIGTERM and SIGHUP; here also on a crash.
 const { track, killAll, failRun } = require('./children');
+const { machineBusySeconds } = require('./measure');
 process.on('uncaughtException', failRun);
 process.on('unhandledRejection', failRun);
 
@@ -108,13 +109,6 @@ const request = (msg) => server.request(msg);
 
 let shuttingDown = false;
 
-const TICK = 100; // USER_HZ on Linux
-/** Seconds of CPU the whole machine has been busy since boot (/proc/stat, all but idle/iowait). */
-function machineBusySeconds() {
-  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, , , irq, softirq, steal] = f;
-  return (user + nice + system + irq + softirq + steal) / TICK;
-}
 let jobCounter = 0;
 
 /** Runs one worker for `task` against a fresh server job; resolves with its result. */
