@@ -21,6 +21,7 @@ function scriptedEntry() {
   };
   const entry = {
     key: 'pods@sim',
+    description: { cluster: 'sim', group: '', apiVersion: 'v1', plural: 'pods', labelSelector: 'app' },
     informer,
     state: () => informer.state(),
     watched: new Map(),

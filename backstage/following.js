@@ -17,6 +17,32 @@
 // does so before its answers are read (prepare()), so that no answer is older than what its key
 // is compared as.
 
+const crypto = require('node:crypto');
+
+/**
+ * A watch key as every replica names it: what the informer lists (cluster, type, its own
+ * namespace and selector) and what the load selects of it, without this process's identity
+ * key (a keyed hash no other replica can make). The shared registry claims viewers by it:
+ * a viewer's row names only the keys of its own followed answer, which its access allowed.
+ */
+function sharedKeyOf(
+  { cluster, group, apiVersion, plural, namespace, labelSelector },
+  loadNamespace,
+  selector,
+) {
+  const what = [
+    cluster,
+    group,
+    apiVersion,
+    plural,
+    namespace ?? '',
+    labelSelector,
+    loadNamespace ?? '',
+    selector,
+  ];
+  return crypto.createHash('sha256').update(JSON.stringify(what)).digest('base64url').slice(0, 22);
+}
+
 /**
  * An informer with live viewers is looked at again at most this often: a busy type's changes
  * cost its answers' comparison a few times a second, not once per change.
@@ -58,11 +84,17 @@ class Following {
       const key = `${entry.key}\0${namespace ?? ''}\0${selector}`;
       // Only this key: the others' viewers are not touched by this load, and the check that
       // the change scheduled compares them.
-      if (entry.watched.has(key)) {
+      const watched = entry.watched.get(key);
+      if (watched) {
         if (this.#tag(entry) !== entry.tag) this.#checkKey(entry, key);
-        return { key, watched: null };
+        return { key, shared: watched.shared, watched: null };
       }
-      return { key, watched: { namespace, selector, last: this.#fingerprint(entry, namespace, selector) } };
+      const shared = sharedKeyOf(entry.description, namespace, selector);
+      return {
+        key,
+        shared,
+        watched: { namespace, selector, shared, last: this.#fingerprint(entry, namespace, selector) },
+      };
     });
   }
 
@@ -72,6 +104,7 @@ class Following {
    */
   viewed(viewer, entries, prepared, { cluster }) {
     const keys = [];
+    const sharedKeys = [];
     entries.forEach((entry, i) => {
       const ready = prepared[i];
       if (!entry || !ready || this.#entries.get(entry.key) !== entry) return;
@@ -82,9 +115,10 @@ class Following {
       }
       this.#follow(entry);
       keys.push(ready.key);
+      sharedKeys.push(ready.shared);
     });
     if (keys.length === 0) return false;
-    return this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys, { cluster });
+    return this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys, { cluster, sharedKeys });
   }
 
   /** Something outside the informer changed whether its cache is served (its credential). */
@@ -192,4 +226,4 @@ class Following {
   }
 }
 
-module.exports = { Following, LIVE_CHECK_MS };
+module.exports = { Following, LIVE_CHECK_MS, sharedKeyOf };

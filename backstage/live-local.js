@@ -4,8 +4,8 @@
 // after a quiet spell, then at most one per `minIntervalMs`, a trailing one carrying the changes
 // seen meanwhile. A failed publish re-arms its viewer, so the next change tries again.
 
-const { changeId } = require('./live-shared');
-const { idOf } = require('./live-viewers');
+const { claimId } = require('./live-shared');
+const { idOf, clustersOf } = require('./live-viewers');
 
 class LocalSignals {
   #viewers;
@@ -30,7 +30,7 @@ class LocalSignals {
     for (const id of [...ids]) {
       const viewer = this.#viewers.get(id);
       if (!viewer.armed) continue; // signalled already: its reload arms it again
-      this.#signal(id, viewer, [viewer.keys.get(watchKey)], t, change);
+      this.#signal(id, viewer, [viewer.keys.get(watchKey).cluster], t, change);
     }
   }
 
@@ -39,7 +39,7 @@ class LocalSignals {
     if (!viewer.armed) return;
     this.#send(
       Object.assign(viewer, {
-        pending: new Set(viewer.keys.values()),
+        pending: new Set(clustersOf(viewer)),
         changes: new Set([`evicted ${t}`]),
       }),
     );
@@ -48,9 +48,10 @@ class LocalSignals {
   #send(viewer) {
     const { signals, logger, now, channelOf } = this.#options;
     const clusters = [...viewer.pending].sort();
-    // The change's identity: what the viewer's answer became, which every replica that saw the
-    // same change computes alike, so the frontend drops a second signal of it.
-    const id = changeId(viewer.changes);
+    // The change's identity (what the viewer's answer became), made unique to this publish:
+    // a cache that turns back to an earlier state at one resourceVersion repeats a change's
+    // identity, and the frontend, which drops an id it has seen, must still hear it.
+    const id = claimId(viewer.changes);
     viewer.pending = null;
     viewer.changes = new Set();
     viewer.armed = false;

@@ -81,8 +81,9 @@ class LiveObjectsProvider {
     return liveRequestContext.run(context, async () => {
       const answer = await call();
       // With replicas, the viewer's row is written before the answer leaves: a change after
-      // this answer then finds it armed on whichever replica sees the change first.
-      await this.#live?.settled();
+      // this answer then finds it armed on whichever replica sees the change first. Its own
+      // row only, and within a bound: past it the answer is not live (polled).
+      await this.#live?.answered(context);
       return answer;
     });
   }

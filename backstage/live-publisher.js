@@ -7,7 +7,7 @@
 
 const { createSharedSignals } = require('./live-shared');
 const { LocalSignals } = require('./live-local');
-const { Viewers, idOf, newViewer } = require('./live-viewers');
+const { Viewers, idOf, newViewer, clustersOf } = require('./live-viewers');
 const { liveRequestContext } = require('./live-context');
 
 class LivePublisher {
@@ -32,7 +32,22 @@ class LivePublisher {
     this.#options = options;
     const writesOf = (entityRef) =>
       [...this.#writes].filter(([, of]) => of === entityRef).map(([done]) => done);
-    this.#shared = options.registry && options.share && createSharedSignals({ ...options, writesOf });
+    // The viewers answered here of an entity whose answers depend on one of `keys` (as every
+    // replica names them; null: any), as the registry's rows: told to load again when a claim
+    // of them fails.
+    const viewersOf = (entityRef, keys) => {
+      const rows = [];
+      for (const viewer of this.#viewers.values()) {
+        if (viewer.entityRef !== entityRef) continue;
+        const clusters = [...viewer.keys.values()]
+          .filter(({ shared }) => keys === null || keys.has(shared))
+          .map(({ cluster }) => cluster);
+        if (clusters.length > 0) rows.push({ userEntityRef: viewer.userEntityRef, entityRef, clusters });
+      }
+      return rows;
+    };
+    this.#shared =
+      options.registry && options.share && createSharedSignals({ ...options, writesOf, viewersOf });
     this.#local = this.#shared ? null : new LocalSignals(this.#viewers, options, this.#counts);
   }
 
@@ -43,9 +58,10 @@ class LivePublisher {
    * @param {string} userEntityRef
    * @param {string} entityRef
    * @param {string[]} watchKeys
-   * @param {{ cluster?: string }} [answered]
+   * @param {{ cluster?: string, sharedKeys?: string[] }} [answered] `sharedKeys`: the same
+   *   keys as every replica names them (./following.js), for the shared registry's claims
    */
-  viewed(userEntityRef, entityRef, watchKeys, { cluster = '' } = {}) {
+  viewed(userEntityRef, entityRef, watchKeys, { cluster = '', sharedKeys = watchKeys } = {}) {
     if (this.#closed) return false;
     if (typeof userEntityRef !== 'string' || typeof entityRef !== 'string' || !Array.isArray(watchKeys)) {
       throw new TypeError('viewed(userEntityRef: string, entityRef: string, watchKeys: string[])');
@@ -60,7 +76,7 @@ class LivePublisher {
     }
     viewer.expiresAt = t + this.#options.viewerTtlMs;
     viewer.armed = true;
-    this.#viewers.loaded(id, viewer, watchKeys, cluster);
+    this.#viewers.loaded(id, viewer, watchKeys, cluster, sharedKeys);
     this.#viewers.sweep(t);
     if (!this.#viewers.has(id)) return false;
     if (this.#shared) this.#share(viewer);
@@ -70,6 +86,26 @@ class LivePublisher {
   /** Resolves when the shared registry holds every load registered so far (at once without one). */
   async settled() {
     await Promise.all(this.#writes.keys());
+  }
+
+  /**
+   * Resolves when the shared registry holds the loads registered in this request's `context`
+   * (./live-context.js), or after `registryWaitMs`, whichever comes first: a load waits for its
+   * own row and nobody else's, and never longer than the bound. A row not written by then (the
+   * database slow, stalled or failing) leaves the answer not live: the frontend polls it.
+   */
+  async answered(context) {
+    const own = context?.writes;
+    if (!own || own.length === 0) return;
+    let timer;
+    const late = new Promise((resolve) => {
+      timer = this.#options.setTimer(() => resolve(true), this.#options.registryWaitMs);
+    });
+    const slow = await Promise.race([Promise.all(own).then(() => false), late]);
+    timer();
+    if (!slow) return;
+    context.notLive = true;
+    this.#counts.slowWrites = (this.#counts.slowWrites ?? 0) + 1;
   }
 
   /** Viewers of a replica that is gone, claimed here: each must load again. */
@@ -98,9 +134,14 @@ class LivePublisher {
     const ids = this.#viewers.ofKey(watchKey);
     if (!ids) return;
     if (this.#shared) {
-      // Armed or not here: the registry knows which loads, on any replica, wait for a signal.
-      const entities = new Set([...ids].map((id) => this.#viewers.get(id).entityRef));
-      for (const entityRef of entities) this.#shared.entityChanged(entityRef, change);
+      // Armed or not here: the registry knows which loads, on any replica, wait for a signal,
+      // and claims those whose answers depend on this key as every replica names it.
+      const entities = new Map();
+      for (const id of ids) {
+        const viewer = this.#viewers.get(id);
+        entities.set(viewer.entityRef, viewer.keys.get(watchKey).shared);
+      }
+      for (const [entityRef, sharedKey] of entities) this.#shared.entityChanged(entityRef, change, sharedKey);
       return;
     }
     this.#local.changed(ids, watchKey, t, change);
@@ -126,7 +167,11 @@ class LivePublisher {
     return this.#viewers.size;
   }
 
-  /** Signals sent, publishes that failed, viewers evicted for their user's share, and refused. */
+  /**
+   * Signals sent, publishes that failed, viewers evicted for their user's share, and refused;
+   * loads answered not live because their row was late (`slowWrites`); with a shared registry,
+   * claims that failed, were tried again, and the viewers told to load again for them.
+   */
   counts() {
     if (!this.#shared) return { ...this.#counts };
     const bus = this.#shared.counts();
@@ -136,6 +181,9 @@ class LivePublisher {
       failed: bus.failed,
       lost: bus.lost,
       queued: bus.queued,
+      claimsFailed: bus.claimsFailed,
+      claimsRetried: bus.claimsRetried,
+      toldToPoll: bus.toldToPoll,
     };
   }
 
@@ -169,16 +217,18 @@ class LivePublisher {
   #share(viewer) {
     // Not in the registry, no replica would claim it: its answer is polled, not trusted.
     const context = liveRequestContext.getStore();
-    const clusters = [...new Set(viewer.keys.values())];
+    const watchKeys = Object.fromEntries(
+      [...viewer.keys.values()].map(({ shared, cluster }) => [shared, cluster]),
+    );
     const { userEntityRef, entityRef, expiresAt } = viewer;
-    const write = this.#options.registry.loaded(userEntityRef, entityRef, clusters, expiresAt);
-    this.#track(
-      write.catch((error) => {
+    const write = this.#options.registry
+      .loaded(userEntityRef, entityRef, watchKeys, expiresAt)
+      .catch((error) => {
         if (context) context.notLive = true;
         throw error;
-      }),
-      entityRef,
-    );
+      });
+    this.#track(write, entityRef);
+    if (context) (context.writes ??= []).push(write.catch(() => {}));
   }
 
   #track(write, entityRef) {
@@ -196,7 +246,7 @@ class LivePublisher {
       const viewer = this.#viewers.get(oldest);
       this.#counts.evicted++;
       if (this.#shared) {
-        const clusters = [...new Set(viewer.keys.values())];
+        const clusters = clustersOf(viewer);
         this.#shared.pollNow([{ userEntityRef, entityRef: viewer.entityRef, clusters }], 'evicted');
         this.#track(this.#options.registry.forget(userEntityRef, viewer.entityRef));
       } else {

@@ -12,6 +12,13 @@ const { Outbox } = require('./live-outbox');
 
 /** Entities' coalescing states kept before the ones past their interval are dropped. */
 const PRUNE_AT = 1024;
+/**
+ * A claim that fails (the database refused it or did not answer in time) is tried again this
+ * many times, after 1, 2, 4 s; its entity's viewers answered here are told to load again at once
+ * (their next answer is live again only once the registry takes their row).
+ */
+const CLAIM_RETRIES = 3;
+const CLAIM_RETRY_MS = 1000;
 
 /** A change's identity: the same on every replica that saw the same changes. */
 function changeId(changes) {
@@ -58,11 +65,19 @@ function warnerOnce(logger) {
 }
 
 /**
- * An entity's coalescing state: when it last claimed, the changes and the loads' writes a
- * claim due is to wait for, that claim's timer, and the bound of a claim at a gate's end.
+ * An entity's coalescing state: when it last claimed, the changes, the watch keys they were seen
+ * under (null: any) and the loads' writes a claim due is to wait for, that claim's timer, and
+ * the bound of a claim at a gate's end.
  */
 function newState() {
-  return { lastSentAt: -Infinity, changes: new Set(), before: [], cancel: null, loadedBy: null };
+  return {
+    lastSentAt: -Infinity,
+    changes: new Set(),
+    keys: new Set(),
+    before: [],
+    cancel: null,
+    loadedBy: null,
+  };
 }
 
 /**
@@ -76,12 +91,15 @@ function newState() {
  * @param {(fn: () => void, ms: number) => () => void} options.setTimer
  * @param {(entityRef: string) => Promise<unknown>[]} [options.writesOf] this replica's writes of
  *   the entity's loads still on their way: a claim waits for them
+ * @param {(entityRef: string, keys: Set<string> | null) => object[]} [options.viewersOf] the
+ *   viewers whose loads this replica answered, of the entity and depending on one of the keys
+ *   (null: any), as registry rows: told to load again when a claim fails
  */
 function createSharedSignals(options) {
   const shared = new SharedSignals(options);
   // A plain object whose methods need no `this`, as the publisher's (./live.js).
   return {
-    entityChanged: (entityRef, change) => shared.entityChanged(entityRef, change),
+    entityChanged: (entityRef, change, watchKey) => shared.entityChanged(entityRef, change, watchKey),
     pollNow: (rows, reason) => shared.pollNow(rows, reason),
     resend: (rows) => shared.resend(rows),
     counts: () => shared.counts(),
@@ -95,24 +113,40 @@ class SharedSignals {
   #now;
   #setTimer;
   #writesOf;
+  #viewersOf;
   #warnOnce;
   #outbox;
+  #counts = { claimsFailed: 0, claimsRetried: 0, toldToPoll: 0 };
   /** entityRef → its coalescing state (newState()) */
   #entities = new Map();
   #closed = false;
 
-  constructor({ registry, signals, channelOf, logger, minIntervalMs, now, setTimer, writesOf = () => [] }) {
+  constructor({
+    registry,
+    signals,
+    channelOf,
+    logger,
+    minIntervalMs,
+    now,
+    setTimer,
+    writesOf = () => [],
+    viewersOf = () => [],
+  }) {
     this.#registry = registry;
     this.#minIntervalMs = minIntervalMs;
     this.#now = now;
     this.#setTimer = setTimer;
     this.#writesOf = writesOf;
+    this.#viewersOf = viewersOf;
     this.#warnOnce = warnerOnce(logger);
     this.#outbox = new Outbox({ signals, channelOf, now, setTimer, warnOnce: this.#warnOnce });
   }
 
-  /** Something the entity's answers depend on changed: claim and signal, coalesced per entity. */
-  entityChanged(entityRef, change) {
+  /**
+   * Something the entity's answers depend on changed, under `watchKey` as every replica names it
+   * (undefined: whatever they depend on): claim and signal, coalesced per entity.
+   */
+  entityChanged(entityRef, change, watchKey) {
     if (this.#closed) return;
     let state = this.#entities.get(entityRef);
     if (!state && this.#entities.size >= PRUNE_AT) this.#prune();
@@ -121,6 +155,8 @@ class SharedSignals {
       this.#entities.set(entityRef, state);
     }
     state.changes.add(change ?? `${this.#now()}`);
+    if (watchKey === undefined || state.keys === null) state.keys = null;
+    else state.keys.add(watchKey);
     state.loadedBy = null; // the loads answered here before this change must be claimed too
     // The loads answered here before this change was seen, whose rows are still on their way:
     // the claim waits for them. Not the ones answered after it (their answers show it).
@@ -148,7 +184,7 @@ class SharedSignals {
   }
 
   counts() {
-    return this.#outbox.counts();
+    return { ...this.#outbox.counts(), ...this.#counts };
   }
 
   /**
@@ -176,11 +212,12 @@ class SharedSignals {
    * Viewers behind the entity's gate (another replica claimed within the interval) are claimed
    * when it opens, with the changes seen meanwhile.
    */
-  async #claimAndSignal(entityRef, changes, before = [], loadedBy = null) {
+  async #claimAndSignal(entityRef, changes, keys, before = [], loadedBy = null, attempt = 0) {
     let rows;
     let waitMs;
     let armedAt;
     const signalId = claimId(changes);
+    const watchKeys = keys === null ? null : [...keys];
     try {
       // A load answered here before these changes were seen, whose row is still on its way, is
       // claimed too. With none on its way the claim leaves at once, ahead of the row of a load
@@ -188,25 +225,57 @@ class SharedSignals {
       if (before.length > 0) await Promise.all(before);
       const minIntervalMs = this.#minIntervalMs;
       ({ rows, waitMs, armedAt } = await this.#registry.claim(entityRef, {
+        watchKeys,
         minIntervalMs,
         loadedBy,
         signalId,
       }));
     } catch {
-      return; // counted and logged by the registry; the viewers stay armed for the next change
+      // Logged by the registry. Never dropped: the viewers answered here are told now, and the
+      // claim is tried again for the rows of loads answered elsewhere.
+      this.#claimFailed(entityRef, changes, keys, loadedBy, attempt);
+      return;
     }
-    if (waitMs !== null && !this.#closed) this.#gated(entityRef, changes, waitMs, armedAt);
+    if (waitMs !== null && !this.#closed) this.#gated(entityRef, changes, keys, waitMs, armedAt);
     // A claim's rows are all of its entity.
     for (const { clusters, users } of byClusters(rows))
       this.#outbox.enqueue(entityRef, users, clusters, signalId);
     return rows.length;
   }
 
+  /**
+   * A claim failed: counted; on its first failure the entity's viewers answered here (of these
+   * keys) are told to load again, and the claim is tried again, CLAIM_RETRIES times.
+   */
+  #claimFailed(entityRef, changes, keys, loadedBy, attempt) {
+    this.#counts.claimsFailed++;
+    if (this.#closed) return;
+    if (attempt === 0) {
+      const rows = this.#viewersOf(entityRef, keys);
+      this.#counts.toldToPoll += rows.length;
+      if (rows.length > 0) this.pollNow(rows, `registry failed ${this.#now()}`);
+    }
+    if (attempt >= CLAIM_RETRIES) {
+      this.#warnOnce(
+        'claim',
+        `a claim of the live tab's viewers failed ${attempt + 1} times; the viewers answered on this replica were told to load again`,
+      );
+      return;
+    }
+    this.#counts.claimsRetried++;
+    this.#setTimer(
+      () => void this.#claimAndSignal(entityRef, changes, keys, [], loadedBy, attempt + 1),
+      CLAIM_RETRY_MS * 2 ** attempt,
+    );
+  }
+
   /** Viewers wait behind the entity's gate: claim them when it opens, with these changes. */
-  #gated(entityRef, changes, waitMs, armedAt) {
+  #gated(entityRef, changes, keys, waitMs, armedAt) {
     const state = this.#entities.get(entityRef) ?? newState();
     this.#entities.set(entityRef, state);
     for (const change of changes) state.changes.add(change);
+    if (keys === null || state.keys === null) state.keys = null;
+    else for (const key of keys) state.keys.add(key);
     // At the gate's end, only the loads recorded by now: one answered here since saw these
     // changes. Unless a change seen since is already due (it claims every armed load).
     if (!state.cancel) {
@@ -226,14 +295,15 @@ class SharedSignals {
   #flush(entityRef) {
     const state = this.#entities.get(entityRef);
     if (!state) return;
-    const { changes, before, loadedBy } = state;
+    const { changes, keys, before, loadedBy } = state;
     state.cancel = null;
     state.changes = new Set();
+    state.keys = new Set();
     state.before = [];
     state.loadedBy = null;
     state.lastSentAt = this.#now();
-    void this.#claimAndSignal(entityRef, changes, before, loadedBy);
+    void this.#claimAndSignal(entityRef, changes, keys, before, loadedBy);
   }
 }
 
-module.exports = { createSharedSignals, changeId };
+module.exports = { createSharedSignals, claimId };

@@ -29,9 +29,11 @@ class Viewers {
   /**
    * One (user, entity) pair, in order of its last load (a Map keeps insertion order, and a load
    * moves its viewer to the end), so the oldest and the expired are always at the front.
-   * `keys`: watch key → the cluster's name as the viewer's answer names it. `armed`: answered
-   * since its last signal.
-   * @type {Map<string, { userEntityRef: string, entityRef: string, keys: Map<string, string>,
+   * `keys`: watch key → the cluster's name as the viewer's answer names it, and the key as every
+   * replica names it (`shared`: without this process's own identity keys, see ./following.js).
+   * `armed`: answered since its last signal.
+   * @type {Map<string, { userEntityRef: string, entityRef: string,
+   *   keys: Map<string, { cluster: string, shared: string }>,
    *   expiresAt: number, lastSentAt: number, armed: boolean, pending: Set<string> | null,
    *   changes: Set<string>, cancel: (() => void) | null }>}
    */
@@ -53,6 +55,11 @@ class Viewers {
     return this.#viewers.has(id);
   }
 
+  /** Every viewer, oldest load first. */
+  values() {
+    return this.#viewers.values();
+  }
+
   /** The ids of this user's viewers, oldest first, if the user has any. */
   ofUser(userEntityRef) {
     return this.#byUser.get(userEntityRef);
@@ -64,28 +71,29 @@ class Viewers {
   }
 
   /**
-   * `viewer` was answered a load from these watch keys of the cluster its user knows as
-   * `cluster`: it goes to the end of the order, and its keys add up to its earlier ones (the
-   * newest at the end, the oldest dropped past MAX_KEYS_PER_VIEWER).
+   * `viewer` was answered a load from these watch keys (`sharedKeys`: the same keys as every
+   * replica names them) of the cluster its user knows as `cluster`: it goes to the end of the
+   * order, and its keys add up to its earlier ones (the newest at the end, the oldest dropped
+   * past MAX_KEYS_PER_VIEWER).
    */
-  loaded(id, viewer, watchKeys, cluster) {
+  loaded(id, viewer, watchKeys, cluster, sharedKeys = watchKeys) {
     this.#viewers.delete(id); // re-inserted: the newest load goes to the end
     this.#byUser.get(viewer.userEntityRef)?.delete(id);
     this.#viewers.set(id, viewer);
     if (!this.#byUser.has(viewer.userEntityRef)) this.#byUser.set(viewer.userEntityRef, new Set());
     this.#byUser.get(viewer.userEntityRef).add(id);
-    for (const key of watchKeys) {
+    watchKeys.forEach((key, i) => {
       if (!viewer.keys.has(key) && viewer.keys.size >= MAX_KEYS_PER_VIEWER) {
         const oldest = viewer.keys.keys().next().value;
         viewer.keys.delete(oldest);
         this.#unlinkKey(id, oldest);
       }
       viewer.keys.delete(key); // re-inserted: the newest at the end
-      viewer.keys.set(key, cluster);
+      viewer.keys.set(key, { cluster, shared: sharedKeys[i] ?? key });
       let ids = this.#byKey.get(key);
       if (!ids) this.#byKey.set(key, (ids = new Set()));
       ids.add(id);
-    }
+    });
   }
 
   /** Forgets a viewer, cancelling its pending signal. */
@@ -120,4 +128,7 @@ class Viewers {
   }
 }
 
-module.exports = { Viewers, idOf, newViewer, MAX_KEYS_PER_VIEWER };
+/** The clusters a viewer's answer names. */
+const clustersOf = (viewer) => [...new Set([...viewer.keys.values()].map((key) => key.cluster))];
+
+module.exports = { Viewers, idOf, newViewer, clustersOf, MAX_KEYS_PER_VIEWER };

@@ -33,6 +33,7 @@ const DEFAULTS = {
   maxViewers: 10_000,
   maxViewersPerUser: 200,
   minIntervalMs: 250,
+  registryWaitMs: 500,
   now: Date.now,
   setTimer: defaultSetTimer,
   registry: null,
@@ -58,6 +59,8 @@ const DEFAULTS = {
  * @param {number} [options.maxViewers] (user, entity) pairs followed at most (10 000)
  * @param {number} [options.maxViewersPerUser] pairs of one user followed at most (200)
  * @param {number} [options.minIntervalMs] at most one signal per (entity, user) per this (250 ms)
+ * @param {number} [options.registryWaitMs] a load waits this long at most for its own row in the
+ *   shared registry (500 ms); past it, its answer is not live
  * @param {() => number} [options.now] the clock, in ms
  * @param {(fn: () => void, ms: number) => () => void} [options.setTimer] schedules `fn`; returns its cancel
  * @param {ReturnType<import('./registry').createViewerRegistry>} [options.registry] the replicas'
@@ -76,7 +79,7 @@ function createLivePublisher(options = {}) {
   if (!settings.signals || typeof settings.signals.publish !== 'function') {
     throw new TypeError('createLivePublisher: options.signals must have a publish() method');
   }
-  for (const name of ['viewerTtlMs', 'maxViewers', 'maxViewersPerUser', 'minIntervalMs']) {
+  for (const name of ['viewerTtlMs', 'maxViewers', 'maxViewersPerUser', 'minIntervalMs', 'registryWaitMs']) {
     const value = settings[name];
     if (!Number.isFinite(value) || value < 0) {
       throw new TypeError(`createLivePublisher: options.${name} must be a finite number >= 0`);
@@ -89,6 +92,7 @@ function createLivePublisher(options = {}) {
     viewed: (userEntityRef, entityRef, watchKeys, answered) =>
       publisher.viewed(userEntityRef, entityRef, watchKeys, answered),
     settled: () => publisher.settled(),
+    answered: (context) => publisher.answered(context),
     orphaned: (rows) => publisher.orphaned(rows),
     unheard: (rows) => publisher.unheard(rows),
     changed: (watchKey, what) => publisher.changed(watchKey, what),

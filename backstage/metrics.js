@@ -49,6 +49,21 @@ const METRICS = [
           ]
         : [],
   },
+  {
+    name: `${PREFIX}registry`,
+    unit: '{event}',
+    description:
+      "The replicas' viewer registry when it fails or is slow (outcome: slow_load, a load answered not live because its row was late | claim_failed | claim_retried | told_to_poll, viewers told to load again for a failed claim)",
+    points: ({ signals }) =>
+      signals
+        ? [
+            [signals.slowWrites ?? 0, { outcome: 'slow_load' }],
+            [signals.claimsFailed ?? 0, { outcome: 'claim_failed' }],
+            [signals.claimsRetried ?? 0, { outcome: 'claim_retried' }],
+            [signals.toldToPoll ?? 0, { outcome: 'told_to_poll' }],
+          ]
+        : [],
+  },
 ];
 
 /**

@@ -4,6 +4,10 @@
 // load, a claim through an entity's gate, a claim sent again, a viewer forgotten, and a replica
 // leaving. Every claim stamps its rows with the signal's id and the database's time, so that a
 // signal the events bus lost can be sent again, with the same id (see claimUnheard()).
+//
+// Time is the database's, never a replica's: a replica is alive, gone or a viewer expired by one
+// clock (DB_NOW), so a replica whose own clock is off neither signals nor drops another's rows.
+// Durations (a viewer's TTL, an interval) are the only numbers a replica passes in.
 
 const REPLICAS = 'kube_watch_live_replicas';
 const VIEWERS = 'kube_watch_live_viewers';
@@ -42,20 +46,24 @@ async function migrate(knex) {
     await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS signal_id text`);
     await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS signalled_at bigint NOT NULL DEFAULT 0`);
     await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS resent_seq bigint NOT NULL DEFAULT 0`);
+    // The watch keys the row's answer depends on, each with the cluster its answer names it by
+    // (NULL: a row of an older version, claimed by any change of its entity).
+    await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS watch_keys jsonb`);
   });
 }
 
-/** The replica is alive at `t`. */
-const beat = (replica, t) => [
-  `INSERT INTO ${REPLICAS} (replica, alive_at) VALUES (?, ?)
-   ON CONFLICT (replica) DO UPDATE SET alive_at = excluded.alive_at`,
-  [replica, t],
+/** The replica is alive now; returns the database's time, `now`, for the replica's clock check. */
+const beat = (replica) => [
+  `INSERT INTO ${REPLICAS} (replica, alive_at) VALUES (?, ${DB_NOW})
+   ON CONFLICT (replica) DO UPDATE SET alive_at = excluded.alive_at
+   RETURNING alive_at AS now`,
+  [replica],
 ];
 
-/** The other replicas that beat after `alive`: one row, `n`. */
-const othersAlive = (replica, alive) => [
-  `SELECT count(*)::int AS n FROM ${REPLICAS} WHERE alive_at > ? AND replica <> ?`,
-  [alive, replica],
+/** The other replicas that beat within `aliveMs`: one row, `n`. */
+const othersAlive = (replica, aliveMs) => [
+  `SELECT count(*)::int AS n FROM ${REPLICAS} WHERE alive_at > ${DB_NOW} - ? AND replica <> ?`,
+  [aliveMs, replica],
 ];
 
 /** What a claim sets: the row is signalled, by the signal `?`, now. */
@@ -64,58 +72,72 @@ const CLAIMED = `signalled_seq = load_seq, signal_id = ?, signalled_at = ${DB_NO
 const RETURNED = 'RETURNING user_ref, entity_ref, clusters, signal_id';
 
 /**
- * Claims the armed viewers, alive at `t`, of the replicas that have not beaten after `alive`,
+ * Claims the armed viewers not expired of the replicas that have not beaten within `aliveMs`,
  * for the signal `signalId`.
  */
-const claimOrphans = (t, alive, signalId) => [
+const claimOrphans = (aliveMs, signalId) => [
   `UPDATE ${VIEWERS} SET ${CLAIMED}
-   WHERE signalled_seq < load_seq AND expires_at > ?
-     AND replica NOT IN (SELECT replica FROM ${REPLICAS} WHERE alive_at > ?)
+   WHERE signalled_seq < load_seq AND expires_at > ${DB_NOW}
+     AND replica NOT IN (SELECT replica FROM ${REPLICAS} WHERE alive_at > ${DB_NOW} - ?)
    ${RETURNED}`,
-  [signalId, t, alive],
+  [signalId, aliveMs],
 ];
 
 /**
- * Claims again, once per claim, the viewers alive at `t` that were signalled at least
+ * Claims again, once per claim, the viewers not expired that were signalled at least
  * `resendMs` ago and have not loaded since: their signal may be one the events bus never
  * delivered (bench/events-bus-gaps.js). Each comes back with its signal's id, sent again as it
  * was: a tab that heard it drops it (the frontend drops an id it has seen), one that did not
  * loads again.
  */
-const claimUnheard = (t, resendMs) => [
+const claimUnheard = (resendMs) => [
   `UPDATE ${VIEWERS} SET resent_seq = signalled_seq
    WHERE signalled_seq = load_seq AND resent_seq < signalled_seq AND signal_id IS NOT NULL
-     AND signalled_at > 0 AND signalled_at <= ${DB_NOW} - ? AND expires_at > ?
+     AND signalled_at > 0 AND signalled_at <= ${DB_NOW} - ? AND expires_at > ${DB_NOW}
    ${RETURNED}`,
-  [resendMs, t],
+  [resendMs],
 ];
 
-/** Drops the viewers expired at `t`. */
-const dropExpired = (t) => [`DELETE FROM ${VIEWERS} WHERE expires_at <= ?`, [t]];
+/** Drops the viewers expired. */
+const dropExpired = () => [`DELETE FROM ${VIEWERS} WHERE expires_at <= ${DB_NOW}`, []];
 
-/** Drops the replicas that have not beaten after `before`. */
-const dropGone = (before) => [`DELETE FROM ${REPLICAS} WHERE alive_at <= ?`, [before]];
+/** Drops the replicas that have not beaten within `goneMs`. */
+const dropGone = (goneMs) => [`DELETE FROM ${REPLICAS} WHERE alive_at <= ${DB_NOW} - ?`, [goneMs]];
 
 /** Drops the entities' gates unused for GATE_KEPT_MS. */
 const dropGates = () => [`DELETE FROM ${ENTITIES} WHERE claimed_at < ${DB_NOW} - ?`, [GATE_KEPT_MS]];
 
-/** A load answered on `replica` arms its viewer until `expiresAt`. */
-const recordLoad = (replica, userEntityRef, entityRef, clusters, expiresAt) => [
+/**
+ * A load answered on `replica`, naming these `clusters`, from these watch keys (`watchKeys`:
+ * key → the cluster the answer names it by; null: any change of the entity claims it) arms its
+ * viewer for `ttlMs`.
+ */
+const recordLoad = (replica, userEntityRef, entityRef, { clusters, watchKeys }, ttlMs) => [
   `INSERT INTO ${VIEWERS} AS v
-     (entity_ref, user_ref, replica, clusters, load_seq, signalled_seq, expires_at, loaded_at)
-   VALUES (?, ?, ?, ?, 1, 0, ?, ${DB_NOW})
+     (entity_ref, user_ref, replica, clusters, watch_keys, load_seq, signalled_seq, expires_at, loaded_at)
+   VALUES (?, ?, ?, ?, ?::jsonb, 1, 0, ${DB_NOW} + ?, ${DB_NOW})
    ON CONFLICT (entity_ref, user_ref) DO UPDATE SET replica = excluded.replica,
-     clusters = excluded.clusters, load_seq = v.load_seq + 1, expires_at = excluded.expires_at,
-     loaded_at = excluded.loaded_at`,
-  [entityRef, userEntityRef, replica, JSON.stringify(clusters), expiresAt],
+     clusters = excluded.clusters, watch_keys = excluded.watch_keys, load_seq = v.load_seq + 1,
+     expires_at = excluded.expires_at, loaded_at = excluded.loaded_at`,
+  [
+    entityRef,
+    userEntityRef,
+    replica,
+    JSON.stringify([...new Set(clusters)].sort()),
+    watchKeys === null ? null : JSON.stringify(watchKeys),
+    Math.max(0, Math.round(ttlMs)),
+  ],
 ];
 
 /**
  * The viewers of `entityRef` that `replica` claims through the entity's gate (see the registry's
  * claim()), then, when the gate is closed while viewers wait, one row with their `wait_ms` and
- * the statement's `armed_at`.
+ * the statement's `armed_at`. With `watchKeys`, only the viewers whose answer depends on one of
+ * them, each returned with the clusters its answer names those keys by: a change signals
+ * exactly the viewers it would on one replica, never a viewer of the same entity whose answer it
+ * does not touch (another user's types, types this user may not list).
  */
-function claimViewers({ replica, entityRef, t, minIntervalMs, loadedBy, signalId }) {
+function claimViewers({ replica, entityRef, watchKeys = null, minIntervalMs, loadedBy, signalId }) {
   // A load recorded on another replica since the entity's last claim, while that claim is
   // recent, is that replica's to claim: it was answered after a change was signalled, and
   // only the replica that answered it knows whether its answer showed the change (then
@@ -124,14 +146,29 @@ function claimViewers({ replica, entityRef, t, minIntervalMs, loadedBy, signalId
   // signal it again. Past the window, any replica claims it, as any other.
   const ownLoadsMs = Math.max(OWN_LOADS_MS, 4 * minIntervalMs);
   const bound = loadedBy === null ? '' : 'AND COALESCE(v.loaded_at, 0) <= ?';
+  // A row of an older version (no keys) is claimed by any change of its entity, as it was then.
+  const keyed =
+    watchKeys === null
+      ? ''
+      : 'AND (v.watch_keys IS NULL OR EXISTS (SELECT 1 FROM unnest(?::text[]) k WHERE jsonb_exists(v.watch_keys, k)))';
   const claimable = `AND (v.replica = ? OR NOT EXISTS (
            SELECT 1 FROM ${ENTITIES} g WHERE g.entity_ref = v.entity_ref
-             AND g.claimed_at >= ${DB_NOW} - ? AND v.loaded_at > g.claimed_at)) ${bound}`;
-  const claimableArgs = [replica, ownLoadsMs, ...(loadedBy === null ? [] : [loadedBy])];
+             AND g.claimed_at >= ${DB_NOW} - ? AND v.loaded_at > g.claimed_at)) ${keyed} ${bound}`;
+  const claimableArgs = [
+    replica,
+    ownLoadsMs,
+    ...(watchKeys === null ? [] : [watchKeys]),
+    ...(loadedBy === null ? [] : [loadedBy]),
+  ];
+  const clusters =
+    watchKeys === null
+      ? 'clusters'
+      : `COALESCE((SELECT jsonb_agg(DISTINCT v.watch_keys ->> k ORDER BY v.watch_keys ->> k)::text
+           FROM unnest(?::text[]) k WHERE jsonb_exists(v.watch_keys, k)), clusters)`;
   return [
     `WITH armed AS (
        SELECT 1 FROM ${VIEWERS} v
-       WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ? ${claimable} LIMIT 1
+       WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ${DB_NOW} ${claimable} LIMIT 1
      ), gate AS (
        INSERT INTO ${ENTITIES} AS e (entity_ref, claimed_at)
        SELECT ?, ${DB_NOW} WHERE EXISTS (SELECT 1 FROM armed)
@@ -140,9 +177,9 @@ function claimViewers({ replica, entityRef, t, minIntervalMs, loadedBy, signalId
        RETURNING claimed_at
      ), claimed AS (
        UPDATE ${VIEWERS} v SET ${CLAIMED}
-       WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ? ${claimable}
+       WHERE entity_ref = ? AND signalled_seq < load_seq AND expires_at > ${DB_NOW} ${claimable}
          AND EXISTS (SELECT 1 FROM gate)
-       ${RETURNED}
+       RETURNING user_ref, entity_ref, ${clusters} AS clusters, signal_id
      )
      SELECT user_ref, entity_ref, clusters, signal_id, NULL::bigint AS wait_ms, NULL::bigint AS armed_at
      FROM claimed
@@ -152,9 +189,9 @@ function claimViewers({ replica, entityRef, t, minIntervalMs, loadedBy, signalId
        ${DB_NOW}
      WHERE EXISTS (SELECT 1 FROM armed) AND NOT EXISTS (SELECT 1 FROM gate)`,
     [
-      ...[entityRef, t, ...claimableArgs],
+      ...[entityRef, ...claimableArgs],
       ...[entityRef, minIntervalMs],
-      ...[signalId, entityRef, t, ...claimableArgs],
+      ...[signalId, entityRef, ...claimableArgs, ...(watchKeys === null ? [] : [watchKeys])],
       ...[entityRef, minIntervalMs],
     ],
   ];
@@ -166,12 +203,12 @@ const forgetViewer = (userEntityRef, entityRef) => [
   [entityRef, userEntityRef],
 ];
 
-/** Claims the armed viewers, alive at `t`, whose latest load `replica` answered, for `signalId`. */
-const claimOwn = (replica, t, signalId) => [
+/** Claims the armed viewers not expired whose latest load `replica` answered, for `signalId`. */
+const claimOwn = (replica, signalId) => [
   `UPDATE ${VIEWERS} SET ${CLAIMED}
-   WHERE replica = ? AND signalled_seq < load_seq AND expires_at > ?
+   WHERE replica = ? AND signalled_seq < load_seq AND expires_at > ${DB_NOW}
    ${RETURNED}`,
-  [signalId, replica, t],
+  [signalId, replica],
 ];
 
 /** The replica leaves the replicas' list. */

@@ -28,6 +28,12 @@
 // viewer's signal names the clusters its own answer named (the replica that claims it may name
 // them otherwise, see ./live.js), and the sequence numbers make "one signal per load" a
 // comparison the database does. The statements themselves are in ./registry-sql.js.
+//
+// Time is the database's (./registry-sql.js): alive, gone and expired are one clock for every
+// replica; a replica whose own clock is more than a second off the database's says so, once.
+// Every statement is bounded (STATEMENT_MS, the wait for a pooled connection included): a
+// PostgreSQL that stops answering (a partition, a failover whose old primary vanished) fails
+// a statement in bounded time, as a refused one does, and what waits on it moves on.
 
 const crypto = require('node:crypto');
 const sql = require('./registry-sql');
@@ -40,6 +46,15 @@ const HEARTBEAT_MS = 2000;
  * saturated 2-core machine, bench/README.md), short beside the frontend's `maxAgeMs` (60 s).
  */
 const RESEND_MS = 3000;
+
+/**
+ * Every statement fails past this, whatever holds it (a stalled network, a pool whose connections
+ * all wait on one): a server-side statement_timeout cannot bound a statement the server never
+ * received.
+ */
+const STATEMENT_MS = 2000;
+/** A replica's clock this far off the database's is reported (once). */
+const SKEW_MS = 1000;
 
 /** An id for the signal of a claim that is not an entity's change (a replica gone or stopping). */
 const newSignalId = (why) => `${why}.${crypto.randomBytes(9).toString('base64url')}`;
@@ -78,8 +93,8 @@ function createViewerRegistry(options) {
     get others() {
       return registry.others;
     },
-    loaded: (userEntityRef, entityRef, clusters, expiresAt) =>
-      registry.loaded(userEntityRef, entityRef, clusters, expiresAt),
+    loaded: (userEntityRef, entityRef, watchKeys, expiresAt) =>
+      registry.loaded(userEntityRef, entityRef, watchKeys, expiresAt),
     claim: (entityRef, options) => registry.claim(entityRef, options),
     forget: (userEntityRef, entityRef) => registry.forget(userEntityRef, entityRef),
     counts: () => registry.counts(),
@@ -95,8 +110,10 @@ class ViewerRegistry {
   #logger;
   #heartbeatMs;
   #resendMs;
+  #statementMs;
   #now;
   #closed = false;
+  #skewWarned = false;
   #timer = null;
   #others = 0;
   #warned = false;
@@ -110,6 +127,7 @@ class ViewerRegistry {
     logger,
     heartbeatMs = HEARTBEAT_MS,
     resendMs = RESEND_MS,
+    statementMs = STATEMENT_MS,
     now = Date.now,
   }) {
     this.#knex = knex;
@@ -119,6 +137,7 @@ class ViewerRegistry {
     this.#logger = logger;
     this.#heartbeatMs = heartbeatMs;
     this.#resendMs = resendMs;
+    this.#statementMs = statementMs;
     this.#now = now;
     this.ready = sql
       .migrate(knex)
@@ -138,13 +157,20 @@ class ViewerRegistry {
   }
 
   /**
-   * A load of `entityRef` by `userEntityRef` was answered here from these clusters (as the
-   * user's answer names them): arms its viewer until `expiresAt`.
+   * A load of `entityRef` by `userEntityRef` was answered here from these watch keys (an object
+   * of key → the cluster the user's answer names it by; an array of clusters, for a load whose
+   * keys do not matter: any change of its entity claims it): arms its viewer until `expiresAt`
+   * on this replica's clock, which the database's clock takes as a duration from now.
    */
-  loaded(userEntityRef, entityRef, clusters, expiresAt) {
-    return this.#knex
-      .raw(...sql.recordLoad(this.#replica, userEntityRef, entityRef, clusters, expiresAt))
-      .then(() => undefined, this.#failed('record a load'));
+  loaded(userEntityRef, entityRef, watchKeys, expiresAt) {
+    const answered = Array.isArray(watchKeys)
+      ? { clusters: watchKeys, watchKeys: null }
+      : { clusters: Object.values(watchKeys), watchKeys };
+    const ttlMs = expiresAt - this.#now();
+    return this.#run(sql.recordLoad(this.#replica, userEntityRef, entityRef, answered, ttlMs)).then(
+      () => undefined,
+      this.#failed('record a load'),
+    );
   }
 
   /**
@@ -158,18 +184,20 @@ class ViewerRegistry {
    * for; claiming it would signal that tab twice). `signalId` is the id the claimed viewers'
    * signal carries, kept in their rows for a resend.
    */
-  async claim(entityRef, { minIntervalMs = 0, loadedBy = null, signalId = newSignalId('change') } = {}) {
+  async claim(
+    entityRef,
+    { watchKeys = null, minIntervalMs = 0, loadedBy = null, signalId = newSignalId('change') } = {},
+  ) {
     this.#counts.claims++;
-    const t = this.#now();
     const statement = sql.claimViewers({
       replica: this.#replica,
       entityRef,
-      t,
+      watchKeys,
       minIntervalMs,
       loadedBy,
       signalId,
     });
-    const result = await this.#knex.raw(...statement).catch(this.#failed('claim viewers'));
+    const result = await this.#run(statement).catch(this.#failed('claim viewers'));
     const all = result.rows ?? result;
     const gated = all.find((row) => row.user_ref === null);
     const rows = rowsOf(all.filter((row) => row.user_ref !== null));
@@ -185,9 +213,10 @@ class ViewerRegistry {
 
   /** A viewer was refused what its answer shows: no replica signals it again. */
   forget(userEntityRef, entityRef) {
-    return this.#knex
-      .raw(...sql.forgetViewer(userEntityRef, entityRef))
-      .then(() => undefined, this.#failed('forget a viewer'));
+    return this.#run(sql.forgetViewer(userEntityRef, entityRef)).then(
+      () => undefined,
+      this.#failed('forget a viewer'),
+    );
   }
 
   /**
@@ -205,11 +234,36 @@ class ViewerRegistry {
   async close() {
     this.#closed = true;
     clearTimeout(this.#timer);
-    const rows = rowsOf(
-      await this.#knex.raw(...sql.claimOwn(this.#replica, this.#now(), newSignalId('replica stopping'))),
-    );
-    await this.#knex.raw(...sql.leave(this.#replica));
+    const rows = rowsOf(await this.#run(sql.claimOwn(this.#replica, newSignalId('replica stopping'))));
+    await this.#run(sql.leave(this.#replica));
     return rows;
+  }
+
+  /** Runs one statement, failing it past `statementMs` whatever holds it. */
+  #run([text, bindings]) {
+    let timer;
+    const bound = new Promise((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no answer from the database within ${this.#statementMs} ms`)),
+        this.#statementMs,
+      );
+      timer.unref?.();
+    });
+    return Promise.race([this.#knex.raw(text, bindings), bound]).finally(() => clearTimeout(timer));
+  }
+
+  /** Warns once when this replica's clock is more than SKEW_MS off the database's. */
+  #checkClock(dbNow, sentAt) {
+    if (this.#skewWarned) return;
+    const receivedAt = this.#now();
+    // The database read its clock somewhere within the round trip.
+    const skew = (sentAt + receivedAt) / 2 - dbNow;
+    if (Math.abs(skew) <= SKEW_MS + (receivedAt - sentAt) / 2) return;
+    this.#skewWarned = true;
+    this.#counts.skewMs = Math.round(skew);
+    this.#logger?.warn(
+      `kube-watch-native: this replica's clock is ${Math.round(Math.abs(skew))} ms ${skew > 0 ? 'ahead of' : 'behind'} the database's (reported once); the live tab's registry keeps time by the database's clock`,
+    );
   }
 
   /** A failed statement is counted and logged once: the caller answers as not live. */
@@ -231,27 +285,28 @@ class ViewerRegistry {
    * claims again the viewers whose signal may not have reached them.
    */
   async #beat() {
-    const knex = this.#knex;
-    const t = this.#now();
-    const alive = t - 3 * this.#heartbeatMs;
-    await knex.raw(...sql.beat(this.#replica, t));
-    const [{ n }] = (await knex.raw(...sql.othersAlive(this.#replica, alive))).rows;
+    const aliveMs = 3 * this.#heartbeatMs;
+    const sentAt = this.#now();
+    const [{ now }] = (await this.#run(sql.beat(this.#replica))).rows;
+    this.#checkClock(Number(now), sentAt);
+    const [{ n }] = (await this.#run(sql.othersAlive(this.#replica, aliveMs))).rows;
     this.#others = n;
-    const rows = rowsOf(await knex.raw(...sql.claimOrphans(t, alive, newSignalId('replica gone'))));
+    const rows = rowsOf(await this.#run(sql.claimOrphans(aliveMs, newSignalId('replica gone'))));
+    // Handed on at once: claimed, they are this replica's to tell whatever fails next.
+    if (rows.length > 0) {
+      this.#counts.orphaned += rows.length;
+      this.#orphaned(rows);
+    }
     if (this.#unheard) {
-      const unheard = rowsOf(await knex.raw(...sql.claimUnheard(t, this.#resendMs)));
+      const unheard = rowsOf(await this.#run(sql.claimUnheard(this.#resendMs)));
       if (unheard.length > 0) {
         this.#counts.resent += unheard.length;
         this.#unheard(unheard);
       }
     }
-    await knex.raw(...sql.dropExpired(t));
-    await knex.raw(...sql.dropGone(t - 30 * this.#heartbeatMs));
-    await knex.raw(...sql.dropGates());
-    if (rows.length > 0) {
-      this.#counts.orphaned += rows.length;
-      this.#orphaned(rows);
-    }
+    await this.#run(sql.dropExpired());
+    await this.#run(sql.dropGone(30 * this.#heartbeatMs));
+    await this.#run(sql.dropGates());
   }
 
   #schedule() {
@@ -267,4 +322,4 @@ class ViewerRegistry {
   }
 }
 
-module.exports = { createViewerRegistry, HEARTBEAT_MS, RESEND_MS };
+module.exports = { createViewerRegistry, HEARTBEAT_MS, RESEND_MS, STATEMENT_MS };
