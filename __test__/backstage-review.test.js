@@ -270,7 +270,7 @@ test('findings 2 and 8: every viewer of an informer is signalled, past 256 selec
   await sleep(300);
   assert.deepEqual(
     published.map((s) => [s.recipients.entityRef, s.message.clusters]),
-    [['user:default/u0', ['known-to-u0-as-this']]],
+    [[['user:default/u0'], ['known-to-u0-as-this']]],
   );
 });
 

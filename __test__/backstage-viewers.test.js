@@ -182,9 +182,9 @@ test('signals: an allowed viewer is signalled, a refused one never, a revoked on
     { what: 'Alice and Bob answered from the cache' },
   );
   sim.create('pods', { metadata: { name: 'p-new', namespace: 'team', labels: { [ID]: 'svc' } } });
-  await eventually(() => published.length >= 2, { what: 'signals for Alice and Bob' });
+  const to = () => published.flatMap((s) => s.recipients.entityRef).sort();
+  await eventually(() => to().length >= 2, { what: 'signals for Alice and Bob' });
   await sleep(300);
-  const to = () => published.map((s) => s.recipients.entityRef).sort();
   assert.deepEqual(to(), ['user:default/alice', 'user:default/bob'], 'Carol, refused, never');
   // Both reload (each is followed again); then Bob's access is revoked, his next load is
   // refused, and he is not signalled again.

@@ -55,3 +55,39 @@ test('merged signals of two ids carry a third; a signal merged with itself keeps
   assert.equal(two.message.id, 'change-z');
   assert.equal(outbox.counts().merged, 2);
 });
+
+test('a bus that refuses every publish: tried 1 + 3 times, a second apart, then counted lost and logged', async () => {
+  const { fakeClock } = require('./helpers');
+  const clock = fakeClock();
+  const attempts = [];
+  const warnings = [];
+  const outbox = new Outbox({
+    signals: {
+      publish: async () => {
+        attempts.push(clock.now());
+        throw new Error('events down');
+      },
+    },
+    channelOf: (entityRef) => `kubernetes:${entityRef}`,
+    now: clock.now,
+    setTimer: clock.setTimer,
+    warnOnce: (what, message) => warnings.push([what, message]),
+  });
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  outbox.enqueue('component:default/e', ['user:default/x'], ['sim'], 'id-1');
+  await turn();
+  assert.equal(attempts.length, 1, 'not again at once');
+  for (let i = 0; i < 5; i++) {
+    clock.advance(1000);
+    await turn();
+  }
+  const start = attempts[0];
+  assert.deepEqual(
+    attempts.map((t) => t - start),
+    [0, 1000, 2000, 3000],
+  );
+  assert.equal(outbox.counts().lost, 1);
+  assert.equal(outbox.counts().failed, 4);
+  assert.equal(outbox.busy, false);
+  assert.deepEqual([...new Set(warnings.map(([what]) => what))], ['publish', 'lost']);
+});

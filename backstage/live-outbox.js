@@ -50,12 +50,13 @@ class Outbox {
   }
 
   /**
-   * Queues one signal to these users on the entity's channel, merged with one waiting for the
+   * Queues one signal to these users on the entity's channel (`at`: when it was decided; a
+   * retry's `attempts` so far and when it is due), merged with one waiting for the
    * same entity and clusters; returns the queued entry. Merged signals of two ids take an id of
    * their own: a tab drops an id it has seen, and each side's users may have seen the other's
    * (a signal sent again after a newer one was queued).
    */
-  enqueue(entityRef, users, clusters, id) {
+  enqueue(entityRef, users, clusters, id, { attempts = 0, retryAt = 0, at = this.#now() } = {}) {
     const key = `${entityRef}\n${JSON.stringify(clusters)}`;
     const waiting = this.#waiting.get(key);
     if (waiting) {
@@ -65,16 +66,18 @@ class Outbox {
       const merged =
         waiting.signal.message.id === id ? id : `${id}.${crypto.randomBytes(6).toString('base64url')}`;
       waiting.signal.message = { ...waiting.signal.message, at: this.#now(), id: merged };
+      waiting.attempts = Math.max(waiting.attempts, attempts);
+      waiting.retryAt = Math.max(waiting.retryAt, retryAt);
       return waiting;
     }
     const entry = {
       entityRef,
-      attempts: 0,
-      retryAt: 0,
+      attempts,
+      retryAt,
       signal: {
         recipients: { type: 'user', entityRef: [...new Set(users)].sort() },
         channel: this.#channelOf(entityRef),
-        message: { clusters, at: this.#now(), id },
+        message: { clusters, at, id },
       },
     };
     this.#waiting.set(key, entry);
@@ -121,16 +124,13 @@ class Outbox {
       );
       return;
     }
-    // Back in the queue, merged with anything newer for the same viewers.
+    // Back in the queue, merged with anything newer for the same viewers, due RETRY_MS from
+    // now (set before it is queued: the queue publishes what is due at once).
     const { signal } = entry;
-    const again = this.enqueue(
-      entry.entityRef,
-      signal.recipients.entityRef,
-      signal.message.clusters,
-      signal.message.id,
-    );
-    again.attempts = Math.max(again.attempts, entry.attempts);
-    again.retryAt = this.#now() + RETRY_MS;
+    this.enqueue(entry.entityRef, signal.recipients.entityRef, signal.message.clusters, signal.message.id, {
+      attempts: entry.attempts,
+      retryAt: this.#now() + RETRY_MS,
+    });
     this.#setTimer(() => this.pump(), RETRY_MS);
   }
 }

@@ -1,12 +1,13 @@
 'use strict';
 // The live tab's publisher (./live.js: createLivePublisher, its options and its rules): the
 // viewers this replica answered (./live-viewers.js), the room each user and all of them get, and
-// their signals, sent by this replica alone (./live-local.js) or, when the replicas share the
-// viewers in their database, claimed and sent by whichever replica sees a change
-// (./live-shared.js).
+// their signals: one model for one replica and many (./live-shared.js), a change claiming the
+// armed viewers whose answers depend on its watch key from a store of viewers' rows, this
+// replica's own in memory (./registry-memory.js) or, when the replicas share the viewers, their
+// database (./registry.js), whichever replica answered their loads.
 
 const { createSharedSignals } = require('./live-shared');
-const { LocalSignals } = require('./live-local');
+const { createMemoryRegistry } = require('./registry-memory');
 const { Viewers, idOf, newViewer, clustersOf } = require('./live-viewers');
 const { liveRequestContext } = require('./live-context');
 
@@ -14,7 +15,7 @@ class LivePublisher {
   /** createLivePublisher's options, each given or its default, and `channelOf`. */
   #options;
   #viewers = new Viewers();
-  #counts = { published: 0, failed: 0, lost: 0, evicted: 0, refused: 0, crowded: 0 };
+  #counts = { evicted: 0, refused: 0, crowded: 0, slowWrites: 0 };
   #closed = false;
   /**
    * The registry's writes of loads not yet done, each with its entity: a load's answer waits for
@@ -23,10 +24,10 @@ class LivePublisher {
    * signalled).
    */
   #writes = new Map();
-  /** The signals of the viewers shared by the replicas, when they are (./live-shared.js). */
-  #shared;
-  /** The signals of the viewers this replica follows alone, when they are not (./live-local.js). */
-  #local;
+  /** The viewers' rows: the replicas' registry when they share viewers, else this replica's memory. */
+  #store;
+  /** Claims and signals over #store (./live-shared.js). */
+  #signals;
 
   constructor(options) {
     this.#options = options;
@@ -46,9 +47,9 @@ class LivePublisher {
       }
       return rows;
     };
-    this.#shared =
-      options.registry && options.share && createSharedSignals({ ...options, writesOf, viewersOf });
-    this.#local = this.#shared ? null : new LocalSignals(this.#viewers, options, this.#counts);
+    const shared = Boolean(options.registry && options.share);
+    this.#store = shared ? options.registry : createMemoryRegistry({ now: options.now });
+    this.#signals = createSharedSignals({ ...options, registry: this.#store, writesOf, viewersOf });
   }
 
   /**
@@ -79,7 +80,7 @@ class LivePublisher {
     this.#viewers.loaded(id, viewer, watchKeys, cluster, sharedKeys);
     this.#viewers.sweep(t);
     if (!this.#viewers.has(id)) return false;
-    if (this.#shared) this.#share(viewer);
+    this.#record(viewer);
     return true;
   }
 
@@ -105,17 +106,17 @@ class LivePublisher {
     timer();
     if (!slow) return;
     context.notLive = true;
-    this.#counts.slowWrites = (this.#counts.slowWrites ?? 0) + 1;
+    this.#counts.slowWrites++;
   }
 
   /** Viewers of a replica that is gone, claimed here: each must load again. */
   orphaned(rows) {
-    this.#shared?.pollNow(rows, 'replica gone');
+    this.#signals.pollNow(rows, 'replica gone');
   }
 
   /** Viewers signalled a while ago that have not loaded since, claimed again here: the same signal again. */
   unheard(rows) {
-    this.#shared?.resend(rows);
+    this.#signals.resend(rows);
   }
 
   /**
@@ -133,24 +134,20 @@ class LivePublisher {
     this.#viewers.sweep(t);
     const ids = this.#viewers.ofKey(watchKey);
     if (!ids) return;
-    if (this.#shared) {
-      // Armed or not here: the registry knows which loads, on any replica, wait for a signal,
-      // and claims those whose answers depend on this key as every replica names it.
-      const entities = new Map();
-      for (const id of ids) {
-        const viewer = this.#viewers.get(id);
-        entities.set(viewer.entityRef, viewer.keys.get(watchKey).shared);
-      }
-      for (const [entityRef, sharedKey] of entities) this.#shared.entityChanged(entityRef, change, sharedKey);
-      return;
+    // Armed or not here: the store knows which loads, on any replica, wait for a signal, and
+    // claims those whose answers depend on this key as every replica names it.
+    const entities = new Map();
+    for (const id of ids) {
+      const viewer = this.#viewers.get(id);
+      entities.set(viewer.entityRef, viewer.keys.get(watchKey).shared);
     }
-    this.#local.changed(ids, watchKey, t, change);
+    for (const [entityRef, sharedKey] of entities) this.#signals.entityChanged(entityRef, change, sharedKey);
   }
 
   /** Stops following a (user, entity) pair: its user was refused what its answer shows. */
   forget(userEntityRef, entityRef) {
     this.#viewers.forget(idOf(userEntityRef, entityRef));
-    if (this.#shared) this.#track(this.#options.registry.forget(userEntityRef, entityRef));
+    this.#track(this.#store.forget(userEntityRef, entityRef));
   }
 
   /** Whether a viewer not yet expired depends on this watch key. */
@@ -173,8 +170,7 @@ class LivePublisher {
    * claims that failed, were tried again, and the viewers told to load again for them.
    */
   counts() {
-    if (!this.#shared) return { ...this.#counts };
-    const bus = this.#shared.counts();
+    const bus = this.#signals.counts();
     return {
       ...this.#counts,
       published: bus.published,
@@ -196,14 +192,17 @@ class LivePublisher {
     if (this.#closed) return;
     this.#closed = true;
     this.#viewers.clear();
-    if (this.#shared) await this.#shared.close();
-    else await this.#options.registry?.close().catch(() => {});
+    await this.#signals.close();
+    // The replicas' registry that only counted replicas (no bus): leave it too.
+    if (this.#options.registry && this.#options.registry !== this.#store) {
+      await this.#options.registry.close().catch(() => {});
+    }
   }
 
   /** Whether no viewer may be followed: another replica is alive, and no bus reaches it. */
   #crowded() {
     const { registry, logger } = this.#options;
-    if (!registry || this.#shared || !(registry.others > 0)) return false;
+    if (!registry || registry === this.#store || !(registry.others > 0)) return false;
     // Another replica is alive and nothing carries this one's signals to its WebSockets.
     if (this.#counts.crowded++ === 0) {
       logger?.warn(
@@ -213,20 +212,21 @@ class LivePublisher {
     return true;
   }
 
-  /** Records the viewer's load in the shared registry, where any replica may claim it. */
-  #share(viewer) {
+  /** Records the viewer's load in the store, where a change (seen by any replica) claims it. */
+  #record(viewer) {
     // Not in the registry, no replica would claim it: its answer is polled, not trusted.
     const context = liveRequestContext.getStore();
     const watchKeys = Object.fromEntries(
       [...viewer.keys.values()].map(({ shared, cluster }) => [shared, cluster]),
     );
     const { userEntityRef, entityRef, expiresAt } = viewer;
-    const write = this.#options.registry
-      .loaded(userEntityRef, entityRef, watchKeys, expiresAt)
-      .catch((error) => {
-        if (context) context.notLive = true;
-        throw error;
-      });
+    const write = this.#store.loaded(userEntityRef, entityRef, watchKeys, expiresAt).catch((error) => {
+      if (context) context.notLive = true;
+      throw error;
+    });
+    // This replica's memory takes the row at once. In the replicas' database, a claim of the
+    // entity waits for it (writesOf), and so does the load's answer (answered()).
+    if (this.#store !== this.#options.registry) return;
     this.#track(write, entityRef);
     if (context) (context.writes ??= []).push(write.catch(() => {}));
   }
@@ -245,13 +245,11 @@ class LivePublisher {
       const oldest = own.values().next().value;
       const viewer = this.#viewers.get(oldest);
       this.#counts.evicted++;
-      if (this.#shared) {
-        const clusters = clustersOf(viewer);
-        this.#shared.pollNow([{ userEntityRef, entityRef: viewer.entityRef, clusters }], 'evicted');
-        this.#track(this.#options.registry.forget(userEntityRef, viewer.entityRef));
-      } else {
-        this.#local.evicted(viewer, t);
-      }
+      this.#signals.pollNow(
+        [{ userEntityRef, entityRef: viewer.entityRef, clusters: clustersOf(viewer) }],
+        'evicted',
+      );
+      this.#track(this.#store.forget(userEntityRef, viewer.entityRef));
       this.#viewers.forget(oldest);
     }
     if (this.#viewers.size >= this.#options.maxViewers) {

@@ -1,11 +1,12 @@
 'use strict';
-// The live tab's signals when several replicas share the viewers (./registry.js): a change of
-// an entity is coalesced per entity (at most one claim per `minIntervalMs` here, and through
-// the entity's gate in the database at most one claim that signals anyone per `minIntervalMs`
-// across all replicas), its armed viewers are claimed in the database, and they get one signal
-// per entity naming them all as recipients, through a bounded outbox in front of the events bus
-// (./live-outbox.js). A signal the bus may have lost is sent again, with its id, when the
-// registry hands its viewers back (./registry.js: unheard).
+// The live tab's signals, one model for one replica and many: a change under a watch key is
+// coalesced per entity (at most one claim per `minIntervalMs` here, and through the entity's
+// gate in the store at most one claim that signals anyone per `minIntervalMs`), the armed
+// viewers whose answers depend on that key are claimed in the store (this replica's memory,
+// ./registry-memory.js, or the replicas' database, ./registry.js), and they get one signal per
+// entity naming them all as recipients, through a bounded outbox in front of the events service
+// (./live-outbox.js). With replicas, a signal the bus may have lost is sent again, with its id,
+// when the registry hands its viewers back (./registry.js: unheard).
 
 const crypto = require('node:crypto');
 const { Outbox } = require('./live-outbox');
@@ -200,8 +201,8 @@ class SharedSignals {
     } catch (error) {
       this.#warnOnce('close', `handing the live tab's viewers to the other replicas failed: ${error}`);
     }
-    const deadline = this.#now() + waitMs;
-    while (this.#outbox.busy && this.#now() < deadline) {
+    // Real time, whatever clock the publisher was given: a few polls of the outbox.
+    for (let waited = 0; this.#outbox.busy && waited < waitMs; waited += 20) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       this.#outbox.pump();
     }
@@ -212,7 +213,15 @@ class SharedSignals {
    * Viewers behind the entity's gate (another replica claimed within the interval) are claimed
    * when it opens, with the changes seen meanwhile.
    */
-  async #claimAndSignal(entityRef, changes, keys, before = [], loadedBy = null, attempt = 0) {
+  async #claimAndSignal(
+    entityRef,
+    changes,
+    keys,
+    before = [],
+    loadedBy = null,
+    attempt = 0,
+    at = this.#now(),
+  ) {
     let rows;
     let waitMs;
     let armedAt;
@@ -239,7 +248,7 @@ class SharedSignals {
     if (waitMs !== null && !this.#closed) this.#gated(entityRef, changes, keys, waitMs, armedAt);
     // A claim's rows are all of its entity.
     for (const { clusters, users } of byClusters(rows))
-      this.#outbox.enqueue(entityRef, users, clusters, signalId);
+      this.#outbox.enqueue(entityRef, users, clusters, signalId, { at });
     return rows.length;
   }
 
@@ -302,7 +311,8 @@ class SharedSignals {
     state.before = [];
     state.loadedBy = null;
     state.lastSentAt = this.#now();
-    void this.#claimAndSignal(entityRef, changes, keys, before, loadedBy);
+    // The signal says when its claim was decided, not when the store answered it.
+    void this.#claimAndSignal(entityRef, changes, keys, before, loadedBy, 0, state.lastSentAt);
   }
 }
 

@@ -58,16 +58,17 @@ const DEFAULTS = {
  * @param {number} [options.viewerTtlMs] how long a load keeps its viewer signalled (10 min)
  * @param {number} [options.maxViewers] (user, entity) pairs followed at most (10 000)
  * @param {number} [options.maxViewersPerUser] pairs of one user followed at most (200)
- * @param {number} [options.minIntervalMs] at most one signal per (entity, user) per this (250 ms)
+ * @param {number} [options.minIntervalMs] at most one claim that signals anyone per entity per this (250 ms)
  * @param {number} [options.registryWaitMs] a load waits this long at most for its own row in the
  *   shared registry (500 ms); past it, its answer is not live
  * @param {() => number} [options.now] the clock, in ms
  * @param {(fn: () => void, ms: number) => () => void} [options.setTimer] schedules `fn`; returns its cancel
  * @param {ReturnType<import('./registry').createViewerRegistry>} [options.registry] the replicas'
- *   registry in the plugin's database: with `share`, the viewers are shared there, and a change
- *   claims the entity's armed viewers and signals them all at once (./live-shared.js), whichever
- *   replica answered their loads; without `share` (no bus between replicas), it only counts the
- *   replicas, and while another is alive no viewer is followed: its answer is polled
+ *   registry in the plugin's database: with `share`, the viewers' rows are kept there rather than
+ *   in this replica's memory, and a change claims them whichever replica answered their loads
+ *   (./live-shared.js, the same rules over either store); without `share` (no bus between
+ *   replicas), it only counts the replicas, and while another is alive no viewer is followed:
+ *   its answer is polled
  * @param {boolean} [options.share] whether signals reach every replica (the events bus)
  */
 function createLivePublisher(options = {}) {
