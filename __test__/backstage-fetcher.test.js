@@ -6,7 +6,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { ConfigReader } = require('@backstage/config');
-const { parseSelector, requiresKey, SelectorError } = require('../backstage/selector');
+const { parseSelector, requiresKey, SelectorError } = require('../backstage/serving/selector');
 const { readNativeInformersConfig, DEFAULT_OBJECT_TYPES } = require('../backstage/config');
 const serverSelector = require('../sim/selector');
 const { createSimulator } = require('../sim');

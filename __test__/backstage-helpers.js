@@ -287,10 +287,19 @@ function realDefaultFetcher() {
   });
 }
 
-/** A fetcher with its own watcher, logger and recording default fetcher, closed after `t`. */
-function fetcherFor(t, options) {
+/** The live tab's follower of a fetcher's answers, signalling through `publisher` (or none). */
+function followerOf(publisher) {
+  const { InformerFollowing } = require('../backstage/following/informers');
+  return publisher ? new InformerFollowing({ publisher }) : null;
+}
+
+/**
+ * A fetcher with its own watcher, logger and recording default fetcher, closed after `t`;
+ * `options.live`, a publisher, is followed through followerOf().
+ */
+function fetcherFor(t, { live, ...options } = {}) {
   const { NativeKubernetesWatcher } = require('..');
-  const { NativeInformerFetcher } = require('../backstage/fetcher');
+  const { NativeInformerFetcher } = require('../backstage/serving/fetcher');
   const { recordingLogger } = require('./helpers');
   const logger = recordingLogger();
   const defaultFetcher = recordingDefault();
@@ -298,6 +307,7 @@ function fetcherFor(t, options) {
     watcher: new NativeKubernetesWatcher({ logger }),
     defaultFetcher,
     logger,
+    follower: followerOf(live),
     ...options,
   });
   t.after(() => fetcher.close());
@@ -336,4 +346,5 @@ module.exports = {
   realDefaultFetcher,
   serviceAccountRequest,
   fetcherFor,
+  followerOf,
 };

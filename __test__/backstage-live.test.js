@@ -1,12 +1,13 @@
 'use strict';
-// backstage/live.js, the live tab's publisher, under a fake clock: who gets a signal, how
+// backstage/following/publisher.js, the live tab's publisher, under a fake clock: who gets a signal, how
 // often, for how long, and how much it remembers; and the middleware that marks a followed
-// answer live (backstage/live-provider.js).
+// answer live (backstage/following/provider.js).
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { fakeClock } = require('./helpers');
-const { createLivePublisher, liveRequestContext, channelOf } = require('../backstage/live');
+const { createLivePublisher, channelOf } = require('../backstage/following/publisher');
+const { liveRequestContext } = require('../backstage/following/mark');
 
 const ALICE = 'user:default/alice';
 const BOB = 'user:default/bob';
@@ -274,8 +275,8 @@ test('liveRequestContext carries the viewer through awaits', async () => {
 });
 
 test('liveHeaderMiddleware: x-kube-watch-live only on a 200 whose every provider call is followed; exposed through CORS', async () => {
-  const { liveHeaderMiddleware, LiveObjectsProvider } = require('../backstage/live-provider');
-  const { answerFollowed, answerNotLive } = require('../backstage/live');
+  const { liveHeaderMiddleware, LiveObjectsProvider } = require('../backstage/following/provider');
+  const { markFollowed: answerFollowed, markNotLive: answerNotLive } = require('../backstage/following/mark');
   const auth = { isPrincipal: (credentials, type) => credentials.principal.type === type };
   const user = { principal: { type: 'user', userEntityRef: ALICE } };
   const service = { principal: { type: 'service', subject: 'plugin:x' } };
@@ -338,29 +339,30 @@ test('liveHeaderMiddleware: x-kube-watch-live only on a 200 whose every provider
 });
 
 test('several replicas: the live tab is on only with the events backend on PostgreSQL, else off with a warning', async () => {
-  const { setUpLive } = require('../backstage/live-provider');
+  const { setUpLive } = require('../backstage/following/provider');
   const { ConfigReader } = require('@backstage/config');
   const setUp = async ({ replicas, plugins, client, database }) => {
     const warnings = [];
     const registered = [];
-    const live = await setUpLive({
-      options: {
-        enabled: true,
-        viewerTtlMs: 1000,
-        maxViewers: 10,
-        maxViewersPerUser: 5,
-        minIntervalMs: 0,
-        replicas,
-      },
-      logger: { info() {}, warn: (m) => warnings.push(m) },
-      config: new ConfigReader(client ? { backend: { database: { client } } } : {}),
-      signals: { publish() {} },
-      objectsProviders: { addObjectsProvider: (p) => registered.push(p) },
-      auth: {},
-      instanceMetadata: { getInstalledPlugins: async () => plugins.map((pluginId) => ({ pluginId })) },
-      httpRouter: { use: (h) => registered.push(h) },
-      database,
-    });
+    const { publisher: live } =
+      (await setUpLive({
+        options: {
+          enabled: true,
+          viewerTtlMs: 1000,
+          maxViewers: 10,
+          maxViewersPerUser: 5,
+          minIntervalMs: 0,
+          replicas,
+        },
+        logger: { info() {}, warn: (m) => warnings.push(m) },
+        config: new ConfigReader(client ? { backend: { database: { client } } } : {}),
+        signals: { publish() {} },
+        objectsProviders: { addObjectsProvider: (p) => registered.push(p) },
+        auth: {},
+        instanceMetadata: { getInstalledPlugins: async () => plugins.map((pluginId) => ({ pluginId })) },
+        httpRouter: { use: (h) => registered.push(h) },
+        database,
+      })) ?? {};
     live?.close();
     return { live, warnings, registered };
   };

@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { AnswerMemo, MEMO_ENTRIES } = require('../backstage/answers');
+const { AnswerMemo, MEMO_ENTRIES } = require('../backstage/serving/answers');
 const { NativeInformer } = require('../lib/native');
 const { createSimulator } = require('../sim');
 const { eventually, fetcherFor, serviceAccountRequest } = require('./backstage-helpers');

@@ -7,11 +7,18 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { NativeKubernetesWatcher } = require('..');
-const { NativeInformerFetcher } = require('../backstage/fetcher');
-const { createLivePublisher, liveRequestContext } = require('../backstage/live');
+const { NativeInformerFetcher } = require('../backstage/serving/fetcher');
+const { createLivePublisher } = require('../backstage/following/publisher');
+const { liveRequestContext } = require('../backstage/following/mark');
 const { createSimulator } = require('../sim');
 const { recordingLogger } = require('./helpers');
-const { eventually, fetcherFor, recordingDefault, serviceAccountRequest } = require('./backstage-helpers');
+const {
+  eventually,
+  fetcherFor,
+  followerOf,
+  recordingDefault,
+  serviceAccountRequest,
+} = require('./backstage-helpers');
 
 const ID = 'backstage.io/kubernetes-id';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -132,7 +139,7 @@ test('finding 5: each load gets its own answer: a caller changing it in place ch
 });
 
 test('an answer copy: new objects and arrays throughout, a __proto__ key kept as the own property JSON.parse made', () => {
-  const { copyJson } = require('../backstage/answers');
+  const { copyJson } = require('../backstage/serving/answers');
   const original = JSON.parse('{"a":[{"b":{"c":"d"}},1,null,true],"__proto__":{"polluted":true}}');
   const copy = copyJson(original);
   assert.deepEqual(copy, original);
@@ -308,7 +315,7 @@ test('two replicas that see the same change signal its same identity, each publi
     const fetcher = new NativeInformerFetcher({
       watcher: new NativeKubernetesWatcher({ logger: recordingLogger() }),
       defaultFetcher: recordingDefault(),
-      live: createLivePublisher({ signals: { publish: (s) => void published.push(s) } }),
+      follower: followerOf(createLivePublisher({ signals: { publish: (s) => void published.push(s) } })),
     });
     t.after(() => fetcher.close());
     return { fetcher, published };
@@ -352,4 +359,27 @@ test('two replicas that see the same change signal its same identity, each publi
   await eventually(() => replicas.every((r) => r.published.length === 3), { what: 'the change back' });
   assert.notEqual(changeOf(replicas[0].published[2]), a, 'a change back to an earlier state is new');
   assert.equal(changeOf(replicas[0].published[2]), changeOf(replicas[1].published[2]));
+});
+
+test('finding 6 (issue 48): a viewer whose informer a bound closes is told to load again', async (t) => {
+  const published = [];
+  const publisher = createLivePublisher({ signals: { publish: (s) => void published.push(s) } });
+  // Closed when no load used it for 400 ms: a live tab asks nothing while its answer is current.
+  const { sim, fetcher, request } = await setUp(t, {
+    sim: { token: 'tok-a' },
+    live: publisher,
+    idleTimeoutMs: 400,
+  });
+  sim.create('pods', pod('p1'));
+  await fromCache(fetcher, request('tok-a'));
+  await liveRequestContext.run({ userEntityRef: 'user:default/a', entityRef: 'component:default/svc' }, () =>
+    fetcher.fetchObjectsForService(request('tok-a')),
+  );
+  assert.equal(fetcher.informers().length, 1);
+  await eventually(() => fetcher.informers().length === 0, { what: 'the idle informer closed' });
+  await eventually(() => published.length === 1, { what: 'its viewer told' });
+  assert.deepEqual(published[0].recipients.entityRef, ['user:default/a']);
+  assert.equal(published[0].channel, 'kubernetes:component:default/svc');
+  await sleep(300);
+  assert.equal(published.length, 1, 'once: the signal asks for one reload');
 });

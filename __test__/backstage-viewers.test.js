@@ -8,11 +8,12 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { NativeKubernetesWatcher } = require('..');
-const { NativeInformerFetcher } = require('../backstage/fetcher');
-const { createLivePublisher, liveRequestContext } = require('../backstage/live');
+const { NativeInformerFetcher } = require('../backstage/serving/fetcher');
+const { createLivePublisher } = require('../backstage/following/publisher');
+const { liveRequestContext } = require('../backstage/following/mark');
 const { createSimulator } = require('../sim');
 const { recordingLogger } = require('./helpers');
-const { CA_DATA, eventually, realDefaultFetcher } = require('./backstage-helpers');
+const { CA_DATA, eventually, realDefaultFetcher, followerOf } = require('./backstage-helpers');
 
 const ID = 'backstage.io/kubernetes-id';
 const PODS = { group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' };
@@ -39,12 +40,14 @@ async function setUp(t, options = {}) {
   }
   const logger = recordingLogger();
   const real = realDefaultFetcher();
+  const { live, ...rest } = options;
   const fetcher = new NativeInformerFetcher({
     watcher: new NativeKubernetesWatcher({ logger }),
     defaultFetcher: real,
     logger,
     authorizationTtlMs: 300,
-    ...options,
+    follower: followerOf(live),
+    ...rest,
   });
   t.after(() => fetcher.close());
   const clusterDetails = {

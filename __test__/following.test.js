@@ -1,12 +1,12 @@
 'use strict';
-// The live tab's following (backstage/following.js) on a scripted informer: a load compares its
+// The live tab's following of informers (backstage/following/informers.js) on a scripted informer: a load compares its
 // own selector before it joins that selector's viewers, so that they hear of a change the
 // joining load already shows (and it does not), and leaves the other selectors to the check the
 // change scheduled. Pure JavaScript: no cluster, no timers but one setTimeout(0).
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Following } = require('../backstage/following');
+const { InformerFollowing } = require('../backstage/following/informers');
 
 /** An informer whose generation and per-selector text the test sets. */
 function scriptedEntry() {
@@ -24,10 +24,8 @@ function scriptedEntry() {
     description: { cluster: 'sim', group: '', apiVersion: 'v1', plural: 'pods', labelSelector: 'app' },
     informer,
     state: () => informer.state(),
-    watched: new Map(),
-    tag: undefined,
-    checkTimer: null,
-    checkedAt: 0,
+    servable: () => ({ servable: true, until: Infinity }),
+    closed: false,
   };
   return {
     entry,
@@ -45,14 +43,9 @@ function scriptedEntry() {
 function loadThrough(following, entries, user, selector, answering = () => {}) {
   const prepared = following.prepare(entries, { selector });
   answering();
-  return following.viewed(
-    { userEntityRef: user, entityRef: `component:default/${selector}` },
-    entries,
-    prepared,
-    {
-      cluster: 'sim',
-    },
-  );
+  following.viewed({ userEntityRef: user, entityRef: `component:default/${selector}` }, entries, prepared, {
+    cluster: 'sim',
+  });
 }
 
 function recordingPublisher() {
@@ -71,11 +64,7 @@ function recordingPublisher() {
 test('a load compares its own selector first, and only its own; the scheduled check compares the rest', async () => {
   const { entry, change } = scriptedEntry();
   const publisher = recordingPublisher();
-  const following = new Following({
-    publisher,
-    servable: () => ({ servable: true, until: Infinity }),
-    entries: new Map([[entry.key, entry]]),
-  });
+  const following = new InformerFollowing({ publisher });
   const load = (user, selector) => loadThrough(following, [entry], user, selector);
 
   load('alice', 'app=a');
@@ -93,7 +82,7 @@ test('a load compares its own selector first, and only its own; the scheduled ch
   ]);
 
   // The check the change scheduled compares the rest: Carol's selector, not app=a again.
-  following.changed(entry);
+  following.entryChanged(entry);
   await new Promise((resolve) => setTimeout(resolve, 10));
   assert.deepEqual(publisher.calls.slice(2), [['changed', 'app=c']]);
 });
@@ -104,11 +93,7 @@ test('a change the cache takes while a load reads its answers is signalled to th
   // the viewer, answered before the change, would never hear of it.
   const { entry, change } = scriptedEntry();
   const publisher = recordingPublisher();
-  const following = new Following({
-    publisher,
-    servable: () => ({ servable: true, until: Infinity }),
-    entries: new Map([[entry.key, entry]]),
-  });
+  const following = new InformerFollowing({ publisher });
   loadThrough(following, [entry], 'alice', 'app=a');
   change('app=a', '[{"a":2}]');
   // Bob's load reads its answers (showing a:2), and a:3 lands before he joins.
@@ -118,13 +103,13 @@ test('a change the cache takes while a load reads its answers is signalled to th
     ['viewed', 'bob', ['app=a']],
   ]);
   // The check a:3 scheduled signals the key again: Bob's answer (a:2) is behind.
-  following.changed(entry);
+  following.entryChanged(entry);
   await new Promise((resolve) => setTimeout(resolve, 10));
   assert.deepEqual(publisher.calls.slice(3), [['changed', 'app=a']]);
 
   // The first viewer of a key: what it is compared as is read before the answer too.
   loadThrough(following, [entry], 'carol', 'app=c', () => change('app=c', '[{"c":2}]'));
-  following.changed(entry);
+  following.entryChanged(entry);
   await new Promise((resolve) => setTimeout(resolve, 10));
   assert.deepEqual(publisher.calls.slice(4), [
     ['viewed', 'carol', ['app=c']],

@@ -443,8 +443,8 @@ test('close() unsubscribes, cancels the idle timers and is safe twice', async ()
 
 test('the channel name matches the backend publisher', async () => {
   const { entityRefOf, channelOf } = await load();
-  const { channelOf: backendChannelOf } = require('../backstage/live');
-  const { entityRefOf: backendEntityRefOf } = require('../backstage/live-provider');
+  const { channelOf: backendChannelOf } = require('../backstage/following/publisher');
+  const { entityRefOf: backendEntityRefOf } = require('../backstage/following/provider');
   const { stringifyEntityRef } = require('@backstage/catalog-model');
   const e = { kind: 'Component', metadata: { name: 'Svc-A', namespace: 'Team' } };
   assert.equal(entityRefOf(e), stringifyEntityRef(e));

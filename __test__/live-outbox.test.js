@@ -1,11 +1,11 @@
 'use strict';
-// The live tab's outbox in front of the events bus (backstage/live-outbox.js): while the bus is
+// The live tab's outbox in front of the events bus (backstage/following/outbox.js): while the bus is
 // busy, signals of one entity and clusters merge, and the merged signal's id is one a tab has
 // not seen unless both were the same signal.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Outbox } = require('../backstage/live-outbox');
+const { Outbox } = require('../backstage/following/outbox');
 
 /** An outbox whose bus holds every publish until `release()`. */
 function busyOutbox() {

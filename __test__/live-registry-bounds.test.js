@@ -10,8 +10,9 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const knexFactory = require('knex');
-const { createViewerRegistry } = require('../backstage/registry');
-const { createLivePublisher, liveRequestContext } = require('../backstage/live');
+const { createViewerRegistry } = require('../backstage/following/store-sql');
+const { createLivePublisher } = require('../backstage/following/publisher');
+const { liveRequestContext } = require('../backstage/following/mark');
 const { startPostgres, orSkipWithoutPostgres } = require('./pg-helpers');
 const { sleep, until, within } = require('./wait');
 

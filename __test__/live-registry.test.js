@@ -1,5 +1,5 @@
 'use strict';
-// The live tab's viewers shared by replicas (backstage/registry.js, backstage/live-shared.js)
+// The live tab's viewers shared by replicas (backstage/following/store-sql.js, backstage/following/signals.js)
 // on a real PostgreSQL: each armed load is claimed by exactly one replica, a change of an
 // entity is one signal naming all its viewers, and the viewers of a replica that stops or
 // crashes are told to load again. Skipped without PostgreSQL unless KUBE_WATCH_REQUIRE_PG=1
@@ -8,8 +8,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const knexFactory = require('knex');
-const { createViewerRegistry } = require('../backstage/registry');
-const { createLivePublisher } = require('../backstage/live');
+const { createViewerRegistry } = require('../backstage/following/store-sql');
+const { createLivePublisher } = require('../backstage/following/publisher');
 const { startPostgres, orSkipWithoutPostgres } = require('./pg-helpers');
 const { sleep, until } = require('./wait');
 

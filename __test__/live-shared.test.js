@@ -1,11 +1,11 @@
 'use strict';
-// The shared publisher's claims (backstage/live-shared.js) on a scripted registry: a claim
+// The shared publisher's claims (backstage/following/signals.js) on a scripted registry: a claim
 // behind another replica's gate is made again when the gate opens, bounded to the loads
 // recorded by its first attempt, unless a change seen meanwhile needs every armed load.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { createSharedSignals } = require('../backstage/live-shared');
+const { createSharedSignals } = require('../backstage/following/signals');
 
 const E = 'component:default/one';
 

@@ -9,8 +9,8 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
-const { NativeInformerFetcher } = require('../backstage/fetcher');
-const { liveRequestContext } = require('../backstage/live');
+const { NativeInformerFetcher } = require('../backstage/serving/fetcher');
+const { liveRequestContext } = require('../backstage/following/mark');
 const {
   startCluster,
   startLiveBackend,

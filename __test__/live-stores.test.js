@@ -1,14 +1,14 @@
 'use strict';
 // One model of following, two stores: the live tab's viewers' rows in one replica's memory
-// (backstage/registry-memory.js) and in the replicas' PostgreSQL (backstage/registry.js) answer
+// (backstage/following/store-memory.js) and in the replicas' PostgreSQL (backstage/following/store-sql.js) answer
 // the same sequence of loads, claims and forgets alike, so what a viewer is signalled for cannot
 // differ between one backend and many. Skipped without PostgreSQL unless KUBE_WATCH_REQUIRE_PG=1.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const knexFactory = require('knex');
-const { createViewerRegistry } = require('../backstage/registry');
-const { createMemoryRegistry } = require('../backstage/registry-memory');
+const { createViewerRegistry } = require('../backstage/following/store-sql');
+const { createMemoryRegistry } = require('../backstage/following/store-memory');
 const { startPostgres, orSkipWithoutPostgres } = require('./pg-helpers');
 const { sleep } = require('./wait');
 
@@ -29,7 +29,8 @@ const shapeOf = ({ rows, waitMs }) => ({
  */
 async function scenario(store, entity) {
   const out = [];
-  const claim = async (options) => out.push(shapeOf(await store.claim(entity, { signalId: 's', ...options })));
+  const claim = async (options) =>
+    out.push(shapeOf(await store.claim(entity, { signalId: 's', ...options })));
   await store.loaded(ALICE, entity, { pods: 'us', deploys: 'eu' }, LATER());
   await store.loaded(BOB, entity, { pods: 'us' }, LATER());
   await store.loaded(CAROL, entity, ['us', 'eu'], LATER());

@@ -1,11 +1,11 @@
 'use strict';
-// backstage/entry.js: an entry's state is read from the native informer once per turn of the
+// backstage/serving/entry.js: an entry's state is read from the native informer once per turn of the
 // event loop (a load reads each of its informers several times in one stretch), and read again
 // in the next turn, so a change is never hidden longer than the turn that read it.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Entry } = require('../backstage/entry');
+const { Entry } = require('../backstage/serving/entry');
 
 test('one native state read per turn, a fresh one the next turn', async () => {
   let reads = 0;

@@ -65,7 +65,7 @@ const DEFAULTS = {
   // 20 viewers × 15 types × 6 clusters × a few namespaces, several times over.
   maxDecisions: 10_000,
   rotatingAuthProviders: DEFAULT_ROTATING_PROVIDERS,
-  /** The live tab (./live.js), when the Signals backend plugin is installed. */
+  /** The live tab (./following/publisher.js), when the Signals backend plugin is installed. */
   live: {
     enabled: true,
     viewerTtlMs: 10 * 60_000,

@@ -5,7 +5,7 @@
 //   backend.add(import('kube-watch-native/backstage'));
 //
 // It registers, through `kubernetesFetcherExtensionPoint`, a fetcher that answers the Kubernetes
-// tab from shared native informers (./fetcher.js), and provides the process's one
+// tab from shared native informers (./serving/fetcher.js), and provides the process's one
 // NativeKubernetesWatcher to every plugin as a service (`nativeWatcherServiceRef`). The Backstage
 // packages it needs are optional peer dependencies of kube-watch-native: only this entry point
 // loads them.
@@ -23,14 +23,14 @@ const {
   kubernetesObjectsProviderExtensionPoint,
 } = require('@backstage/plugin-kubernetes-node');
 const { NativeKubernetesWatcher } = require('../lib/watcher');
-const { NativeInformerFetcher } = require('./fetcher');
+const { NativeInformerFetcher } = require('./serving/fetcher');
 const { readNativeInformersConfig } = require('./config');
 const { registerModuleMetrics } = require('./metrics');
-const { setUpLive, loadSignalsNode } = require('./live-provider');
+const { setUpLive, loadSignalsNode } = require('./following/provider');
 const { eventsModuleEndPollsOnShutdown } = require('./events-polls');
 const { preloadKubernetesClient } = require('./preload');
 
-/** The live tab's dependencies, only where the app has @backstage/plugin-signals-node (./live-provider.js). */
+/** The live tab's dependencies, only where the app has @backstage/plugin-signals-node (./following/provider.js). */
 const signalsNode = loadSignalsNode();
 const liveDeps = signalsNode && {
   signals: signalsNode.signalsServiceRef,
@@ -92,7 +92,10 @@ const kubernetesModuleNativeInformers = createBackendModule({
           return;
         }
         await preloadKubernetesClient(logger);
-        const publisher = await setUpLive({ options: options.live, logger, config, ...live });
+        // Two wings: serving loads (./serving/), and following them for the live tab
+        // (./following/), which meet at the fetcher's `follower` (./serving/fetcher.js).
+        const { publisher, follower } =
+          (await setUpLive({ options: options.live, logger, config, ...live })) ?? {};
         let fetcher;
         let metrics;
         fetchers.addFetcher(async ({ getDefault }) => {
@@ -101,12 +104,12 @@ const kubernetesModuleNativeInformers = createBackendModule({
             defaultFetcher: await getDefault(),
             logger,
             ...options,
-            live: publisher,
+            follower,
           });
           metrics = registerModuleMetrics(fetcher, publisher);
           return fetcher;
         });
-        // With replicas, the publisher hands its viewers to the others (./live-shared.js) before
+        // With replicas, the publisher hands its viewers to the others (./following/signals.js) before
         // any plugin shuts down: the plugin's events service refuses to publish once its own
         // shutdown hook, run beside this plugin's others, has begun.
         rootLifecycle.addBeforeShutdownHook?.(() => publisher?.close());

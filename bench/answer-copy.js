@@ -9,7 +9,7 @@
 // medium). Reports the median time per copy of each and their ratio. No network.
 
 const { pods } = require('./pods');
-const { copyJson } = require('../backstage/answers');
+const { copyJson } = require('../backstage/serving/answers');
 
 const argv = process.argv.slice(2);
 const rounds = Number(argv.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 9);

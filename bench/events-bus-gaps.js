@@ -12,7 +12,7 @@
 // visible when that INSERT commits; two publishes on two connections can commit in the other
 // order. A read between the two commits sees the higher id, moves the subscription's
 // `read_until` past it, and never reads the lower one. The live tab's signals ride on this bus:
-// the module sends a claimed signal again (backstage/registry.js) for that reason.
+// the module sends a claimed signal again (backstage/following/store-sql.js) for that reason.
 // Loopback only; the PostgreSQL stops with the run.
 
 const path = require('node:path');

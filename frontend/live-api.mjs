@@ -25,17 +25,18 @@
 
 import { signalClientConnection, restartSignalClientConnection, browserWakes } from './signal-connection.mjs';
 import { LIVE_HEADER, liveAnswerFetch } from './live-mark.mjs';
+// What the backend and this frontend agree on (the channel, the header, ids): one module.
+import { entityRefOf, channelOf } from '../protocol/index.js';
 
-export { signalClientConnection, restartSignalClientConnection, browserWakes, LIVE_HEADER, liveAnswerFetch };
-
-/** `@backstage/catalog-model`'s stringifyEntityRef; the backend names the channel the same way. */
-export function entityRefOf(entity) {
-  const namespace = entity.metadata.namespace ?? 'default';
-  return `${entity.kind}:${namespace}/${entity.metadata.name}`.toLowerCase();
-}
-
-/** The signals channel of an entity's Kubernetes tab. */
-export const channelOf = (entityRef) => `kubernetes:${entityRef}`;
+export {
+  signalClientConnection,
+  restartSignalClientConnection,
+  browserWakes,
+  LIVE_HEADER,
+  liveAnswerFetch,
+  entityRefOf,
+  channelOf,
+};
 
 /** Change identities remembered per entity, to drop a change signalled twice (by two replicas). */
 const SEEN_CHANGES = 32;

@@ -1,8 +1,10 @@
-// The backend's mark on an answer that signals follow, as the live tab reads it. Plain ESM with
-// no imports, so it runs (and is tested) in Node as it runs in the browser.
+// The backend's mark on an answer that signals follow, as the live tab reads it. Plain ESM that
+// imports only the protocol (../protocol/index.js), so it runs (and is tested) in Node as it runs
+// in the browser.
 
-/** The backend's mark on an answer that signals follow (kube-watch-native/backstage). */
-export const LIVE_HEADER = 'x-kube-watch-live';
+import { LIVE_HEADER } from '../protocol/index.js';
+
+export { LIVE_HEADER };
 
 /**
  * Wraps a FetchApi so that the JSON of each response marked live can be recognised:

@@ -10,7 +10,7 @@
 // object it selects carries a given label key (then the one informer per type that holds the
 // objects with that key can answer it). Matching itself happens in the native cache.
 
-const native = require('../lib/native');
+const native = require('../../lib/native');
 
 /** A selector the API server would refuse with 400 BadRequest. */
 class SelectorError extends Error {

@@ -1,7 +1,7 @@
 'use strict';
 // The live tab's viewers of one replica alone, in memory: the same rows, rules and answers as
-// the replicas' registry in PostgreSQL (./registry.js, ./registry-sql.js), so that one model of
-// following (./live-shared.js) runs over either store, and what a viewer is signalled for
+// the replicas' registry in PostgreSQL (./store-sql.js, ./store-sql-statements.js), so that one model of
+// following (./signals.js) runs over either store, and what a viewer is signalled for
 // cannot differ between one backend and many. A row per (user, entity): the watch keys its
 // answer depends on, a count of loads and the last load signalled; a claim takes the armed rows
 // of an entity that depend on a changed key, through the entity's gate (at most one claim that

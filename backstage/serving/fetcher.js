@@ -12,19 +12,28 @@
 //
 // The rooms: which informers answer a request (./opening.js), whether their caches answer it
 // (./serving.js), whose cache (./identity.js), the informers and their bounds (./pool.js), what
-// an answer looks like (./answers.js), and the live tab's following (./following.js, ./live.js).
-// This one holds the fetcher's life: its options, a request's way through the rooms, what it
-// tells of itself, and the sweep that closes what is no longer used.
+// an answer looks like (./answers.js). This one holds the fetcher's life: its options, a
+// request's way through the rooms, what it tells of itself, and the sweep that closes what is no
+// longer used.
+//
+// This wing serves loads and imports nothing of the live tab's following (../following/). It
+// tells whoever follows its answers through one interface, the `follower` option:
+//   viewer()                 the viewer of the request being answered (undefined: none)
+//   prepare(entries, { selector, namespace })    before a followed load's answers are read
+//   viewed(viewer, entries, prepared, { cluster }) after: the viewer is followed (or not)
+//   notFollowed()            a part of the request being answered came from the default fetcher
+//   refused(viewer)          the viewer's own access was refused: stop following it
+//   entryChanged(entry)      whether the entry's cache is served moved (its credential)
+//   entryClosed(entry)       the entry was closed (idle, a bound, a refusal)
+// An entry gives a follower its key, description, informer, state() and servable().
 
 const { requiresKey, cacheableRequirements } = require('./selector');
-const { DEFAULT_OBJECT_TYPES, DEFAULT_ROTATING_PROVIDERS, DEFAULTS } = require('./config');
-const { liveRequestContext } = require('./live');
+const { DEFAULT_OBJECT_TYPES, DEFAULT_ROTATING_PROVIDERS, DEFAULTS } = require('../config');
 const { Identities } = require('./identity');
 const { sharedCredential, SERVER_SIDE_PROVIDERS } = require('./credential');
 const { DefaultAnswers } = require('./default-answers');
 const { ViewerAccess, cachedAs } = require('./access');
 const { Pool } = require('./pool');
-const { Following } = require('./following');
 const { BUILT_IN_GROUPS, resourcePathFor } = require('./answers');
 const { Opening, ID_LABEL } = require('./opening');
 const { Serving } = require('./serving');
@@ -38,8 +47,8 @@ class NativeInformerFetcher {
   #pool;
   #opening;
   #serving;
-  /** The live tab's following, when the Signals plugin is installed. */
-  #following = null;
+  /** What follows the answers (the live tab's), if anything: see the top of the file. */
+  #follower;
   #sweeper;
   #closed = false;
 
@@ -62,7 +71,7 @@ class NativeInformerFetcher {
    * @param {string[]} [options.rotatingAuthProviders] providers keyed by the user the API server reports
    * @param {number} [options.authorizationTtlMs] a viewer's access decision is remembered this long
    * @param {number} [options.maxDecisions] access decisions remembered at most
-   * @param {ReturnType<import('./live').createLivePublisher>} [options.live] the live tab's publisher
+   * @param {object} [options.follower] what follows the answers (see the top of the file)
    * @param {Function} [options.clusterRequest] how credentials are checked (tests stub it)
    */
   constructor({
@@ -83,11 +92,15 @@ class NativeInformerFetcher {
     rotatingAuthProviders = DEFAULT_ROTATING_PROVIDERS,
     authorizationTtlMs = DEFAULTS.authorizationTtlMs,
     maxDecisions = DEFAULTS.maxDecisions,
-    live,
+    follower = null,
     clusterRequest,
   }) {
-    const publisher = live ?? null;
-    this.#default = new DefaultAnswers({ defaultFetcher, stripManagedFields });
+    this.#follower = follower;
+    this.#default = new DefaultAnswers({
+      defaultFetcher,
+      stripManagedFields,
+      notFollowed: () => follower?.notFollowed(),
+    });
     this.#logger = logger;
     this.#idleTimeoutMs = idleTimeoutMs;
     this.#identities = new Identities({
@@ -95,7 +108,7 @@ class NativeInformerFetcher {
       recheckMs: credentialCheckMs,
       ...(clusterRequest && { request: clusterRequest }),
       onChange: (identity) => {
-        for (const entry of identity.entries) this.#following?.changed(entry);
+        for (const entry of identity.entries) follower?.entryChanged(entry);
       },
     });
     this.#access = new ViewerAccess({
@@ -103,14 +116,21 @@ class NativeInformerFetcher {
       maxDecisions,
       ...(clusterRequest && { request: clusterRequest }),
     });
-    this.#pool = new Pool({ logger, maxInformers, maxCachedBytes, userShare, bodyShare });
+    this.#pool = new Pool({
+      logger,
+      maxInformers,
+      maxCachedBytes,
+      userShare,
+      bodyShare,
+      onDrop: (entry) => follower?.entryClosed(entry),
+    });
     this.#opening = new Opening({
       watcher,
       logger,
       identities: this.#identities,
       access: this.#access,
       pool: this.#pool,
-      publisher,
+      follower,
       idleTimeoutMs,
       syncTimeoutMs,
       livenessMs,
@@ -118,20 +138,7 @@ class NativeInformerFetcher {
       objectTypes,
       customResources,
     });
-    if (publisher) {
-      this.#following = new Following({
-        publisher,
-        entries: this.#pool.entries,
-        servable: (entry) => this.#serving.servable(entry),
-      });
-    }
-    this.#serving = new Serving({
-      defaultAnswers: this.#default,
-      pool: this.#pool,
-      identities: this.#identities,
-      following: this.#following,
-      livenessMs,
-    });
+    this.#serving = new Serving({ defaultAnswers: this.#default, pool: this.#pool, follower });
     const every = Math.min(Math.max(idleTimeoutMs / 4, 50), 30_000);
     this.#sweeper = setInterval(() => this.#sweep(), every);
     this.#sweeper.unref();
@@ -161,7 +168,7 @@ class NativeInformerFetcher {
       byId: requiresKey(requirements, ID_LABEL),
       selector,
       namespace: params.namespace || undefined,
-      viewer: liveRequestContext.getStore(),
+      viewer: this.#follower?.viewer(),
     };
     const opened = [];
     let entries;

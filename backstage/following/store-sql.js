@@ -26,17 +26,17 @@
 // Why rows and not a leader: a claim is one statement, true on every replica at once; no
 // election to lose, no replica whose death stops signals for everyone. Why these columns: a
 // viewer's signal names the clusters its own answer named (the replica that claims it may name
-// them otherwise, see ./live.js), and the sequence numbers make "one signal per load" a
-// comparison the database does. The statements themselves are in ./registry-sql.js.
+// them otherwise, see ./publisher.js), and the sequence numbers make "one signal per load" a
+// comparison the database does. The statements themselves are in ./store-sql-statements.js.
 //
-// Time is the database's (./registry-sql.js): alive, gone and expired are one clock for every
+// Time is the database's (./store-sql-statements.js): alive, gone and expired are one clock for every
 // replica; a replica whose own clock is more than a second off the database's says so, once.
 // Every statement is bounded (STATEMENT_MS, the wait for a pooled connection included): a
 // PostgreSQL that stops answering (a partition, a failover whose old primary vanished) fails
 // a statement in bounded time, as a refused one does, and what waits on it moves on.
 
-const crypto = require('node:crypto');
-const sql = require('./registry-sql');
+const sql = require('./store-sql-statements');
+const { uniqueId } = require('../../protocol');
 
 /** Replicas beat this often; one silent for three beats is gone. */
 const HEARTBEAT_MS = 2000;
@@ -57,7 +57,7 @@ const STATEMENT_MS = 2000;
 const SKEW_MS = 1000;
 
 /** An id for the signal of a claim that is not an entity's change (a replica gone or stopping). */
-const newSignalId = (why) => `${why}.${crypto.randomBytes(9).toString('base64url')}`;
+const newSignalId = (why) => uniqueId(why);
 
 /** The viewers of a claim, as the statements return them, with their signal's id. */
 const rowsOf = (result) =>

@@ -2,20 +2,26 @@
 // The default fetcher's answers, as the module hands them on: the whole request, or one resource
 // of it (one LIST: its result or its error), without `managedFields` when the module strips them
 // (so a delegated answer looks as a cached one does); and the count of resources answered each way.
-// Every delegated answer notes, in the live context of the load, that it is not followed by
-// signals: the frontend polls it (./live.js).
-
-const { answerNotLive } = require('./live');
+// Every delegated answer tells the follower of the answers (./fetcher.js), if there is one, that
+// this part is not served from a followed cache: the frontend polls it.
 
 class DefaultAnswers {
   #fetcher;
   #stripManagedFields;
+  #notFollowed;
   /** How resources were answered: from a cache, or by the default fetcher (per resource). */
   #answered = { cached: 0, delegated: 0 };
 
-  constructor({ defaultFetcher, stripManagedFields }) {
+  /**
+   * @param {object} options
+   * @param {object} options.defaultFetcher Backstage's own fetcher
+   * @param {boolean} options.stripManagedFields
+   * @param {() => void} [options.notFollowed] called as each part is delegated, in its request
+   */
+  constructor({ defaultFetcher, stripManagedFields, notFollowed = () => {} }) {
     this.#fetcher = defaultFetcher;
     this.#stripManagedFields = stripManagedFields;
+    this.#notFollowed = notFollowed;
   }
 
   /** The whole request answered by the default fetcher. */
@@ -35,7 +41,7 @@ class DefaultAnswers {
 
   /** Pod metrics are not watchable: always the default fetcher's. */
   podMetrics(clusterDetails, credential, namespaces, labelSelector) {
-    answerNotLive();
+    this.#notFollowed();
     return this.#fetcher.fetchPodMetricsByNamespaces(clusterDetails, credential, namespaces, labelSelector);
   }
 
@@ -49,7 +55,7 @@ class DefaultAnswers {
   }
 
   #delegate(params) {
-    answerNotLive();
+    this.#notFollowed();
     const answer = this.#fetcher.fetchObjectsForService(params);
     if (!this.#stripManagedFields) return answer;
     return answer.then((wrapper) => {

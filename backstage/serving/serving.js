@@ -2,13 +2,13 @@
 // Whether a cache answers, and one request's answers. A resource is answered from its informer
 // only while that answer is the one the default fetcher would give now: synced, its watch open
 // long enough to have replayed what it missed, alive within the liveness bound, its credential
-// confirmed in time (./identity.js). Anything else is the default fetcher's fresh answer, so a
-// cache behind the server or no longer ours to show is never what a viewer sees. The live tab's
-// following (./following.js) asks the same question, to tell a viewer when the answer changes.
+// confirmed in time (./identity.js, the entry's servable()). Anything else is the default
+// fetcher's fresh answer, so a cache behind the server or no longer ours to show is never what a
+// viewer sees. The follower of the answers (the live tab's, ../following/informers.js) asks the
+// same question, to tell a viewer when the answer changes.
 
 const { resourcePathFor, isError, cachedAnswer } = require('./answers');
 const { AVOID_MS } = require('./pool');
-const { answerNotLive, answerFollowed } = require('./live');
 
 /** Statuses that close an informer that has not synced: the credential or the type will not do. */
 const REFUSALS = new Set([401, 403, 404]);
@@ -22,60 +22,37 @@ const WATCH_SETTLE_MS = 250;
 class Serving {
   #default;
   #pool;
-  #identities;
-  #following;
-  #livenessMs;
+  #follower;
 
   /**
    * @param {object} options
    * @param {import('./default-answers').DefaultAnswers} options.defaultAnswers
    * @param {import('./pool').Pool} options.pool
-   * @param {import('./identity').Identities} options.identities
-   * @param {import('./following').Following | null} [options.following] the live tab's, if any
-   * @param {number} options.livenessMs serve a cache only while its watch showed life this recently
+   * @param {object | null} [options.follower] what follows the answers (./fetcher.js), if anything
    */
-  constructor({ defaultAnswers, pool, identities, following = null, livenessMs }) {
+  constructor({ defaultAnswers, pool, follower = null }) {
     this.#default = defaultAnswers;
     this.#pool = pool;
-    this.#identities = identities;
-    this.#following = following;
-    this.#livenessMs = livenessMs;
+    this.#follower = follower;
   }
 
   /** Every resource's answer, and the viewer's live following of them. */
   answerAll({ params, clusterDetails, types, resources, selector, namespace, viewer }, entries) {
     // Answered now: the entries are used as of this moment, whatever the wait took.
     for (const entry of entries) entry?.touch();
-    // The live tab's following looks before the answers are read (./following.js prepare()).
-    const following = viewer && this.#following;
-    const prepared = following && following.prepare(entries, { selector, namespace });
+    // The follower looks before the answers are read (../following/informers.js prepare()).
+    const follower = viewer && this.#follower;
+    const prepared = follower && follower.prepare(entries, { selector, namespace });
     const results = resources.map((resource, i) => {
       const answer = this.#answer(params, resource, i >= types.length, entries[i], selector, namespace);
       this.#default.count(answer);
       return answer;
     });
-    if (following) {
-      const followed = following.viewed(viewer, entries, prepared, { cluster: clusterDetails.name });
-      if (followed) answerFollowed();
-      else answerNotLive();
-    }
+    if (follower) follower.viewed(viewer, entries, prepared, { cluster: clusterDetails.name });
     return Promise.all(results).then((all) => ({
       errors: all.filter(isError),
       responses: all.filter((r) => !isError(r)),
     }));
-  }
-
-  /**
-   * Whether `entry`'s cache answers loads now, and until when at most: while its watch showed
-   * life (a watch opened, an event, a bookmark) within `livenessMs` and its credential was
-   * confirmed in time (./identity.js).
-   */
-  servable(entry) {
-    const verifiedUntil = this.#identities.verifiedUntil(entry.identity);
-    const { aliveAt } = entry.state();
-    const aliveUntil = aliveAt === null || aliveAt === undefined ? 0 : aliveAt + this.#livenessMs;
-    const until = Math.min(verifiedUntil, aliveUntil);
-    return { servable: Date.now() < until, until: until > 0 ? until : Infinity };
   }
 
   /** One resource's answer: from the cache when it equals the default's, else the default's. */
@@ -105,7 +82,7 @@ class Serving {
       !state.synced ||
       state.watchingSince === null ||
       Date.now() - state.watchingSince < WATCH_SETTLE_MS ||
-      !this.servable(entry).servable
+      !entry.servable().servable
     ) {
       return live();
     }

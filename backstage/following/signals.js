@@ -3,13 +3,14 @@
 // coalesced per entity (at most one claim per `minIntervalMs` here, and through the entity's
 // gate in the store at most one claim that signals anyone per `minIntervalMs`), the armed
 // viewers whose answers depend on that key are claimed in the store (this replica's memory,
-// ./registry-memory.js, or the replicas' database, ./registry.js), and they get one signal per
+// ./store-memory.js, or the replicas' database, ./store-sql.js), and they get one signal per
 // entity naming them all as recipients, through a bounded outbox in front of the events service
-// (./live-outbox.js). With replicas, a signal the bus may have lost is sent again, with its id,
-// when the registry hands its viewers back (./registry.js: unheard).
+// (./outbox.js). With replicas, a signal the bus may have lost is sent again, with its id,
+// when the registry hands its viewers back (./store-sql.js: unheard).
 
 const crypto = require('node:crypto');
-const { Outbox } = require('./live-outbox');
+const { Outbox } = require('./outbox');
+const { uniqueId } = require('../../protocol');
 
 /** Entities' coalescing states kept before the ones past their interval are dropped. */
 const PRUNE_AT = 1024;
@@ -37,7 +38,7 @@ function changeId(changes) {
  * the frontend, which drops an id it has seen, must not take that one for a duplicate. Only a
  * retry of the same publish repeats an id.
  */
-const claimId = (changes) => `${changeId(changes)}.${crypto.randomBytes(6).toString('base64url')}`;
+const claimId = (changes) => uniqueId(changeId(changes));
 
 /**
  * Groups viewers' rows by entity, the clusters their answers named and their signal's id (when
@@ -98,7 +99,7 @@ function newState() {
  */
 function createSharedSignals(options) {
   const shared = new SharedSignals(options);
-  // A plain object whose methods need no `this`, as the publisher's (./live.js).
+  // A plain object whose methods need no `this`, as the publisher's (./publisher.js).
   return {
     entityChanged: (entityRef, change, watchKey) => shared.entityChanged(entityRef, change, watchKey),
     pollNow: (rows, reason) => shared.pollNow(rows, reason),

@@ -1,16 +1,118 @@
 'use strict';
-// The live tab's publisher (./live.js: createLivePublisher, its options and its rules): the
-// viewers this replica answered (./live-viewers.js), the room each user and all of them get, and
-// their signals: one model for one replica and many (./live-shared.js), a change claiming the
-// armed viewers whose answers depend on its watch key from a store of viewers' rows, this
-// replica's own in memory (./registry-memory.js) or, when the replicas share the viewers, their
-// database (./registry.js), whichever replica answered their loads.
+// The live Kubernetes tab's publisher: who is looking at which entity, and a coalesced "look
+// again" signal to each of them when something their answer depends on changes.
+//
+// The informers' following (./informers.js) knows which watch keys (one per informer, selector
+// and namespace) an answer was made from; the objects provider (./provider.js) knows who asked
+// and for which entity, and runs the default provider inside `liveRequestContext` (./mark.js),
+// so that the two are joined in `viewed(...)`. When an answer under a watch key changes,
+// `changed(watchKey)` claims the viewers whose answers depend on it from a store of viewers'
+// rows, this replica's memory (./store-memory.js) or the replicas' database (./store-sql.js):
+// one model, the same rules over either (./signals.js). Each gets a signal on
+// `kubernetes:<entityRef>` (../protocol.js): `{ clusters, at, id }`, never object data. The
+// browser then refetches through the usual permission-checked route, so the push reveals
+// nothing the user could not load.
+//
+// Pure: no I/O but `signals.publish` and the store, time from an injected `now`, timers from an
+// injected `setTimer`, so every path runs under a fake clock in __test__/backstage-live.test.js.
 
-const { createSharedSignals } = require('./live-shared');
-const { createMemoryRegistry } = require('./registry-memory');
-const { Viewers, idOf, newViewer, clustersOf } = require('./live-viewers');
-const { liveRequestContext } = require('./live-context');
+const { createSharedSignals } = require('./signals');
+const { createMemoryRegistry } = require('./store-memory');
+const { Viewers, idOf, newViewer, clustersOf } = require('./viewers');
+const { liveRequestContext, markNotLive } = require('./mark');
+const { channelOf } = require('../../protocol');
 
+/** A timer that does not keep the process alive; returns its cancel function. */
+function defaultSetTimer(fn, ms) {
+  const timer = setTimeout(fn, ms);
+  timer.unref?.();
+  return () => clearTimeout(timer);
+}
+
+/** The publisher's options when not given (see createLivePublisher). */
+const DEFAULTS = {
+  viewerTtlMs: 600_000,
+  maxViewers: 10_000,
+  maxViewersPerUser: 200,
+  minIntervalMs: 250,
+  registryWaitMs: 500,
+  now: Date.now,
+  setTimer: defaultSetTimer,
+  registry: null,
+  share: true,
+};
+
+/**
+ * Publishes a coalesced signal to each recent viewer of an entity whose answer depends on a
+ * changed watch key.
+ *
+ * A signal asks for one reload: a viewer is signalled at most once per load it was answered
+ * (its next load registers it again), so a viewer refused since (a permission policy changed, a
+ * token revoked), or whose tab has closed, hears nothing more. Every viewer within the bounds is
+ * followed, and none is dropped silently: a user past `maxViewersPerUser` loses their oldest
+ * viewer, which is signalled once so that its tab reloads (and is answered as not live if it
+ * cannot be followed again); past `maxViewers` a new viewer is not registered, and its load
+ * says so (`viewed` returns false: the frontend polls it).
+ *
+ * @param {object} options
+ * @param {{ publish(signal: object): Promise<void> | void }} options.signals `signalsServiceRef`'s service
+ * @param {{ warn(message: string): void }} [options.logger]
+ * @param {number} [options.viewerTtlMs] how long a load keeps its viewer signalled (10 min)
+ * @param {number} [options.maxViewers] (user, entity) pairs followed at most (10 000)
+ * @param {number} [options.maxViewersPerUser] pairs of one user followed at most (200)
+ * @param {number} [options.minIntervalMs] at most one claim that signals anyone per entity per this (250 ms)
+ * @param {number} [options.registryWaitMs] a load waits this long at most for its own row in the
+ *   shared registry (500 ms); past it, its answer is not live
+ * @param {() => number} [options.now] the clock, in ms
+ * @param {(fn: () => void, ms: number) => () => void} [options.setTimer] schedules `fn`; returns its cancel
+ * @param {ReturnType<import('./registry').createViewerRegistry>} [options.registry] the replicas'
+ *   registry in the plugin's database: with `share`, the viewers' rows are kept there rather than
+ *   in this replica's memory, and a change claims them whichever replica answered their loads
+ *   (./signals.js, the same rules over either store); without `share` (no bus between
+ *   replicas), it only counts the replicas, and while another is alive no viewer is followed:
+ *   its answer is polled
+ * @param {boolean} [options.share] whether signals reach every replica (the events bus)
+ */
+function createLivePublisher(options = {}) {
+  const settings = { ...options };
+  // As a parameter's default would: an option given as undefined is not given.
+  for (const [name, value] of Object.entries(DEFAULTS)) {
+    if (settings[name] === undefined) settings[name] = value;
+  }
+  if (!settings.signals || typeof settings.signals.publish !== 'function') {
+    throw new TypeError('createLivePublisher: options.signals must have a publish() method');
+  }
+  for (const name of ['viewerTtlMs', 'maxViewers', 'maxViewersPerUser', 'minIntervalMs', 'registryWaitMs']) {
+    const value = settings[name];
+    if (!Number.isFinite(value) || value < 0) {
+      throw new TypeError(`createLivePublisher: options.${name} must be a finite number >= 0`);
+    }
+  }
+  const publisher = new LivePublisher({ ...settings, channelOf });
+  // A plain object whose methods need no `this`: a caller may pass one on, or wrap the
+  // publisher (Object.create) to stand in for some of them.
+  return {
+    viewed: (userEntityRef, entityRef, watchKeys, answered) =>
+      publisher.viewed(userEntityRef, entityRef, watchKeys, answered),
+    settled: () => publisher.settled(),
+    answered: (context) => publisher.answered(context),
+    orphaned: (rows) => publisher.orphaned(rows),
+    unheard: (rows) => publisher.unheard(rows),
+    changed: (watchKey, what) => publisher.changed(watchKey, what),
+    forget: (userEntityRef, entityRef) => publisher.forget(userEntityRef, entityRef),
+    watching: (watchKey) => publisher.watching(watchKey),
+    get size() {
+      return publisher.size;
+    },
+    counts: () => publisher.counts(),
+    close: () => publisher.close(),
+  };
+}
+
+/**
+ * The publisher behind createLivePublisher(): the viewers this replica answered (./viewers.js),
+ * the room each user and all of them get, their rows in the store and their signals.
+ */
 class LivePublisher {
   /** createLivePublisher's options, each given or its default, and `channelOf`. */
   #options;
@@ -26,7 +128,7 @@ class LivePublisher {
   #writes = new Map();
   /** The viewers' rows: the replicas' registry when they share viewers, else this replica's memory. */
   #store;
-  /** Claims and signals over #store (./live-shared.js). */
+  /** Claims and signals over #store (./signals.js). */
   #signals;
 
   constructor(options) {
@@ -60,7 +162,7 @@ class LivePublisher {
    * @param {string} entityRef
    * @param {string[]} watchKeys
    * @param {{ cluster?: string, sharedKeys?: string[] }} [answered] `sharedKeys`: the same
-   *   keys as every replica names them (./following.js), for the shared registry's claims
+   *   keys as every replica names them (./informers.js), for the shared registry's claims
    */
   viewed(userEntityRef, entityRef, watchKeys, { cluster = '', sharedKeys = watchKeys } = {}) {
     if (this.#closed) return false;
@@ -91,7 +193,7 @@ class LivePublisher {
 
   /**
    * Resolves when the shared registry holds the loads registered in this request's `context`
-   * (./live-context.js), or after `registryWaitMs`, whichever comes first: a load waits for its
+   * (./mark.js), or after `registryWaitMs`, whichever comes first: a load waits for its
    * own row and nobody else's, and never longer than the bound. A row not written by then (the
    * database slow, stalled or failing) leaves the answer not live: the frontend polls it.
    */
@@ -105,7 +207,7 @@ class LivePublisher {
     const slow = await Promise.race([Promise.all(own).then(() => false), late]);
     timer();
     if (!slow) return;
-    context.notLive = true;
+    markNotLive(context);
     this.#counts.slowWrites++;
   }
 
@@ -221,7 +323,7 @@ class LivePublisher {
     );
     const { userEntityRef, entityRef, expiresAt } = viewer;
     const write = this.#store.loaded(userEntityRef, entityRef, watchKeys, expiresAt).catch((error) => {
-      if (context) context.notLive = true;
+      markNotLive(context);
       throw error;
     });
     // This replica's memory takes the row at once. In the replicas' database, a claim of the
@@ -260,4 +362,4 @@ class LivePublisher {
   }
 }
 
-module.exports = { LivePublisher };
+module.exports = { createLivePublisher, channelOf };

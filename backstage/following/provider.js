@@ -4,8 +4,9 @@
 // is registered, this module's included) and runs each user's call inside
 // `liveRequestContext`, so the fetcher knows who is looking at which entity; a middleware of the
 // plugin's router that marks an answer live (`x-kube-watch-live: 1`) only when signals follow
-// every part of it, so the frontend polls any other answer as the stock client does; and the
-// publisher (./live.js) that the fetcher tells about changes.
+// every part of it, so the frontend polls any other answer as the stock client does; the
+// publisher (./publisher.js) and the follower of the fetcher's informers (./informers.js) that
+// tells it about changes.
 //
 // Optional all the way: `@backstage/plugin-signals-node` is not a dependency of this package (it
 // is loaded only if the app has it), and `signalsServiceRef` always resolves where it is
@@ -16,15 +17,11 @@
 const { AsyncLocalStorage } = require('node:async_hooks');
 const crypto = require('node:crypto');
 const os = require('node:os');
-const { createLivePublisher, liveRequestContext, isLiveAnswer } = require('./live');
-const { createViewerRegistry } = require('./registry');
-
-/**
- * The response header that tells the frontend an answer is followed by signals, so it may serve
- * it from memory until one arrives. Any answer without it (a part came from the default fetcher,
- * pod metrics, a service's call) must be polled as the stock client polls: nothing signals it.
- */
-const LIVE_HEADER = 'x-kube-watch-live';
+const { createLivePublisher } = require('./publisher');
+const { InformerFollowing } = require('./informers');
+const { liveRequestContext, isLiveAnswer } = require('./mark');
+const { createViewerRegistry } = require('./store-sql');
+const { LIVE_HEADER, entityRefOf } = require('../../protocol');
 
 /** The HTTP request being answered: `{ calls }`, the live contexts of its objects-provider calls. */
 const liveResponseContext = new AsyncLocalStorage();
@@ -37,13 +34,6 @@ function loadSignalsNode() {
     if (error?.code === 'MODULE_NOT_FOUND') return null;
     throw error;
   }
-}
-
-/** `catalog-model`'s stringifyEntityRef, which the frontend uses for the channel name too. */
-function entityRefOf(entity) {
-  const kind = entity.kind;
-  const namespace = entity.metadata.namespace ?? 'default';
-  return `${kind}:${namespace}/${entity.metadata.name}`.toLowerCase();
 }
 
 /**
@@ -119,9 +109,10 @@ function liveHeaderMiddleware() {
 }
 
 /**
- * Registers the live objects provider and makes the publisher, when the Signals backend plugin
- * is installed and `kubernetes.nativeInformers.live.enabled` is not false; else undefined.
- * Called from the module's init, where extension points still take registrations.
+ * Registers the live objects provider and makes the publisher and the follower of the fetcher's
+ * informers (`{ publisher, follower }`), when the Signals backend plugin is installed and
+ * `kubernetes.nativeInformers.live.enabled` is not false; else undefined. Called from the
+ * module's init, where extension points still take registrations.
  */
 async function setUpLive({
   options,
@@ -159,7 +150,7 @@ async function setUpLive({
     return undefined;
   }
   const { enabled: _enabled, replicas: _replicas, ...publisherOptions } = options;
-  // On PostgreSQL the replicas meet in the plugin's database (./registry.js): with the bus,
+  // On PostgreSQL the replicas meet in the plugin's database (./store-sql.js): with the bus,
   // the viewers are shared there, however many replicas there are; without it, the registry
   // only counts replicas, and while another is alive answers are not live.
   let live;
@@ -185,7 +176,7 @@ async function setUpLive({
   // A module's init runs before its plugin's, so this comes before the plugin's own routes.
   httpRouter.use(liveHeaderMiddleware());
   logger.info('kube-watch-native: live Kubernetes tab on (signals on kubernetes:<entityRef>)');
-  return live;
+  return { publisher: live, follower: new InformerFollowing({ publisher: live }) };
 }
 
 module.exports = {

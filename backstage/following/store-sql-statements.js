@@ -1,5 +1,5 @@
 'use strict';
-// The statements of the live tab's viewer registry (./registry.js), each built as
+// The statements of the live tab's viewer registry (./store-sql.js), each built as
 // `[sql, bindings]` for `knex.raw`: the tables, a replica's beat and the cleaning it does, a
 // load, a claim through an entity's gate, a claim sent again, a viewer forgotten, and a replica
 // leaving. Every claim stamps its rows with the signal's id and the database's time, so that a

@@ -1,13 +1,13 @@
 'use strict';
 // The bounded outbox in front of the events bus for the live tab's shared signals
-// (./live-shared.js): at most MAX_IN_FLIGHT publishes at once; while the bus is slow, signals
+// (./signals.js): at most MAX_IN_FLIGHT publishes at once; while the bus is slow, signals
 // for the same entity and clusters merge their recipients instead of queueing behind each other,
 // so the queue holds at most one entry per (entity, clusters) whatever the rate of changes. A
 // failed publish is tried again (RETRIES times, a second apart), then counted as lost and
 // logged: its viewers stay claimed, and their tabs poll again within the frontend's liveness
 // bound.
 
-const crypto = require('node:crypto');
+const { uniqueId } = require('../../protocol');
 
 const MAX_IN_FLIGHT = 4;
 const RETRIES = 3;
@@ -63,8 +63,7 @@ class Outbox {
       this.#counts.merged++;
       const recipients = new Set([...waiting.signal.recipients.entityRef, ...users]);
       waiting.signal.recipients.entityRef = [...recipients].sort();
-      const merged =
-        waiting.signal.message.id === id ? id : `${id}.${crypto.randomBytes(6).toString('base64url')}`;
+      const merged = waiting.signal.message.id === id ? id : uniqueId(id);
       waiting.signal.message = { ...waiting.signal.message, at: this.#now(), id: merged };
       waiting.attempts = Math.max(waiting.attempts, attempts);
       waiting.retryAt = Math.max(waiting.retryAt, retryAt);

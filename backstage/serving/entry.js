@@ -1,7 +1,6 @@
 'use strict';
-// One informer of the fetcher's, and what the answers and the live tab keep of it beside the
-// native cache: when it was last used, whether a load is waiting on it, its scope, its answers'
-// memo and its live viewers. What a load asks of one informer (its state, whether it settled,
+// One informer of the fetcher's, and what the answers keep of it beside the native cache: when
+// it was last used, whether a load is waiting on it, its scope and its answers' memo. What a load asks of one informer (its state, whether it settled,
 // how much it holds) is answered here; how many there may be and what they may hold together
 // is the pool's (./pool.js), which only counts and closes entries.
 
@@ -26,12 +25,25 @@ function currentTurn() {
   return turn;
 }
 
-/** One informer of the fetcher's, with what the answers and the live tab keep of it. */
+/** One informer of the fetcher's, with what the answers keep of it. */
 class Entry {
   #state = null;
   #stateTurn = -1;
+  #servability;
 
-  constructor(key, identity, informer, description, { owner, fromBody }) {
+  /**
+   * @param {string} key
+   * @param {object} identity whose informer it is (./identity.js)
+   * @param {object} informer the watcher's
+   * @param {object} description cluster, group, apiVersion, plural, namespace, labelSelector
+   * @param {object} options
+   * @param {string | null} options.owner the user whose load opened it (null: a service's call)
+   * @param {boolean} options.fromBody whether a request body named its type
+   * @param {{ verifiedUntil(identity: object): number, livenessMs: number }} options.servability
+   *   until when its identity's credential counts as confirmed, and how recently its watch must
+   *   have shown life for its cache to answer
+   */
+  constructor(key, identity, informer, description, { owner, fromBody, servability }) {
     this.key = key;
     this.identity = identity;
     this.informer = informer;
@@ -39,6 +51,9 @@ class Entry {
     /** The user whose load opened it (null: a service's call), and whether a request body named its type. */
     this.owner = owner;
     this.fromBody = fromBody;
+    this.#servability = servability;
+    /** Closed: its answers, and whatever follows them, are done with. */
+    this.closed = false;
     this.lastUsed = Date.now();
     /** Requests between choosing this entry and answering from it: the idle sweep leaves it be. */
     this.inUse = 0;
@@ -48,14 +63,19 @@ class Entry {
     this.scope = undefined;
     /** Its remembered answers, by `${objectType}\0${namespace}\0${selector}` (./answers.js). */
     this.memo = new AnswerMemo();
-    /** The live tab's watch keys on this informer → { namespace, selector, last, tag } (./following.js). */
-    this.watched = new Map();
-    this.unfollow = null;
-    this.checkTimer = null;
-    this.staleTimer = null;
-    this.checkedAt = 0;
-    /** The state the last comparison saw (./following.js). */
-    this.tag = undefined;
+  }
+
+  /**
+   * Whether its cache answers loads now, and until when at most (Infinity: until it changes):
+   * while its watch showed life (a watch opened, an event, a bookmark) within `livenessMs` and
+   * its credential was confirmed in time (./identity.js).
+   */
+  servable() {
+    const verifiedUntil = this.#servability.verifiedUntil(this.identity);
+    const { aliveAt } = this.state();
+    const aliveUntil = aliveAt === null || aliveAt === undefined ? 0 : aliveAt + this.#servability.livenessMs;
+    const until = Math.min(verifiedUntil, aliveUntil);
+    return { servable: Date.now() < until, until: until > 0 ? until : Infinity };
   }
 
   touch() {
@@ -112,12 +132,8 @@ class Entry {
   }
 
   close() {
+    this.closed = true;
     this.memo.clear();
-    this.watched.clear();
-    this.unfollow?.();
-    this.unfollow = null;
-    clearTimeout(this.checkTimer);
-    clearTimeout(this.staleTimer);
     this.informer.close();
   }
 }

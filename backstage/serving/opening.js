@@ -31,7 +31,7 @@ class Opening {
   #identities;
   #access;
   #pool;
-  #publisher;
+  #follower;
   #idleTimeoutMs;
   #syncTimeoutMs;
   #livenessMs;
@@ -41,7 +41,7 @@ class Opening {
 
   /**
    * @param {object} options the fetcher's (./fetcher.js) and its rooms: the identities, the
-   *   viewers' access, the pool and the live tab's publisher (null without the Signals plugin)
+   *   viewers' access, the pool and the follower of its answers (null without the live tab)
    */
   constructor(options) {
     this.#watcher = options.watcher;
@@ -49,7 +49,7 @@ class Opening {
     this.#identities = options.identities;
     this.#access = options.access;
     this.#pool = options.pool;
-    this.#publisher = options.publisher;
+    this.#follower = options.follower;
     this.#idleTimeoutMs = options.idleTimeoutMs;
     this.#syncTimeoutMs = options.syncTimeoutMs;
     this.#livenessMs = options.livenessMs;
@@ -117,7 +117,7 @@ class Opening {
     );
     const decisions = resources.map((resource) => (this.#cached(resource) ? decided.shift() : null));
     if (viewer && decisions.includes('refused')) {
-      this.#publisher?.forget(viewer.userEntityRef, viewer.entityRef);
+      this.#follower?.refused(viewer);
     }
     return decisions;
   }
@@ -175,7 +175,11 @@ class Opening {
         namespace: informerNamespace,
         labelSelector: informerSelector,
       };
-      return new Entry(key, identity, informer, description, { owner, fromBody });
+      const servability = {
+        verifiedUntil: (of) => this.#identities.verifiedUntil(of),
+        livenessMs: this.#livenessMs,
+      };
+      return new Entry(key, identity, informer, description, { owner, fromBody, servability });
     });
     if (!entry) return null;
     opened.push(entry);

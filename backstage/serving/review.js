@@ -5,8 +5,8 @@
 // credential that is refused from one that is not. Each request goes through the native pool
 // with the cluster's own connection, so what is checked is what the informers send.
 
-const native = require('../lib/native');
-const { toSpec } = require('../lib/spec');
+const native = require('../../lib/native');
+const { toSpec } = require('../../lib/spec');
 
 /** A check that takes longer has failed (the native request finishes on its own). */
 const CHECK_TIMEOUT_MS = 10_000;

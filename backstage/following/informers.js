@@ -1,13 +1,16 @@
 'use strict';
-// The live tab's following of informers: which viewers' answers each informer's changes touch,
-// and when an answer a viewer was given has changed, so that the publisher (./live.js) signals
-// them.
+// The live tab's following of the fetcher's informers: which viewers' answers each informer's
+// changes touch, and when an answer a viewer was given has changed, so that the publisher
+// (./publisher.js) signals them. It is the follower the serving wing (../serving/) calls
+// through one small interface (`InformerFollowing`'s methods), and the serving wing knows
+// nothing else of following.
 //
 // A user's load depends on a watch key per informer, selector and namespace it was answered
 // from. An answer changes when an object its selector selects changes, when the informer fails
-// or recovers, and when the cache stops being served (its watch silent past the liveness bound,
-// its credential refused or not checked in time: ./serving.js `servable`): then the viewer's
-// next load is the default fetcher's, which the frontend polls, so the viewer is told once.
+// or recovers, when the cache stops being served (its watch silent past the liveness bound, its
+// credential refused or not checked in time: the entry's `servable()`), and when the informer is
+// closed (idle, a bound, a refusal): then the viewer's next load is the default fetcher's, which
+// the frontend polls, so the viewer is told once.
 //
 // Each informer is compared at most every LIVE_CHECK_MS, and only when its state tag (generation,
 // failure, sync, servable) moved since the last comparison; a comparison takes the native cache's
@@ -18,6 +21,7 @@
 // is compared as.
 
 const crypto = require('node:crypto');
+const { liveRequestContext, markFollowed, markNotLive } = require('./mark');
 
 /**
  * A watch key as every replica names it: what the informer lists (cluster, type, its own
@@ -49,24 +53,49 @@ function sharedKeyOf(
  */
 const LIVE_CHECK_MS = 100;
 
-class Following {
+/** What the following keeps of one followed informer (never on the serving wing's entry). */
+function newFollowed() {
+  return {
+    /** watch key → { namespace, selector, shared, last } */
+    watched: new Map(),
+    unfollow: null,
+    checkTimer: null,
+    staleTimer: null,
+    checkedAt: 0,
+    /** The state the last comparison saw. */
+    tag: undefined,
+  };
+}
+
+/**
+ * The serving wing's follower. What it is handed of an entry (../serving/entry.js): `key`,
+ * `description`, `informer` (its state, fingerprint, change notices), `state()` (once per turn)
+ * and `servable()` (whether its cache answers loads now, and until when).
+ */
+class InformerFollowing {
   #publisher;
-  #servable;
   #now;
-  #entries;
+  /** entry → what is kept of it, while it is open and followed */
+  #followed = new Map();
 
   /**
    * @param {object} options
-   * @param {ReturnType<import('./live').createLivePublisher>} options.publisher
-   * @param {(entry: object) => { servable: boolean, until: number }} options.servable whether
-   *   the entry's cache answers loads now, and until when at most (Infinity: until it changes)
-   * @param {Map<string, object>} options.entries the pool's entries (a dropped entry is not followed)
+   * @param {ReturnType<import('./publisher').createLivePublisher>} options.publisher
+   * @param {() => number} [options.now]
    */
-  constructor({ publisher, servable, entries, now = Date.now }) {
+  constructor({ publisher, now = Date.now }) {
     this.#publisher = publisher;
-    this.#servable = servable;
-    this.#entries = entries;
     this.#now = now;
+  }
+
+  /** The viewer of the request being answered (the objects provider's user call), if any. */
+  viewer() {
+    return liveRequestContext.getStore();
+  }
+
+  /** A part of the answer being built was not served from a followed cache: it is polled. */
+  notFollowed() {
+    markNotLive();
   }
 
   /**
@@ -80,13 +109,14 @@ class Following {
    */
   prepare(entries, { selector, namespace }) {
     return entries.map((entry) => {
-      if (!entry || this.#entries.get(entry.key) !== entry) return null;
+      if (!entry || entry.closed) return null;
       const key = `${entry.key}\0${namespace ?? ''}\0${selector}`;
+      const followed = this.#followed.get(entry);
+      const watched = followed?.watched.get(key);
       // Only this key: the others' viewers are not touched by this load, and the check that
       // the change scheduled compares them.
-      const watched = entry.watched.get(key);
       if (watched) {
-        if (this.#tag(entry) !== entry.tag) this.#checkKey(entry, key);
+        if (this.#tag(entry) !== followed.tag) this.#checkKey(entry, followed, key);
         return { key, shared: watched.shared, watched: null };
       }
       const shared = sharedKeyOf(entry.description, namespace, selector);
@@ -100,34 +130,59 @@ class Following {
 
   /**
    * The load prepare() prepared was answered from these entries on the cluster the user knows
-   * as `cluster`: registers the viewer. Returns whether it was registered.
+   * as `cluster`: registers the viewer, and marks the answer followed or not.
    */
   viewed(viewer, entries, prepared, { cluster }) {
     const keys = [];
     const sharedKeys = [];
     entries.forEach((entry, i) => {
       const ready = prepared[i];
-      if (!entry || !ready || this.#entries.get(entry.key) !== entry) return;
+      if (!entry || !ready || entry.closed) return;
+      let followed = this.#followed.get(entry);
+      if (!followed) this.#followed.set(entry, (followed = newFollowed()));
       // prepare() and this run in one turn of the event loop (no check can forget a key between).
-      if (ready.watched && !entry.watched.has(ready.key)) {
-        entry.watched.set(ready.key, ready.watched);
-        entry.tag ??= this.#tag(entry);
+      if (ready.watched && !followed.watched.has(ready.key)) {
+        followed.watched.set(ready.key, ready.watched);
+        followed.tag ??= this.#tag(entry);
       }
-      this.#follow(entry);
+      this.#follow(entry, followed);
       keys.push(ready.key);
       sharedKeys.push(ready.shared);
     });
-    if (keys.length === 0) return false;
-    return this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys, { cluster, sharedKeys });
+    const registered =
+      keys.length > 0 &&
+      this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys, { cluster, sharedKeys });
+    if (registered) markFollowed(viewer);
+    else markNotLive(viewer);
+  }
+
+  /** The viewer's own access was refused: it is followed no more (its answer is the default's). */
+  refused(viewer) {
+    this.#publisher.forget(viewer.userEntityRef, viewer.entityRef);
   }
 
   /** Something outside the informer changed whether its cache is served (its credential). */
-  changed(entry) {
-    if (entry.watched.size > 0) this.#scheduleCheck(entry, 0);
+  entryChanged(entry) {
+    const followed = this.#followed.get(entry);
+    if (followed && followed.watched.size > 0) this.#scheduleCheck(entry, followed, 0);
+  }
+
+  /**
+   * The entry was closed (idle, a bound, a refusal): its viewers' next answers are the default
+   * fetcher's, which nothing signals. Each watched key whose viewers are still there is signalled
+   * once, so that their tabs reload and poll from then on.
+   */
+  entryClosed(entry) {
+    const followed = this.#followed.get(entry);
+    if (!followed) return;
+    this.#unfollow(entry, followed);
+    for (const [key, watched] of followed.watched) {
+      if (this.#publisher.watching(key)) this.#publisher.changed(key, { change: `closed|${watched.last}` });
+    }
   }
 
   #tag(entry, state = entry.state()) {
-    const { servable } = this.#servable(entry);
+    const { servable } = entry.servable();
     return `${state.generation}|${state.error?.statusCode ?? ''}|${state.synced}|${servable}`;
   }
 
@@ -136,7 +191,7 @@ class Following {
    * the cache is not served, else its failure, whether it is synced, and the native cache's
    * fingerprint of the objects it selects.
    */
-  #fingerprint(entry, namespace, selector, servable = this.#servable(entry).servable, state = entry.state()) {
+  #fingerprint(entry, namespace, selector, servable = entry.servable().servable, state = entry.state()) {
     if (!servable) return 'default';
     let digest = '';
     if (state.synced) {
@@ -150,36 +205,50 @@ class Following {
   }
 
   /** Looks again at `entry` when it syncs, fails, recovers, ends or (once armed) changes. */
-  #follow(entry) {
-    if (entry.unfollow) return;
-    entry.unfollow = entry.informer.onStateChange(() => this.#scheduleCheck(entry));
-    if (!entry.informer.armChangeNotice(entry.informer.state().generation)) this.#scheduleCheck(entry);
-    this.#armStaleness(entry);
+  #follow(entry, followed) {
+    if (followed.unfollow) return;
+    followed.unfollow = entry.informer.onStateChange(() => this.#scheduleCheck(entry, followed));
+    if (!entry.informer.armChangeNotice(entry.informer.state().generation))
+      this.#scheduleCheck(entry, followed);
+    this.#armStaleness(entry, followed);
   }
 
-  #scheduleCheck(entry, delay) {
-    if (entry.checkTimer !== null) return;
-    const wait = delay ?? Math.max(0, entry.checkedAt + LIVE_CHECK_MS - this.#now());
-    entry.checkTimer = setTimeout(() => {
-      entry.checkTimer = null;
-      this.#check(entry);
+  /** Stops looking at `entry`: no notice, no timer, nothing kept. */
+  #unfollow(entry, followed) {
+    followed.unfollow?.();
+    followed.unfollow = null;
+    clearTimeout(followed.checkTimer);
+    followed.checkTimer = null;
+    clearTimeout(followed.staleTimer);
+    this.#followed.delete(entry);
+  }
+
+  #scheduleCheck(entry, followed, delay) {
+    if (followed.checkTimer !== null) return;
+    const wait = delay ?? Math.max(0, followed.checkedAt + LIVE_CHECK_MS - this.#now());
+    followed.checkTimer = setTimeout(() => {
+      followed.checkTimer = null;
+      this.#check(entry, followed);
     }, wait);
-    entry.checkTimer.unref?.();
+    followed.checkTimer.unref?.();
   }
 
   /** A timer for the moment the cache stops being served if nothing moves it on. */
-  #armStaleness(entry) {
-    clearTimeout(entry.staleTimer);
-    const { until } = this.#servable(entry);
+  #armStaleness(entry, followed) {
+    clearTimeout(followed.staleTimer);
+    const { until } = entry.servable();
     if (!Number.isFinite(until)) return;
-    entry.staleTimer = setTimeout(() => this.#scheduleCheck(entry, 0), Math.max(0, until - this.#now()) + 5);
-    entry.staleTimer.unref?.();
+    followed.staleTimer = setTimeout(
+      () => this.#scheduleCheck(entry, followed, 0),
+      Math.max(0, until - this.#now()) + 5,
+    );
+    followed.staleTimer.unref?.();
   }
 
   /** Signals `key` of `entry` if its answer changed since it was last compared. */
-  #checkKey(entry, key) {
+  #checkKey(entry, followed, key) {
     if (!this.#publisher.watching(key)) return;
-    this.#compare(entry, key, entry.watched.get(key), this.#servable(entry).servable, entry.state());
+    this.#compare(entry, key, followed.watched.get(key), entry.servable().servable, entry.state());
   }
 
   /** Signals `key` if what its selector selects (`watched`) is not what it was last compared as. */
@@ -194,36 +263,34 @@ class Following {
   }
 
   /** Signals every watch key of `entry` whose answer changed; forgets the keys nobody watches. */
-  #check(entry) {
-    if (this.#entries.get(entry.key) !== entry) return;
-    clearTimeout(entry.checkTimer);
-    entry.checkTimer = null;
-    entry.checkedAt = this.#now();
+  #check(entry, followed) {
+    if (this.#followed.get(entry) !== followed) return;
+    clearTimeout(followed.checkTimer);
+    followed.checkTimer = null;
+    followed.checkedAt = this.#now();
     // Read before the answers, so a change while they are compared arms no stale notice.
     const fresh = entry.informer.state();
     const { generation } = fresh;
     const tag = this.#tag(entry, fresh);
-    if (tag !== entry.tag) {
-      entry.tag = tag;
+    if (tag !== followed.tag) {
+      followed.tag = tag;
       // Read once for every key: what each key's answer is now, as of this one state.
-      const { servable } = this.#servable(entry);
-      for (const [key, watched] of entry.watched) {
+      const { servable } = entry.servable();
+      for (const [key, watched] of followed.watched) {
         if (!this.#publisher.watching(key)) {
-          entry.watched.delete(key);
+          followed.watched.delete(key);
           continue;
         }
         this.#compare(entry, key, watched, servable, fresh);
       }
     }
-    if (entry.watched.size === 0) {
-      entry.unfollow?.();
-      entry.unfollow = null;
-      clearTimeout(entry.staleTimer);
+    if (followed.watched.size === 0) {
+      this.#unfollow(entry, followed);
       return;
     }
-    this.#armStaleness(entry);
-    if (!entry.informer.armChangeNotice(generation)) this.#scheduleCheck(entry);
+    this.#armStaleness(entry, followed);
+    if (!entry.informer.armChangeNotice(generation)) this.#scheduleCheck(entry, followed);
   }
 }
 
-module.exports = { Following, LIVE_CHECK_MS, sharedKeyOf };
+module.exports = { InformerFollowing, LIVE_CHECK_MS, sharedKeyOf };

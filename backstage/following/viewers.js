@@ -1,5 +1,5 @@
 'use strict';
-// The viewers one replica follows for the live tab's publisher (./live-publisher.js): a
+// The viewers one replica follows for the live tab's publisher (./publisher.js): a
 // (user, entity) pair per viewer, found by its id, by its user and by the watch keys its answer
 // depends on. It sends no signal: the publisher decides who is signalled; this remembers, and
 // cancels the pending signal of a viewer it forgets.
@@ -30,7 +30,7 @@ class Viewers {
    * One (user, entity) pair, in order of its last load (a Map keeps insertion order, and a load
    * moves its viewer to the end), so the oldest and the expired are always at the front.
    * `keys`: watch key → the cluster's name as the viewer's answer names it, and the key as every
-   * replica names it (`shared`: without this process's own identity keys, see ./following.js).
+   * replica names it (`shared`: without this process's own identity keys, see ./informers.js).
    * `armed`: answered since its last signal.
    * @type {Map<string, { userEntityRef: string, entityRef: string,
    *   keys: Map<string, { cluster: string, shared: string }>,

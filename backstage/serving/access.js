@@ -14,8 +14,8 @@
 // default fetcher shows it at once. The reviews one load needs on one cluster go to the API
 // server together, in one native call.
 
-const native = require('../lib/native');
-const { toSpec } = require('../lib/spec');
+const native = require('../../lib/native');
+const { toSpec } = require('../../lib/spec');
 const { keyedHash, isViewerChecked } = require('./credential');
 
 /** A review that takes longer has failed (the load goes to the default fetcher). */

@@ -1,0 +1,38 @@
+'use strict';
+// The live mark, written here and nowhere else: which request the live tab's backend is
+// answering, and whether the answer being built may be served from memory until a signal (every
+// part of it followed by signals). The objects provider (./provider.js) runs each user's call
+// inside `liveRequestContext`; the informers' following (./informers.js) and the publisher
+// (./publisher.js) mark it; the router's middleware (./provider.js) reads it as the response's
+// head is written (`x-kube-watch-live`, ../protocol.js).
+
+const { AsyncLocalStorage } = require('node:async_hooks');
+
+/**
+ * The request being answered: `{ userEntityRef, entityRef }` while the objects provider runs a
+ * user's call, undefined otherwise (a service's call, or no objects provider). The marks below
+ * add `followed` and `notLive` to it, and the publisher the registry's `writes` of its load.
+ */
+const liveRequestContext = new AsyncLocalStorage();
+
+/**
+ * Notes that a part of the answer being built is not followed by signals (the default fetcher
+ * answered it, its viewer could not be registered, its row did not reach the replicas' registry
+ * in time): the frontend must poll that answer, not trust memory. Outside a user's call,
+ * nothing. `context`: the request's, when known (else the current one's).
+ */
+function markNotLive(context = liveRequestContext.getStore()) {
+  if (context) context.notLive = true;
+}
+
+/** Notes that the answer being built is followed: its viewer is registered for signals. */
+function markFollowed(context = liveRequestContext.getStore()) {
+  if (context) context.followed = true;
+}
+
+/** Whether the call that ran in `context` may be served from memory until a signal. */
+function isLiveAnswer(context) {
+  return Boolean(context?.followed) && !context.notLive;
+}
+
+module.exports = { liveRequestContext, markNotLive, markFollowed, isLiveAnswer };
