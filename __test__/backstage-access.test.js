@@ -151,3 +151,22 @@ test('with authorizationTtl 0 every load asks', async () => {
   assert.equal(calls.length, 2);
   assert.equal(access.counts().remembered, 0);
 });
+
+test("one viewer's many decisions evict only its own: another viewer's stay remembered (issue 48, finding 5)", async () => {
+  const { access, calls } = stubbed(); // maxDecisions 100: 16 per viewer at most
+  await access.decideAll(CLUSTER, token('alice'), IDENTITY, RESOURCES, 'team-a');
+  assert.equal(calls.length, 1);
+  // Mallory's loads name 1 300 made-up custom resources, 13 loads of 100.
+  for (let load = 0; load < 13; load++) {
+    const made = Array.from({ length: 100 }, (_, i) => ({ group: 'x.io', plural: `made-up-${load}-${i}` }));
+    await access.decideAll(CLUSTER, token('mallory'), IDENTITY, made, 'team-a');
+  }
+  assert.ok(access.counts().remembered <= 3 + 16, `${access.counts().remembered} remembered`);
+  const before = calls.length;
+  assert.deepEqual(await access.decideAll(CLUSTER, token('alice'), IDENTITY, RESOURCES, 'team-a'), [
+    'allowed',
+    'allowed',
+    'allowed',
+  ]);
+  assert.equal(calls.length, before, 'Alice, within her TTL, waits for no review');
+});

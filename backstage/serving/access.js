@@ -9,7 +9,9 @@
 // exactly the default's answer (its 403, its 401 for a bad or expired token, its network error).
 //
 // Decisions are remembered for `ttlMs` per (keyed hash of the viewer's credential, the cache's
-// identity, group, resource, namespace), at most `maxDecisions` of them, holding no token.
+// identity, group, resource, namespace), at most `maxDecisions` of them, holding no token, and
+// at most DECISION_SHARE of them per viewer: one viewer asking for many made-up types evicts
+// its own oldest decisions, never another viewer's.
 // `ttlMs` 0 asks on every load. The trade-off: a binding revoked shows within `ttlMs`, where the
 // default fetcher shows it at once. The reviews one load needs on one cluster go to the API
 // server together, in one native call.
@@ -20,6 +22,8 @@ const { keyedHash, isViewerChecked } = require('./credential');
 
 /** A review that takes longer has failed (the load goes to the default fetcher). */
 const REVIEW_TIMEOUT_MS = 10_000;
+/** The part of `maxDecisions` one viewer's credential may hold (at least 16). */
+const DECISION_SHARE = 0.1;
 
 /** The secret part of a credential, as one string (only ever hashed); null for none. */
 function secretOf(credential) {
@@ -44,8 +48,14 @@ class ViewerAccess {
   #maxDecisions;
   #review;
   #now;
-  /** key → { decision, at, renewing? } or a Promise of the decision while asked. */
+  /**
+   * `${viewer}\n${what}` → { decision, at, renewing? } or a Promise of the decision while
+   * asked; least recently remembered first.
+   */
   #decisions = new Map();
+  /** viewer → its keys in #decisions, least recently remembered first */
+  #byViewer = new Map();
+  #perViewer;
   #counts = { allowed: 0, refused: 0, failed: 0, hits: 0 };
 
   /**
@@ -57,6 +67,7 @@ class ViewerAccess {
   constructor({ ttlMs, maxDecisions, review = reviewListAccess, now = Date.now }) {
     this.#ttlMs = ttlMs;
     this.#maxDecisions = maxDecisions;
+    this.#perViewer = Math.max(16, Math.floor(maxDecisions * DECISION_SHARE));
     this.#review = review;
     this.#now = now;
   }
@@ -73,7 +84,7 @@ class ViewerAccess {
     const now = this.#now();
     const asks = [];
     const decisions = resources.map(({ group = '', plural }) => {
-      const key = JSON.stringify([viewer, group, plural, namespace ?? '']);
+      const key = `${viewer}\n${JSON.stringify([group, plural, namespace ?? ''])}`;
       const known = this.#decisions.get(key);
       if (known instanceof Promise) return known;
       const age = known ? now - known.at : Infinity;
@@ -115,7 +126,7 @@ class ViewerAccess {
   #settle(key, decision) {
     this.#counts[decision]++;
     if (this.#ttlMs > 0 && decision !== 'failed') this.#remember(key, { decision, at: this.#now() });
-    else this.#decisions.delete(key);
+    else this.#forget(key);
     return decision;
   }
 
@@ -128,19 +139,33 @@ class ViewerAccess {
   prune() {
     const now = this.#now();
     for (const [key, known] of this.#decisions) {
-      if (!(known instanceof Promise) && now - known.at >= this.#ttlMs) this.#decisions.delete(key);
+      if (!(known instanceof Promise) && now - known.at >= this.#ttlMs) this.#forget(key);
     }
   }
 
   clear() {
     this.#decisions.clear();
+    this.#byViewer.clear();
   }
 
+  /** Remembers `value` under `key`, the newest; the viewer's own oldest go past its share. */
   #remember(key, value) {
-    this.#decisions.delete(key);
-    if (this.#decisions.size >= this.#maxDecisions)
-      this.#decisions.delete(this.#decisions.keys().next().value);
+    this.#forget(key);
+    const viewer = key.slice(0, key.indexOf('\n'));
+    const own = this.#byViewer.get(viewer);
+    if (own && own.size >= this.#perViewer) this.#forget(own.values().next().value);
+    if (this.#decisions.size >= this.#maxDecisions) this.#forget(this.#decisions.keys().next().value);
     this.#decisions.set(key, value);
+    if (!this.#byViewer.has(viewer)) this.#byViewer.set(viewer, new Set());
+    this.#byViewer.get(viewer).add(key);
+  }
+
+  #forget(key) {
+    if (!this.#decisions.delete(key)) return;
+    const viewer = key.slice(0, key.indexOf('\n'));
+    const own = this.#byViewer.get(viewer);
+    own?.delete(key);
+    if (own?.size === 0) this.#byViewer.delete(viewer);
   }
 }
 
