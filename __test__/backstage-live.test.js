@@ -338,6 +338,43 @@ test('liveHeaderMiddleware: x-kube-watch-live only on a 200 whose every provider
   });
 });
 
+test('a load the permission policy refuses on the router: its user is followed no more for that entity (issue 48, finding 4)', async () => {
+  const { setUpLive } = require('../backstage/following/provider');
+  const { ConfigReader } = require('@backstage/config');
+  const published = [];
+  const registered = [];
+  const { publisher } = await setUpLive({
+    options: {
+      enabled: true,
+      viewerTtlMs: 60_000,
+      maxViewers: 10,
+      maxViewersPerUser: 5,
+      minIntervalMs: 0,
+      replicas: 1,
+    },
+    logger: { info() {}, warn() {} },
+    config: new ConfigReader({}),
+    signals: { publish: (signal) => void published.push(signal) },
+    objectsProviders: { addObjectsProvider() {} },
+    auth: {},
+    instanceMetadata: { getInstalledPlugins: async () => [{ pluginId: 'signals' }] },
+    httpRouter: { use: (h) => registered.push(h) },
+    httpAuth: { credentials: async () => ({ principal: { type: 'user', userEntityRef: ALICE } }) },
+  });
+  const [middleware] = registered;
+  // Alice's allowed load of svc-a, then one refused by the policy before any provider call.
+  publisher.viewed(ALICE, SVC_A, ['k'], { cluster: 'alpha' });
+  const entity = { kind: 'Component', metadata: { name: 'svc-a', namespace: 'default' } };
+  const res = { statusCode: 403, setHeader() {}, getHeader() {}, writeHead() {} };
+  middleware({ method: 'POST', body: { entity } }, res, () => res.writeHead(403));
+  await new Promise((resolve) => setImmediate(resolve));
+  publisher.changed('k');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(published, [], 'no signal of a change she may no longer load');
+  assert.equal(publisher.size, 0);
+  await publisher.close();
+});
+
 test('several replicas: the live tab is on only with the events backend on PostgreSQL, else off with a warning', async () => {
   const { setUpLive } = require('../backstage/following/provider');
   const { ConfigReader } = require('@backstage/config');

@@ -166,15 +166,19 @@ test('an expired or unknown token gets the default’s 401; a failed review gets
   await same(as('tok-alice'), 'Alice after a failed review');
 });
 
-test('signals: an allowed viewer is signalled, a refused one never, a revoked one no longer', async (t) => {
+test('signals: an allowed viewer is signalled, a refused one never; a binding removed while the tab is live is told at its decisions’ expiry, then no longer (issue 48, finding 4)', async (t) => {
   const published = [];
   const publisher = createLivePublisher({ signals: { publish: (s) => void published.push(s) } });
-  const { sim, fetcher, as } = await setUp(t, { live: publisher, authorizationTtlMs: 0 });
-  const load = (user, token) =>
-    liveRequestContext.run(
-      { userEntityRef: `user:default/${user}`, entityRef: 'component:default/svc' },
-      () => fetcher.fetchObjectsForService(as(token, { namespace: 'team' })),
+  const TTL = 1500;
+  const { sim, fetcher, as } = await setUp(t, { live: publisher, authorizationTtlMs: TTL });
+  const contexts = {};
+  const load = (user, token) => {
+    const context = { userEntityRef: `user:default/${user}`, entityRef: 'component:default/svc' };
+    contexts[user] = context;
+    return liveRequestContext.run(context, () =>
+      fetcher.fetchObjectsForService(as(token, { namespace: 'team' })),
     );
+  };
   await eventually(
     async () => {
       await load('alice', 'tok-alice');
@@ -184,22 +188,62 @@ test('signals: an allowed viewer is signalled, a refused one never, a revoked on
     },
     { what: 'Alice and Bob answered from the cache' },
   );
+  published.length = 0;
+  await load('alice', 'tok-alice');
+  await load('bob', 'tok-bob');
+  await load('carol', 'tok-carol');
+  assert.equal(contexts.bob.followed && !contexts.bob.notLive, true, 'Bob’s answer is live');
+  assert.equal(contexts.carol.notLive, true, 'Carol, refused, is polled');
   sim.create('pods', { metadata: { name: 'p-new', namespace: 'team', labels: { [ID]: 'svc' } } });
   const to = () => published.flatMap((s) => s.recipients.entityRef).sort();
   await eventually(() => to().length >= 2, { what: 'signals for Alice and Bob' });
   await sleep(300);
   assert.deepEqual(to(), ['user:default/alice', 'user:default/bob'], 'Carol, refused, never');
-  // Both reload (each is followed again); then Bob's access is revoked, his next load is
-  // refused, and he is not signalled again.
+
+  // Both reload (each is followed again). Bob's RoleBinding is removed while his tab shows a
+  // live answer: nothing in the cluster changes for him, but he is told to load again when the
+  // decisions behind his answer expire, within the TTL (and the store's claim grain).
   await load('alice', 'tok-alice');
   await load('bob', 'tok-bob');
+  published.length = 0;
   sim.options.tokens['tok-bob'] = { user: 'bob', rules: [] };
-  await load('bob', 'tok-bob');
+  const revokedAt = Date.now();
+  await eventually(() => to().includes('user:default/bob'), { timeoutMs: TTL + 3000, what: 'Bob told' });
+  const toldAfter = Date.now() - revokedAt;
+  assert.ok(toldAfter <= TTL + 1000, `Bob told ${toldAfter} ms after the revocation (TTL ${TTL} ms)`);
+  const refused = await load('bob', 'tok-bob');
+  assert.deepEqual(
+    refused.errors.map((e) => e.statusCode),
+    [403, 403],
+    'his reload: the default’s 403',
+  );
+  assert.equal(contexts.bob.notLive, true, 'and polled from then on');
+  await load('alice', 'tok-alice');
   published.length = 0;
   sim.create('pods', { metadata: { name: 'p-newer', namespace: 'team', labels: { [ID]: 'svc' } } });
   await eventually(() => published.length >= 1, { what: 'Alice’s signal' });
   await sleep(300);
   assert.deepEqual(to(), ['user:default/alice'], 'Bob, revoked, no longer');
+  t.diagnostic(`a removed binding reached the live tab's signal ${toldAfter} ms after (TTL ${TTL} ms)`);
+});
+
+test('with authorizationTtl 0 an answer on viewers’ own credentials is proven only as it is made: never live', async (t) => {
+  const published = [];
+  const publisher = createLivePublisher({ signals: { publish: (s) => void published.push(s) } });
+  const { fetcher, as } = await setUp(t, { live: publisher, authorizationTtlMs: 0 });
+  let context;
+  await eventually(
+    async () => {
+      context = { userEntityRef: 'user:default/alice', entityRef: 'component:default/svc' };
+      await liveRequestContext.run(context, () =>
+        fetcher.fetchObjectsForService(as('tok-alice', { namespace: 'team' })),
+      );
+      return fetcher.answered().cached >= 2;
+    },
+    { what: 'Alice answered from the cache' },
+  );
+  assert.equal(context.notLive, true, 'polled: every load asks');
+  assert.equal(publisher.size, 0);
 });
 
 test('the module’s metrics: answers, access decisions and signals, with no token, user or entity', async (t) => {

@@ -50,6 +50,15 @@ async function scenario(store, entity) {
   await store.forget(BOB, entity);
   await sleep(120);
   await claim({ watchKeys: ['pods'] });
+  // A viewer whose access decisions expire is claimed when they do, once, and then by nobody.
+  const DAVE = 'user:default/dave';
+  await store.loaded(DAVE, entity, { pods: 'us' }, LATER(), Date.now() + 50);
+  await store.loaded(ALICE, entity, { pods: 'us' }, LATER(), Date.now() + 60_000);
+  const due = async () => out.push((await store.claimDue()).map((row) => [row.userEntityRef, row.clusters]));
+  await due(); // not yet
+  await sleep(120);
+  await due(); // Dave
+  await due(); // claimed already
   return out;
 }
 
@@ -68,6 +77,9 @@ const EXPECTED = [
   { rows: [], gated: true },
   { rows: [[BOB, ['us']]], gated: false },
   { rows: [], gated: false },
+  [],
+  [['user:default/dave', ['us']]],
+  [],
 ];
 
 test('the memory store and the PostgreSQL store answer one scenario alike', async (t) => {

@@ -38,6 +38,7 @@ const liveDeps = signalsNode && {
   auth: coreServices.auth,
   instanceMetadata: coreServices.rootInstanceMetadata,
   httpRouter: coreServices.httpRouter,
+  httpAuth: coreServices.httpAuth,
   database: coreServices.database,
 };
 

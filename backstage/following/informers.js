@@ -130,9 +130,10 @@ class InformerFollowing {
 
   /**
    * The load prepare() prepared was answered from these entries on the cluster the user knows
-   * as `cluster`: registers the viewer, and marks the answer followed or not.
+   * as `cluster`: registers the viewer, and marks the answer followed or not. `provenUntil`: when
+   * the viewer's own access behind the answer must be asked again (its decisions expire).
    */
-  viewed(viewer, entries, prepared, { cluster }) {
+  viewed(viewer, entries, prepared, { cluster, provenUntil }) {
     const keys = [];
     const sharedKeys = [];
     entries.forEach((entry, i) => {
@@ -151,7 +152,11 @@ class InformerFollowing {
     });
     const registered =
       keys.length > 0 &&
-      this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys, { cluster, sharedKeys });
+      this.#publisher.viewed(viewer.userEntityRef, viewer.entityRef, keys, {
+        cluster,
+        sharedKeys,
+        provenUntil,
+      });
     if (registered) markFollowed(viewer);
     else markNotLive(viewer);
   }

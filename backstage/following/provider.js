@@ -85,7 +85,7 @@ class LiveObjectsProvider {
  * objects provider was called and every call's answer is followed (`isLiveAnswer`). The body is
  * untouched: the stock client ignores the header.
  */
-function liveHeaderMiddleware() {
+function liveHeaderMiddleware({ refused = () => {} } = {}) {
   return (req, res, next) => {
     if (req.method !== 'POST') return next();
     const request = { calls: [] };
@@ -94,6 +94,11 @@ function liveHeaderMiddleware() {
     res.writeHead = function liveWriteHead(...args) {
       res.writeHead = writeHead;
       const status = typeof args[0] === 'number' ? args[0] : res.statusCode;
+      // The router refused the load before any provider call (a permission policy): whoever
+      // asked is followed no more for that entity, so no later change signals them.
+      if ((status === 401 || status === 403) && request.calls.length === 0 && req.body?.entity?.metadata) {
+        refused(req, entityRefOf(req.body.entity));
+      }
       if (status === 200 && request.calls.length > 0 && request.calls.every(isLiveAnswer)) {
         res.setHeader(LIVE_HEADER, '1');
         // An app on another origin (the backend's CORS answered) reads only exposed headers.
@@ -123,6 +128,7 @@ async function setUpLive({
   auth,
   instanceMetadata,
   httpRouter,
+  httpAuth,
   database,
 }) {
   if (!signals) return undefined; // @backstage/plugin-signals-node is not installed
@@ -174,7 +180,12 @@ async function setUpLive({
     async ({ getDefault }) => new LiveObjectsProvider({ inner: await getDefault(), auth, live }),
   );
   // A module's init runs before its plugin's, so this comes before the plugin's own routes.
-  httpRouter.use(liveHeaderMiddleware());
+  const refused = (req, entityRef) =>
+    httpAuth
+      ?.credentials(req, { allow: ['user'] })
+      .then((credentials) => live.forget(credentials.principal.userEntityRef, entityRef))
+      .catch(() => {}); // not a user: nobody was followed
+  httpRouter.use(liveHeaderMiddleware({ refused }));
   logger.info('kube-watch-native: live Kubernetes tab on (signals on kubernetes:<entityRef>)');
   return { publisher: live, follower: new InformerFollowing({ publisher: live }) };
 }

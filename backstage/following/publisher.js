@@ -22,6 +22,16 @@ const { Viewers, idOf, newViewer, clustersOf } = require('./viewers');
 const { liveRequestContext, markNotLive } = require('./mark');
 const { channelOf } = require('../../protocol');
 
+/** Viewers whose access is to be asked again are claimed at most this often. */
+const RECHECK_GRAIN_MS = 250;
+
+/** When the viewer's access decisions behind its answer expire (the soonest), or null. */
+function recheckOf(viewer) {
+  let at = null;
+  for (const until of viewer.proven.values()) at = at === null ? until : Math.min(at, until);
+  return at;
+}
+
 /** A timer that does not keep the process alive; returns its cancel function. */
 function defaultSetTimer(fn, ms) {
   const timer = setTimeout(fn, ms);
@@ -117,7 +127,9 @@ class LivePublisher {
   /** createLivePublisher's options, each given or its default, and `channelOf`. */
   #options;
   #viewers = new Viewers();
-  #counts = { evicted: 0, refused: 0, crowded: 0, slowWrites: 0 };
+  #counts = { evicted: 0, refused: 0, crowded: 0, slowWrites: 0, rechecked: 0 };
+  /** The timer of the next claim of viewers whose access is to be asked again: { at, cancel } */
+  #recheck = null;
   #closed = false;
   /**
    * The registry's writes of loads not yet done, each with its entity: a load's answer waits for
@@ -161,16 +173,20 @@ class LivePublisher {
    * @param {string} userEntityRef
    * @param {string} entityRef
    * @param {string[]} watchKeys
-   * @param {{ cluster?: string, sharedKeys?: string[] }} [answered] `sharedKeys`: the same
-   *   keys as every replica names them (./informers.js), for the shared registry's claims
+   * @param {{ cluster?: string, sharedKeys?: string[], provenUntil?: number }} [answered]
+   *   `sharedKeys`: the same keys as every replica names them (./informers.js), for the shared
+   *   registry's claims; `provenUntil`: when the viewer's own access decisions behind this
+   *   cluster's answer expire, at which time the viewer is told to load again (its load asks
+   *   again: a binding revoked shows then), once; an answer proven no longer is not followed
    */
-  viewed(userEntityRef, entityRef, watchKeys, { cluster = '', sharedKeys = watchKeys } = {}) {
+  viewed(userEntityRef, entityRef, watchKeys, { cluster = '', sharedKeys = watchKeys, provenUntil } = {}) {
     if (this.#closed) return false;
     if (typeof userEntityRef !== 'string' || typeof entityRef !== 'string' || !Array.isArray(watchKeys)) {
       throw new TypeError('viewed(userEntityRef: string, entityRef: string, watchKeys: string[])');
     }
     if (this.#crowded()) return false;
     const t = this.#options.now();
+    if (provenUntil !== undefined && !(provenUntil > t)) return false;
     const id = idOf(userEntityRef, entityRef);
     let viewer = this.#viewers.get(id);
     if (!viewer) {
@@ -179,6 +195,8 @@ class LivePublisher {
     }
     viewer.expiresAt = t + this.#options.viewerTtlMs;
     viewer.armed = true;
+    if (provenUntil !== undefined && Number.isFinite(provenUntil)) viewer.proven.set(cluster, provenUntil);
+    else viewer.proven.delete(cluster);
     this.#viewers.loaded(id, viewer, watchKeys, cluster, sharedKeys);
     this.#viewers.sweep(t);
     if (!this.#viewers.has(id)) return false;
@@ -294,6 +312,8 @@ class LivePublisher {
     if (this.#closed) return;
     this.#closed = true;
     this.#viewers.clear();
+    this.#recheck?.cancel();
+    this.#recheck = null;
     await this.#signals.close();
     // The replicas' registry that only counted replicas (no bus): leave it too.
     if (this.#options.registry && this.#options.registry !== this.#store) {
@@ -322,15 +342,54 @@ class LivePublisher {
       [...viewer.keys.values()].map(({ shared, cluster }) => [shared, cluster]),
     );
     const { userEntityRef, entityRef, expiresAt } = viewer;
-    const write = this.#store.loaded(userEntityRef, entityRef, watchKeys, expiresAt).catch((error) => {
-      markNotLive(context);
-      throw error;
-    });
+    const recheckAt = recheckOf(viewer);
+    const write = this.#store
+      .loaded(userEntityRef, entityRef, watchKeys, expiresAt, recheckAt)
+      .catch((error) => {
+        markNotLive(context);
+        throw error;
+      });
+    if (recheckAt !== null) this.#scheduleRecheck(recheckAt);
     // This replica's memory takes the row at once. In the replicas' database, a claim of the
     // entity waits for it (writesOf), and so does the load's answer (answered()).
     if (this.#store !== this.#options.registry) return;
     this.#track(write, entityRef);
     if (context) (context.writes ??= []).push(write.catch(() => {}));
+  }
+
+  /** Claims the viewers whose access must be asked again at `at` (or as soon as one is due). */
+  #scheduleRecheck(at) {
+    if (this.#recheck && this.#recheck.at <= at) return;
+    this.#recheck?.cancel();
+    const wait = Math.max(RECHECK_GRAIN_MS, at - this.#options.now());
+    const cancel = this.#options.setTimer(() => void this.#claimRechecks(), wait);
+    this.#recheck = { at: this.#options.now() + wait, cancel };
+  }
+
+  /**
+   * Tells the viewers whose access decisions have expired to load again (their load asks them
+   * again), once: claimed in the store, as a change claims them, so each load hears it once
+   * whichever replica answered it. Then waits for the next such viewer answered here.
+   */
+  async #claimRechecks() {
+    this.#recheck = null;
+    if (this.#closed) return;
+    try {
+      const rows = await this.#store.claimDue();
+      this.#counts.rechecked += rows.length;
+      if (rows.length > 0) this.#signals.pollNow(rows, 'access recheck');
+    } catch {
+      // Logged by the store; tried again at the next grain.
+      this.#scheduleRecheck(this.#options.now());
+      return;
+    }
+    const t = this.#options.now();
+    let next = Infinity;
+    for (const viewer of this.#viewers.values()) {
+      const at = recheckOf(viewer);
+      if (at !== null && at > t && viewer.expiresAt > t) next = Math.min(next, at);
+    }
+    if (Number.isFinite(next)) this.#scheduleRecheck(next);
   }
 
   #track(write, entityRef) {

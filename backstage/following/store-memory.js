@@ -23,8 +23,9 @@ function createMemoryRegistry({ now }) {
     ready: Promise.resolve(),
     /** One replica: nobody else. */
     others: 0,
-    loaded: (userEntityRef, entityRef, watchKeys, expiresAt) =>
-      registry.loaded(userEntityRef, entityRef, watchKeys, expiresAt),
+    loaded: (userEntityRef, entityRef, watchKeys, expiresAt, recheckAt) =>
+      registry.loaded(userEntityRef, entityRef, watchKeys, expiresAt, recheckAt),
+    claimDue: (signalId) => registry.claimDue(signalId),
     claim: (entityRef, options) => registry.claim(entityRef, options),
     forget: (userEntityRef, entityRef) => registry.forget(userEntityRef, entityRef),
     counts: () => registry.counts(),
@@ -51,8 +52,11 @@ class MemoryRegistry {
     this.#sweptAt = now();
   }
 
-  /** As the registry's loaded(): `watchKeys`, key → cluster, or an array of clusters (any key). */
-  loaded(userEntityRef, entityRef, watchKeys, expiresAt) {
+  /**
+   * As the registry's loaded(): `watchKeys`, key → cluster, or an array of clusters (any key);
+   * `recheckAt`, when the viewer's access must be asked again (null: never).
+   */
+  loaded(userEntityRef, entityRef, watchKeys, expiresAt, recheckAt = null) {
     const t = this.#now();
     let rows = this.#byEntity.get(entityRef);
     if (!rows) this.#byEntity.set(entityRef, (rows = new Map()));
@@ -67,6 +71,7 @@ class MemoryRegistry {
       clusters: Array.isArray(watchKeys) ? watchKeys : Object.values(watchKeys),
       loadSeq: row.loadSeq + 1,
       expiresAt,
+      recheckAt,
       loadedAt: t,
     });
     this.#sweep(t);
@@ -97,6 +102,31 @@ class MemoryRegistry {
     });
     this.#counts.claimed += rows.length;
     return Promise.resolve({ rows, waitMs: null });
+  }
+
+  /** As the registry's claimDue(): the armed rows whose access is to be asked again by now. */
+  claimDue(signalId = null) {
+    const t = this.#now();
+    const rows = [];
+    for (const byUser of this.#byEntity.values()) {
+      for (const row of byUser.values()) {
+        if (
+          row.recheckAt === null ||
+          row.recheckAt > t ||
+          row.signalledSeq >= row.loadSeq ||
+          row.expiresAt <= t
+        )
+          continue;
+        row.signalledSeq = row.loadSeq;
+        rows.push({
+          userEntityRef: row.userEntityRef,
+          entityRef: row.entityRef,
+          clusters: [...new Set(row.clusters)].sort(),
+          signalId,
+        });
+      }
+    }
+    return Promise.resolve(rows);
   }
 
   forget(userEntityRef, entityRef) {

@@ -49,6 +49,8 @@ async function migrate(knex) {
     // The watch keys the row's answer depends on, each with the cluster its answer names it by
     // (NULL: a row of an older version, claimed by any change of its entity).
     await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS watch_keys jsonb`);
+    // When the viewer's own access behind its answer is to be asked again (NULL: never).
+    await tx.raw(`ALTER TABLE ${VIEWERS} ADD COLUMN IF NOT EXISTS recheck_at bigint`);
   });
 }
 
@@ -112,13 +114,21 @@ const dropGates = () => [`DELETE FROM ${ENTITIES} WHERE claimed_at < ${DB_NOW} -
  * key → the cluster the answer names it by; null: any change of the entity claims it) arms its
  * viewer for `ttlMs`.
  */
-const recordLoad = (replica, userEntityRef, entityRef, { clusters, watchKeys }, ttlMs) => [
+const recordLoad = (
+  replica,
+  userEntityRef,
+  entityRef,
+  { clusters, watchKeys },
+  ttlMs,
+  recheckInMs = null,
+) => [
   `INSERT INTO ${VIEWERS} AS v
-     (entity_ref, user_ref, replica, clusters, watch_keys, load_seq, signalled_seq, expires_at, loaded_at)
-   VALUES (?, ?, ?, ?, ?::jsonb, 1, 0, ${DB_NOW} + ?, ${DB_NOW})
+     (entity_ref, user_ref, replica, clusters, watch_keys, load_seq, signalled_seq, expires_at, loaded_at,
+      recheck_at)
+   VALUES (?, ?, ?, ?, ?::jsonb, 1, 0, ${DB_NOW} + ?, ${DB_NOW}, ${DB_NOW} + ?::bigint)
    ON CONFLICT (entity_ref, user_ref) DO UPDATE SET replica = excluded.replica,
      clusters = excluded.clusters, watch_keys = excluded.watch_keys, load_seq = v.load_seq + 1,
-     expires_at = excluded.expires_at, loaded_at = excluded.loaded_at`,
+     expires_at = excluded.expires_at, loaded_at = excluded.loaded_at, recheck_at = excluded.recheck_at`,
   [
     entityRef,
     userEntityRef,
@@ -126,7 +136,16 @@ const recordLoad = (replica, userEntityRef, entityRef, { clusters, watchKeys }, 
     JSON.stringify([...new Set(clusters)].sort()),
     watchKeys === null ? null : JSON.stringify(watchKeys),
     Math.max(0, Math.round(ttlMs)),
+    recheckInMs === null ? null : Math.round(recheckInMs),
   ],
+];
+
+/** Claims the armed viewers not expired whose access is to be asked again by now, for `signalId`. */
+const claimDue = (signalId) => [
+  `UPDATE ${VIEWERS} SET ${CLAIMED}
+   WHERE recheck_at <= ${DB_NOW} AND signalled_seq < load_seq AND expires_at > ${DB_NOW}
+   ${RETURNED}`,
+  [signalId],
 ];
 
 /**
@@ -225,6 +244,7 @@ module.exports = {
   recordLoad,
   claimViewers,
   claimUnheard,
+  claimDue,
   forgetViewer,
   claimOwn,
   leave,

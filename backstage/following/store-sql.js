@@ -93,8 +93,9 @@ function createViewerRegistry(options) {
     get others() {
       return registry.others;
     },
-    loaded: (userEntityRef, entityRef, watchKeys, expiresAt) =>
-      registry.loaded(userEntityRef, entityRef, watchKeys, expiresAt),
+    loaded: (userEntityRef, entityRef, watchKeys, expiresAt, recheckAt) =>
+      registry.loaded(userEntityRef, entityRef, watchKeys, expiresAt, recheckAt),
+    claimDue: () => registry.claimDue(),
     claim: (entityRef, options) => registry.claim(entityRef, options),
     forget: (userEntityRef, entityRef) => registry.forget(userEntityRef, entityRef),
     counts: () => registry.counts(),
@@ -117,7 +118,7 @@ class ViewerRegistry {
   #timer = null;
   #others = 0;
   #warned = false;
-  #counts = { claims: 0, claimed: 0, gated: 0, orphaned: 0, resent: 0, failed: 0 };
+  #counts = { claims: 0, claimed: 0, gated: 0, orphaned: 0, resent: 0, rechecked: 0, failed: 0 };
 
   constructor({
     knex,
@@ -160,17 +161,18 @@ class ViewerRegistry {
    * A load of `entityRef` by `userEntityRef` was answered here from these watch keys (an object
    * of key → the cluster the user's answer names it by; an array of clusters, for a load whose
    * keys do not matter: any change of its entity claims it): arms its viewer until `expiresAt`
-   * on this replica's clock, which the database's clock takes as a duration from now.
+   * on this replica's clock, which the database's clock takes as a duration from now; the
+   * viewer's access is to be asked again at `recheckAt` (null: never), taken the same way.
    */
-  loaded(userEntityRef, entityRef, watchKeys, expiresAt) {
+  loaded(userEntityRef, entityRef, watchKeys, expiresAt, recheckAt = null) {
     const answered = Array.isArray(watchKeys)
       ? { clusters: watchKeys, watchKeys: null }
       : { clusters: Object.values(watchKeys), watchKeys };
-    const ttlMs = expiresAt - this.#now();
-    return this.#run(sql.recordLoad(this.#replica, userEntityRef, entityRef, answered, ttlMs)).then(
-      () => undefined,
-      this.#failed('record a load'),
-    );
+    const now = this.#now();
+    const recheckInMs = recheckAt === null ? null : recheckAt - now;
+    return this.#run(
+      sql.recordLoad(this.#replica, userEntityRef, entityRef, answered, expiresAt - now, recheckInMs),
+    ).then(() => undefined, this.#failed('record a load'));
   }
 
   /**
@@ -209,6 +211,18 @@ class ViewerRegistry {
     if (!(left > 0)) return { rows, waitMs: null };
     this.#counts.gated++;
     return { rows, waitMs: left, armedAt: Number(gated.armed_at) };
+  }
+
+  /**
+   * Claims the armed viewers, on any replica, whose access is to be asked again by now: each
+   * is told once to load again (its load asks again).
+   */
+  async claimDue() {
+    const rows = rowsOf(
+      await this.#run(sql.claimDue(newSignalId('access recheck'))).catch(this.#failed('claim rechecks')),
+    );
+    this.#counts.rechecked += rows.length;
+    return rows;
   }
 
   /** A viewer was refused what its answer shows: no replica signals it again. */

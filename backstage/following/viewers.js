@@ -16,6 +16,8 @@ function newViewer(userEntityRef, entityRef) {
     userEntityRef,
     entityRef,
     keys: new Map(),
+    /** cluster → when the viewer's own access decisions behind its answer there expire */
+    proven: new Map(),
     expiresAt: 0,
     lastSentAt: -Infinity,
     armed: false,

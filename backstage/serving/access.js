@@ -78,8 +78,17 @@ class ViewerAccess {
    * 'failed' for each, in order. The reviews a load needs go to the API server in one call.
    */
   async decideAll(clusterDetails, credential, identity, resources, namespace) {
+    return (await this.decide(clusterDetails, credential, identity, resources, namespace)).decisions;
+  }
+
+  /**
+   * decideAll()'s `decisions`, and `until`: when the oldest 'allowed' decision among them
+   * expires (Infinity when none was allowed). An answer from the cache shown to the viewer is
+   * proven only until then: a binding revoked since shows at the viewer's next load after it.
+   */
+  async decide(clusterDetails, credential, identity, resources, namespace) {
     const secret = secretOf(credential);
-    if (secret === null) return resources.map(() => 'failed');
+    if (secret === null) return { decisions: resources.map(() => 'failed'), until: Infinity };
     const viewer = keyedHash(JSON.stringify([secret, identity.key]));
     const now = this.#now();
     const asks = [];
@@ -104,7 +113,15 @@ class ViewerAccess {
       return ask;
     });
     if (asks.length > 0) this.#ask(clusterDetails, credential, asks);
-    return Promise.all(decisions.map((d) => (d?.access ? d.decision : d)));
+    const answered = await Promise.all(decisions.map((d) => (d?.access ? d.decision : d)));
+    // Read once answered: a decision asked now was remembered as of its answer.
+    let until = Infinity;
+    resources.forEach(({ group = '', plural }, i) => {
+      if (answered[i] !== 'allowed') return;
+      const known = this.#decisions.get(`${viewer}\n${JSON.stringify([group, plural, namespace ?? ''])}`);
+      until = Math.min(until, known && !(known instanceof Promise) ? known.at + this.#ttlMs : this.#now());
+    });
+    return { decisions: answered, until };
   }
 
   /**

@@ -20,7 +20,9 @@
 // tells whoever follows its answers through one interface, the `follower` option:
 //   viewer()                 the viewer of the request being answered (undefined: none)
 //   prepare(entries, { selector, namespace })    before a followed load's answers are read
-//   viewed(viewer, entries, prepared, { cluster }) after: the viewer is followed (or not)
+//   viewed(viewer, entries, prepared, { cluster, provenUntil }) after: the viewer is followed (or
+//                            not); `provenUntil`, when the viewer's own access decisions behind
+//                            the answer expire (undefined: the answer needs none)
 //   notFollowed()            a part of the request being answered came from the default fetcher
 //   refused(viewer)          the viewer's own access was refused: stop following it
 //   entryChanged(entry)      whether the entry's cache is served moved (its credential)

@@ -106,15 +106,18 @@ class Opening {
    * first: a viewer not allowed (or not known to be) opens nothing, and gets the default's
    * answer with its own token.
    */
-  async #viewerDecisions({ params, clusterDetails, resources, namespace, viewer }, identity) {
+  async #viewerDecisions(request, identity) {
+    const { params, clusterDetails, resources, namespace, viewer } = request;
     const cached = resources.filter((resource) => this.#cached(resource));
-    const decided = await this.#access.decideAll(
+    const { decisions: decided, until } = await this.#access.decide(
       clusterDetails,
       params.credential,
       identity,
       cached,
       namespace,
     );
+    // What is answered from the cache is proven only until the oldest decision expires.
+    request.provenUntil = until;
     const decisions = resources.map((resource) => (this.#cached(resource) ? decided.shift() : null));
     if (viewer && decisions.includes('refused')) {
       this.#follower?.refused(viewer);

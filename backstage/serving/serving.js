@@ -37,7 +37,7 @@ class Serving {
   }
 
   /** Every resource's answer, and the viewer's live following of them. */
-  answerAll({ params, clusterDetails, types, resources, selector, namespace, viewer }, entries) {
+  answerAll({ params, clusterDetails, types, resources, selector, namespace, viewer, provenUntil }, entries) {
     // Answered now: the entries are used as of this moment, whatever the wait took.
     for (const entry of entries) entry?.touch();
     // The follower looks before the answers are read (../following/informers.js prepare()).
@@ -48,7 +48,7 @@ class Serving {
       this.#default.count(answer);
       return answer;
     });
-    if (follower) follower.viewed(viewer, entries, prepared, { cluster: clusterDetails.name });
+    if (follower) follower.viewed(viewer, entries, prepared, { cluster: clusterDetails.name, provenUntil });
     return Promise.all(results).then((all) => ({
       errors: all.filter(isError),
       responses: all.filter((r) => !isError(r)),
