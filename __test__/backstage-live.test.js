@@ -370,7 +370,11 @@ test('a load the permission policy refuses on the router: its user is followed n
   await new Promise((resolve) => setImmediate(resolve));
   publisher.changed('k');
   await new Promise((resolve) => setImmediate(resolve));
-  assert.deepEqual(published, [], 'no signal of a change she may no longer load');
+  assert.deepEqual(
+    published.filter((s) => s.channel !== 'kube-watch-native:heartbeat'),
+    [],
+    'no signal of a change she may no longer load',
+  );
   assert.equal(publisher.size, 0);
   await publisher.close();
 });
@@ -420,5 +424,55 @@ test('several replicas: the live tab is on only with the events backend on Postg
   await assert.rejects(
     setUp({ replicas: 2, plugins: ['signals', 'events'], client: 'pg', database: unreachable }),
     /the live tab's viewer registry could not start: Error: connect ECONNREFUSED/,
+  );
+});
+
+test('the heartbeat: one broadcast per replica per interval, numbered, naming the replicas alive by opaque ids; a greeting repeats the latest beat to one user, once per interval', async () => {
+  const { startHeartbeat, publicIdOf } = require('../backstage/following/heartbeat');
+  const { HEARTBEAT_CHANNEL } = require('../protocol');
+  const published = [];
+  let alive = ['host-a-1-x', 'host-b-2-y'];
+  const heartbeat = startHeartbeat({
+    signals: { publish: (signal) => void published.push(signal) },
+    replica: 'host-a-1-x',
+    replicas: () => alive,
+    intervalMs: 50,
+  });
+  await new Promise((resolve) => setTimeout(resolve, 130));
+  heartbeat.greet(ALICE);
+  heartbeat.greet(ALICE); // once per interval
+  await new Promise((resolve) => setImmediate(resolve));
+  alive = ['host-a-1-x'];
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  heartbeat.close();
+  const count = published.length;
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  assert.equal(published.length, count, 'closed: no more beats');
+  const broadcasts = published.filter((s) => s.recipients.type === 'broadcast');
+  assert.ok(broadcasts.length >= 3, `${broadcasts.length} beats`);
+  assert.ok(published.every((s) => s.channel === HEARTBEAT_CHANNEL));
+  assert.deepEqual(
+    broadcasts.map((s) => s.message.seq),
+    broadcasts.map((_, i) => i + 1),
+    'numbered in sequence',
+  );
+  const id = publicIdOf('host-a-1-x');
+  assert.doesNotMatch(JSON.stringify(published), /host-/, 'no host name reaches a browser');
+  assert.deepEqual(broadcasts[0].message, {
+    replica: id,
+    seq: 1,
+    replicas: [id, publicIdOf('host-b-2-y')].sort(),
+  });
+  assert.deepEqual(broadcasts.at(-1).message.replicas, [id], 'a replica gone is named no more');
+  const greetings = published.filter((s) => s.recipients.type === 'user');
+  assert.equal(greetings.length, 1);
+  assert.deepEqual(greetings[0].recipients, { type: 'user', entityRef: ALICE });
+  const beforeGreeting = broadcasts
+    .filter((s) => published.indexOf(s) < published.indexOf(greetings[0]))
+    .at(-1);
+  assert.deepEqual(
+    greetings[0].message,
+    beforeGreeting.message,
+    'the latest beat again, its number unchanged',
   );
 });

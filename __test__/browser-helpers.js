@@ -125,4 +125,13 @@ async function addChangeDelete(live, sim, name, when = '') {
   await live(`a pod deleted${when}`, () => sim.remove('pods', 'default', name), '1 pod\nNo pods with errors');
 }
 
-module.exports = { browserSkip, openPage, tabOrigin, changeShows, addChangeDelete, CHROMIUM, OUTPUT };
+module.exports = {
+  LIVE_REFRESH_INTERVAL_MS,
+  browserSkip,
+  openPage,
+  tabOrigin,
+  changeShows,
+  addChangeDelete,
+  CHROMIUM,
+  OUTPUT,
+};

@@ -14,7 +14,17 @@ const entity = (name) => ({ apiVersion: 'backstage.io/v1alpha1', kind: 'Componen
 const SVC_A = entity('svc-a');
 const SVC_B = entity('svc-b');
 
-/** A SignalClient look-alike: the fields LiveKubernetesApi reads, and a way to emit. */
+/**
+ * The fake client's connection for `channel`, read from its fields: what the caching tests take
+ * for the signals connection (the default, the backend's heartbeat, has its own tests below).
+ */
+function fieldConnection(signalApi, channel) {
+  const { ws, subscribedChannels: channels } = signalApi;
+  if (!ws || signalApi.connecting || ws.readyState !== 1 || !channels.has(channel)) return null;
+  return ws;
+}
+
+/** A SignalClient look-alike: its WebSocket and channels, and a way to emit. */
 function fakeSignals() {
   const subscriptions = new Map();
   let id = 0;
@@ -113,6 +123,7 @@ async function setUp(options = {}) {
     // so does the stock polling of answers that are not live.
     holdMs: 0,
     notLiveMaxAgeMs: 0,
+    connectionOf: fieldConnection,
     ...options,
   });
   return { api, client, signals, clock };
@@ -349,11 +360,15 @@ test('maxAge: an answer older than it goes to the network', async () => {
   assert.equal(client.calls.length, 2);
 });
 
-test('the liveness bound: by default no answer is trusted past 60 s, a signal or not', async () => {
+test('the staleness bound: by default no answer is trusted past 90 s, a signal or not, the backend’s liveness too', async () => {
   // The worst case a lost signal (a bus that dropped it, a replica that died) can cost the tab.
+  const { STALENESS_MS } = require('../protocol');
+  const { DEFAULTS } = require('../backstage/config');
+  assert.equal(STALENESS_MS, 90_000);
+  assert.equal(DEFAULTS.livenessMs, STALENESS_MS, 'one bound, frontend and backend');
   const { api, client, clock } = await setUp({ idleMs: 120_000 });
   await api.getObjectsByEntity({ entity: SVC_A });
-  clock.advance(59_999);
+  clock.advance(89_999);
   await api.getObjectsByEntity({ entity: SVC_A });
   assert.equal(client.calls.length, 1, 'from memory within the bound');
   clock.advance(1);
@@ -415,19 +430,33 @@ test('getClusters: from memory while a channel is live, from the network otherwi
   signals.drop();
   await api.getClusters();
   await api.getCluster('alpha');
-  assert.equal(client.calls.filter((c) => c === 'clusters').length, 4);
-  assert.ok(client.calls.includes('cluster:alpha'), 'down: the default client answers getCluster');
+  assert.equal(client.calls.filter((c) => c === 'clusters').length, 5, 'down: from the network each time');
   assert.equal(await api.proxy({ clusterName: 'alpha', path: '/x' }), 'response');
 });
 
-test('a signal API whose connection state cannot be read: always the network', async () => {
+test('a signals API on which no heartbeat arrives: nothing is live, answers kept only as the stock tab polls', async () => {
   const { LiveKubernetesApi } = await load();
+  const clock = fakeClock();
   const client = fakeClient();
   const signalApi = { subscribe: () => ({ unsubscribe() {} }) };
-  const api = new LiveKubernetesApi({ client, signalApi });
-  await api.getObjectsByEntity({ entity: SVC_A });
-  await api.getObjectsByEntity({ entity: SVC_A });
-  assert.equal(client.calls.length, 2);
+  const api = new LiveKubernetesApi({
+    client,
+    signalApi,
+    isLive: client.isLive,
+    now: clock.now,
+    setTimer: clock.setTimer,
+  });
+  // EntityKubernetesContent with refreshIntervalMs 500 for 20 s, while nothing proves signals arrive.
+  for (let t = 0; t < 20_000; t += 500) {
+    await api.getClusters();
+    await api.getObjectsByEntity({ entity: SVC_A });
+    clock.advance(500);
+  }
+  assert.deepEqual(
+    [client.calls.filter((c) => c === 'objects').length, client.calls.filter((c) => c === 'clusters').length],
+    [3, 3],
+    'one request per request per notLiveMaxAgeMs (9 s), as the stock tab’s 10 s',
+  );
   api.close();
 });
 
@@ -467,16 +496,9 @@ function fakeWakes() {
   return source;
 }
 
-test('a wake (sleep, freeze, network back) refetches each request once and reconnects, then memory again', async () => {
+test('a wake (sleep, freeze, network back) refetches each request once and subscribes again, then memory again', async () => {
   const wakes = fakeWakes();
-  const restarts = [];
-  const { api, client, signals } = await setUp({
-    wakes: wakes.wakes,
-    restartConnection: (signalApi) => {
-      restarts.push(signalApi);
-      signals.drop();
-    },
-  });
+  const { api, client, signals } = await setUp({ wakes: wakes.wakes });
   signals.connectOnSubscribe = true;
   await api.getObjectsByEntity({ entity: SVC_A });
   await api.getObjectsByEntity({ entity: SVC_B });
@@ -485,8 +507,7 @@ test('a wake (sleep, freeze, network back) refetches each request once and recon
   assert.deepEqual(client.calls, ['objects', 'objects', 'clusters']);
   // The WebSocket still says OPEN (a dead one would), yet signals may have been missed.
   wakes.fire();
-  assert.deepEqual(restarts, [signals], 'the signals connection is restarted');
-  assert.equal(signals.subscribes, 4, 'each watched channel subscribed again, on the new connection');
+  assert.equal(signals.subscribes, 4, 'each watched channel subscribed again');
   assert.deepEqual(signals.channels.sort(), [
     'kubernetes:component:default/svc-a',
     'kubernetes:component:default/svc-b',
@@ -503,10 +524,10 @@ test('a wake (sleep, freeze, network back) refetches each request once and recon
   );
 });
 
-test('a wake forgets answers even when the connection cannot be restarted; one fetched across a wake is not kept', async () => {
+test('a wake forgets answers; one fetched across a wake is not kept', async () => {
   const wakes = fakeWakes();
   // Another signals implementation: nothing to restart, and its connection looks unchanged.
-  const { api, client, signals } = await setUp({ wakes: wakes.wakes, restartConnection: () => {} });
+  const { api, client, signals } = await setUp({ wakes: wakes.wakes });
   await api.getObjectsByEntity({ entity: SVC_A });
   wakes.fire();
   await api.getObjectsByEntity({ entity: SVC_A });
@@ -582,18 +603,6 @@ test('browserWakes: resume, online, shown after a long hide, and a late timer wh
   stop();
   doc.dispatchEvent(new Event('resume'));
   assert.equal(woken.length, 4, 'stopped: no listener left');
-});
-
-test('restartSignalClientConnection closes an open WebSocket with 4000, and nothing else', async () => {
-  const { restartSignalClientConnection } = await load();
-  const closed = [];
-  const ws = (readyState) => ({ readyState, close: (code) => closed.push([readyState, code]) });
-  restartSignalClientConnection({ ws: ws(1) });
-  restartSignalClientConnection({ ws: ws(0) });
-  restartSignalClientConnection({ ws: ws(2) });
-  restartSignalClientConnection({ ws: null });
-  restartSignalClientConnection({});
-  assert.deepEqual(closed, [[1, 4000]]);
 });
 
 test('a signal refetches at once each request asked within prefetchWithinMs; the next poll takes that answer', async () => {
@@ -713,7 +722,6 @@ test('holdMs: a request asked first is never held, nor one with other credential
   const { api, client } = await setUp({
     holdMs: 2000,
     wakes: (onWake) => (wakes.push(onWake), () => {}),
-    restartConnection: () => {},
   });
   const first = await api.getObjectsByEntity({ entity: SVC_A, auth: { token: 'a' } });
   const other = api.getObjectsByEntity({ entity: SVC_A, auth: { token: 'b' } });
@@ -795,4 +803,96 @@ test('holdMs: a poll held on a live answer settles with the refetch when that on
   assert.equal(await settled(next), true);
   assert.notEqual(await next, fresh, 'from the network');
   assert.equal(client.calls.length, 3);
+});
+
+/** A signals API on the public interface only: subscribe() and the messages the test sends. */
+function publicSignals() {
+  const subscriptions = new Set();
+  return {
+    subscribe(channel, onMessage) {
+      const s = { channel, onMessage };
+      subscriptions.add(s);
+      return { unsubscribe: () => subscriptions.delete(s) };
+    },
+    emit(channel, message) {
+      for (const s of [...subscriptions]) if (s.channel === channel) s.onMessage(message);
+    },
+    get channels() {
+      return [...subscriptions].map((s) => s.channel);
+    },
+  };
+}
+
+test('Heartbeat: signals are proven while every replica named beats in sequence within the bound', async () => {
+  const { Heartbeat } = await load();
+  const { HEARTBEAT_CHANNEL } = require('../protocol');
+  const clock = fakeClock();
+  const signals = publicSignals();
+  const heartbeat = new Heartbeat(signals, { now: clock.now, boundMs: 15_000 });
+  const beat = (replica, seq, replicas) => signals.emit(HEARTBEAT_CHANNEL, { replica, seq, replicas });
+  assert.equal(heartbeat.connection(), null, 'nothing heard yet');
+  assert.deepEqual(signals.channels, [HEARTBEAT_CHANNEL], 'subscribed on the public API');
+  beat('r1', 7, ['r1']);
+  const first = heartbeat.connection();
+  assert.ok(first);
+  clock.advance(5000);
+  beat('r1', 8, ['r1']);
+  assert.equal(heartbeat.connection(), first, 'the same connection while it beats in sequence');
+  beat('r1', 10, ['r1']); // 9 never came: a signal may have been lost with it
+  const second = heartbeat.connection();
+  assert.ok(second && second !== first, 'a gap: a new connection, nothing kept before trusted');
+  clock.advance(15_001);
+  assert.equal(heartbeat.connection(), null, 'silent past the bound: not proven');
+  beat('r1', 11, ['r1', 'r2']);
+  const third = heartbeat.connection();
+  assert.ok(third && third !== second);
+  clock.advance(10_000);
+  beat('r1', 12, ['r1', 'r2']);
+  clock.advance(5001);
+  assert.equal(heartbeat.connection(), null, 'r2, named alive, never reached this tab (a stalled bus)');
+  beat('r2', 1, ['r1', 'r2']);
+  assert.ok(heartbeat.connection());
+  beat('r1', 13, ['r1']); // r2 is gone: no longer expected
+  clock.advance(10_000);
+  beat('r1', 14, ['r1']);
+  assert.ok(heartbeat.connection());
+  beat('r1', 'x', 'junk'); // ignored
+  assert.ok(heartbeat.connection());
+  heartbeat.close();
+  assert.deepEqual(signals.channels, []);
+});
+
+test('the default connection is the heartbeat: live after one, polled when it stops, on the public signals API', async () => {
+  const { LiveKubernetesApi } = await load();
+  const { HEARTBEAT_CHANNEL, HEARTBEAT_BOUND_MS } = require('../protocol');
+  const clock = fakeClock();
+  const client = fakeClient();
+  const signals = publicSignals();
+  const api = new LiveKubernetesApi({
+    client,
+    signalApi: signals,
+    isLive: client.isLive,
+    now: clock.now,
+    setTimer: clock.setTimer,
+    holdMs: 0,
+    wakes: () => () => {},
+  });
+  let seq = 0;
+  const beat = () => signals.emit(HEARTBEAT_CHANNEL, { replica: 'r1', seq: ++seq, replicas: ['r1'] });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  beat();
+  await api.getObjectsByEntity({ entity: SVC_A }); // proven now: fetched live
+  for (let i = 0; i < 5; i++) {
+    clock.advance(1000);
+    await api.getObjectsByEntity({ entity: SVC_A });
+  }
+  assert.equal(client.calls.length, 2, 'live: from memory');
+  signals.emit('kubernetes:component:default/svc-a', { clusters: ['alpha'], at: 0, id: 'c1.x' });
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 3, 'a signal: fetched again');
+  // The WebSocket dies silently: no heartbeat. Within the bound the tab polls the network.
+  clock.advance(HEARTBEAT_BOUND_MS + 1);
+  await api.getObjectsByEntity({ entity: SVC_A });
+  assert.equal(client.calls.length, 4, 'not proven: from the network');
+  api.close();
 });

@@ -5,6 +5,7 @@
 // would be worse. Durations are read by @backstage/config's own reader, so every form the
 // schema accepts (`{ months: 1 }`, `'1y'`, `'P1W'`, `'10 minutes'`) works.
 
+const { STALENESS_MS } = require('../protocol');
 const { readDurationFromConfig } = require('@backstage/config');
 const { durationToMilliseconds } = require('@backstage/types');
 
@@ -58,7 +59,8 @@ const DEFAULTS = {
   userShare: 0.25,
   bodyShare: 0.1,
   // A real API server sends a bookmark about once a minute: half as long again.
-  livenessMs: 90_000,
+  // The staleness bound the frontend's maxAgeMs shares (../protocol).
+  livenessMs: STALENESS_MS,
   credentialCheckMs: 30_000,
   // A viewer's access decision (./access.js): a revoked binding shows within this long.
   authorizationTtlMs: 10_000,

@@ -9,14 +9,15 @@ import type { SignalApi } from '@backstage/plugin-signals-react';
 export interface LiveKubernetesApiOptions {
   /**
    * An answer is served from memory for at most this long: the worst case a lost signal can
-   * leave the tab behind. Default 60 000 (1 minute).
+   * leave the tab behind. Default 90 000, the staleness bound the backend's liveness shares.
    */
   maxAgeMs?: number;
   /** An entity no component asked about for this long is unsubscribed and forgotten. Default 60 000. */
   idleMs?: number;
   /**
-   * The live connection for a channel (any object; a reconnect must give a new one), or null
-   * while signals on it would not arrive. Default: {@link signalClientConnection}.
+   * The live connection for a channel (any object; a new one whenever signals may have been
+   * missed), or null while signals on it would not arrive. Default: the backend's heartbeat,
+   * through the public signals API ({@link Heartbeat}).
    */
   connectionOf?: (signalApi: SignalApi, channel: string) => object | null;
   /**
@@ -24,11 +25,6 @@ export interface LiveKubernetesApiOptions {
    * sleep, a freeze, the network back); returns its stop function. Default: {@link browserWakes}.
    */
   wakes?: (onWake: (reason: string) => void) => () => void;
-  /**
-   * After a wake, makes the signals client drop its connection, which may be dead.
-   * Default: {@link restartSignalClientConnection}.
-   */
-  restartConnection?: (signalApi: SignalApi) => void;
   /**
    * A signal refetches each request of its entity at once when a component asked for the entity
    * this recently (the tab still polls), so the next poll finds the answer ready or on its way.
@@ -89,13 +85,16 @@ export declare class LiveKubernetesApi implements KubernetesApi {
 }
 
 /**
- * The connection `@backstage/plugin-signals`' SignalClient has for `channel` (its WebSocket),
- * or null: read from the client's fields, since it exposes no connection state.
+ * Whether the live tab's signals arrive, proven by the backend's heartbeat on the public signals
+ * API: `connection()` stays the same object while every replica's heartbeat arrives in sequence
+ * within the bound, and is null while not.
  */
-export declare function signalClientConnection(signalApi: SignalApi, channel: string): object | null;
-
-/** Closes SignalClient's WebSocket when it has an open one (code 4000), so the next subscribe() opens another. */
-export declare function restartSignalClientConnection(signalApi: SignalApi): void;
+export declare class Heartbeat {
+  constructor(signalApi: SignalApi, options: { now: () => number; boundMs?: number });
+  connection(): object | null;
+  lapse(): void;
+  close(): void;
+}
 
 /**
  * Calls `onWake(reason)` on the page's `resume`, on `online`, when the page is shown after

@@ -19,8 +19,7 @@ import { LiveKubernetesApi, liveAnswerFetch } from './live-api.mjs';
 
 export {
   LiveKubernetesApi,
-  signalClientConnection,
-  restartSignalClientConnection,
+  Heartbeat,
   browserWakes,
   entityRefOf,
   channelOf,

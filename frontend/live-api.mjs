@@ -9,8 +9,11 @@
 // live (`x-kube-watch-live: 1`: signals follow every part of it) is kept until a signal: one the
 // default fetcher gave (a viewer's own credential, a selector of negative requirements, pod
 // metrics) would never be signalled, so it is kept only `notLiveMaxAgeMs` (9 s), and the tab
-// polls the network for it as the stock one does every 10 s. While the signals connection is down, or its
-// state cannot be read, every call goes to the network, exactly as the default client's.
+// polls the network for it as the stock one does every 10 s. Whether signals arrive is proven by
+// the backend's heartbeat (./heartbeat.mjs), read through the public signals API alone: while it
+// is not, every answer is one that is not live, so the tab never asks the network more often than
+// the stock tab, whatever its `refreshIntervalMs`. Time is a monotonic clock: a wall clock set
+// back keeps nothing longer.
 //
 // A poll is held (`holdMs`): a call that comes within `pollGapMs` of the last answer handed out
 // for the same request, and finds that answer in memory, settles when the refetch a signal
@@ -19,30 +22,26 @@
 // nor renders: three renders (retry, loading, value) per `holdMs`, not per poll. A call after a
 // longer pause (the tab opened again) is answered at once.
 //
-// Plain ESM importing only its siblings (./signal-connection.mjs: the signals client's
-// connection and the page's wakes; ./live-mark.mjs: the backend's mark on a live answer), so it
-// runs (and is tested) in Node as it runs in the browser.
+// Plain ESM importing only its siblings (./heartbeat.mjs: whether signals arrive;
+// ./signal-connection.mjs: the page's wakes; ./live-mark.mjs: the backend's mark on a live
+// answer) and the protocol, so it runs (and is tested) in Node as it runs in the browser.
 
-import { signalClientConnection, restartSignalClientConnection, browserWakes } from './signal-connection.mjs';
+import { browserWakes } from './signal-connection.mjs';
+import { Heartbeat } from './heartbeat.mjs';
 import { LIVE_HEADER, liveAnswerFetch } from './live-mark.mjs';
-// What the backend and this frontend agree on (the channel, the header, ids): one module.
-import { entityRefOf, channelOf } from '../protocol/index.js';
+// What the backend and this frontend agree on (the channel, the header, ids, the bound): one module.
+import { entityRefOf, channelOf, STALENESS_MS } from '../protocol/index.js';
 
-export {
-  signalClientConnection,
-  restartSignalClientConnection,
-  browserWakes,
-  LIVE_HEADER,
-  liveAnswerFetch,
-  entityRefOf,
-  channelOf,
-};
+export { Heartbeat, browserWakes, LIVE_HEADER, liveAnswerFetch, entityRefOf, channelOf };
 
 /** Change identities remembered per entity, to drop a change signalled twice (by two replicas). */
 const SEEN_CHANGES = 32;
 
 /** How often a held poll looks whether its signals connection is still the one it was held on. */
 const HOLD_CHECK_MS = 250;
+
+/** A monotonic clock in ms: a wall clock stepped back must not keep an answer longer. */
+const monotonicNow = () => globalThis.performance.now();
 
 function defaultSetTimer(fn, ms) {
   const timer = setTimeout(fn, ms);
@@ -67,9 +66,10 @@ export class LiveKubernetesApi {
   #now;
   #setTimer;
   #connectionOf;
+  /** The heartbeat that proves the signals connection, unless `connectionOf` was given. */
+  #heartbeat = null;
   #resubscribeMs;
   #wakes;
-  #restartConnection;
   #prefetchWithinMs;
   #holdMs;
   #pollGapMs;
@@ -96,21 +96,19 @@ export class LiveKubernetesApi {
    * @param {import('@backstage/plugin-kubernetes-react').KubernetesApi} options.client the default client
    * @param {import('@backstage/plugin-signals-react').SignalApi} options.signalApi
    * @param {number} [options.maxAgeMs] an answer is served from memory for at most this long
-   *   (60 s): the liveness bound, the worst case a signal lost on the way (a bus that dropped
-   *   it, a replica that died before publishing) can leave the tab behind, at one request a
-   *   minute per open entity where the stock tab sends six
+   *   (STALENESS_MS, 90 s, the backend's liveness bound too): the worst case a signal lost on
+   *   the way can leave the tab behind, at one request per 90 s per open entity where the stock
+   *   tab sends nine
    * @param {number} [options.idleMs] an entity nobody asked about for this long is unsubscribed (60 s)
    * @param {(signalApi: object, channel: string) => object | null} [options.connectionOf]
-   *   the live connection for a channel (its identity changes on reconnect), or null when down
+   *   the live connection for a channel (its identity changes when signals may have been
+   *   missed), or null when down. Default: the backend's heartbeat ({@link Heartbeat})
    * @param {number} [options.resubscribeMs] while a watched channel has no connection, subscribe
    *   it again at most this often (5 s): the signals client does not reconnect by itself after a
    *   normal close (a backend's graceful restart closes with 1001), but a subscribe() connects
    * @param {(onWake: (reason: string) => void) => () => void} [options.wakes] calls `onWake`
    *   when signals may have been missed silently (sleep, freeze, network back); returns its
    *   stop function. Default: {@link browserWakes}
-   * @param {(signalApi: object) => void} [options.restartConnection] after a wake, makes the
-   *   signals client drop its connection, which may be dead. Default:
-   *   {@link restartSignalClientConnection}
    * @param {number} [options.prefetchWithinMs] a signal refetches an entity's requests at once
    *   when a component asked for it this recently (15 s, past the stock 10 s polling); else
    *   the next poll does
@@ -139,14 +137,13 @@ export class LiveKubernetesApi {
   constructor({
     client,
     signalApi,
-    maxAgeMs = 60_000,
+    maxAgeMs = STALENESS_MS,
     idleMs = 60_000,
-    now = Date.now,
+    now = monotonicNow,
     setTimer = defaultSetTimer,
-    connectionOf = signalClientConnection,
+    connectionOf,
     resubscribeMs = 5000,
     wakes = browserWakes,
-    restartConnection = restartSignalClientConnection,
     prefetchWithinMs = 15_000,
     holdMs = 10_000,
     pollGapMs = 1000,
@@ -163,10 +160,14 @@ export class LiveKubernetesApi {
     this.#idleMs = idleMs;
     this.#now = now;
     this.#setTimer = setTimer;
-    this.#connectionOf = connectionOf;
+    if (connectionOf) {
+      this.#connectionOf = connectionOf;
+    } else {
+      this.#heartbeat = new Heartbeat(signalApi, { now });
+      this.#connectionOf = () => this.#heartbeat.connection();
+    }
     this.#resubscribeMs = resubscribeMs;
     this.#wakes = wakes;
-    this.#restartConnection = restartConnection;
     this.#prefetchWithinMs = prefetchWithinMs;
     this.#holdMs = holdMs;
     this.#pollGapMs = pollGapMs;
@@ -189,24 +190,23 @@ export class LiveKubernetesApi {
   /**
    * The configured clusters: the tab asks before every poll (to decorate the request with the
    * viewer's credentials). Served from memory while any watched entity's channel is live, for
-   * at most `maxAgeMs`; refetched after a reconnect (a backend restart is one).
+   * at most `maxAgeMs`, refetched when the connection changes; while none is, for at most
+   * `notLiveMaxAgeMs`, as the stock tab's polling would.
    */
   async getClusters() {
     const connection = this.#anyConnection();
     const hit = this.#clusters;
-    if (connection && hit && hit.connection === connection && this.#now() - hit.at < this.#maxAgeMs) {
-      return hit.value;
-    }
+    const maxAgeMs = connection ? this.#maxAgeMs : this.#notLiveMaxAgeMs;
+    if (hit && hit.connection === connection && this.#now() - hit.at < maxAgeMs) return hit.value;
     const at = this.#now();
     const epoch = this.#epoch;
     const value = await this.#client.getClusters();
-    const still = connection && this.#epoch === epoch && this.#anyConnection() === connection;
+    const still = this.#epoch === epoch && this.#anyConnection() === connection && maxAgeMs > 0;
     this.#clusters = still ? { value, at, connection } : null;
     return value;
   }
 
   async getCluster(clusterName) {
-    if (!this.#anyConnection()) return this.#client.getCluster(clusterName);
     const cluster = (await this.getClusters()).find((c) => c.name === clusterName);
     // Not found: the default client's own answer (its NotFoundError), from the network.
     return cluster ?? this.#client.getCluster(clusterName);
@@ -226,6 +226,7 @@ export class LiveKubernetesApi {
     for (const entityRef of [...this.#entities.keys()]) this.#unwatch(entityRef);
     for (const key of [...this.#holds.keys()]) this.#release(key);
     this.#clusters = null;
+    this.#heartbeat?.close();
   }
 
   /**
@@ -239,7 +240,7 @@ export class LiveKubernetesApi {
     this.#flights.clear();
     for (const key of [...this.#holds.keys()]) this.#release(key);
     this.#clusters = null;
-    this.#restartConnection(this.#signalApi);
+    this.#heartbeat?.lapse();
     for (const [entityRef, watched] of this.#entities) {
       watched.subscribedAt = -Infinity;
       this.#resubscribe(entityRef, watched);
@@ -252,11 +253,11 @@ export class LiveKubernetesApi {
     const key = requestKey(method, entityRef, request);
     const body = JSON.stringify(request);
     const connection = this.#connectionOf(this.#signalApi, channelOf(entityRef));
-    if (connection === null) this.#resubscribe(entityRef, watched);
+    if (connection === null || this.#heartbeat?.late()) this.#resubscribe(entityRef, watched);
     const hit = this.#answers.get(key);
     if (
       hit &&
-      hit.connection === connection && // never null: an answer is kept only while live
+      hit.connection === connection && // a live one's is never null: kept only while proven
       hit.body === body &&
       this.#now() - hit.at < (hit.live ? this.#maxAgeMs : this.#notLiveMaxAgeMs)
     ) {
@@ -336,13 +337,12 @@ export class LiveKubernetesApi {
       try {
         const value = await request.call();
         const still =
-          connection &&
           this.#epoch === epoch &&
           this.#entities.get(entityRef) === watched &&
           watched.version === version &&
           this.#connectionOf(this.#signalApi, channelOf(entityRef)) === connection;
         const held = this.#holds.get(key);
-        if (still && this.#isLive(value)) {
+        if (still && connection && this.#isLive(value)) {
           const given = flight.awaited || held?.body === request.body;
           const givenAt = given ? this.#now() : null;
           this.#answers.set(key, { ...request, value, at, connection, givenAt, live: true });

@@ -1,38 +1,6 @@
-// The Signals client's connection as the live tab reads it, and the page's wakes: what
-// ./live-api.mjs needs to know whether a signal could have been missed. Plain ESM with no
-// imports, so it runs (and is tested) in Node as it runs in the browser.
-
-const WEBSOCKET_OPEN = 1;
-
-/**
- * The connection `@backstage/plugin-signals`' SignalClient has for `channel` now, or null when
- * there is none that delivers it. The client exposes no connection state, so this reads its
- * fields: `ws` (its WebSocket, replaced by a new one on every reconnect), `connecting` (a
- * connect in progress) and `subscribedChannels` (the channels the server was told about on
- * `ws`). The WebSocket object itself is the connection's identity: a reconnect is a new one.
- * A signal API without those fields (another implementation, or a changed client) reads as no
- * connection: the tab then polls the network as it does without this package.
- */
-export function signalClientConnection(signalApi, channel) {
-  const ws = signalApi?.ws;
-  const channels = signalApi?.subscribedChannels;
-  if (!ws || !(channels instanceof Set) || signalApi.connecting) return null;
-  if (ws.readyState !== WEBSOCKET_OPEN || !channels.has(channel)) return null;
-  return ws;
-}
-
-/**
- * Closes SignalClient's WebSocket, when it has an open one, so that the next subscribe() opens a
- * new one. After a sleep the old one may be dead without knowing it: the backend terminated it
- * (it pings every 30 s) while the laptop slept, and the browser, which sends nothing on it, sees
- * no error. Code 4000 (an application's own), so the client does not take it for a goodbye.
- */
-export function restartSignalClientConnection(signalApi) {
-  const ws = signalApi?.ws;
-  if (ws && ws.readyState === WEBSOCKET_OPEN && typeof ws.close === 'function') {
-    ws.close(4000, 'kube-watch-native: woke up, reconnecting');
-  }
-}
+// The page's wakes: what ./live-api.mjs needs to know whether a signal could have been missed
+// without the connection saying so (whether signals arrive at all is ./heartbeat.mjs's). Plain
+// ESM with no imports, so it runs (and is tested) in Node as it runs in the browser.
 
 /**
  * Calls `onWake(reason)` whenever the page may have missed signals without its WebSocket saying
@@ -49,6 +17,8 @@ export function browserWakes(onWake, { gapMs = 30_000, tickMs = 5000, now = Date
   }
   const shown = () => doc.visibilityState !== 'hidden';
   let hiddenAt = shown() ? null : now();
+  // The wall clock, on purpose: a machine asleep is what this looks for, and a monotonic clock
+  // may not advance while it sleeps.
   let lastTick = now();
   const onVisibility = () => {
     if (!shown()) {

@@ -43,3 +43,23 @@ function randomPart() {
   }
   return out;
 }
+
+/**
+ * The staleness bound, the one number the backend and the frontend agree on: no answer is shown
+ * from memory past it without the tab asking the network. The backend serves an informer's
+ * cache only while its watch showed life this recently (`kubernetes.nativeInformers.liveness`;
+ * a healthy silent watch hears a bookmark about once a minute), and the frontend keeps an answer
+ * at most this long (`maxAgeMs`), whatever signals say.
+ */
+exports.STALENESS_MS = 90_000;
+
+/**
+ * The channel of the backend's heartbeat: every replica broadcasts `{ replica, seq, replicas }`
+ * on it every HEARTBEAT_MS (`replica`: an opaque id; `seq`: one more than its last; `replicas`:
+ * the ids of every replica it knows alive, itself included). A tab trusts its signals only while
+ * each of those replicas' heartbeats arrives, in sequence, within HEARTBEAT_BOUND_MS: a dead
+ * WebSocket, a stalled events bus or a silent backend turns its answers to polling within it.
+ */
+exports.HEARTBEAT_CHANNEL = 'kube-watch-native:heartbeat';
+exports.HEARTBEAT_MS = 5000;
+exports.HEARTBEAT_BOUND_MS = 15_000;

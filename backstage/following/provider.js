@@ -21,6 +21,7 @@ const { createLivePublisher } = require('./publisher');
 const { InformerFollowing } = require('./informers');
 const { liveRequestContext, isLiveAnswer } = require('./mark');
 const { createViewerRegistry } = require('./store-sql');
+const { startHeartbeat } = require('./heartbeat');
 const { LIVE_HEADER, entityRefOf } = require('../../protocol');
 
 /** The HTTP request being answered: `{ calls }`, the live contexts of its objects-provider calls. */
@@ -44,11 +45,13 @@ class LiveObjectsProvider {
   #inner;
   #auth;
   #live;
+  #heartbeat;
 
-  constructor({ inner, auth, live }) {
+  constructor({ inner, auth, live, heartbeat = null }) {
     this.#inner = inner;
     this.#auth = auth;
     this.#live = live;
+    this.#heartbeat = heartbeat;
   }
 
   getKubernetesObjectsByEntity(request, options) {
@@ -74,6 +77,8 @@ class LiveObjectsProvider {
       // this answer then finds it armed on whichever replica sees the change first. Its own
       // row only, and within a bound: past it the answer is not live (polled).
       await this.#live?.answered(context);
+      // Its tab may have opened since the last heartbeat: the latest one, so it goes live now.
+      if (isLiveAnswer(context)) this.#heartbeat?.greet(context.userEntityRef);
       return answer;
     });
   }
@@ -161,11 +166,12 @@ async function setUpLive({
   // only counts replicas, and while another is alive answers are not live.
   let live;
   let registry = null;
+  const replica = `${os.hostname()}-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   if (databaseClient === 'pg') {
     try {
       registry = createViewerRegistry({
         knex: await database.getClient(),
-        replica: `${os.hostname()}-${process.pid}-${crypto.randomBytes(4).toString('hex')}`,
+        replica,
         orphaned: (rows) => live.orphaned(rows),
         unheard: (rows) => live.unheard(rows),
         logger,
@@ -176,8 +182,20 @@ async function setUpLive({
     }
   }
   live = createLivePublisher({ signals, logger, ...publisherOptions, registry, share: bus });
+  // The tabs trust their signals only while every replica's heartbeat reaches them.
+  const heartbeat = startHeartbeat({
+    signals,
+    replica,
+    replicas: () => registry?.alive ?? [replica],
+    logger,
+  });
+  const close = live.close;
+  live.close = () => {
+    heartbeat.close();
+    return close();
+  };
   objectsProviders.addObjectsProvider(
-    async ({ getDefault }) => new LiveObjectsProvider({ inner: await getDefault(), auth, live }),
+    async ({ getDefault }) => new LiveObjectsProvider({ inner: await getDefault(), auth, live, heartbeat }),
   );
   // A module's init runs before its plugin's, so this comes before the plugin's own routes.
   const refused = (req, entityRef) =>

@@ -62,11 +62,8 @@ const beat = (replica) => [
   [replica],
 ];
 
-/** The other replicas that beat within `aliveMs`: one row, `n`. */
-const othersAlive = (replica, aliveMs) => [
-  `SELECT count(*)::int AS n FROM ${REPLICAS} WHERE alive_at > ${DB_NOW} - ? AND replica <> ?`,
-  [aliveMs, replica],
-];
+/** The replicas that beat within `aliveMs`: a row each, `replica`. */
+const alive = (aliveMs) => [`SELECT replica FROM ${REPLICAS} WHERE alive_at > ${DB_NOW} - ?`, [aliveMs]];
 
 /** What a claim sets: the row is signalled, by the signal `?`, now. */
 const CLAIMED = `signalled_seq = load_seq, signal_id = ?, signalled_at = ${DB_NOW}`;
@@ -236,7 +233,7 @@ const leave = (replica) => [`DELETE FROM ${REPLICAS} WHERE replica = ?`, [replic
 module.exports = {
   migrate,
   beat,
-  othersAlive,
+  alive,
   claimOrphans,
   dropExpired,
   dropGone,

@@ -93,6 +93,10 @@ function createViewerRegistry(options) {
     get others() {
       return registry.others;
     },
+    /** The names of the replicas that beat within three beats (this one's too), at the last beat. */
+    get alive() {
+      return registry.alive;
+    },
     loaded: (userEntityRef, entityRef, watchKeys, expiresAt, recheckAt) =>
       registry.loaded(userEntityRef, entityRef, watchKeys, expiresAt, recheckAt),
     claimDue: () => registry.claimDue(),
@@ -116,7 +120,7 @@ class ViewerRegistry {
   #closed = false;
   #skewWarned = false;
   #timer = null;
-  #others = 0;
+  #alive = [];
   #warned = false;
   #counts = { claims: 0, claimed: 0, gated: 0, orphaned: 0, resent: 0, rechecked: 0, failed: 0 };
 
@@ -154,7 +158,11 @@ class ViewerRegistry {
   }
 
   get others() {
-    return this.#others;
+    return this.#alive.filter((name) => name !== this.#replica).length;
+  }
+
+  get alive() {
+    return [...this.#alive];
   }
 
   /**
@@ -303,8 +311,7 @@ class ViewerRegistry {
     const sentAt = this.#now();
     const [{ now }] = (await this.#run(sql.beat(this.#replica))).rows;
     this.#checkClock(Number(now), sentAt);
-    const [{ n }] = (await this.#run(sql.othersAlive(this.#replica, aliveMs))).rows;
-    this.#others = n;
+    this.#alive = (await this.#run(sql.alive(aliveMs))).rows.map((row) => row.replica);
     const rows = rowsOf(await this.#run(sql.claimOrphans(aliveMs, newSignalId('replica gone'))));
     // Handed on at once: claimed, they are this replica's to tell whatever fails next.
     if (rows.length > 0) {

@@ -4,6 +4,7 @@ import type { AnyApiFactory, FetchApi } from '@backstage/core-plugin-api';
 import type { KubernetesApi } from '@backstage/plugin-kubernetes-react';
 import type { SignalApi } from '@backstage/plugin-signals-react';
 import {
+  Heartbeat,
   LiveKubernetesApi,
   browserWakes,
   channelOf,
@@ -11,8 +12,6 @@ import {
   entityRefOf,
   liveAnswerFetch,
   liveKubernetesApiFactory,
-  restartSignalClientConnection,
-  signalClientConnection,
 } from 'kube-watch-native/live-frontend';
 
 export const apis: AnyApiFactory[] = [
@@ -25,14 +24,14 @@ export function wrap(client: KubernetesApi, signalApi: SignalApi, fetchApi: Fetc
   const marked: { fetchApi: FetchApi; isLive: (value: unknown) => boolean } = liveAnswerFetch(fetchApi);
   const stop = browserWakes((reason: string) => console.log(reason), { gapMs: 10_000 });
   stop();
+  const heartbeat = new Heartbeat(signalApi, { now: () => performance.now() });
   const api = new LiveKubernetesApi({
     client,
     signalApi,
     idleMs: 30_000,
     prefetchWithinMs: 5000,
     wakes: (onWake) => browserWakes(onWake),
-    restartConnection: restartSignalClientConnection,
-    connectionOf: signalClientConnection,
+    connectionOf: () => heartbeat.connection(),
     isLive: marked.isLive,
   });
   const watched: string[] = api.watchedEntities;
