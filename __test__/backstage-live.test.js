@@ -476,3 +476,27 @@ test('the heartbeat: one broadcast per replica per interval, numbered, naming th
     'the latest beat again, its number unchanged',
   );
 });
+
+test('a greeting (the latest heartbeat to one user) goes with the first live load of an entity here, not with its reloads', async () => {
+  const { LiveObjectsProvider } = require('../backstage/following/provider');
+  const { markFollowed } = require('../backstage/following/mark');
+  const { live } = setUp();
+  const greets = [];
+  const inner = {
+    getKubernetesObjectsByEntity: async () => {
+      live.viewed(ALICE, SVC_A, ['k'], { cluster: 'alpha' });
+      markFollowed();
+      return { items: [] };
+    },
+  };
+  const provider = new LiveObjectsProvider({
+    inner,
+    auth: { isPrincipal: (credentials, type) => credentials.principal.type === type },
+    live,
+    heartbeat: { greet: (user) => greets.push(user) },
+  });
+  const entity = { kind: 'Component', metadata: { name: 'svc-a', namespace: 'default' } };
+  const credentials = { principal: { type: 'user', userEntityRef: ALICE } };
+  for (let i = 0; i < 3; i++) await provider.getKubernetesObjectsByEntity({ entity }, { credentials });
+  assert.deepEqual(greets, [ALICE], 'once: its reloads cost no publish');
+});

@@ -4,9 +4,10 @@
 // the number of users. A tab trusts its signals only while every replica named keeps beating, in
 // sequence, within the bound (frontend/heartbeat.mjs): a dead WebSocket, a stalled events bus or
 // a silent backend turns its answers to polling. A publish that fails still takes its number, so
-// the tabs see the gap. A user whose load was just answered live is sent the latest beat again
-// (`greet`), at most once per interval, so that a tab opened between beats goes live at once
-// rather than at the next one (the tab drops a beat it has already heard).
+// the tabs see the gap. A user whose first load of an entity here was just answered live is sent
+// the latest beat again (`greet`), at most once per interval, so that a tab opened between beats
+// goes live at once rather than at the next one (the tab drops a beat it has already heard); a
+// reload of an open tab costs no publish.
 
 const crypto = require('node:crypto');
 const { HEARTBEAT_CHANNEL, HEARTBEAT_MS } = require('../../protocol');

@@ -30,9 +30,14 @@ function markFollowed(context = liveRequestContext.getStore()) {
   if (context) context.followed = true;
 }
 
+/** Notes that the load's viewer is new here (a tab just opened, or its first load on this replica). */
+function markNewViewer(context = liveRequestContext.getStore()) {
+  if (context) context.newViewer = true;
+}
+
 /** Whether the call that ran in `context` may be served from memory until a signal. */
 function isLiveAnswer(context) {
   return Boolean(context?.followed) && !context.notLive;
 }
 
-module.exports = { liveRequestContext, markNotLive, markFollowed, isLiveAnswer };
+module.exports = { liveRequestContext, markNotLive, markFollowed, markNewViewer, isLiveAnswer };

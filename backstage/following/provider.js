@@ -77,8 +77,9 @@ class LiveObjectsProvider {
       // this answer then finds it armed on whichever replica sees the change first. Its own
       // row only, and within a bound: past it the answer is not live (polled).
       await this.#live?.answered(context);
-      // Its tab may have opened since the last heartbeat: the latest one, so it goes live now.
-      if (isLiveAnswer(context)) this.#heartbeat?.greet(context.userEntityRef);
+      // A tab just opened may have missed the last heartbeat: the latest one, so it goes live
+      // now. Only a viewer new here: a reload of an open tab costs no publish.
+      if (context.newViewer && isLiveAnswer(context)) this.#heartbeat?.greet(context.userEntityRef);
       return answer;
     });
   }

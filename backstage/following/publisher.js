@@ -19,7 +19,7 @@
 const { createSharedSignals } = require('./signals');
 const { createMemoryRegistry } = require('./store-memory');
 const { Viewers, idOf, newViewer, clustersOf } = require('./viewers');
-const { liveRequestContext, markNotLive } = require('./mark');
+const { liveRequestContext, markNotLive, markNewViewer } = require('./mark');
 const { channelOf } = require('../../protocol');
 
 /** Viewers whose access is to be asked again are claimed at most this often. */
@@ -192,6 +192,7 @@ class LivePublisher {
     if (!viewer) {
       if (!this.#room(userEntityRef, t)) return false;
       viewer = newViewer(userEntityRef, entityRef);
+      markNewViewer();
     }
     viewer.expiresAt = t + this.#options.viewerTtlMs;
     viewer.armed = true;
