@@ -251,3 +251,51 @@ test('a replica 11 min ahead of the database: its beats drop no other replica’
   assert.deepEqual(published[0].recipients.entityRef, [ALICE]);
   assert.equal(ahead.warnings.filter((w) => /clock is \d+ ms ahead of the database/.test(w)).length, 1);
 });
+
+test('one load over several clusters: its row ends with every cluster’s keys, whatever order the store commits in', async () => {
+  // A store whose writes take longer the earlier they start (the first cluster's row committing
+  // last): written in parallel, the row would end with the first cluster's keys alone.
+  const rows = [];
+  let pending = 0;
+  const store = {
+    ready: Promise.resolve(),
+    others: 0,
+    loaded(user, entity, watchKeys) {
+      const delay = 60 - 10 * pending++;
+      return new Promise((resolve) =>
+        setTimeout(
+          () => {
+            pending--;
+            rows.push(watchKeys);
+            resolve();
+          },
+          Math.max(delay, 1),
+        ),
+      );
+    },
+    claim: async () => ({ rows: [], waitMs: null }),
+    claimDue: async () => [],
+    forget: async () => {},
+    close: async () => [],
+  };
+  const p = createLivePublisher({ signals: { publish() {} }, registry: store });
+  const context = { userEntityRef: ALICE, entityRef: E1 };
+  await liveRequestContext.run(context, async () => {
+    for (const cluster of ['c1', 'c2', 'c3', 'c4', 'c5', 'c6']) {
+      p.viewed(ALICE, E1, [`k-${cluster}`], { cluster, sharedKeys: [`pods-${cluster}`] });
+      await new Promise((resolve) => setImmediate(resolve)); // the clusters answer one by one
+    }
+  });
+  await p.answered(context);
+  await p.settled();
+  assert.deepEqual(Object.keys(rows.at(-1)).sort(), [
+    'pods-c1',
+    'pods-c2',
+    'pods-c3',
+    'pods-c4',
+    'pods-c5',
+    'pods-c6',
+  ]);
+  assert.ok(rows.length <= 3, `${rows.length} writes: one on its way, one waiting, for six clusters`);
+  await p.close();
+});

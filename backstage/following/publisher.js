@@ -32,6 +32,10 @@ function recheckOf(viewer) {
   return at;
 }
 
+/** The viewer's watch keys as its row keeps them: each key as every replica names it → its cluster. */
+const watchKeysOf = (viewer) =>
+  Object.fromEntries([...viewer.keys.values()].map(({ shared, cluster }) => [shared, cluster]));
+
 /** A timer that does not keep the process alive; returns its cancel function. */
 function defaultSetTimer(fn, ms) {
   const timer = setTimeout(fn, ms);
@@ -195,7 +199,6 @@ class LivePublisher {
       markNewViewer();
     }
     viewer.expiresAt = t + this.#options.viewerTtlMs;
-    viewer.armed = true;
     if (provenUntil !== undefined && Number.isFinite(provenUntil)) viewer.proven.set(cluster, provenUntil);
     else viewer.proven.delete(cluster);
     this.#viewers.loaded(id, viewer, watchKeys, cluster, sharedKeys);
@@ -339,23 +342,53 @@ class LivePublisher {
   #record(viewer) {
     // Not in the registry, no replica would claim it: its answer is polled, not trusted.
     const context = liveRequestContext.getStore();
-    const watchKeys = Object.fromEntries(
-      [...viewer.keys.values()].map(({ shared, cluster }) => [shared, cluster]),
-    );
-    const { userEntityRef, entityRef, expiresAt } = viewer;
     const recheckAt = recheckOf(viewer);
-    const write = this.#store
-      .loaded(userEntityRef, entityRef, watchKeys, expiresAt, recheckAt)
-      .catch((error) => {
-        markNotLive(context);
-        throw error;
-      });
     if (recheckAt !== null) this.#scheduleRecheck(recheckAt);
     // This replica's memory takes the row at once. In the replicas' database, a claim of the
     // entity waits for it (writesOf), and so does the load's answer (answered()).
-    if (this.#store !== this.#options.registry) return;
-    this.#track(write, entityRef);
+    if (this.#store !== this.#options.registry) {
+      void this.#store.loaded(
+        viewer.userEntityRef,
+        viewer.entityRef,
+        watchKeysOf(viewer),
+        viewer.expiresAt,
+        recheckAt,
+      );
+      return;
+    }
+    const write = this.#write(viewer).catch((error) => {
+      markNotLive(context);
+      throw error;
+    });
+    this.#track(write, viewer.entityRef);
     if (context) (context.writes ??= []).push(write.catch(() => {}));
+  }
+
+  /**
+   * Writes the viewer's row as it is when the write starts. One load's clusters each add keys
+   * (one viewed() per cluster): their writes go one after another, so that the last to commit
+   * holds every key (in parallel, the first cluster's row could commit last and drop the others'
+   * keys, and a change under them would claim nobody); a write still waiting to start serves
+   * every later call, since it reads the keys when it starts.
+   */
+  #write(viewer) {
+    if (viewer.queued) return viewer.queued;
+    const write = (viewer.writing ?? Promise.resolve())
+      .catch(() => {})
+      .then(() => {
+        viewer.queued = null;
+        const { userEntityRef, entityRef, expiresAt } = viewer;
+        return this.#store.loaded(
+          userEntityRef,
+          entityRef,
+          watchKeysOf(viewer),
+          expiresAt,
+          recheckOf(viewer),
+        );
+      });
+    viewer.queued = write;
+    viewer.writing = write;
+    return write;
   }
 
   /** Claims the viewers whose access must be asked again at `at` (or as soon as one is due). */

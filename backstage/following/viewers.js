@@ -1,8 +1,7 @@
 'use strict';
 // The viewers one replica follows for the live tab's publisher (./publisher.js): a
 // (user, entity) pair per viewer, found by its id, by its user and by the watch keys its answer
-// depends on. It sends no signal: the publisher decides who is signalled; this remembers, and
-// cancels the pending signal of a viewer it forgets.
+// depends on. It sends no signal: the publisher decides who is signalled; this remembers.
 
 /** Watch keys remembered per viewer at most: a bound on what one entity's request can pin. */
 const MAX_KEYS_PER_VIEWER = 1024;
@@ -10,7 +9,7 @@ const MAX_KEYS_PER_VIEWER = 1024;
 /** A viewer's id: its (user, entity) pair. */
 const idOf = (userEntityRef, entityRef) => `${userEntityRef}\n${entityRef}`;
 
-/** A viewer not yet answered: not armed, never signalled, no key. */
+/** A viewer not yet answered: no key. Whether it is armed is its row's, in the store. */
 function newViewer(userEntityRef, entityRef) {
   return {
     userEntityRef,
@@ -19,11 +18,9 @@ function newViewer(userEntityRef, entityRef) {
     /** cluster → when the viewer's own access decisions behind its answer there expire */
     proven: new Map(),
     expiresAt: 0,
-    lastSentAt: -Infinity,
-    armed: false,
-    pending: null,
-    changes: new Set(),
-    cancel: null,
+    /** Its row's write on its way to the store, and one waiting to start (./publisher.js). */
+    writing: null,
+    queued: null,
   };
 }
 
@@ -33,11 +30,9 @@ class Viewers {
    * moves its viewer to the end), so the oldest and the expired are always at the front.
    * `keys`: watch key → the cluster's name as the viewer's answer names it, and the key as every
    * replica names it (`shared`: without this process's own identity keys, see ./informers.js).
-   * `armed`: answered since its last signal.
    * @type {Map<string, { userEntityRef: string, entityRef: string,
-   *   keys: Map<string, { cluster: string, shared: string }>,
-   *   expiresAt: number, lastSentAt: number, armed: boolean, pending: Set<string> | null,
-   *   changes: Set<string>, cancel: (() => void) | null }>}
+   *   keys: Map<string, { cluster: string, shared: string }>, proven: Map<string, number>,
+   *   expiresAt: number, writing: Promise<void> | null, queued: Promise<void> | null }>}
    */
   #viewers = new Map();
   /** userEntityRef → the ids of that user's viewers, oldest first. */
@@ -98,11 +93,10 @@ class Viewers {
     });
   }
 
-  /** Forgets a viewer, cancelling its pending signal. */
+  /** Forgets a viewer. */
   forget(id) {
     const viewer = this.#viewers.get(id);
     if (!viewer) return;
-    viewer.cancel?.();
     this.#viewers.delete(id);
     const own = this.#byUser.get(viewer.userEntityRef);
     own?.delete(id);
