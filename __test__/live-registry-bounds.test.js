@@ -202,6 +202,7 @@ test('PostgreSQL stalled behind a relay: loads answered not live within the boun
   assert.ok(counts.claimsFailed >= 1, 'counted');
   assert.equal(counts.toldToPoll, 2);
   assert.ok(a.registry.counts().failed >= 1);
+  assert.ok(counts.statementsFailed >= 1, 'in the metrics too');
 });
 
 test('a replica 7 s behind the database: its viewers are not handed on as a gone replica’s, one signal per change', async (t) => {

@@ -53,7 +53,7 @@ const METRICS = [
     name: `${PREFIX}registry`,
     unit: '{event}',
     description:
-      "The replicas' viewer registry when it fails or is slow (outcome: slow_load, a load answered not live because its row was late | claim_failed | claim_retried | told_to_poll, viewers told to load again for a failed claim | access_recheck, viewers told to load again as their own access decisions expired)",
+      "The replicas' viewer registry when it fails or is slow (outcome: slow_load, a load answered not live because its row was late | claim_failed | claim_retried | told_to_poll, viewers told to load again for a failed claim | access_recheck, viewers told to load again as their own access decisions expired | statement_failed, a registry statement failed or timed out, beats included)",
     points: ({ signals }) =>
       signals
         ? [
@@ -62,6 +62,7 @@ const METRICS = [
             [signals.claimsRetried ?? 0, { outcome: 'claim_retried' }],
             [signals.toldToPoll ?? 0, { outcome: 'told_to_poll' }],
             [signals.rechecked ?? 0, { outcome: 'access_recheck' }],
+            [signals.statementsFailed ?? 0, { outcome: 'statement_failed' }],
           ]
         : [],
   },

@@ -79,7 +79,7 @@ const DEFAULTS = {
  *   shared registry (500 ms); past it, its answer is not live
  * @param {() => number} [options.now] the clock, in ms
  * @param {(fn: () => void, ms: number) => () => void} [options.setTimer] schedules `fn`; returns its cancel
- * @param {ReturnType<import('./registry').createViewerRegistry>} [options.registry] the replicas'
+ * @param {ReturnType<import('./store-sql').createViewerRegistry>} [options.registry] the replicas'
  *   registry in the plugin's database: with `share`, the viewers' rows are kept there rather than
  *   in this replica's memory, and a change claims them whichever replica answered their loads
  *   (./signals.js, the same rules over either store); without `share` (no bus between
@@ -304,6 +304,9 @@ class LivePublisher {
       claimsFailed: bus.claimsFailed,
       claimsRetried: bus.claimsRetried,
       toldToPoll: bus.toldToPoll,
+      // The replicas' registry's statements that failed (beats included: each is tried again
+      // at the next beat).
+      statementsFailed: this.#options.registry?.counts?.().failed ?? 0,
     };
   }
 

@@ -84,7 +84,7 @@ function newState() {
 
 /**
  * @param {object} options
- * @param {ReturnType<import('./registry').createViewerRegistry>} options.registry
+ * @param {ReturnType<import('./store-sql').createViewerRegistry>} options.registry
  * @param {{ publish(signal: object): Promise<void> | void }} options.signals
  * @param {(entityRef: string) => string} options.channelOf
  * @param {{ warn(message: string): void }} [options.logger]
