@@ -442,9 +442,11 @@ test('the heartbeat: one broadcast per replica per interval, numbered, naming th
   heartbeat.greet(ALICE);
   heartbeat.greet(ALICE); // once per interval
   await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(published.filter((s) => s.recipients.type === 'user').length, 0, 'not at once');
+  await new Promise((resolve) => setTimeout(resolve, 300)); // the first greeting, 250 ms after
   alive = ['host-a-1-x'];
   await new Promise((resolve) => setTimeout(resolve, 60));
-  heartbeat.close();
+  heartbeat.close(); // the second, due 1 500 ms after, goes with it
   const count = published.length;
   await new Promise((resolve) => setTimeout(resolve, 120));
   assert.equal(published.length, count, 'closed: no more beats');

@@ -12,6 +12,9 @@
 const crypto = require('node:crypto');
 const { HEARTBEAT_CHANNEL, HEARTBEAT_MS } = require('../../protocol');
 
+/** When a greeting goes after the answer it greets (ms): soon, and once more a little later. */
+const GREET_AFTER_MS = [250, 1500];
+
 /** A replica's id as browsers see it: opaque (its name holds a hostname, not theirs to read). */
 const publicIdOf = (replica) => crypto.createHash('sha256').update(replica).digest('base64url').slice(0, 12);
 
@@ -52,14 +55,29 @@ function startHeartbeat({ signals, replica, replicas, logger, intervalMs = HEART
   beat();
   const timer = setInterval(beat, intervalMs);
   timer.unref?.();
+  const greetings = new Set();
   return {
-    /** The latest beat again, to one user whose load was answered live (once per interval). */
+    /**
+     * The latest beat again, to one user whose first load was answered live (once per interval),
+     * GREET_AFTER_MS after the answer: the tab subscribes to the heartbeat as its load leaves,
+     * and a greeting sent at once could reach the backend's signals before that subscription.
+     */
     greet(userEntityRef) {
       if (greeted.has(userEntityRef) || greeted.size >= 10_000) return;
       greeted.set(userEntityRef, true);
-      publish({ type: 'user', entityRef: userEntityRef }, last);
+      for (const ms of GREET_AFTER_MS) {
+        const greeting = setTimeout(() => {
+          greetings.delete(greeting);
+          publish({ type: 'user', entityRef: userEntityRef }, last);
+        }, ms);
+        greeting.unref?.();
+        greetings.add(greeting);
+      }
     },
-    close: () => clearInterval(timer),
+    close: () => {
+      clearInterval(timer);
+      for (const greeting of greetings) clearTimeout(greeting);
+    },
   };
 }
 
