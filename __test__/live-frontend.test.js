@@ -863,18 +863,13 @@ test('Heartbeat: signals are proven while every replica named beats in sequence 
 });
 
 test('the default connection is the heartbeat: live after one, polled when it stops, on the public signals API', async () => {
-  const { LiveKubernetesApi } = await load();
   const { HEARTBEAT_CHANNEL, HEARTBEAT_BOUND_MS } = require('../protocol');
-  const clock = fakeClock();
-  const client = fakeClient();
   const signals = publicSignals();
-  const api = new LiveKubernetesApi({
-    client,
+  // setUp's fake client and clock, on the public signals API and the default connection.
+  const { api, client, clock } = await setUp({
     signalApi: signals,
-    isLive: client.isLive,
-    now: clock.now,
-    setTimer: clock.setTimer,
-    holdMs: 0,
+    connectionOf: undefined,
+    notLiveMaxAgeMs: 9000,
     wakes: () => () => {},
   });
   let seq = 0;
