@@ -225,6 +225,15 @@ export interface KubernetesInformerOptions {
   /** Ask `getCredential` again before a reconnect once its answer is this old. Default 300. */
   credentialTtlSeconds?: number;
   /**
+   * Before each resumed watch, and after an open watch is silent this long, ask the server with
+   * a LIST of one object whether its resourceVersion is not older than the informer's. A server
+   * behind it (its storage restored, the cluster recreated at the same address) answers 504
+   * `ResourceVersionTooLarge`: the informer warns and relists, and its consumers get the
+   * difference and `SYNCED { relist: true }`. A probe answered 200 is proof of life (`aliveAt`).
+   * Default 60.
+   */
+  probeSeconds?: number;
+  /**
    * Hold each cached object's JSON as an LZ4 block (default true): about half the cache's
    * memory for applied objects, for about 5 µs of a Rust thread per 2 KB object cached and
    * 1.2–1.5 µs each time one is read back (`get`, `list`, each event a consumer takes).
@@ -322,7 +331,10 @@ export interface KubernetesInformerState {
    * reconnect, a relist), when the cache may be behind the server.
    */
   watchingSince: number | null;
-  /** The last proof (ms since the epoch) that the cache is current with the server; null before any. */
+  /**
+   * The last proof (ms since the epoch) that the cache is current with the server (a complete
+   * list, an event, a bookmark, a probe answered: see `probeSeconds`); null before any.
+   */
   aliveAt: number | null;
   /**
    * The failure not yet over: it lasts until a request succeeds or an event or bookmark

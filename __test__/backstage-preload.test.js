@@ -8,7 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { register } = require('node:module');
 const { MessageChannel, receiveMessageOnPort } = require('node:worker_threads');
-const { startCluster, startLiveBackend, LIVE_SVC } = require('./live-helpers');
+const { startCluster, startLiveBackend, postEntity, LIVE_SVC } = require('./live-helpers');
 
 const CLIENT_ENTRY = '/node_modules/@kubernetes/client-node/dist/index.js';
 
@@ -39,11 +39,7 @@ test('the backend has @kubernetes/client-node loaded when it starts, and its fir
   const atStart = clientLoads();
   assert.equal(atStart.length, 1, `loaded once while the backend started: ${atStart.join(', ')}`);
 
-  const res = await fetch(`${backend.url}/api/kubernetes/services/live-svc`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer mock-user-token' },
-    body: JSON.stringify({ entity: LIVE_SVC }),
-  });
+  const res = await postEntity(backend.url, 'mock-user-token', LIVE_SVC);
   const body = await res.json();
   assert.equal(res.status, 200, JSON.stringify(body));
   assert.equal(body.items[0].resources.length > 0, true, 'the tab was answered');

@@ -26,6 +26,9 @@ const requestsOf = (s, from = 0, plural = 'configmaps') =>
 const isWatch = (r) => r.query.watch === 'true' || r.query.watch === '1';
 const isStreamingList = (r) => isWatch(r) && r.query.sendInitialEvents === 'true';
 const isList = (r) => !isWatch(r);
+/** The probe of the server's resourceVersion before a resumed watch (issue 47): one object, NotOlderThan. */
+const isProbe = (r) =>
+  !isWatch(r) && r.query.limit === '1' && r.query.resourceVersionMatch === 'NotOlderThan';
 
 test('getCredential is asked again before a reconnect once its answer is older than credentialTtlSeconds', async (t) => {
   const s = await sim(t, { token: 'tok' });
@@ -239,12 +242,17 @@ test('an idle watch (no bookmarks) is dropped and resumed, not relisted', async 
   s.create('configmaps', cm('b'));
   await until(() => c.view.has('default/b'), 'the change after the drops');
   const later = requestsOf(s).slice(1);
-  assert.ok(later.length >= 2);
+  const watches = later.filter((r) => !isProbe(r));
+  assert.ok(watches.length >= 2);
   assert.ok(
-    later.every((r) => isWatch(r) && !r.query.sendInitialEvents),
-    'only plain watches, no list',
+    watches.every((r) => isWatch(r) && !r.query.sendInitialEvents),
+    'only plain watches and their probes, no list',
   );
-  assert.equal(later[0].query.resourceVersion, rv, 'resumed from the last resourceVersion');
+  assert.ok(
+    later.filter(isProbe).every((r) => r.query.resourceVersion === rv),
+    'each resumed watch probed first, from the last resourceVersion',
+  );
+  assert.equal(watches[0].query.resourceVersion, rv, 'resumed from the last resourceVersion');
   assert.equal(informer.stats().relists, 0);
   assert.ok(c.errors.every((e) => e.retrying && e.error.statusCode === 0));
 });
@@ -260,8 +268,10 @@ test('transient failures: at most one ERROR per backoff step', async (t) => {
   s.endWatches();
   s.create('configmaps', cm('b'));
   await until(() => c.view.has('default/b'), 'b after the 503s');
-  const tries = requestsOf(s, from).length;
-  assert.equal(tries, 5, 'four failures, then the watch');
+  const tries = requestsOf(s, from);
+  // The resumed watch's probe meets the failures: four refused, then the probe and the watch.
+  assert.equal(tries.length, 6, 'four failures, then the probe and the watch');
+  assert.ok(tries.slice(0, 5).every(isProbe) && isWatch(tries[5]));
   assert.ok(c.errors.length >= 1 && c.errors.length <= 4, `${c.errors.length} ERRORs for 4 steps`);
   const warnings = log.warn.filter((m) => /HTTP 503/.test(m));
   assert.equal(warnings.length, 4, 'one warning per step');
@@ -296,8 +306,14 @@ test('429 Retry-After (header, Status details, in-stream ERROR) is waited out be
     s.endWatches();
     s.create('configmaps', cm(`after-${how}`));
     await until(() => c.view.has(`default/after-${how}`), `the change after the 429 (${how})`, 5000);
-    const [refused, next] = requestsOf(s, from);
-    assert.ok(isWatch(refused) && isWatch(next), `${how}: the refused watch and the one after it`);
+    // The resumed watch is probed first: the header case refuses the probe, the others the watch.
+    const seq = requestsOf(s, from);
+    assert.ok(isProbe(seq[0]), `${how}: the probe first`);
+    const [refused, next] = how === 'header' ? seq : seq.slice(1);
+    assert.ok(
+      (how === 'header' ? isProbe(refused) : isWatch(refused)) && isProbe(next),
+      `${how}: the refused request and the probe after it`,
+    );
     const waited = next.time - refused.time;
     assert.ok(waited >= 950, `${how}: the next request came ${waited} ms after the 429`);
   }

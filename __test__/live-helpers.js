@@ -237,6 +237,31 @@ async function startLiveBackend(
   return { url: `http://127.0.0.1:${port}`, port, signals: captured.signals, stop: () => backend.stop() };
 }
 
+/** A signals WebSocket of the backend on `port` as `token`'s user, subscribed to `channel`, collecting what arrives. */
+async function connectSignals(port, token, channel) {
+  const WebSocket = require('ws');
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/api/signals`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const received = [];
+  ws.on('message', (data) => received.push(JSON.parse(String(data))));
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  ws.send(JSON.stringify({ action: 'subscribe', channel }));
+  return { ws, received };
+}
+
+/** One load of `entity`'s Kubernetes tab from the backend at `url`, as `token`'s user: the response. */
+function postEntity(url, token, entity) {
+  return fetch(`${url}/api/kubernetes/services/${entity.metadata.name}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ entity }),
+  });
+}
+
 /** A page bundle of fixtures/live-tab: app.jsx (React, Backstage's app, the Kubernetes and Signals plugins) by default. */
 async function bundle(entry = 'app.jsx') {
   const esbuild = require('esbuild');
@@ -368,6 +393,8 @@ module.exports = {
   webSocketRouting,
   captureSignals,
   startLiveBackend,
+  connectSignals,
+  postEntity,
   bundle,
   startOrigin,
 };

@@ -7,13 +7,14 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
 const { NativeInformerFetcher } = require('../backstage/serving/fetcher');
 const { liveRequestContext } = require('../backstage/following/mark');
 const {
   startCluster,
   startLiveBackend,
+  connectSignals,
+  postEntity,
   LIVE_SVC,
   OTHER_SVC,
   delegatedEntity,
@@ -28,27 +29,8 @@ const BOB = 'user:default/other';
 const BOB_TOKEN = mockCredentials.user.token(BOB);
 const CHANNEL = 'kubernetes:component:default/live-svc';
 
-/** A signals WebSocket as `token`'s user, subscribed to `channel`, collecting what arrives. */
-async function connect(port, token, channel) {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/api/signals`, {
-    headers: { authorization: `Bearer ${token}` },
-  });
-  const received = [];
-  ws.on('message', (data) => received.push(JSON.parse(String(data))));
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  ws.send(JSON.stringify({ action: 'subscribe', channel }));
-  return { ws, received };
-}
-
 async function load(backend, token, entity) {
-  const res = await fetch(`${backend.url}/api/kubernetes/services/${entity.metadata.name}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ entity }),
-  });
+  const res = await postEntity(backend.url, token, entity);
   assert.equal(res.status, 200, await res.text());
 }
 
@@ -76,8 +58,8 @@ test(
     });
     t.after(() => backend.stop());
 
-    const alice = await connect(backend.port, 'mock-user-token', CHANNEL);
-    const bob = await connect(backend.port, BOB_TOKEN, CHANNEL); // same channel, never loaded it
+    const alice = await connectSignals(backend.port, 'mock-user-token', CHANNEL);
+    const bob = await connectSignals(backend.port, BOB_TOKEN, CHANNEL); // same channel, never loaded it
     t.after(() => {
       alice.ws.terminate();
       bob.ws.terminate();

@@ -47,6 +47,7 @@ function informerOptions(options) {
     watchTimeoutSeconds:
       spec.optionalNumber(options.watchTimeoutSeconds, 'options.watchTimeoutSeconds', { above: true }) ?? 300,
     compress: spec.optionalBoolean(options.compress, 'options.compress') ?? true,
+    probeSeconds: spec.optionalNumber(options.probeSeconds, 'options.probeSeconds', { above: true }) ?? 60,
   };
 }
 
@@ -202,8 +203,9 @@ class KubernetesInformer {
    * generation, size, cachedBytes, watchingSince, aliveAt, error }`, where `generation`
    * changes with every change to the cache, `watchingSince` is when the watch being read opened
    * (null between watches), `aliveAt` is the last moment (ms since the epoch) the informer had
-   * proof its cache is current (a resumed watch answered, an event, a bookmark, a complete
-   * list; null before the first) and `error` is the failure not yet over (until a request
+   * proof its cache is current (a probe of the server's resourceVersion answered, an event, a
+   * bookmark, a complete list; null before the first: a watch taken proves nothing, since a
+   * server behind the informer takes one too) and `error` is the failure not yet over (until a request
    * succeeds, or an event or bookmark arrives).
    */
   state() {

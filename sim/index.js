@@ -439,6 +439,25 @@ class Simulator extends EventEmitter {
   }
 
   /**
+   * The cluster rebuilt in place (etcd wiped or restored from an older backup): closes this
+   * simulator and starts another at the same port, with the same options (so the same
+   * credentials and certificates) and a fresh store, whose resourceVersions start over at
+   * `initialResourceVersion` (default 1).
+   * @param {{ initialResourceVersion?: number }} [options]
+   * @returns {Promise<Simulator>}
+   */
+  async recreate({ initialResourceVersion } = {}) {
+    const { port } = this;
+    await this.close();
+    const next = new Simulator({ ...this.options, port });
+    if (initialResourceVersion !== undefined) {
+      next.store = new Store({ historyLimit: next.options.historyLimit, initialResourceVersion });
+      for (const key of BUILTIN_RESOURCES) next.store.defineResource(key, { builtin: true });
+    }
+    return next.listen();
+  }
+
+  /**
    * Destroys every connection and stops the server; safe to call twice.
    * @returns {Promise<void>}
    */

@@ -84,6 +84,14 @@ function sendList(sim, res, def, route, params, gzip, partial = false) {
       'BadRequest',
     );
   }
+  const wanted = minimumResourceVersion(params);
+  if (wanted.error)
+    return sendStatus(res, wanted.error.code, wanted.error.message, 'Invalid', wanted.error.details);
+  if (wanted.rv > Number(sim.store.resourceVersion) && !params.get('continue')) {
+    return answerTooLarge(sim, res, wanted.rv, limit, () =>
+      sendList(sim, res, def, route, params, gzip, partial),
+    );
+  }
   const store = sim.store;
   const snapshots = sim.listSnapshots || (sim.listSnapshots = new Snapshots());
   snapshots.prune(store.compactedRv);
@@ -149,6 +157,68 @@ function sendList(sim, res, def, route, params, gzip, partial = false) {
     return res.end(gz);
   }
   return sendJson(res, 200, body, { 'content-type': 'application/json' });
+}
+
+// How long the API server's watch cache waits for a resourceVersion it has not reached
+// (`blockTimeout` of waitUntilFreshAndBlock) before it answers ResourceVersionTooLarge.
+const TOO_LARGE_WAIT_MS = 3000;
+
+/**
+ * The resourceVersion a list must not be older than (`resourceVersion` with no or a
+ * `NotOlderThan`/`Exact` `resourceVersionMatch`; 0 when any will do), or the 422 a real API
+ * server answers to the options.
+ */
+function minimumResourceVersion(params) {
+  const raw = params.get('resourceVersion') ?? '';
+  const match = params.get('resourceVersionMatch') ?? '';
+  const invalid = (field, message) => ({
+    error: {
+      code: 422,
+      message: `ListOptions.meta.k8s.io "" is invalid: ${field}: ${message}`,
+      details: {
+        group: 'meta.k8s.io',
+        kind: 'ListOptions',
+        causes: [{ reason: 'FieldValueInvalid', message, field }],
+      },
+    },
+  });
+  if (match && !['NotOlderThan', 'Exact'].includes(match))
+    return invalid(
+      'resourceVersionMatch',
+      `Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`,
+    );
+  if (match && raw === '')
+    return invalid(
+      'resourceVersionMatch',
+      'Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided',
+    );
+  if (raw === '') return { rv: 0 };
+  if (!/^\d+$/.test(raw)) return invalid('resourceVersion', `Invalid value: "${raw}": must be a number`);
+  return { rv: Number(raw) };
+}
+
+/**
+ * A list from a resourceVersion ahead of the store's, as the API server answers it: with a
+ * `limit` (served by etcd) at once, else after its cache waited up to 3 s for the version
+ * (`retry` serves the list if the store reached it meanwhile): 504, reason Timeout, the cause
+ * ResourceVersionTooLarge.
+ */
+function answerTooLarge(sim, res, rv, limit, retry) {
+  const refuse = () => {
+    const current = Number(sim.store.resourceVersion);
+    const message = `Timeout: Too large resource version: ${rv}, current: ${current}`;
+    const causes = [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }];
+    // The cache asks to be retried after a second; etcd after none.
+    return sendStatus(res, 504, message, 'Timeout', { causes, retryAfterSeconds: limit > 0 ? 0 : 1 });
+  };
+  if (limit > 0) return refuse();
+  const timer = setTimeout(() => {
+    sim.timers.delete(timer);
+    if (res.destroyed || res.writableEnded) return undefined;
+    return rv > Number(sim.store.resourceVersion) ? refuse() : retry();
+  }, TOO_LARGE_WAIT_MS);
+  sim.timers.add(timer);
+  return undefined;
 }
 
 /** `head`, then each item as `{` + its body, comma-separated, then `]}`: one buffer, one copy of each. */

@@ -263,12 +263,13 @@ class Watch {
     const seconds = o.timeoutSeconds || this.defaultTimeoutSeconds;
     this.timers.push(setTimeout(() => this.end(), seconds * 1000));
     if (o.bookmarks) {
-      this.timers.push(
-        setInterval(
-          () => this.send(bookmarkLine(def, store.resourceVersion, false)),
-          this.bookmarkIntervalMs,
-        ),
-      );
+      // A watch from a resourceVersion the store has not reached hears nothing, bookmarks
+      // included, until the store passes it: as the API server's watch cache.
+      const bookmark = () => {
+        if (!(o.rv && Number(store.resourceVersion) <= o.rv))
+          this.send(bookmarkLine(def, store.resourceVersion, false));
+      };
+      this.timers.push(setInterval(bookmark, this.bookmarkIntervalMs));
     }
     // A running watch must never be what keeps a test process alive.
     for (const t of this.timers) t.unref();

@@ -114,8 +114,9 @@ pub fn watch_url(cluster_url: &str, resource_path: &str, query: &WatchQuery) -> 
     format!("{base}{resource_path}?{}", query.to_query_string())
 }
 
-/// A list page's URL (the informer's paginated list): selectors, `limit` (when above 0) and
-/// the `continue` token of the page before, each sent only when set.
+/// A list page's URL (the informer's paginated list, and its probe of the server's
+/// resourceVersion): selectors, `resourceVersion` and `resourceVersionMatch`, `limit` (when
+/// above 0) and the `continue` token of the page before, each sent only when set.
 pub fn list_url(
     cluster_url: &str,
     resource_path: &str,
@@ -130,6 +131,12 @@ pub fn list_url(
     }
     if let Some(selector) = &query.field_selector {
         parts.push(format!("fieldSelector={}", encode(selector)));
+    }
+    if let Some(rv) = &query.resource_version {
+        parts.push(format!("resourceVersion={}", encode(rv)));
+    }
+    if let Some(matching) = &query.resource_version_match {
+        parts.push(format!("resourceVersionMatch={}", encode(matching)));
     }
     if limit > 0 {
         parts.push(format!("limit={limit}"));

@@ -67,7 +67,7 @@ class Entry {
 
   /**
    * Whether its cache answers loads now, and until when at most (Infinity: until it changes):
-   * while its watch showed life (a watch opened, an event, a bookmark) within `livenessMs` and
+   * while its watch showed life (an event, a bookmark, a probe answered) within `livenessMs` and
    * its credential was confirmed in time (./identity.js).
    */
   servable() {

@@ -59,6 +59,8 @@ pub struct InformerSpec {
     pub watch_timeout_seconds: f64,
     /// Hold cached texts compressed (`options.compress`, default true in `lib/informer.js`).
     pub compress: bool,
+    /// Required too (`lib/informer.js` defaults it to 60 s): see `RunConfig::probe`.
+    pub probe_seconds: f64,
     /// No idle limit when absent.
     pub idle_timeout_seconds: Option<f64>,
     pub max_line_bytes: Option<i64>,
@@ -238,6 +240,7 @@ fn config_of(spec: &InformerSpec) -> Result<RunConfig> {
             .unwrap_or(DEFAULT_MAX_LINE_BYTES),
         watch_timeout: duration("watchTimeoutSeconds", spec.watch_timeout_seconds)?,
         pack: spec.compress,
+        probe: Some(duration("probeSeconds", spec.probe_seconds)?),
     })
 }
 

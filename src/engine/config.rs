@@ -47,7 +47,18 @@ pub struct RunConfig {
     pub watch_timeout: Duration,
     /// The cache holds texts packed (see `crate::informer::object::Object::packed`).
     pub pack: bool,
+    /// An informer asks the server whether its resourceVersion is not older than the one it
+    /// reached (a LIST of one object, `resourceVersionMatch=NotOlderThan`) before each resumed
+    /// watch and after an open watch has been silent this long: a server behind it (its
+    /// storage restored, the cluster recreated in place) is relisted. `None`: never.
+    pub probe: Option<Duration>,
 }
+
+/// How long an informer's open watch may be silent before it probes the server's
+/// resourceVersion (see [`RunConfig::probe`]): a real API server sends a bookmark about once a
+/// minute to a watch that asked for them, and none to a watch from a resourceVersion it never
+/// reached.
+pub const DEFAULT_PROBE_AFTER: Duration = Duration::from_secs(60);
 
 /// The most one object's JSON is taken to need in a list page: etcd refuses a request
 /// larger than 1.5 MiB (`--max-request-bytes`' default), so no stored object is larger, and
@@ -91,6 +102,7 @@ impl RunConfig {
             max_line_bytes: usize::MAX,
             watch_timeout: Duration::ZERO,
             pack: false,
+            probe: None,
         }
     }
 

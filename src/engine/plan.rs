@@ -58,6 +58,14 @@ pub(crate) trait Plan: Send + Sync + Sized + 'static {
     /// A request succeeded after failures.
     fn recovered(&self);
 
+    /// Whether what it read is a complete list whose resourceVersion a probe may compare with
+    /// the server's (see `RunConfig::probe`).
+    fn probes(&self) -> bool;
+
+    /// What it read was shown current (a probe answered, or a resumed watch where nothing
+    /// probes).
+    fn proven(&self);
+
     /// The server refused the metadata-only `Accept` header (406) of a run with `projection`:
     /// what it says of it, if anything.
     fn metadata_refused(&self, projection: Option<&Projection>) -> Option<String>;
@@ -68,6 +76,8 @@ pub(crate) struct Keeping<K: Keeper> {
     pub(super) keeper: Arc<K>,
     /// The streaming list being collected; `None` once it synced.
     pub(super) initial: Option<Initial<K::Listed>>,
+    /// A list was just taken: the watch that follows it needs no probe.
+    pub(super) listed: bool,
 }
 
 impl<K: Keeper> Keeping<K> {
@@ -76,6 +86,7 @@ impl<K: Keeper> Keeping<K> {
         Self {
             keeper,
             initial: None,
+            listed: false,
         }
     }
 }

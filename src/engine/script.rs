@@ -37,6 +37,8 @@ pub(crate) const TWO_POD_PAGE: &[u8] = br#"{"kind":"PodList","apiVersion":"v1","
 pub(crate) enum Reply {
     /// A non-2xx answer, with the pause it asks for (seconds).
     Status(u16, Option<u64>),
+    /// A non-2xx answer with this Status body.
+    StatusBody(u16, String),
     /// A list page's body.
     Page(String),
     /// A watch body: lines and pauses, then how it ends.
@@ -127,6 +129,11 @@ impl ListWatch for Fake {
             }
             Reply::Page(body) => Ok(body.into_bytes()),
             Reply::Status(status, retry_after) => Err(status_fault(status, retry_after)),
+            Reply::StatusBody(status, detail) => Err(Fault::Status {
+                status,
+                retry_after: None,
+                detail,
+            }),
             Reply::Watch(..) => panic!("the script answers a list with a watch: {request:?}"),
         }
     }
@@ -142,6 +149,11 @@ impl ListWatch for Fake {
                 end,
             }),
             Reply::Status(status, retry_after) => Err(status_fault(status, retry_after)),
+            Reply::StatusBody(status, detail) => Err(Fault::Status {
+                status,
+                retry_after: None,
+                detail,
+            }),
             Reply::Page(_) => panic!("the script answers a watch with a page: {request:?}"),
         }
     }

@@ -94,6 +94,10 @@ pub trait Keeper: Sink {
     /// A request succeeded after failures.
     fn recovered(&self);
 
+    /// What it keeps was shown current without a change: the server's resourceVersion is not
+    /// older than its own.
+    fn proven(&self);
+
     /// Whether a reader asked to hear of the next change (once per asking).
     fn take_change_notice(&self) -> bool;
 }

@@ -44,6 +44,9 @@ pub enum StreamEnd {
     },
     /// A non-ADDED event before the initial-events-end bookmark: no streaming list here.
     Unsupported,
+    /// A probe found the server's resourceVersion behind the informer's (its storage restored,
+    /// the cluster recreated): the server's, as it said it.
+    Behind(String),
     /// It failed.
     Fault(Fault),
 }

@@ -114,6 +114,60 @@ pub struct StreamingList {
     pub metadata_only: bool,
 }
 
+/// What a probe of the server's resourceVersion found: a LIST of one object with
+/// `resourceVersionMatch=NotOlderThan` and the informer's resourceVersion (see
+/// `RunConfig::probe`).
+#[derive(Debug)]
+pub enum Probed {
+    /// Answered 200: the server's resourceVersion is not older than the informer's.
+    Current,
+    /// Answered 504 `ResourceVersionTooLarge`: the server is behind; its resourceVersion as it
+    /// said it ("unknown" when it did not).
+    Behind(String),
+    /// Any other failure.
+    Failed(Fault),
+}
+
+impl Probed {
+    /// What a probe's answer (200, or the fault it was) means.
+    pub fn of(answer: Result<(), Fault>) -> Self {
+        match answer {
+            Ok(()) => Self::Current,
+            Err(fault) => match too_large(&fault) {
+                Some(current) => Self::Behind(current),
+                None => Self::Failed(fault),
+            },
+        }
+    }
+}
+
+/// The server's resourceVersion, when `fault` is its answer that a resourceVersion asked for is
+/// ahead of it: 504, reason `Timeout`, a cause `ResourceVersionTooLarge`, the message "Too large
+/// resource version: 900, current: 252" (the API server's `NewTooLargeResourceVersionError`).
+fn too_large(fault: &Fault) -> Option<String> {
+    let Fault::Status {
+        status: 504,
+        detail,
+        ..
+    } = fault
+    else {
+        return None;
+    };
+    if !detail.contains("ResourceVersionTooLarge") && !detail.contains("Too large resource version")
+    {
+        return None;
+    }
+    let current = detail
+        .split_once("current: ")
+        .map(|(_, rest)| {
+            rest.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .filter(|digits| !digits.is_empty());
+    Some(current.unwrap_or_else(|| "unknown".into()))
+}
+
 /// How many times an expired continue token restarts one list before it counts as a failure.
 pub const MAX_LIST_RESTARTS: u32 = 3;
 
@@ -293,6 +347,56 @@ impl Machine {
         (State::Listing { relist: true }, effects)
     }
 
+    /// The server's resourceVersion (`current`) is behind the `rv` the informer reached: what it
+    /// keeps is another cluster's past, so it relists from scratch (no resourceVersion), and its
+    /// consumers get the difference.
+    pub fn behind(rv: &str, current: &str) -> Transition {
+        let effects = vec![
+            Effect::CountRelist,
+            Effect::Warn(format!(
+                "the server's resourceVersion ({current}) is behind the {rv} this informer \
+                 reached: its storage was restored or the cluster recreated; relisting"
+            )),
+        ];
+        (State::Listing { relist: true }, effects)
+    }
+
+    /// What a probe before a watch resumes from `rv` found: `None` to watch; else a server
+    /// behind relists, and a failure is the watch's own (a 410 relists, anything else waits a
+    /// backoff step out and probes again).
+    pub fn resume_probed(
+        &mut self,
+        probed: Probed,
+        rv: String,
+        now: Instant,
+    ) -> Option<Transition> {
+        match probed {
+            Probed::Current => None,
+            Probed::Behind(current) => Some(Self::behind(&rv, &current)),
+            Probed::Failed(fault) => Some(self.watch_refused(&fault, rv, now)),
+        }
+    }
+
+    /// What a probe made while an open watch was silent found: the end of the watch it
+    /// brings (a server behind, a 410), if any. Any other failure leaves the watch be (its idle
+    /// limit ends it if the server is gone) with a notice, and proves nothing.
+    pub fn silent_probed(probed: Probed) -> (Option<StreamEnd>, Vec<Effect>) {
+        match probed {
+            Probed::Current => (None, Vec::new()),
+            Probed::Behind(current) => (Some(StreamEnd::Behind(current)), Vec::new()),
+            Probed::Failed(Fault::Status { status: 410, .. }) => {
+                (Some(StreamEnd::Expired), Vec::new())
+            }
+            Probed::Failed(fault) => {
+                let notice = format!(
+                    "a probe of the server's resourceVersion failed ({}); the watch goes on",
+                    fault.describe()
+                );
+                (None, vec![Effect::Info(notice)])
+            }
+        }
+    }
+
     /// The answer to a watch from `rv` was a failure: a 410 relists.
     pub fn watch_refused(&mut self, fault: &Fault, rv: String, now: Instant) -> Transition {
         match fault {
@@ -387,6 +491,8 @@ impl Machine {
                 "the streaming list sent a change before its initial events ended".into(),
             ),
             end if synced => return self.watch_ended(end, rv, now),
+            // Probes are made only once the list synced; a relist either way.
+            StreamEnd::Behind(current) => return Self::behind(&rv, &current),
             StreamEnd::Expired => Fault::Status {
                 status: 410,
                 retry_after: None,
@@ -427,6 +533,7 @@ impl Machine {
                 }
             }
             StreamEnd::Expired => Self::expired(),
+            StreamEnd::Behind(current) => Self::behind(&rv, &current),
             // Only a streaming list's stream can say this, and only before it synced.
             StreamEnd::Unsupported => (State::Listing { relist: true }, Vec::new()),
             StreamEnd::Error {

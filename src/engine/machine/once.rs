@@ -32,8 +32,11 @@ impl Machine {
             StreamEnd::Fault(fault) => return self.once_refused(&fault),
             StreamEnd::Expired => 410,
             StreamEnd::Error { status, .. } => status,
-            // `Unsupported` is a streaming list's, which a plain watch never makes.
-            StreamEnd::Clean { .. } | StreamEnd::Unsupported => return (State::Closed, Vec::new()),
+            // `Unsupported` is a streaming list's and `Behind` a probe's, which a plain watch
+            // never makes.
+            StreamEnd::Clean { .. } | StreamEnd::Unsupported | StreamEnd::Behind(_) => {
+                return (State::Closed, Vec::new());
+            }
         };
         let failure = Failure::from_status(status);
         let effects = vec![

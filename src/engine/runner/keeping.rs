@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::{RELEASE_AFTER_BYTES, Run};
 use crate::engine::backoff::{BackoffPolicy, Jitter};
 use crate::engine::machine::{
-    self, Machine, PageRefused, Resume, State, StreamingList, Transition,
+    self, Machine, PageRefused, Probed, Resume, State, StreamingList, Transition,
 };
 use crate::engine::plan::{Keeping, Plan};
 use crate::engine::sink::Keeper;
@@ -50,12 +50,16 @@ impl<K: Keeper> Plan for Keeping<K> {
                 // Boxed: see `watch`.
                 State::ListingPages { relist } => Box::pin(run.paged_list(relist)).await,
                 State::Watching { rv } => {
-                    let query = WatchQuery {
-                        resource_version: Some(rv.clone()),
-                        ..run.query()
-                    };
-                    let query = run.bookmarked(query);
-                    run.watch(rv, query).await
+                    if let Some(state) = run.probe_resume(&rv).await {
+                        state
+                    } else {
+                        let query = WatchQuery {
+                            resource_version: Some(rv.clone()),
+                            ..run.query()
+                        };
+                        let query = run.bookmarked(query);
+                        run.watch(rv, query).await
+                    }
                 }
                 State::Backoff {
                     until,
@@ -110,6 +114,14 @@ impl<K: Keeper> Plan for Keeping<K> {
 
     fn recovered(&self) {
         self.keeper.recovered();
+    }
+
+    fn probes(&self) -> bool {
+        self.initial.is_none()
+    }
+
+    fn proven(&self) {
+        self.keeper.proven();
     }
 
     /// From now on the informer asks for plain JSON and cuts the objects down here (`refused`
@@ -223,8 +235,26 @@ impl<A: ListWatch, K: Keeper> Run<A, Keeping<K>> {
                 }
             };
             self.synced(objects, &rv, relist);
+            self.plan.listed = true;
             return State::Watching { rv };
         }
+    }
+
+    /// Before a watch resumes from `rv` (not right after a list): a probe of the server's
+    /// resourceVersion (see `RunConfig::probe`). The state that follows in place of the
+    /// watch, if any: a relist when the server is behind, a backoff when the probe failed.
+    async fn probe_resume(&mut self, rv: &str) -> Option<State> {
+        if std::mem::take(&mut self.plan.listed) || self.config.probe.is_none() || rv.is_empty() {
+            return None;
+        }
+        let probed = self.probe(rv).await;
+        if matches!(probed, Probed::Current) {
+            self.plan.keeper.proven();
+        }
+        let transition = self
+            .machine
+            .resume_probed(probed, rv.to_owned(), Instant::now())?;
+        Some(self.perform(transition))
     }
 
     /// `query` with bookmarks on and the server asked to end the watch after a jittered while.

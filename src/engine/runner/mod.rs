@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::config::capacity;
-use super::machine::{Effect, Machine, Resume, State, Transition};
+use super::machine::{Effect, Machine, Probed, Resume, State, Transition};
 use super::plan::Plan;
 use super::sink::Sink;
 use super::step::Progress;
@@ -25,7 +25,7 @@ use crate::engine::recovery::{News, RECOVERY_JITTER};
 use crate::engine::stats::Stats;
 use crate::error::Error;
 use crate::http::Get;
-use crate::request::{WatchQuery, watch_url};
+use crate::request::{WatchQuery, list_url, watch_url};
 
 mod keeping;
 mod once;
@@ -250,6 +250,26 @@ impl<A: ListWatch, P: Plan> Run<A, P> {
                 )),
                 other => other,
             })
+    }
+
+    /// Asks the server whether its resourceVersion is not older than `rv`: a LIST of one object
+    /// with `resourceVersionMatch=NotOlderThan` (its body is dropped). A real API server
+    /// answers 504 `ResourceVersionTooLarge` when it is behind, after waiting up to 3 s for its
+    /// cache to catch up.
+    async fn probe(&mut self, rv: &str) -> Probed {
+        let path = self.config.resource_path.clone();
+        let query = WatchQuery {
+            resource_version: Some(rv.to_owned()),
+            resource_version_match: Some("NotOlderThan".into()),
+            ..self.query()
+        };
+        let answer = self
+            .list_page(|base| list_url(base, &path, &query, 1, None))
+            .await;
+        if answer.is_ok() {
+            self.succeeded();
+        }
+        Probed::of(answer.map(drop))
     }
 
     /// A watch of the collection with `query` (as its plan made it up), as lines.

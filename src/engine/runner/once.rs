@@ -69,6 +69,14 @@ impl<S: Passer> Plan for Once<S> {
     /// A plain watch's failure is its last: there is no recovery to tell of.
     fn recovered(&self) {}
 
+    /// A plain watch yields what the server sends, whatever its resourceVersion.
+    fn probes(&self) -> bool {
+        false
+    }
+
+    /// It keeps nothing to prove.
+    fn proven(&self) {}
+
     /// It tries once: it says what the 406 means, and ends.
     fn metadata_refused(&self, projection: Option<&Projection>) -> Option<String> {
         projection?.accept(true)?;

@@ -293,20 +293,20 @@ impl Cache {
     /// by itself, so it counts as watching since 0; a resumed watch first replays what changed
     /// while it was closed, so readers count from when it opened.
     ///
-    /// A resumed watch answered 2xx is proof of life (`alive_at`): the server took its
-    /// resourceVersion, so the cache is current but for what the stream is about to replay. A
-    /// streaming list's opening is not: the cache is current only at its end (`replace`).
+    /// Opening a watch proves nothing by itself: a server whose resourceVersion went back (its
+    /// storage restored, the cluster recreated) takes a watch from a resourceVersion it never
+    /// reached with 200 and stays silent. The runner says when the cache is shown current
+    /// ([`Cache::proven`]).
     pub fn watching(self: &Arc<Self>, initial: bool) -> Watching {
-        let mut standing = self.standing();
-        if initial {
-            standing.watching_since = Some(0);
-        } else {
-            let now = epoch_ms();
-            standing.watching_since = Some(now);
-            standing.alive_at = Some(now);
-        }
-        drop(standing);
+        self.standing().watching_since = Some(if initial { 0 } else { epoch_ms() });
         Watching(Arc::clone(self))
+    }
+
+    /// The cache was shown current without an event (`alive_at`): the server answered that its
+    /// resourceVersion is not older than the cache's (a probe), or took a resumed watch where
+    /// nothing probes.
+    pub fn proven(&self) {
+        self.standing().alive_at = Some(epoch_ms());
     }
 
     /// The informer stopped: consumers take what is pending, then end.

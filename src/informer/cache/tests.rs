@@ -199,7 +199,7 @@ fn a_terminal_error_ends_every_consumer_after_what_was_pending() {
 }
 
 #[test]
-fn proof_of_life_is_none_at_first_then_set_by_a_watch_opened_an_event_a_bookmark_and_a_list() {
+fn proof_of_life_is_none_at_first_then_set_by_a_probe_an_event_a_bookmark_and_a_list() {
     let cache = Arc::new(Cache::new("/api/v1/pods".into()));
     assert_eq!(cache.health().alive_at, None, "no proof before the first");
     let streaming_list = cache.watching(true);
@@ -221,8 +221,14 @@ fn proof_of_life_is_none_at_first_then_set_by_a_watch_opened_an_event_a_bookmark
     assert!(listed.is_some(), "a complete list");
     later(listed);
     let watching = cache.watching(false);
+    assert_eq!(
+        cache.health().alive_at,
+        listed,
+        "a watch opened proves nothing: a server behind the cache takes it too"
+    );
+    cache.proven();
     let opened = cache.health().alive_at;
-    assert!(opened > listed, "a resumed watch answered 2xx");
+    assert!(opened > listed, "shown current (a probe)");
     drop(watching);
     assert_eq!(cache.health().alive_at, opened, "kept between watches");
     later(opened);

@@ -90,6 +90,10 @@ impl Keeper for Cache {
         Cache::recovered(self);
     }
 
+    fn proven(&self) {
+        Cache::proven(self);
+    }
+
     fn take_change_notice(&self) -> bool {
         Cache::take_change_notice(self)
     }

@@ -144,6 +144,7 @@ pub(super) fn config(origin: &str, initial_list: InitialList) -> RunConfig {
         max_line_bytes: 1 << 20,
         watch_timeout: Duration::from_secs(300),
         pack: true,
+        probe: None,
     }
 }
 
@@ -174,9 +175,14 @@ pub(super) const RELISTED: [&str; 6] = [
 ];
 
 pub(super) async fn events_until(cursor: &Cursor, until: &str) -> Vec<String> {
+    events_within(cursor, until, Duration::from_secs(10)).await
+}
+
+/// The events `cursor` takes until one reads `until`, which must come `within` this long.
+pub(super) async fn events_within(cursor: &Cursor, until: &str, within: Duration) -> Vec<String> {
     let cancel = CancellationToken::new();
     let mut out = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + within;
     while !out.iter().any(|e: &String| e == until) {
         let batch = tokio::time::timeout_at(deadline, cursor.next(&cancel))
             .await

@@ -404,3 +404,50 @@ fn an_expired_continue_token_restarts_the_list_a_few_times_then_fails() {
         "another failure"
     );
 }
+
+#[test]
+fn only_a_504_that_says_resource_version_too_large_is_a_server_behind() {
+    let answer = |status: u16, detail: &str| {
+        Probed::of(Err(Fault::Status {
+            status,
+            retry_after: None,
+            detail: detail.into(),
+        }))
+    };
+    let too_large = r#"{"kind":"Status","message":"Timeout: Too large resource version: 900, current: 252","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}]},"code":504}"#;
+    assert!(matches!(answer(504, too_large), Probed::Behind(current) if current == "252"));
+    let unsaid = r#"{"kind":"Status","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge"}]},"code":504}"#;
+    assert!(matches!(answer(504, unsaid), Probed::Behind(current) if current == "unknown"));
+    // A gateway's timeout, or the same words on another status, is a failure like any other.
+    assert!(matches!(
+        answer(504, "upstream request timeout"),
+        Probed::Failed(_)
+    ));
+    assert!(matches!(answer(500, too_large), Probed::Failed(_)));
+    assert!(matches!(Probed::of(Ok(())), Probed::Current));
+}
+
+#[test]
+fn a_probe_that_finds_the_server_behind_relists_and_one_that_fails_is_the_watchs_failure() {
+    let t0 = Instant::now();
+    let behind = machine().resume_probed(Probed::Behind("252".into()), "900".into(), t0);
+    let (state, effects) = behind.expect("a transition");
+    assert_eq!(state, State::Listing { relist: true });
+    assert!(effects.contains(&Effect::CountRelist));
+    assert!(
+        machine()
+            .resume_probed(Probed::Current, "900".into(), t0)
+            .is_none()
+    );
+    let (state, _) = machine()
+        .resume_probed(Probed::Failed(status(503, None)), "900".into(), t0)
+        .expect("a transition");
+    assert!(matches!(state, State::Backoff { resume: Resume::Watch(rv), .. } if rv == "900"));
+    let (end, effects) = Machine::silent_probed(Probed::Failed(status(503, None)));
+    assert!(
+        end.is_none() && effects.len() == 1,
+        "the watch goes on, with a notice"
+    );
+    let (end, _) = Machine::silent_probed(Probed::Failed(status(410, None)));
+    assert!(matches!(end, Some(StreamEnd::Expired)));
+}

@@ -1,8 +1,8 @@
 //! The reflector against a scripted [`ListWatch`] (`crate::engine::script`) on tokio's paused
 //! clock: every transition a deterministic test, no sockets, no wall time.
 //!
-//! This file holds the helpers; the scripts are in `resumes.rs`, `lists.rs` and
-//! `recovery.rs`.
+//! This file holds the helpers; the scripts are in `resumes.rs`, `lists.rs`, `recovery.rs`
+//! and `behind.rs`.
 
 use super::tests::{RELISTED, Recorder, config, events_until, list};
 
@@ -17,6 +17,7 @@ use crate::engine::script::{End, Fake, Reply, end_bookmark, event, line, pod, wa
 use crate::engine::*;
 use crate::projection::Projection;
 
+mod behind;
 mod lists;
 mod recovery;
 mod resumes;
