@@ -1,5 +1,6 @@
-//! What a run does with its collection, as a type the runner is generic over: the one place
-//! where an informer's run and a plain watch's part ways.
+//! What a run does with its collection, as the types the runner is generic over (its trait,
+//! `Plan`, is the runner's, with the code of each in `runner/`): the one place where an
+//! informer's run and a plain watch's part ways.
 //!
 //! - [`Keeping`]: an informer's. List, watch from the list's resourceVersion, and again after
 //!   every end (or relist) for as long as it runs, into a [`Keeper`].
@@ -8,68 +9,9 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use tokio::time::Instant;
-
-use super::backoff::{BackoffPolicy, Jitter};
-use super::machine::{Machine, Transition};
-use super::runner::Run;
-use super::sink::{Keeper, Passer, Sink};
-use super::step::{Initial, StreamEnd};
-use super::transport::{Fault, ListWatch};
-use crate::projection::Projection;
+use super::sink::{Keeper, Passer};
+use super::step::Initial;
 use crate::request::WatchQuery;
-
-/// The plan of a run (see the module's documentation); the runner's code for each is in
-/// `runner/keeping.rs` and `runner/once.rs`.
-pub(crate) trait Plan: Send + Sync + Sized + 'static {
-    /// Where what the run reads goes.
-    type Sink: Sink;
-    /// Held while a watch body is read.
-    type Watching: Send;
-
-    /// What the run's messages call it.
-    const WHAT: &'static str;
-
-    /// Its sink.
-    fn sink(&self) -> &Arc<Self::Sink>;
-
-    /// The decisions under its rules.
-    fn machine(&self, backoff: BackoffPolicy, jitter: Jitter) -> Machine;
-
-    /// What the answer `fault` to a watch from `rv` means.
-    fn refused(machine: &mut Machine, fault: &Fault, rv: String, now: Instant) -> Transition;
-
-    /// What the `end` of a watch's stream at `rv` means.
-    fn ended(machine: &mut Machine, end: StreamEnd, rv: String, now: Instant) -> Transition;
-
-    /// Runs `run` to its end.
-    fn run<A: ListWatch>(run: &mut Run<A, Self>) -> impl Future<Output = ()> + Send;
-
-    /// One line of a watch body, read and carried out: the end it brings, if it does.
-    fn line<A: ListWatch>(
-        run: &mut Run<A, Self>,
-        line: Bytes,
-    ) -> impl Future<Output = Option<StreamEnd>> + Send;
-
-    /// A watch body is read until the guard is dropped (`initial`: a streaming list's).
-    fn watching(&self, initial: bool) -> Self::Watching;
-
-    /// A request succeeded after failures.
-    fn recovered(&self);
-
-    /// Whether what it read is a complete list whose resourceVersion a probe may compare with
-    /// the server's (see `RunConfig::probe`).
-    fn probes(&self) -> bool;
-
-    /// What it read was shown current (a probe answered, or a resumed watch where nothing
-    /// probes).
-    fn proven(&self);
-
-    /// The server refused the metadata-only `Accept` header (406) of a run with `projection`:
-    /// what it says of it, if anything.
-    fn metadata_refused(&self, projection: Option<&Projection>) -> Option<String>;
-}
 
 /// An informer's plan: list and keep watching, into `keeper`.
 pub(crate) struct Keeping<K: Keeper> {

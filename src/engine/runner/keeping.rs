@@ -8,12 +8,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use super::Plan;
 use super::{RELEASE_AFTER_BYTES, Run};
 use crate::engine::backoff::{BackoffPolicy, Jitter};
 use crate::engine::machine::{
     self, Machine, PageRefused, Probed, Resume, State, StreamingList, Transition,
 };
-use crate::engine::plan::{Keeping, Plan};
+use crate::engine::plan::Keeping;
 use crate::engine::sink::Keeper;
 use crate::engine::step::{Initial, Kept, Step, StreamEnd};
 use crate::engine::{Fault, InitialList, ListWatch};

@@ -9,13 +9,14 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use tokio::time::Instant;
 
+use super::backoff::BackoffPolicy;
 use super::config::capacity;
 use super::machine::{Effect, Machine, Probed, Resume, State, Transition};
-use super::plan::Plan;
 use super::sink::Sink;
-use super::step::Progress;
+use super::step::{Progress, StreamEnd};
 use super::{
     Fault, ListMemory, ListWatch, MAX_OBJECT_BYTES, Reporter, Request, RunConfig, max_page_bytes,
 };
@@ -25,6 +26,7 @@ use crate::engine::recovery::{News, RECOVERY_JITTER};
 use crate::engine::stats::Stats;
 use crate::error::Error;
 use crate::http::Get;
+use crate::projection::Projection;
 use crate::request::{WatchQuery, list_url, watch_url};
 
 mod keeping;
@@ -34,6 +36,57 @@ mod watch;
 /// Bytes received since the allocator last gave memory back after which a completed list
 /// gives it back again.
 const RELEASE_AFTER_BYTES: u64 = 8 << 20;
+
+/// The plan of a run (see `super::plan`): what the runner asks of it. Its implementations are in
+/// `keeping.rs` (an informer's) and `once.rs` (a plain watch's).
+pub(crate) trait Plan: Send + Sync + Sized + 'static {
+    /// Where what the run reads goes.
+    type Sink: Sink;
+    /// Held while a watch body is read.
+    type Watching: Send;
+
+    /// What the run's messages call it.
+    const WHAT: &'static str;
+
+    /// Its sink.
+    fn sink(&self) -> &Arc<Self::Sink>;
+
+    /// The decisions under its rules.
+    fn machine(&self, backoff: BackoffPolicy, jitter: Jitter) -> Machine;
+
+    /// What the answer `fault` to a watch from `rv` means.
+    fn refused(machine: &mut Machine, fault: &Fault, rv: String, now: Instant) -> Transition;
+
+    /// What the `end` of a watch's stream at `rv` means.
+    fn ended(machine: &mut Machine, end: StreamEnd, rv: String, now: Instant) -> Transition;
+
+    /// Runs `run` to its end.
+    fn run<A: ListWatch>(run: &mut Run<A, Self>) -> impl Future<Output = ()> + Send;
+
+    /// One line of a watch body, read and carried out: the end it brings, if it does.
+    fn line<A: ListWatch>(
+        run: &mut Run<A, Self>,
+        line: Bytes,
+    ) -> impl Future<Output = Option<StreamEnd>> + Send;
+
+    /// A watch body is read until the guard is dropped (`initial`: a streaming list's).
+    fn watching(&self, initial: bool) -> Self::Watching;
+
+    /// A request succeeded after failures.
+    fn recovered(&self);
+
+    /// Whether what it read is a complete list whose resourceVersion a probe may compare with
+    /// the server's (see `RunConfig::probe`).
+    fn probes(&self) -> bool;
+
+    /// What it read was shown current (a probe answered, or a resumed watch where nothing
+    /// probes).
+    fn proven(&self);
+
+    /// The server refused the metadata-only `Accept` header (406) of a run with `projection`:
+    /// what it says of it, if anything.
+    fn metadata_refused(&self, projection: Option<&Projection>) -> Option<String>;
+}
 
 /// What a run is started with besides its configuration and its requests.
 pub(crate) struct Parts {

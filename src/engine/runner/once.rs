@@ -7,10 +7,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use super::Plan;
 use super::Run;
 use crate::engine::backoff::{BackoffPolicy, Jitter};
 use crate::engine::machine::{Machine, State, Transition};
-use crate::engine::plan::{Once, Plan};
+use crate::engine::plan::Once;
 use crate::engine::sink::Passer;
 use crate::engine::step::{Pass, Step, StreamEnd};
 use crate::engine::{Fault, ListWatch};

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
+use super::Plan;
 use super::Run;
 use crate::engine::machine::{Machine, Probed, State};
-use crate::engine::plan::Plan;
 use crate::engine::step::StreamEnd;
 use crate::engine::{Fault, ListWatch, WatchLines};
 use crate::request::WatchQuery;
