@@ -106,8 +106,55 @@ test(
     assert.equal(info.binary, path.join(project, 'node_modules', packageName(), binaryName()));
     assert.equal(info.package, version);
     assert.equal(info.target, platform.triple);
+
+    // The demo, from the installed package on a fresh directory: no TLS fixture, no fault.
+    const demo = execFileSync(
+      process.execPath,
+      [
+        path.join(project, 'node_modules/kube-watch-native/bin/kube-watch.js'),
+        '--demo',
+        '--demo-seconds',
+        '2',
+      ],
+      { cwd: project, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 },
+    );
+    assert.match(demo, /ADDED/, demo);
   },
 );
+
+/** What only the repository's tests and benchmarks use: never in the package users install. */
+const TEST_ONLY = [
+  /^__test__\//,
+  /^bench\//,
+  /^sim\/certs\//,
+  /^sim\/(faults|server-faults|chaos|proxies|client)\.js$/,
+  /\.pem$/,
+];
+
+test('npm pack holds no private key and nothing test-only, and its simulator loads without them', () => {
+  const [packed] = JSON.parse(
+    execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' }),
+  );
+  const files = packed.files.map((f) => f.path);
+  assert.ok(files.includes('sim/index.js') && files.includes('bin/kube-watch.js'), 'the demo ships');
+  assert.deepEqual(
+    files.filter((f) => TEST_ONLY.some((pattern) => pattern.test(f))),
+    [],
+    'test-only files in the package',
+  );
+  const keys = files.filter((f) => /PRIVATE KEY-----/.test(fs.readFileSync(path.join(root, f), 'latin1')));
+  assert.deepEqual(keys, [], 'private keys in the package');
+  // Every module the shipped simulator requires at load is shipped.
+  for (const file of files.filter((f) => f.startsWith('sim/'))) {
+    const code = fs.readFileSync(path.join(root, file), 'utf8');
+    for (const [, dep] of code.matchAll(/^const .* = require\('(\.\/[^']+)'\);$/gm)) {
+      assert.ok(
+        files.includes(path.posix.join('sim', `${dep.slice(2)}.js`)),
+        `${file} requires ${dep} at load`,
+      );
+    }
+  }
+});
 
 test('every package the shipped files import is a dependency or a peer dependency', () => {
   const root = path.join(__dirname, '..');

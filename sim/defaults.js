@@ -2,7 +2,7 @@
 // What a simulator is made of before a test changes it: the options it takes, the server
 // certificates it can present, and the resource types a fresh cluster serves.
 
-const certs = require('./certs');
+const { testOnly } = require('./test-only');
 
 /** The options createSimulator() takes; any other is a TypeError. */
 const OPTION_KEYS = new Set([
@@ -28,9 +28,13 @@ const OPTION_KEYS = new Set([
 
 // The certificates the simulator can serve (`serverCertificate`): the default one is for
 // 127.0.0.1 and localhost; 'kube.internal' names only that host (tls-server-name tests).
+// The TLS fixtures are the repository's (./test-only.js): read when a TLS simulator starts.
 const SERVER_CERTIFICATES = {
-  localhost: { cert: certs.server, key: certs.serverKey },
-  'kube.internal': { cert: certs.kubeInternal, key: certs.kubeInternalKey },
+  localhost: () => ({ cert: testOnly('./certs').server, key: testOnly('./certs').serverKey }),
+  'kube.internal': () => ({
+    cert: testOnly('./certs').kubeInternal,
+    key: testOnly('./certs').kubeInternalKey,
+  }),
 };
 
 // What a fresh cluster serves before any CRD is installed; anything else is 404 until

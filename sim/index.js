@@ -2,27 +2,25 @@
 
 // A simulated Kubernetes API server for tests, benchmarks and the demo: real HTTP/1.1,
 // HTTPS (optionally mutual TLS) and HTTP/2 on 127.0.0.1, a store with watch semantics, and
-// scripted faults. See DESIGN.md §4–§5 for the behaviour it reproduces.
+// scripted faults. Where it and a real API server differ, it is wrong. Its test-only parts
+// (faults, chaos, TLS fixtures) are loaded when asked for (./test-only.js).
 
 const { EventEmitter } = require('node:events');
 const http = require('node:http');
 const https = require('node:https');
 const http2 = require('node:http2');
 const { Http2Sessions } = require('./http2');
-const certs = require('./certs');
 const { Store } = require('./store');
 const { resourceKey } = require('./resources');
 const { sendStatus } = require('./status');
 const routes = require('./routes');
-const { checkFault } = require('./faults');
 const { serveWatch, remotePort } = require('./serve-watch');
 const { OPTION_KEYS, SERVER_CERTIFICATES, BUILTIN_RESOURCES } = require('./defaults');
 const { startWorkload } = require('./workload');
-const serverFaults = require('./server-faults');
-const { startChaos } = require('./chaos');
 const { partialKind } = require('./metadata');
 const { authenticate, forbidden, validateTokens } = require('./rbac');
 const { isReview, serveReview } = require('./reviews');
+const { testOnly } = require('./test-only');
 
 function peerCommonName(req) {
   const sock = req.socket;
@@ -103,8 +101,12 @@ class Simulator extends EventEmitter {
     const o = this.options;
     const handler = (req, res) => this.onRequest(req, res);
     const tls = {
-      ...SERVER_CERTIFICATES[o.serverCertificate ?? 'localhost'],
-      ...(o.requireClientCert && { ca: [certs.ca], requestCert: true, rejectUnauthorized: true }),
+      ...(o.tls && SERVER_CERTIFICATES[o.serverCertificate ?? 'localhost']()),
+      ...(o.requireClientCert && {
+        ca: [testOnly('./certs').ca],
+        requestCert: true,
+        rejectUnauthorized: true,
+      }),
     };
     if (!o.tls) this.server = http.createServer({ noDelay: true }, handler);
     else if (o.http2) {
@@ -203,9 +205,9 @@ class Simulator extends EventEmitter {
       let done;
       // Scripted failures hit lists and watches alike, before authentication (see below).
       if (r && r.type === 'resource' && this.failures.length)
-        done = serverFaults.sendFailure(res, r, this.failures.shift());
+        done = testOnly('./server-faults').sendFailure(res, r, this.failures.shift());
       else if (this.hugePages.length && routes.isListRequest(req, r, params, this.store))
-        done = serverFaults.sendHugePage(
+        done = testOnly('./server-faults').sendHugePage(
           this,
           res,
           routes.lookupResource(this.store, r),
@@ -339,7 +341,7 @@ class Simulator extends EventEmitter {
    * @param {import('./faults').Fault|null} fault
    */
   setFault(fault) {
-    this.fault = checkFault(fault);
+    this.fault = testOnly('./faults').checkFault(fault);
   }
 
   /**
@@ -348,7 +350,7 @@ class Simulator extends EventEmitter {
    * @param {import('./faults').Fault} fault
    */
   nextWatchFault(fault) {
-    this.faultQueue.push(checkFault(fault) || {});
+    this.faultQueue.push(testOnly('./faults').checkFault(fault) || {});
   }
 
   /** @returns {number} TCP connections currently open */
@@ -389,7 +391,7 @@ class Simulator extends EventEmitter {
    *   header or only in the Status details (default both, as the API server does)
    */
   failNext(count, status, retryAfter, options) {
-    const failure = serverFaults.checkFailure(count, status, retryAfter, options);
+    const failure = testOnly('./server-faults').checkFailure(count, status, retryAfter, options);
     for (let i = 0; i < count; i++) this.failures.push(failure);
   }
 
@@ -399,7 +401,7 @@ class Simulator extends EventEmitter {
    * @param {import('./server-faults').HugePage} page
    */
   hugePageNext(page) {
-    this.hugePages.push(serverFaults.checkHugePage(page));
+    this.hugePages.push(testOnly('./server-faults').checkHugePage(page));
   }
 
   /**
@@ -510,4 +512,10 @@ async function createSimulator(options = {}) {
   return new Simulator(options).listen();
 }
 
-module.exports = { createSimulator, Simulator, resourceKey, startWorkload, startChaos, certs };
+module.exports = { createSimulator, Simulator, resourceKey, startWorkload };
+// The repository's alone (./test-only.js): loaded when read.
+Object.defineProperty(module.exports, 'certs', { enumerable: true, get: () => testOnly('./certs') });
+Object.defineProperty(module.exports, 'startChaos', {
+  enumerable: true,
+  get: () => testOnly('./chaos').startChaos,
+});

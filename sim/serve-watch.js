@@ -9,8 +9,7 @@ const routes = require('./routes');
 const { Watch, parseWatchOptions } = require('./watch');
 const { compileFieldSelector } = require('./field-selector');
 const { SelectorError } = require('./selector');
-const { sendFaultStatus, watchContext } = require('./faults');
-const serverFaults = require('./server-faults');
+const { testOnly } = require('./test-only');
 
 const noop = () => {};
 
@@ -41,15 +40,19 @@ async function serveWatch(sim, req, res, r, params, record) {
   }
   // Headers never come: the client is left waiting for the response.
   if (fault.stallHeaders) return undefined;
-  if (fault.onWatch) return fault.onWatch(watchContext(req, res, rawSocket, params, sim.store));
-  if (fault.status) return sendFaultStatus(res, r, fault);
+  if (fault.onWatch)
+    return fault.onWatch(testOnly('./faults').watchContext(req, res, rawSocket, params, sim.store));
+  if (fault.status) return testOnly('./faults').sendFaultStatus(res, r, fault);
   if (!sim.authorized(req, record)) return sendStatus(res, 401, 'Unauthorized', 'Unauthorized');
   if (!sim.permitted(req, res, r, record, 'watch')) return undefined;
 
   const def = routes.lookupResource(sim.store, r);
   if (!def) return routes.sendResourceNotFound(sim.store, res, r);
   const parsed = parseWatchOptions(params);
-  const e = parsed.error || serverFaults.refuseStreamingList(sim.options, params);
+  // An old server (`sendInitialEvents: false`) and one answering 410 by status are the tests'.
+  const old = sim.options.sendInitialEvents === false || sim.options.expiredAs === 'status';
+  const serverFaults = old ? testOnly('./server-faults') : null;
+  const e = parsed.error || serverFaults?.refuseStreamingList(sim.options, params);
   if (e) return sendStatus(res, e.code, e.message, e.reason, e.details);
   try {
     parsed.options.fieldSelector = compileFieldSelector(params.get('fieldSelector'), def);
@@ -57,7 +60,7 @@ async function serveWatch(sim, req, res, r, params, record) {
     if (err instanceof SelectorError) return sendStatus(res, 400, err.message, 'BadRequest');
     throw err;
   }
-  if (serverFaults.sendExpiredStatus(sim, res, parsed.options)) return undefined;
+  if (serverFaults?.sendExpiredStatus(sim, res, parsed.options)) return undefined;
   const partial = sim.partialAnswer(req, res, 'PartialObjectMetadata');
   if (partial === null) return undefined;
   const gzip = Boolean(fault.gzip ?? sim.options.gzip) && routes.acceptsGzip(req.headers['accept-encoding']);
