@@ -17,7 +17,7 @@ const {
   countBatches,
   floodWatches,
 } = require('./helpers');
-const { sleep, within, until } = require('./wait');
+const { sleep, within, until } = require('../testbed/wait');
 
 const MiB = 1024 * 1024;
 
@@ -71,8 +71,7 @@ async function assertStalled(body, ms, what, settleMs = 300) {
       }
       return Date.now() - since >= settleMs;
     },
-    5000,
-    `${what}: the server's writes to stall`,
+    { ms: 5000, what: `${what}: the server's writes to stall` },
   );
   const before = body.written;
   await sleep(ms);
@@ -240,7 +239,9 @@ timedTest('stalled watches (not pulled, or pulled slowly) do not delay events on
   try {
     for (const gen of slow)
       assert.equal((await within(gen.next(), 5000, 'a slow watch')).value.object.seq, 0);
-    await Promise.all(floods.map((body) => until(() => body.waiting, 5000, 'a flood to block')));
+    await Promise.all(
+      floods.map((body) => until(() => body.waiting, { ms: 5000, what: 'a flood to block' })),
+    );
     // The first slow watch is pulled one event per 10 ms; the others not at all.
     slowConsumer = (async () => {
       let seq = 1;
@@ -272,5 +273,8 @@ timedTest('stalled watches (not pulled, or pulled slowly) do not delay events on
   }
   // An idle pooled connection left by an earlier test may have been reused, so "no more than
   // before" rather than zero.
-  await until(() => sim.openSockets() <= socketsBefore, 5000, "the watches' connections to close");
+  await until(() => sim.openSockets() <= socketsBefore, {
+    ms: 5000,
+    what: "the watches' connections to close",
+  });
 });

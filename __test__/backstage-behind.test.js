@@ -13,8 +13,9 @@ const {
   postEntity,
   LIVE_SVC,
   pod,
-} = require('./live-helpers');
+} = require('../testbed/live-helpers');
 const { LIVE_HEADER } = require('../protocol');
+const { until } = require('../testbed/wait');
 
 const CHANNEL = 'kubernetes:component:default/live-svc';
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -80,7 +81,7 @@ test('a cluster recreated in place at lower resourceVersions: the tab never show
     assert.ok(!answer.pods.includes('live-svc-1'), `an old pod answered: ${JSON.stringify(answer)}`);
   }
   assert.ok(took < 5000, `within the bound: ${took} ms`);
-  await until(() => alice.received.length > 0, 2000, 'the viewer told of the change');
+  await until(() => alice.received.length > 0, { ms: 2000, what: 'the viewer told of the change' });
 
   // The new cluster's changes reach the viewer, and the tab, live. A signal asks for one reload
   // (the tab's), after which the viewer is followed again.
@@ -88,14 +89,9 @@ test('a cluster recreated in place at lower resourceVersions: the tab never show
   assert.equal((await load(backend)).live, true);
   alice.received.length = 0;
   next.create('pods', pod('live-svc-new-2', 'live-svc'));
-  await until(() => alice.received.length > 0, 2000, "the viewer told of the new cluster's change");
+  await until(() => alice.received.length > 0, {
+    ms: 2000,
+    what: "the viewer told of the new cluster's change",
+  });
   assert.deepEqual(await load(backend), { pods: ['live-svc-new', 'live-svc-new-2'], live: true, errors: [] });
 });
-
-async function until(check, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`timed out: ${what}`);
-    await sleep(20);
-  }
-}

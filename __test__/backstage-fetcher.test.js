@@ -10,7 +10,8 @@ const { parseSelector, requiresKey, SelectorError } = require('../backstage/serv
 const { readNativeInformersConfig, DEFAULT_OBJECT_TYPES } = require('../backstage/config');
 const serverSelector = require('../sim/selector');
 const { createSimulator } = require('../sim');
-const { eventually, fetcherFor, serviceAccountRequest } = require('./backstage-helpers');
+const { fetcherFor, serviceAccountRequest } = require('./backstage-helpers');
+const { until } = require('../testbed/wait');
 
 const ID = 'backstage.io/kubernetes-id';
 
@@ -368,7 +369,7 @@ test('a rotating provider’s new token keeps its informer, which takes the new 
   assert.deepEqual(names(await fetcher.fetchObjectsForService(aws('tok-aws-2'))), ['p1']);
   sim.endWatches();
   // The informer's next watch is refused the old token (401), asks again, and gets the new one.
-  await eventually(
+  await until(
     () =>
       sim.requests.some(
         (r) => r.query.watch && r.headers.authorization === 'Bearer tok-aws-2' && r.status !== 401,
@@ -399,9 +400,9 @@ test('past maxInformers the default fetcher answers, with one warning naming the
     // What was cached is still answered from the cache.
     assert.deepEqual(names(await fetcher.fetchObjectsForService(as('tok-good-1'))), ['p1']);
     // And everything closes once unused for idleTimeout: informers, watches, identities.
-    await eventually(
+    await until(
       () => fetcher.informers().length === 0 && sim.activeWatches() === 0 && fetcher.identities() === 0,
-      { timeoutMs: 10_000, what: `${bound}: everything closed after idleTimeout` },
+      { ms: 10_000, what: `${bound}: everything closed after idleTimeout` },
     );
   }
 });
@@ -437,7 +438,7 @@ test('syncTimeout is waited once per informer; a warm unchanged load parses noth
   assert.deepEqual(again.responses[0], first.responses[0], 'the same answer');
   assert.notEqual(again.responses[0], first.responses[0], 'each load its own copy');
   sim.create('pods', { metadata: { name: 'p0', namespace: 'team', labels: { [ID]: 'svc' } } });
-  const changed = await eventually(async () => {
+  const changed = await until(async () => {
     const answer = await fetcher.fetchObjectsForService(as('tok-good-1'));
     return names(answer).length === 2 && answer;
   });
@@ -449,7 +450,7 @@ test('identities are pruned with their informers; a request whose open fails clo
   const { fetcher, as } = await twoTokens(t, { idleTimeoutMs: 200 });
   await fromCache(fetcher, as('tok-good-1'));
   assert.equal(fetcher.identities(), 1);
-  await eventually(() => fetcher.informers().length === 0 && fetcher.identities() === 0, {
+  await until(() => fetcher.informers().length === 0 && fetcher.identities() === 0, {
     what: 'the idle informer and its identity to go',
   });
   const broken = as('tok-good-1', {

@@ -314,18 +314,6 @@ function fetcherFor(t, { live, ...options } = {}) {
   return { logger, defaultFetcher, fetcher };
 }
 
-/** Polls `check` (sync or async) every 25 ms until it returns truthy or `timeoutMs` passes. */
-async function eventually(check, { timeoutMs = 5000, what = 'the condition' } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    last = await check();
-    if (last) return last;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 module.exports = {
   ID,
   CA_DATA,
@@ -340,7 +328,6 @@ module.exports = {
   startBackend,
   normalize,
   requestCount,
-  eventually,
   post,
   recordingDefault,
   realDefaultFetcher,

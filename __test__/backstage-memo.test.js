@@ -8,7 +8,8 @@ const assert = require('node:assert/strict');
 const { AnswerMemo, MEMO_ENTRIES } = require('../backstage/serving/answers');
 const { NativeInformer } = require('../lib/native');
 const { createSimulator } = require('../sim');
-const { eventually, fetcherFor, serviceAccountRequest } = require('./backstage-helpers');
+const { fetcherFor, serviceAccountRequest } = require('./backstage-helpers');
+const { until } = require('../testbed/wait');
 
 const ID = 'backstage.io/kubernetes-id';
 
@@ -48,7 +49,7 @@ test('300 entities on one informer, loaded in turn twice: the second round lists
   const request = (i) =>
     serviceAccountRequest(sim.url, 'tok', { serviceId: `svc-${i}`, labelSelector: `${ID}=svc-${i}` });
   const names = (answer) => answer.responses[0].resources.map((o) => o.metadata?.name);
-  await eventually(async () => names(await fetcher.fetchObjectsForService(request(0)))[0] === 'p0', {
+  await until(async () => names(await fetcher.fetchObjectsForService(request(0)))[0] === 'p0', {
     what: 'the informer answering',
   });
   for (let i = 0; i < ENTITIES; i++) await fetcher.fetchObjectsForService(request(i));
@@ -65,7 +66,7 @@ test('300 entities on one informer, loaded in turn twice: the second round lists
   }
   assert.equal(lists, 0, 'every answer of the second round came from the memo');
   sim.create('pods', { metadata: { name: 'new', namespace: 'team', labels: { [ID]: 'svc-7' } } });
-  await eventually(async () => names(await fetcher.fetchObjectsForService(request(7))).join() === 'new,p7', {
+  await until(async () => names(await fetcher.fetchObjectsForService(request(7))).join() === 'new,p7', {
     what: 'a change listed afresh',
   });
   assert.ok(lists >= 1, 'a new generation is listed again');

@@ -8,7 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { register } = require('node:module');
 const { MessageChannel, receiveMessageOnPort } = require('node:worker_threads');
-const { startCluster, startLiveBackend, postEntity, LIVE_SVC } = require('./live-helpers');
+const { startCluster, startLiveBackend, postEntity, LIVE_SVC } = require('../testbed/live-helpers');
 
 const CLIENT_ENTRY = '/node_modules/@kubernetes/client-node/dist/index.js';
 

@@ -12,13 +12,8 @@ const { createLivePublisher } = require('../backstage/following/publisher');
 const { liveRequestContext } = require('../backstage/following/mark');
 const { createSimulator } = require('../sim');
 const { recordingLogger } = require('./helpers');
-const {
-  eventually,
-  fetcherFor,
-  followerOf,
-  recordingDefault,
-  serviceAccountRequest,
-} = require('./backstage-helpers');
+const { fetcherFor, followerOf, recordingDefault, serviceAccountRequest } = require('./backstage-helpers');
+const { until } = require('../testbed/wait');
 
 const ID = 'backstage.io/kubernetes-id';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -38,7 +33,7 @@ const fromDefault = (answer) => answer.responses[0]?.resources[0]?.fromDefault =
 
 /** Loads until an answer comes from the cache (not the default fetcher's marker). */
 async function fromCache(fetcher, request, what = 'an answer from the cache') {
-  return eventually(
+  return until(
     async () => {
       const answer = await fetcher.fetchObjectsForService(request);
       return !fromDefault(answer) && answer;
@@ -60,8 +55,8 @@ test('finding 3: a watch silent past the liveness bound is not served; the infor
   await sleep(300);
   sim.create('pods', pod('p2'));
   const stalledAt = Date.now();
-  await eventually(async () => fromDefault(await fetcher.fetchObjectsForService(request('tok-a'))), {
-    timeoutMs: 3000,
+  await until(async () => fromDefault(await fetcher.fetchObjectsForService(request('tok-a'))), {
+    ms: 3000,
     what: 'the default fetcher to answer for the silent watch',
   });
   t.diagnostic(`silent watch not served after ${Date.now() - stalledAt} ms (bound 1200 ms)`);
@@ -89,8 +84,8 @@ test('finding 3: bytes that prove nothing (lines that are not events) do not kee
   // Served while the new watch's opening is recent enough to prove the cache current...
   await fromCache(fetcher, request('tok-a'), 'the cache served once the new watch opened');
   // ...and no longer once that is past the bound, busy as the stream is.
-  await eventually(async () => fromDefault(await fetcher.fetchObjectsForService(request('tok-a'))), {
-    timeoutMs: 4000,
+  await until(async () => fromDefault(await fetcher.fetchObjectsForService(request('tok-a'))), {
+    ms: 4000,
     what: 'the default fetcher to answer while only lines that are no event arrive',
   });
 });
@@ -105,8 +100,8 @@ test('finding 4: a revoked token stops being served within twice the check inter
   delete sim.options.tokens['tok-sa']; // the ServiceAccount token is deleted
   const revokedAt = Date.now();
   sim.create('pods', pod('p2'));
-  await eventually(async () => fromDefault(await fetcher.fetchObjectsForService(request('tok-sa'))), {
-    timeoutMs: 3000,
+  await until(async () => fromDefault(await fetcher.fetchObjectsForService(request('tok-sa'))), {
+    ms: 3000,
     what: 'the default fetcher (whose LIST is refused 401) to answer',
   });
   const took = Date.now() - revokedAt;
@@ -273,7 +268,7 @@ test('findings 2 and 8: every viewer of an informer is signalled, past 256 selec
   for (let i = 1; i < 300; i++) await load(i, 'shared');
   assert.equal(fetcher.informers().length, 1, 'one informer for every selector of the id label');
   sim.patch('pods', 'team', 'p0', (p) => void (p.metadata.annotations = { changed: 'yes' }));
-  await eventually(() => published.length > 0, { what: 'the first viewer’s signal' });
+  await until(() => published.length > 0, { what: 'the first viewer’s signal' });
   await sleep(300);
   assert.deepEqual(
     published.map((s) => [s.recipients.entityRef, s.message.clusters]),
@@ -303,7 +298,7 @@ test('an idle viewer whose cache stays current hears nothing: credentials are ch
   assert.ok(reviews.length >= 4, `${reviews.length} credential checks in 2 s without a load`);
   // And a revocation is found without a load, and signalled.
   delete sim.options.tokens['tok-sa'];
-  await eventually(() => published.length === 1, { what: 'the signal of a credential refused' });
+  await until(() => published.length === 1, { what: 'the signal of a credential refused' });
 });
 
 test('two replicas that see the same change signal its same identity, each publish with an id of its own', async (t) => {
@@ -329,7 +324,7 @@ test('two replicas that see the same change signal its same identity, each publi
     );
   }
   sim.create('pods', pod('p2'));
-  await eventually(() => replicas.every((r) => r.published.length === 1), {
+  await until(() => replicas.every((r) => r.published.length === 1), {
     what: 'one signal from each replica',
   });
   // The change's identity, then a part unique to each publish (a repeated id is dropped).
@@ -345,7 +340,7 @@ test('two replicas that see the same change signal its same identity, each publi
     );
   }
   sim.create('pods', pod('p3'));
-  await eventually(() => replicas.every((r) => r.published.length === 2), { what: 'the next change' });
+  await until(() => replicas.every((r) => r.published.length === 2), { what: 'the next change' });
   assert.notEqual(changeOf(replicas[0].published[1]), a);
   assert.equal(changeOf(replicas[0].published[1]), changeOf(replicas[1].published[1]));
   // Back to the state of the first change (p3 deleted): a change all the same, not a duplicate.
@@ -356,7 +351,7 @@ test('two replicas that see the same change signal its same identity, each publi
     );
   }
   sim.remove('pods', 'team', 'p3');
-  await eventually(() => replicas.every((r) => r.published.length === 3), { what: 'the change back' });
+  await until(() => replicas.every((r) => r.published.length === 3), { what: 'the change back' });
   assert.notEqual(changeOf(replicas[0].published[2]), a, 'a change back to an earlier state is new');
   assert.equal(changeOf(replicas[0].published[2]), changeOf(replicas[1].published[2]));
 });
@@ -376,8 +371,8 @@ test('finding 6 (issue 48): a viewer whose informer a bound closes is told to lo
     fetcher.fetchObjectsForService(request('tok-a')),
   );
   assert.equal(fetcher.informers().length, 1);
-  await eventually(() => fetcher.informers().length === 0, { what: 'the idle informer closed' });
-  await eventually(() => published.length === 1, { what: 'its viewer told' });
+  await until(() => fetcher.informers().length === 0, { what: 'the idle informer closed' });
+  await until(() => published.length === 1, { what: 'its viewer told' });
   assert.deepEqual(published[0].recipients.entityRef, ['user:default/a']);
   assert.equal(published[0].channel, 'kubernetes:component:default/svc');
   await sleep(300);

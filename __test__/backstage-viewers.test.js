@@ -13,7 +13,8 @@ const { createLivePublisher } = require('../backstage/following/publisher');
 const { liveRequestContext } = require('../backstage/following/mark');
 const { createSimulator } = require('../sim');
 const { recordingLogger } = require('./helpers');
-const { CA_DATA, eventually, realDefaultFetcher, followerOf } = require('./backstage-helpers');
+const { CA_DATA, realDefaultFetcher, followerOf } = require('./backstage-helpers');
+const { until } = require('../testbed/wait');
 
 const ID = 'backstage.io/kubernetes-id';
 const PODS = { group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' };
@@ -116,7 +117,7 @@ test('each viewer gets exactly the default’s answer for its own token, whichev
 test('warm answers within authorizationTtl cost the cluster no request; a revoked binding shows after it', async (t) => {
   const { sim, fetcher, as, same } = await setUp(t, { authorizationTtlMs: 1500 });
   const bob = as('tok-bob', { namespace: 'team' });
-  await eventually(
+  await until(
     async () =>
       (await fetcher.fetchObjectsForService(bob)).errors.length === 0 && fetcher.answered().cached > 0,
     {
@@ -179,7 +180,7 @@ test('signals: an allowed viewer is signalled, a refused one never; a binding re
       fetcher.fetchObjectsForService(as(token, { namespace: 'team' })),
     );
   };
-  await eventually(
+  await until(
     async () => {
       await load('alice', 'tok-alice');
       await load('bob', 'tok-bob');
@@ -196,7 +197,7 @@ test('signals: an allowed viewer is signalled, a refused one never; a binding re
   assert.equal(contexts.carol.notLive, true, 'Carol, refused, is polled');
   sim.create('pods', { metadata: { name: 'p-new', namespace: 'team', labels: { [ID]: 'svc' } } });
   const to = () => published.flatMap((s) => s.recipients.entityRef).sort();
-  await eventually(() => to().length >= 2, { what: 'signals for Alice and Bob' });
+  await until(() => to().length >= 2, { what: 'signals for Alice and Bob' });
   await sleep(300);
   assert.deepEqual(to(), ['user:default/alice', 'user:default/bob'], 'Carol, refused, never');
 
@@ -208,7 +209,7 @@ test('signals: an allowed viewer is signalled, a refused one never; a binding re
   published.length = 0;
   sim.options.tokens['tok-bob'] = { user: 'bob', rules: [] };
   const revokedAt = Date.now();
-  await eventually(() => to().includes('user:default/bob'), { timeoutMs: TTL + 3000, what: 'Bob told' });
+  await until(() => to().includes('user:default/bob'), { ms: TTL + 3000, what: 'Bob told' });
   const toldAfter = Date.now() - revokedAt;
   assert.ok(toldAfter <= TTL + 1000, `Bob told ${toldAfter} ms after the revocation (TTL ${TTL} ms)`);
   const refused = await load('bob', 'tok-bob');
@@ -221,7 +222,7 @@ test('signals: an allowed viewer is signalled, a refused one never; a binding re
   await load('alice', 'tok-alice');
   published.length = 0;
   sim.create('pods', { metadata: { name: 'p-newer', namespace: 'team', labels: { [ID]: 'svc' } } });
-  await eventually(() => published.length >= 1, { what: 'Alice’s signal' });
+  await until(() => published.length >= 1, { what: 'Alice’s signal' });
   await sleep(300);
   assert.deepEqual(to(), ['user:default/alice'], 'Bob, revoked, no longer');
   t.diagnostic(`a removed binding reached the live tab's signal ${toldAfter} ms after (TTL ${TTL} ms)`);
@@ -232,7 +233,7 @@ test('with authorizationTtl 0 an answer on viewers’ own credentials is proven 
   const publisher = createLivePublisher({ signals: { publish: (s) => void published.push(s) } });
   const { fetcher, as } = await setUp(t, { live: publisher, authorizationTtlMs: 0 });
   let context;
-  await eventually(
+  await until(
     async () => {
       context = { userEntityRef: 'user:default/alice', entityRef: 'component:default/svc' };
       await liveRequestContext.run(context, () =>

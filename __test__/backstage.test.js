@@ -16,9 +16,9 @@ const {
   startBackend,
   normalize,
   requestCount,
-  eventually,
   KEEP_ALIVE_MS,
 } = require('./backstage-helpers');
+const { until } = require('../testbed/wait');
 
 // Every type the backend asks for cached, secrets included.
 const NATIVE_INFORMERS = { objectTypes: ['customresources', ...OBJECT_TYPES] };
@@ -160,7 +160,7 @@ test('a modified, a deleted and a new object show in the next tab load', async (
       labels: { 'backstage.io/kubernetes-id': 'svc-a' },
     },
   });
-  const seen = await eventually(
+  const seen = await until(
     async () => {
       const { expected, actual } = await both('services', named('svc-a'));
       const pod = clusterOf(actual, 'alpha').resources.find((r) => r.type === 'pods').resources[0];
@@ -170,7 +170,7 @@ test('a modified, a deleted and a new object show in the next tab load', async (
         objectsOf(actual, 'beta', 'services').includes('service-new');
       return done && { expected, actual };
     },
-    { timeoutMs: 15_000, what: 'the three changes' },
+    { ms: 15_000, what: 'the three changes' },
   );
   assert.deepEqual(seen.actual, seen.expected);
 });
@@ -198,12 +198,12 @@ test('a missing custom resource is the default’s 404 on every load, and its in
 
 /** Both backends' answer for svc-a's services once beta's first error is `errorType` there. */
 const whenBetaErrorIs = (errorType, { timeoutMs, what }) =>
-  eventually(
+  until(
     async () => {
       const answer = await both('services', named('svc-a'));
       return clusterOf(answer.actual, 'beta').errors[0]?.errorType === errorType && answer;
     },
-    { timeoutMs, what },
+    { ms: timeoutMs, what },
   );
 
 test('a cluster that goes away gets the default fetcher’s error, and recovers when it comes back', async () => {
@@ -225,7 +225,7 @@ test('a cluster that goes away gets the default fetcher’s error, and recovers 
   const up = await whenBetaErrorIs('NOT_FOUND', { timeoutMs: 10_000, what: 'beta answering again' });
   assert.deepEqual(up.actual, up.expected);
   // And back on its informers: a load sends nothing but the LIST of the widgets beta lacks.
-  await eventually(
+  await until(
     async () => {
       const mark = requestCount(clusters.beta);
       await ROUTES.services(native, named('svc-a'));
@@ -233,7 +233,7 @@ test('a cluster that goes away gets the default fetcher’s error, and recovers 
         .slice(mark)
         .every((r) => r.query.watch === 'true' || r.path.endsWith('/widgets'));
     },
-    { timeoutMs: 20_000, what: 'beta served from its informers again' },
+    { ms: 20_000, what: 'beta served from its informers again' },
   );
 });
 
@@ -252,8 +252,7 @@ async function watchesStartedBy(sim, action, expected = 0) {
   sim.on('watchStart', onStart);
   try {
     await action();
-    if (expected)
-      await eventually(() => started.length >= expected, { timeoutMs: 30_000, what: 'the watches' });
+    if (expected) await until(() => started.length >= expected, { ms: 30_000, what: 'the watches' });
   } finally {
     sim.off('watchStart', onStart);
   }
@@ -272,8 +271,8 @@ test('an informer nobody asks for closes after the idle timeout', async () => {
     const opened = await watchesStartedBy(clusters.alpha, () => ROUTES.workloads(short, named('svc-b')), 14);
     // The 13 default types and widgets; secrets are not cached unless configured.
     assert.equal(opened.length, 13 + 1, 'an informer per cached type and custom resource');
-    await eventually(() => opened.every((w) => w.ended), {
-      timeoutMs: 20_000,
+    await until(() => opened.every((w) => w.ended), {
+      ms: 20_000,
       what: 'the idle informers to close',
     });
     // The next load opens them again and answers as before.
@@ -331,7 +330,7 @@ test('the watcher service is one NativeKubernetesWatcher for every plugin', asyn
     assert.equal(sim.activeWatches(), 1);
     await backend.stop();
     assert.equal(informer.state().finished, true, 'closed by the shutdown');
-    await eventually(() => sim.activeWatches() === 0, { what: 'the watch to end' });
+    await until(() => sim.activeWatches() === 0, { what: 'the watch to end' });
   } finally {
     await sim.close();
   }

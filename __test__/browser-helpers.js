@@ -6,7 +6,7 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { bundle, startOrigin, pod, LIVE_SVC } = require('./live-helpers');
+const { bundle, startOrigin, pod, LIVE_SVC } = require('../testbed/live-helpers');
 
 const CHROMIUM = '/usr/bin/chromium';
 const OUTPUT = path.join(__dirname, 'output');

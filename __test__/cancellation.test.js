@@ -27,7 +27,7 @@ const {
   floodWatches,
   onCrossings,
 } = require('./helpers');
-const { sleep, within, until, untilCollected } = require('./wait');
+const { sleep, within, until, untilCollected } = require('../testbed/wait');
 
 /** Every close is expected within this long (the contract's "promptly"). */
 const CLOSE_MS = 1000;
@@ -125,7 +125,7 @@ timedTest(
     sim.setFault({ stallHeaders: true });
     const { gen, controller, logger } = abortableWatch();
     const pending = gen.next();
-    await until(() => sim.requests.length === 1, EVENT_MS, 'the watch request');
+    await until(() => sim.requests.length === 1, { ms: EVENT_MS, what: 'the watch request' });
     assert.equal(sim.openSockets(), 1);
     const t0 = Date.now();
     controller.abort();
@@ -194,7 +194,7 @@ timedTest(
     }
     assert.deepEqual(seen, ['p0', 'p1']);
     await assertSocketsClose('break');
-    await until(() => sim.activeWatches() === 0, CLOSE_MS, 'the server-side watch to go');
+    await until(() => sim.activeWatches() === 0, { ms: CLOSE_MS, what: 'the server-side watch to go' });
     seed('brk-after', 3);
     await assertNoMoreRequests();
     assert.equal(sim.requests.length, 1);
@@ -275,7 +275,10 @@ timedTest('abort with a full native queue and a consumer that stopped pulling en
   const { gen, controller, logger } = abortableWatch();
   assert.equal((await within(gen.next(), EVENT_MS, 'the first event')).value.object.seq, 0);
   // Wait until the server is blocked on a full socket: the native queue (4 MiB) is full too.
-  await until(() => body.waiting && body.written > 4 * 1024 * 1024, 5000, 'the server to block');
+  await until(() => body.waiting && body.written > 4 * 1024 * 1024, {
+    ms: 5000,
+    what: 'the server to block',
+  });
   const t0 = Date.now();
   controller.abort();
   await assertSocketsClose('abort with a full queue');
@@ -328,7 +331,7 @@ timedTest(
 timedTest('NativeWatch.cancel(): twice is harmless, nextBatch() then resolves done every time', async () => {
   sim.setFault({ stallHeaders: true });
   const watch = startWatch(toSpec(paramsFor(sim), {}));
-  await until(() => sim.requests.length === 1, EVENT_MS, 'the watch request');
+  await until(() => sim.requests.length === 1, { ms: EVENT_MS, what: 'the watch request' });
   watch.cancel();
   watch.cancel();
   for (let i = 0; i < 3; i++) {
@@ -343,7 +346,7 @@ timedTest('NativeWatch.cancel(): twice is harmless, nextBatch() then resolves do
 timedTest('cancel() while waiting wakes the wait with the end, and the hub forgets the watch', async () => {
   sim.setFault({ stallHeaders: true });
   const watch = startWatch(toSpec(paramsFor(sim), {}));
-  await until(() => sim.requests.length === 1, 2000, 'the watch request');
+  await until(() => sim.requests.length === 1, { ms: 2000, what: 'the watch request' });
   assert.equal(watch.takeBatch(), null, 'nothing ready while the headers stall');
   const before = waiting();
   const pending = watch.nextBatch();
@@ -366,7 +369,7 @@ timedTest('cancelling one watch leaves a second watch on the same cluster runnin
   await within(genB.next(), EVENT_MS, 'B first event');
   a.abort();
   assert.deepEqual(await within(genA.next(), CLOSE_MS, 'A end'), DONE);
-  await until(() => sim.openSockets() === 1, CLOSE_MS, "A's socket to close");
+  await until(() => sim.openSockets() === 1, { ms: CLOSE_MS, what: "A's socket to close" });
   sim.create('pods', pod('after', { namespace: 'pair' }));
   const next = await within(genB.next(), EVENT_MS, 'B event after A was cancelled');
   assert.equal(next.value.object.metadata.name, 'after');
@@ -396,16 +399,22 @@ timedTest(
 
       aborted.abort();
       assert.deepEqual(await within(genA.next(), CLOSE_MS, 'A to end'), DONE);
-      await until(() => h2.activeWatches() === 2, CLOSE_MS, "A's stream to close on the server");
+      await until(() => h2.activeWatches() === 2, {
+        ms: CLOSE_MS,
+        what: "A's stream to close on the server",
+      });
       assert.deepEqual(await within(genC.return(), CLOSE_MS, 'C return()'), DONE);
-      await until(() => h2.activeWatches() === 1, CLOSE_MS, "C's stream to close on the server");
+      await until(() => h2.activeWatches() === 1, {
+        ms: CLOSE_MS,
+        what: "C's stream to close on the server",
+      });
 
       h2.create('pods', pod('b', { namespace: 'h2' }));
       const next = await within(genB.next(), EVENT_MS, 'B to go on');
       assert.equal(next.value.type, 'ADDED', 'the sibling saw no ERROR');
       assert.equal(next.value.object.metadata.name, 'b');
       await genB.return();
-      await until(() => h2.activeWatches() === 0, CLOSE_MS, "B's stream to close");
+      await until(() => h2.activeWatches() === 0, { ms: CLOSE_MS, what: "B's stream to close" });
       assert.deepEqual(logger.warnings(), []);
     } finally {
       await h2.close();
@@ -448,7 +457,7 @@ test(
         firsts.every((r) => r.value?.type === 'ADDED'),
         'every watch is running',
       );
-      await until(() => h2.activeWatches() === 300, 5000, 'all 300 watches on the server');
+      await until(() => h2.activeWatches() === 300, { ms: 5000, what: 'all 300 watches on the server' });
       for (let i = 0; i < 5; i++) informers.push(watcher.informer(params, { namespace: `inf-${i}`, signal }));
       await within(Promise.all(informers.map((i) => i.synced)), 10000, 'the informers to sync');
       const consumers = informers.map(async (informer) => {
@@ -468,7 +477,10 @@ test(
       );
       const seen = await within(Promise.all(consumers), CLOSE_MS * 3, 'every informer consumer to end');
       for (const types of seen) assert.deepEqual(types, ['SYNCED'], 'an informer consumer ends normally');
-      await until(() => h2.activeWatches() === 0, CLOSE_MS * 3, 'the server-side watches to go');
+      await until(() => h2.activeWatches() === 0, {
+        ms: CLOSE_MS * 3,
+        what: 'the server-side watches to go',
+      });
       await sleep(20);
       assert.deepEqual(warnings.seen, [], 'no MaxListenersExceededWarning');
       assert.equal(abortListeners(signal), 0, 'the shared listener went with the abort');
@@ -513,7 +525,7 @@ timedTest(
       // A natural end (the server ends the watch) and an ERROR end, each consumed to its end.
       const natural = Array.from({ length: 3 }, () => watch());
       await Promise.all(natural.map(first));
-      await until(() => sim.activeWatches() === 3, EVENT_MS, 'three watches on the server');
+      await until(() => sim.activeWatches() === 3, { ms: EVENT_MS, what: 'three watches on the server' });
       sim.endWatches();
       for (const gen of natural)
         assert.equal((await collectRest(gen)).length, 1, 'the second ADDED, then the end');
@@ -610,15 +622,17 @@ timedTest(
       const gen = watcher.watchResource(paramsFor(sim), { namespace: 'gone', signal });
       assert.equal((await within(gen.next(), EVENT_MS, 'the first event')).value.type, 'ADDED');
     })();
-    await until(() => sim.activeWatches() === 2, EVENT_MS, 'both watches on the server');
-    await untilCollected(
-      () => sim.activeWatches() === 1,
-      3000,
-      'the abandoned watch to be collected and cancelled',
-    );
+    await until(() => sim.activeWatches() === 2, { ms: EVENT_MS, what: 'both watches on the server' });
+    await untilCollected(() => sim.activeWatches() === 1, {
+      ms: 3000,
+      what: 'the abandoned watch to be collected and cancelled',
+    });
     assert.equal(abortListeners(signal), 1, 'the kept watch still listens');
     await kept.return();
     // The abandoned one's place went when it was collected, so the last one out removes the listener.
-    await untilCollected(() => abortListeners(signal) === 0, 3000, 'the signal to hold no listener');
+    await untilCollected(() => abortListeners(signal) === 0, {
+      ms: 3000,
+      what: 'the signal to hold no listener',
+    });
   },
 );

@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const { createSimulator } = require('../sim');
 const { toSpec } = require('../lib/watcher');
 const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
-const { within } = require('./wait');
+const { within } = require('../testbed/wait');
 
 let sim;
 test.before(async () => {

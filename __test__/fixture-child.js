@@ -7,7 +7,7 @@
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const readline = require('node:readline');
-const { until } = require('./wait');
+const { until } = require('../testbed/wait');
 
 /** A child still running this long after it let go of everything is kept alive by something. */
 const EXIT_MS = 3000;
@@ -41,11 +41,10 @@ function startFixture(args, { killMs, stdin = 'ignore' }) {
   handle.texts = () => handle.lines.map((l) => l.text);
   /** The first stdout line equal to `text`, waiting up to `ms`. */
   handle.line = async (text, ms = 5000) => {
-    await until(
-      () => handle.lines.some((l) => l.text === text) || !handle.alive(),
-      ms,
-      `child line "${text}"`,
-    );
+    await until(() => handle.lines.some((l) => l.text === text) || !handle.alive(), {
+      ms: ms,
+      what: `child line "${text}"`,
+    });
     const found = handle.lines.find((l) => l.text === text);
     assert.ok(
       found,

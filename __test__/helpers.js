@@ -1,7 +1,7 @@
 'use strict';
 // Shared pieces of the JS suite: a recording logger, a simulator for a file or for each test,
 // watch params (for it, and for a cluster nothing listens at), tests with a timeout, a flooding
-// watch body, and a bounded way to drain a watch. The waits are in wait.js.
+// watch body, and a bounded way to drain a watch. The waits are in ../testbed/wait.js.
 
 const test = require('node:test');
 const { NativeKubernetesWatcher } = require('..');

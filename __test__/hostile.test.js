@@ -12,7 +12,7 @@ const { createSimulator } = require('../sim');
 const certs = require('../sim/certs');
 const { toSpec } = require('../lib/watcher');
 const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
-const { sleep, within } = require('./wait');
+const { sleep, within } = require('../testbed/wait');
 
 const caData = Buffer.from(certs.ca).toString('base64');
 const line = (type, name, rv, extra = {}) =>

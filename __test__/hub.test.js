@@ -10,7 +10,7 @@ const path = require('node:path');
 const { NativeKubernetesWatcher } = require('..');
 const { HUB } = require('../lib/hub');
 const { useSimulator, testWithTimeout, TOKEN, paramsFor, pod, collect } = require('./helpers');
-const { within, until, untilCollected } = require('./wait');
+const { within, until, untilCollected } = require('../testbed/wait');
 const { startFixture, assertExitsBy } = require('./fixture-child');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'hub.js');
@@ -66,7 +66,10 @@ timedTest('a watcher and its finished generators are collected: the hub holds no
     // Each waits through the hub (nothing exists yet), gets its event, then ends: by
     // return() while waiting, and by the server (timeoutSeconds).
     const pending = gens.map((gen) => gen.next());
-    await until(() => waiting() === before + 3, 2000, 'the three watches to wait through the hub');
+    await until(() => waiting() === before + 3, {
+      ms: 2000,
+      what: 'the three watches to wait through the hub',
+    });
     assert.equal(before, 0);
     sim.create('pods', pod('a', { namespace: 'gc' }));
     for (const result of await within(Promise.all(pending), 5000, 'the first events'))
@@ -82,11 +85,10 @@ timedTest('a watcher and its finished generators are collected: the hub holds no
   })();
   assert.equal(waiting(), 0, 'no watch waits any more');
   const all = ['watcher', 'watch 0', 'watch 1', 'watch 2'];
-  await untilCollected(
-    () => all.every((name) => collected.has(name)),
-    5000,
-    `the watcher and its generators to be collected (collected: ${[...collected]})`,
-  ).catch(() => assert.fail(`not collected: ${all.filter((n) => !collected.has(n)).join(', ')}`));
+  await untilCollected(() => all.every((name) => collected.has(name)), {
+    ms: 5000,
+    what: `the watcher and its generators to be collected (collected: ${[...collected]})`,
+  }).catch(() => assert.fail(`not collected: ${all.filter((n) => !collected.has(n)).join(', ')}`));
 });
 
 timedTest('200 watches woken through one hub: each gets its own events, intact and in order', async () => {
@@ -99,7 +101,7 @@ timedTest('200 watches woken through one hub: each gets its own events, intact a
   );
   const results = gens.map((gen) => collect(gen, { count: EVENTS, timeoutMs: 10000 }));
   // Let every watch start and wait before the changes trickle in, one every few ms.
-  await until(() => sim.activeWatches() === WATCHES, 5000, 'every watch to be running');
+  await until(() => sim.activeWatches() === WATCHES, { ms: 5000, what: 'every watch to be running' });
   for (let k = 0; k < EVENTS; k++) {
     for (const ns of ['n0', 'n1']) sim.create('pods', pod(`${ns}-p${k}`, { namespace: ns }));
     await new Promise((r) => setTimeout(r, 5));
@@ -148,7 +150,10 @@ timedTest(
       // Both wait before the changes: each is woken through the function.
       const nextEvent = gen.next();
       const nextChange = stream.next();
-      await until(() => watcher[HUB]().waiting() === 2, 2000, 'the watch and the consumer to wait');
+      await until(() => watcher[HUB]().waiting() === 2, {
+        ms: 2000,
+        what: 'the watch and the consumer to wait',
+      });
       sim.create('pods', pod('p', { namespace: 'one' }));
       sim.create('configmaps', { metadata: { name: 'c', namespace: 'one' } });
       assert.equal((await within(nextEvent, 5000, 'the watch event')).value.object.metadata.name, 'p');

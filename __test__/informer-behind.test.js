@@ -8,7 +8,8 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { sim, recordingWatcher, params, until, delay, cm } = require('./informer-helpers');
+const { sim, recordingWatcher, params, delay, cm } = require('./informer-helpers');
+const { until } = require('../testbed/wait');
 
 /** Every event an informer's consumer takes, as `TYPE name rv` (SYNCED: `SYNCED rv relist`). */
 function record(informer) {
@@ -54,7 +55,10 @@ for (const bookmarkIntervalMs of [200, 60000]) {
     const newRv = Number(next.store.resourceVersion);
     assert.ok(newRv < oldRv);
 
-    await until(() => seen.includes(`SYNCED ${newRv} true`), 'the relist of the new cluster', 15000);
+    await until(() => seen.includes(`SYNCED ${newRv} true`), {
+      ms: 15000,
+      what: 'the relist of the new cluster',
+    });
     const took = Date.now() - recreatedAt;
     const [sharedNow] = next.list('configmaps').filter((o) => o.metadata.name === 'shared');
     // The relist's difference, in key order; a broken connection may show as an ERROR first.
@@ -99,7 +103,7 @@ for (const bookmarkIntervalMs of [200, 60000]) {
 
     // And it follows the new cluster from there.
     next.create('configmaps', cm('new-2'));
-    await until(() => informer.get('new-2', 'default'), 'a change of the new cluster');
+    await until(() => informer.get('new-2', 'default'), { what: 'a change of the new cluster' });
   });
 }
 
@@ -162,7 +166,7 @@ test('a plain watchResource from a resourceVersion ahead of the server yields wh
   assert.deepEqual(events, []);
   // Past it (b4 is at its resourceVersion), the server's events flow.
   for (let i = 3; i < 8; i++) s.create('configmaps', cm(`b${i}`));
-  await until(() => events.some((e) => e.type === 'ADDED'), 'the events past the resourceVersion');
+  await until(() => events.some((e) => e.type === 'ADDED'), { what: 'the events past the resourceVersion' });
   assert.deepEqual(
     events.filter((e) => e.type === 'ADDED').map((e) => e.object.metadata.name),
     ['b5', 'b6', 'b7'],

@@ -12,13 +12,12 @@ const {
   params,
   syncedInformer,
   consume,
-  until,
   storeView,
   viewOf,
   cm,
   delay,
 } = require('./informer-helpers');
-const { within } = require('./wait');
+const { within, until } = require('../testbed/wait');
 
 /** The simulator's requests for `plural` from index `from` on (lists and watches). */
 const requestsOf = (s, from = 0, plural = 'configmaps') =>
@@ -52,13 +51,13 @@ test('getCredential is asked again before a reconnect once its answer is older t
   // A reconnect while the answer is fresh does not ask.
   s.endWatches();
   s.create('configmaps', cm('fresh'));
-  await until(() => c.view.has('default/fresh'), 'the reconnect with a fresh credential');
+  await until(() => c.view.has('default/fresh'), { what: 'the reconnect with a fresh credential' });
   assert.equal(asked, 1, 'a fresh answer is reused');
   await delay(ttlSeconds * 1000 + 100);
   const from = s.requests.length;
   s.endWatches();
   s.create('configmaps', cm('stale'));
-  await until(() => c.view.has('default/stale'), 'the reconnect after the TTL');
+  await until(() => c.view.has('default/stale'), { what: 'the reconnect after the TTL' });
   assert.equal(asked, 2, 'an answer older than credentialTtlSeconds is asked again');
   assert.equal(informer.stats().credentialRefreshes, 1);
   const reconnects = requestsOf(s, from).filter(isWatch);
@@ -86,7 +85,7 @@ test('getCredential is asked again after a 403, not only after a 401', async (t)
   s.failNext(1, 403);
   s.endWatches();
   s.create('configmaps', cm('after-403'));
-  await until(() => c.view.has('default/after-403'), 'the watch after the 403');
+  await until(() => c.view.has('default/after-403'), { what: 'the watch after the 403' });
   assert.equal(asked, 2, 'a 403 makes the informer ask for a fresh credential');
   assert.equal(informer.stats().credentialRefreshes, 1);
   assert.ok(c.errors.length === 1 && c.errors[0].error.statusCode === 403 && c.errors[0].retrying);
@@ -114,7 +113,7 @@ test('a continue token that expires mid-list (410) restarts the list: nothing mi
     },
   });
   await informer.synced;
-  await until(() => c.synced === 1, 'SYNCED');
+  await until(() => c.synced === 1, { what: 'SYNCED' });
   assert.equal(atSync, storeView(s), 'SYNCED comes with the complete, current state');
   assert.equal(informer.size, 20);
   const added = c.events.filter((e) => e.type === 'ADDED').map((e) => e.object.metadata.name);
@@ -148,13 +147,13 @@ test("initialList 'auto' falls back to pages on a change before the initial-even
   t.after(() => first.close());
   const c = consume(first);
   await first.synced;
-  await until(() => c.synced === 1, 'SYNCED');
+  await until(() => c.synced === 1, { what: 'SYNCED' });
   assert.deepEqual(
     c.events.map((e) => e.type),
     ['ADDED', 'SYNCED'],
     'the change of the failed streaming list is not shown',
   );
-  await until(() => requestsOf(s).length >= 3, 'the watch after the pages');
+  await until(() => requestsOf(s).length >= 3, { what: 'the watch after the pages' });
   const firstRequests = requestsOf(s, 0).map((r) =>
     isStreamingList(r) ? 'stream' : isList(r) ? 'list' : 'watch',
   );
@@ -198,7 +197,7 @@ test("initialList 'auto' falls back to pages on a 4xx answer to the streaming li
   t.after(() => auto.close());
   await auto.synced;
   assert.equal(auto.size, 1);
-  await until(() => requestsOf(s).length >= 3, 'the watch after the pages');
+  await until(() => requestsOf(s).length >= 3, { what: 'the watch after the pages' });
   const kinds = requestsOf(s).map((r) => (isStreamingList(r) ? 'stream' : isList(r) ? 'list' : 'watch'));
   assert.deepEqual(kinds.slice(0, 3), ['stream', 'list', 'watch']);
   // Forced streaming on a server that refuses it is not turned into pages.
@@ -238,9 +237,9 @@ test('an idle watch (no bookmarks) is dropped and resumed, not relisted', async 
     backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
   });
   const rv = informer.resourceVersion;
-  await until(() => informer.stats().reconnects >= 2, 'two idle drops', 5000);
+  await until(() => informer.stats().reconnects >= 2, { ms: 5000, what: 'two idle drops' });
   s.create('configmaps', cm('b'));
-  await until(() => c.view.has('default/b'), 'the change after the drops');
+  await until(() => c.view.has('default/b'), { what: 'the change after the drops' });
   const later = requestsOf(s).slice(1);
   const watches = later.filter((r) => !isProbe(r));
   assert.ok(watches.length >= 2);
@@ -267,7 +266,7 @@ test('transient failures: at most one ERROR per backoff step', async (t) => {
   s.failNext(4, 503);
   s.endWatches();
   s.create('configmaps', cm('b'));
-  await until(() => c.view.has('default/b'), 'b after the 503s');
+  await until(() => c.view.has('default/b'), { what: 'b after the 503s' });
   const tries = requestsOf(s, from);
   // The resumed watch's probe meets the failures: four refused, then the probe and the watch.
   assert.equal(tries.length, 6, 'four failures, then the probe and the watch');
@@ -305,7 +304,10 @@ test('429 Retry-After (header, Status details, in-stream ERROR) is waited out be
     arm();
     s.endWatches();
     s.create('configmaps', cm(`after-${how}`));
-    await until(() => c.view.has(`default/after-${how}`), `the change after the 429 (${how})`, 5000);
+    await until(() => c.view.has(`default/after-${how}`), {
+      ms: 5000,
+      what: `the change after the 429 (${how})`,
+    });
     // The resumed watch is probed first: the header case refuses the probe, the others the watch.
     const seq = requestsOf(s, from);
     assert.ok(isProbe(seq[0]), `${how}: the probe first`);
@@ -343,7 +345,7 @@ test('stats().events counts the changes received: N writes with no faults → N,
       if (i === 200) s.cutWatches();
       if (i % 50 === 0) await delay(5);
     }
-    await until(() => viewOf(c.view) === storeView(s), `${initialList}: caught up`);
+    await until(() => viewOf(c.view) === storeView(s), { what: `${initialList}: caught up` });
     await delay(200);
     const stats = informer.stats();
     assert.equal(stats.relists, 0);
@@ -362,7 +364,7 @@ test('a slow consumer never delays the cache or another consumer, and holds at m
   const slow = informer[Symbol.asyncIterator]();
   for (let i = 0; i < 11; i++) await slow.next(); // its ADDED and SYNCED, then it stops reading
   const fast = consume(informer);
-  await until(() => fast.synced === 1, 'SYNCED');
+  await until(() => fast.synced === 1, { what: 'SYNCED' });
   for (let round = 0; round < 500; round++) {
     for (let i = 0; i < 10; i++)
       s.patch('configmaps', 'default', `o${i}`, (o) => void (o.data.v = String(round)));
@@ -370,12 +372,11 @@ test('a slow consumer never delays the cache or another consumer, and holds at m
   // Reached while the slow consumer still takes nothing: a cache or consumer it held up would
   // never get there. The time limits only bound a hang (a busy machine is slow, not stuck).
   const last = s.get('configmaps', 'default', 'o9').metadata.resourceVersion;
-  await until(
-    () => informer.get('o9', 'default')?.metadata.resourceVersion === last,
-    'get() up to date',
-    20_000,
-  );
-  await until(() => viewOf(fast.view) === storeView(s), 'the fast consumer up to date', 20_000);
+  await until(() => informer.get('o9', 'default')?.metadata.resourceVersion === last, {
+    ms: 20_000,
+    what: 'get() up to date',
+  });
+  await until(() => viewOf(fast.view) === storeView(s), { ms: 20_000, what: 'the fast consumer up to date' });
   assert.equal(informer.list().length, 10);
   // Everything the slow one held comes out now: one change per object, the latest, ready to
   // take; an eleventh would be ready too, so none comes while we wait a little.
@@ -402,14 +403,14 @@ test('state().aliveAt: null before any proof, set by the list, moved by an event
   assert.ok(listed >= before && listed <= Date.now(), `the list proves it: ${listed}`);
   await delay(20);
   s.create('configmaps', cm('b'));
-  await until(() => c.view.has('default/b'), 'b');
+  await until(() => c.view.has('default/b'), { what: 'b' });
   const changed = informer.state().aliveAt;
   assert.ok(changed > listed, 'an event moves it');
   await delay(20);
   // The next watch answers 200 and then says nothing: a stream alive but stalled.
   s.nextWatchFault({ stallAfterEvents: 0 });
   s.endWatches();
-  await until(() => informer.state().aliveAt > changed, 'the reopened watch');
+  await until(() => informer.state().aliveAt > changed, { what: 'the reopened watch' });
   const reopened = informer.state().aliveAt;
   s.create('configmaps', cm('c'));
   await delay(300);

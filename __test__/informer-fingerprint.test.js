@@ -6,7 +6,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const { sim, syncedInformer, until, cm } = require('./informer-helpers');
+const { sim, syncedInformer, cm } = require('./informer-helpers');
+const { until } = require('../testbed/wait');
 
 test('a fingerprint moves when a selected object changes, comes or goes, and only then', async (t) => {
   const s = await sim(t, { token: 'tok' });
@@ -22,17 +23,17 @@ test('a fingerprint moves when a selected object changes, comes or goes, and onl
   assert.equal(informer.fingerprint({ namespace: 'other' }), none);
 
   s.patch('configmaps', 'default', 'c1', (o) => void (o.data.v = 'changed'));
-  await until(() => c.view.get('default/c1')?.data.v === 'changed', 'the change');
+  await until(() => c.view.get('default/c1')?.data.v === 'changed', { what: 'the change' });
   assert.notEqual(fp('i in (0,1)'), low, 'a selected object changed');
   assert.equal(fp('i in (2,3)'), high, 'none of its objects changed');
   assert.notEqual(fp(), all);
 
   s.create('configmaps', cm('c4', { i: '2' }));
-  await until(() => c.view.has('default/c4'), 'the new object');
+  await until(() => c.view.has('default/c4'), { what: 'the new object' });
   const more = fp('i in (2,3)');
   assert.notEqual(more, high, 'an object came');
   s.remove('configmaps', 'default', 'c4');
-  await until(() => !c.view.has('default/c4'), 'the deletion');
+  await until(() => !c.view.has('default/c4'), { what: 'the deletion' });
   assert.equal(fp('i in (2,3)'), high, 'gone again: the answer it was');
 
   assert.throws(() => fp('a in ('), {

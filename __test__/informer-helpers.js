@@ -114,15 +114,6 @@ function consume(informer, { onEvent } = {}) {
   return state;
 }
 
-/** Waits until `check()` is true, failing with `what` after `ms`. */
-async function until(check, what, ms = 10000) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await delay(10);
-  }
-}
-
 /** The store's objects of `plural` as key → resourceVersion, sorted. */
 function storeView(s, plural = 'configmaps') {
   return JSON.stringify(
@@ -152,7 +143,6 @@ module.exports = {
   consume,
   syncedInformer,
   oneConfigMap,
-  until,
   storeView,
   viewOf,
   cm,

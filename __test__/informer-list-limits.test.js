@@ -6,7 +6,8 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { sim, syncedInformer, until, cm } = require('./informer-helpers');
+const { sim, syncedInformer, cm } = require('./informer-helpers');
+const { until } = require('../testbed/wait');
 
 const isList = (r) => r.path.endsWith('/configmaps') && r.query.watch !== 'true' && r.query.watch !== '1';
 // pageSize 1: 1 object of at most 2 MiB, and 1 MiB for the page itself.
@@ -24,7 +25,7 @@ async function hugePageThenRetry(t, page, options = {}, simOptions = {}) {
     backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
     ...options,
   });
-  await until(() => c.synced === 1, 'the consumer to take SYNCED');
+  await until(() => c.synced === 1, { what: 'the consumer to take SYNCED' });
   assert.deepEqual(
     c.errors.map((e) => [e.error.errorType, e.error.statusCode, e.retrying]),
     [['SYSTEM_ERROR', 0, true]],
@@ -36,7 +37,7 @@ async function hugePageThenRetry(t, page, options = {}, simOptions = {}) {
   assert.match(warnings[0], new RegExp(`went past ${BOUND} bytes \\(3 MiB\\)`), 'it names the bound');
   assert.match(warnings[0], /retrying in/);
   assert.equal(s.requests.filter(isList).length, 2, 'the list was asked for again, once');
-  await until(() => pages.length === 1, 'the simulator to stop sending');
+  await until(() => pages.length === 1, { what: 'the simulator to stop sending' });
   assert.equal(pages[0].complete, false, 'the informer hung up before the page ended');
   return { log, sent: pages[0].sent };
 }

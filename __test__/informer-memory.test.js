@@ -7,7 +7,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { SNAPSHOT } = require('../lib/metrics');
-const { cm, params, recordingWatcher, sim, until } = require('./informer-helpers');
+const { cm, params, recordingWatcher, sim } = require('./informer-helpers');
+const { until } = require('../testbed/wait');
 
 const FIELDS = [
   'informers',
@@ -110,10 +111,12 @@ test('memory: text, headers and index of a known cache, and what an informer and
   assert.ok(reading.fixedBytes > second.fixedBytes, 'a consumer adds its struct');
   // Once it has read everything, nothing is pending.
   for (let seen = 1; seen < 31; seen++) await iterator.next();
-  await until(() => watcher[SNAPSHOT]().memory.pendingChanges === 0, 'nothing pending');
+  await until(() => watcher[SNAPSHOT]().memory.pendingChanges === 0, { what: 'nothing pending' });
 
   two.close();
-  await until(() => watcher[SNAPSHOT]().memory.informers === 1, 'the closed informer leaves the figures');
+  await until(() => watcher[SNAPSHOT]().memory.informers === 1, {
+    what: 'the closed informer leaves the figures',
+  });
   assert.equal(watcher[SNAPSHOT]().memory.objects, 30);
   await iterator.return();
 });

@@ -9,7 +9,7 @@ const assert = require('node:assert/strict');
 const { createHook } = require('node:async_hooks');
 const native = require('../lib/native');
 const { sim, recordingWatcher, params, cm, delay } = require('./informer-helpers');
-const { within } = require('./wait');
+const { within } = require('../testbed/wait');
 const { NativeKubernetesWatcher } = require('..');
 
 /**

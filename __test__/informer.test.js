@@ -10,7 +10,6 @@ const {
   params,
   syncedInformer,
   consume,
-  until,
   storeView,
   viewOf,
   cm,
@@ -18,7 +17,7 @@ const {
   oneConfigMap,
 } = require('./informer-helpers');
 const { UNREACHABLE } = require('./helpers');
-const { within } = require('./wait');
+const { within, until } = require('../testbed/wait');
 
 test('a paginated list (no streaming lists here) fills in kind/apiVersion and syncs at the list rv', async (t) => {
   const s = await sim(t, { sendInitialEvents: false, token: 'tok' });
@@ -26,7 +25,7 @@ test('a paginated list (no streaming lists here) fills in kind/apiVersion and sy
   const { log, informer, c } = await syncedInformer(t, s, { pageSize: 3, namespace: 'default' });
   assert.equal(informer.size, 7);
   const listRv = s.resourceVersion;
-  await until(() => c.synced === 1, 'SYNCED');
+  await until(() => c.synced === 1, { what: 'SYNCED' });
   const synced = c.events.find((e) => e.type === 'SYNCED');
   assert.deepEqual(synced, { type: 'SYNCED', resourceVersion: listRv, relist: false });
   const c0 = informer.get('c0');
@@ -52,10 +51,9 @@ test('a paginated list (no streaming lists here) fills in kind/apiVersion and sy
   // Exactly: one refused streaming list, three pages of pageSize 3 (3 + 3 + 1), a watch from
   // the list's resourceVersion.
   const configmaps = () => s.requests.filter((r) => r.path.endsWith('/configmaps'));
-  await until(
-    () => configmaps().some((r) => r.query.watch && !r.query.sendInitialEvents),
-    'the watch after the list',
-  );
+  await until(() => configmaps().some((r) => r.query.watch && !r.query.sendInitialEvents), {
+    what: 'the watch after the list',
+  });
   assert.deepEqual(
     configmaps().map(({ query: q }) =>
       [
@@ -80,7 +78,7 @@ test('a paginated list (no streaming lists here) fills in kind/apiVersion and sy
   assert.equal(informer.stats().connects, 5);
   // The cached object looks the same after a watch event brings it.
   s.patch('configmaps', 'default', 'c1', (o) => void (o.data.v = '2'));
-  await until(() => c.view.get('default/c1')?.data.v === '2', 'the change');
+  await until(() => c.view.get('default/c1')?.data.v === '2', { what: 'the change' });
   assert.deepEqual(informer.get('c1'), {
     kind: 'ConfigMap',
     apiVersion: 'v1',
@@ -92,16 +90,16 @@ test('a streaming list syncs at its initial-events-end bookmark in one request',
   const s = await sim(t, { token: 'tok' });
   for (let i = 0; i < 5; i++) s.create('configmaps', cm(`c${i}`));
   const { informer, c } = await syncedInformer(t, s);
-  await until(() => c.synced === 1, 'SYNCED');
+  await until(() => c.synced === 1, { what: 'SYNCED' });
   assert.equal(c.events.filter((e) => e.type === 'ADDED').length, 5);
   assert.deepEqual(c.events[5], { type: 'SYNCED', resourceVersion: s.resourceVersion, relist: false });
   assert.equal(informer.stats().connects, 1, 'the streaming list goes on as the watch');
   assert.equal(informer.resourceVersion, s.resourceVersion);
   // A consumer that starts late: the cache, then SYNCED at the current resourceVersion.
   s.create('configmaps', cm('late'));
-  await until(() => c.view.has('default/late'), 'the live change');
+  await until(() => c.view.has('default/late'), { what: 'the live change' });
   const late = consume(informer);
-  await until(() => late.synced === 1, 'late SYNCED');
+  await until(() => late.synced === 1, { what: 'late SYNCED' });
   assert.equal(late.events.length, 7);
   assert.deepEqual(late.events[6], {
     type: 'SYNCED',
@@ -123,11 +121,11 @@ test('reconnects after a clean end, a cut and a stall resume from the last rv: n
   write();
   s.cutWatches();
   write();
-  await until(() => viewOf(c.view) === storeView(s), 'catching up after end and cut');
+  await until(() => viewOf(c.view) === storeView(s), { what: 'catching up after end and cut' });
   s.nextWatchFault({ stallAfterEvents: 0 });
   s.endWatches();
   write();
-  await until(() => viewOf(c.view) === storeView(s), 'catching up after a stall', 5000);
+  await until(() => viewOf(c.view) === storeView(s), { ms: 5000, what: 'catching up after a stall' });
   const changes = c.events.filter((e) => e.type === 'MODIFIED').map((e) => e.object.data.v);
   assert.deepEqual(changes, ['1', '2', '3'], 'every change once, in order');
   const stats = informer.stats();
@@ -146,7 +144,7 @@ test('a clean end produces no ERROR', async (t) => {
   for (let i = 0; i < 3; i++) {
     s.endWatches();
     s.create('configmaps', cm(`after-${i}`));
-    await until(() => c.view.has(`default/after-${i}`), `after-${i}`);
+    await until(() => c.view.has(`default/after-${i}`), { what: `after-${i}` });
   }
   assert.deepEqual(c.errors, []);
   assert.ok(informer.stats().reconnects >= 3);
@@ -165,7 +163,7 @@ test('5xx and 429 are retried with one ERROR per step, honouring Retry-After', a
   const started = Date.now();
   s.endWatches();
   s.create('configmaps', cm('b'));
-  await until(() => c.view.has('default/b'), 'b after the 429s');
+  await until(() => c.view.has('default/b'), { what: 'b after the 429s' });
   const took = Date.now() - started;
   assert.ok(took >= 1800, `two Retry-After: 1 waits took ${took} ms`);
   assert.ok(c.errors.length >= 1 && c.errors.length <= 2, `${c.errors.length} ERRORs`);
@@ -174,7 +172,7 @@ test('5xx and 429 are retried with one ERROR per step, honouring Retry-After', a
   s.failNext(1, 503);
   s.endWatches();
   s.create('configmaps', cm('c'));
-  await until(() => c.view.has('default/c'), 'c after the 503');
+  await until(() => c.view.has('default/c'), { what: 'c after the 503' });
   assert.equal(informer.stats().errors.UNKNOWN_ERROR >= 2, true);
   assert.equal(informer.stats().relists, 0);
 });
@@ -191,7 +189,7 @@ test('a 429 on the list with only a Retry-After header is waited out before the 
   assert.ok(lists.length >= 2, 'the refused list and the one after it');
   const waited = lists[1].time - lists[0].time;
   assert.ok(waited >= 950, `the list was asked again ${waited} ms after the 429`);
-  await until(() => c.errors.length === 1, 'one ERROR for the 429');
+  await until(() => c.errors.length === 1, { what: 'one ERROR for the 429' });
   assert.equal(c.errors[0].error.statusCode, 429);
   assert.equal(c.errors[0].retrying, true);
   assert.equal(informer.size, 1);
@@ -202,7 +200,7 @@ for (const expiredAs of ['event', 'status']) {
     const s = await sim(t, { token: 'tok', expiredAs });
     for (const name of ['same', 'changed', 'gone']) s.create('configmaps', cm(name));
     const { watcher, informer, c } = await syncedInformer(t, s, { backoff: { initialSeconds: 0.05 } });
-    await until(() => c.synced === 1, 'SYNCED');
+    await until(() => c.synced === 1, { what: 'SYNCED' });
     const before = c.events.length;
     const goneObject = informer.get('gone', 'default');
     // Cut while the history is compacted: the resumed watch's rv has expired.
@@ -210,14 +208,16 @@ for (const expiredAs of ['event', 'status']) {
     s.endWatches();
     // The path meant: the resumed watch is the stalled one (not one a busy machine starts
     // later) when the history moves on and its socket goes.
-    await until(() => s.faultQueue.length === 0 && s.activeWatches() === 1, 'the resumed watch to stall');
+    await until(() => s.faultQueue.length === 0 && s.activeWatches() === 1, {
+      what: 'the resumed watch to stall',
+    });
     s.patch('configmaps', 'default', 'changed', (o) => void (o.data.v = '2'));
     s.remove('configmaps', 'default', 'gone');
     s.create('configmaps', cm('new'));
     s.compact();
     // A stalled watch is only freed by its socket going.
     s.destroySockets();
-    await until(() => c.relists === 1, 'the relist');
+    await until(() => c.relists === 1, { what: 'the relist' });
     const diff = c.events
       .slice(before)
       .filter((e) => e.type !== 'ERROR')
@@ -260,12 +260,12 @@ test('a missing CRD (plain 404) is retried until it is installed', async (t) => 
   });
   t.after(() => informer.close());
   const c = consume(informer);
-  await until(() => c.errors.length >= 2, 'retried 404s');
+  await until(() => c.errors.length >= 2, { what: 'retried 404s' });
   assert.ok(c.errors.every((e) => e.retrying && e.error.statusCode === 404));
   s.defineResource('example.com/v1/widgets');
   s.create('example.com/v1/widgets', { metadata: { name: 'w', namespace: 'default' } });
   await informer.synced;
-  await until(() => c.view.has('default/w'), 'the widget');
+  await until(() => c.view.has('default/w'), { what: 'the widget' });
 });
 
 test('getCredential: asked first, again after a 401, and its failure is transient', async (t) => {
@@ -295,7 +295,7 @@ test('getCredential: asked first, again after a 401, and its failure is transien
   failOnce = true;
   s.endWatches();
   s.create('configmaps', cm('after-rotation'));
-  await until(() => c.view.has('default/after-rotation'), 'the watch with the fresh token');
+  await until(() => c.view.has('default/after-rotation'), { what: 'the watch with the fresh token' });
   // The old token was refused with a 401 before the fresh one was sent, and asked for after it.
   const sent = (token) => s.requests.filter((r) => r.headers.authorization === `Bearer ${token}`);
   const refused = sent('one').filter((r) => r.status === 401);
@@ -327,12 +327,12 @@ test('informers share per watcher and key; the last close stops the list-watch',
   const c = consume(two);
   one.close();
   s.create('configmaps', cm('b'));
-  await until(() => c.view.has('default/b'), 'the shared informer goes on after one handle closes');
+  await until(() => c.view.has('default/b'), { what: 'the shared informer goes on after one handle closes' });
   two.close();
   await c.done;
   projected.close();
   other.close();
-  await until(() => s.activeWatches() === 0, 'no watch left', 3000);
+  await until(() => s.activeWatches() === 0, { ms: 3000, what: 'no watch left' });
 });
 
 test('the sharing key is the whole connection: another CA, TLS check, proxy or server name is another informer', async (t) => {
@@ -372,7 +372,7 @@ test('the sharing key is the whole connection: another CA, TLS check, proxy or s
 test('close(): consumers end normally, later consumers end at once, synced rejects before the sync', async (t) => {
   const { watcher, informer } = await oneConfigMap(t);
   const c = consume(informer);
-  await until(() => c.synced === 1, 'SYNCED');
+  await until(() => c.synced === 1, { what: 'SYNCED' });
   informer.close();
   await c.done;
   assert.deepEqual(c.errors, [], 'no ERROR on close');
@@ -406,7 +406,7 @@ test("iterating an informer leaves the native consumer's own methods alone", asy
     break;
   }
   const c = consume(informer);
-  await until(() => c.synced === 1, 'SYNCED');
+  await until(() => c.synced === 1, { what: 'SYNCED' });
   informer.close();
   await c.done;
   assert.equal(subscribed.length, 2, 'one native consumer per iteration');
@@ -452,14 +452,14 @@ test('a slow consumer sees coalesced latest states and never holds up the cache 
   const fast = consume(informer);
   // The slow one takes its first event only, then sleeps.
   const slowIterator = informer[Symbol.asyncIterator]();
-  await until(() => fast.synced === 1, 'SYNCED');
+  await until(() => fast.synced === 1, { what: 'SYNCED' });
   const first = await slowIterator.next();
   assert.equal(first.value.type, 'SYNCED');
   for (let i = 0; i < 200; i++) s.create('configmaps', cm(`c${i % 20}-${i}`));
   for (let i = 0; i < 20; i++) s.remove('configmaps', 'default', `c${i}-${i}`);
   for (let round = 0; round < 10; round++)
     s.patch('configmaps', 'default', 'c5-25', (o) => void (o.data.v = String(round)));
-  await until(() => viewOf(fast.view) === storeView(s), 'the fast consumer and cache keep up');
+  await until(() => viewOf(fast.view) === storeView(s), { what: 'the fast consumer and cache keep up' });
   assert.equal(informer.size, 180);
   // One event per object, ready to take; a 181st (an added-then-deleted one shown) would be
   // ready too, so none comes while we wait a little.

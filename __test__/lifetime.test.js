@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const { useSimulator, testWithTimeout, TOKEN, paramsFor, watcherWithLogger, pod } = require('./helpers');
-const { sleep, within, until, untilCollected } = require('./wait');
+const { sleep, within, until, untilCollected } = require('../testbed/wait');
 const { startFixture, assertExitsBy } = require('./fixture-child');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'lifetime', 'watch.js');
@@ -50,7 +50,7 @@ timedTest('a watch the server ends cleanly: the process exits by itself', async 
   sim.create('pods', pod('a'));
   sim.create('pods', pod('b'));
   const child = runChild('drain');
-  await until(() => child.lines.length >= 2, 5000, 'two events in the child');
+  await until(() => child.lines.length >= 2, { ms: 5000, what: 'two events in the child' });
   assert.deepEqual(child.texts(), ['event ADDED', 'event ADDED']);
   sim.endWatches();
   const end = await child.line('end');
@@ -65,7 +65,7 @@ for (const mode of ['break', 'abort', 'return', 'idle-abort']) {
     const end = await child.line('end');
     assert.deepEqual(child.texts(), ['event ADDED', 'end'], 'one event, then the end, no ERROR');
     // The simulator keeps the stream open: only the child's cancel can have closed it.
-    await until(() => sim.activeWatches() === 0, 1000, 'the server to see the watch close');
+    await until(() => sim.activeWatches() === 0, { ms: 1000, what: 'the server to see the watch close' });
     await assertExitsBy(child, end.at, mode);
   });
 }
@@ -120,7 +120,7 @@ timedTest(
   async () => {
     sim.setFault({ stallHeaders: true });
     const child = runChild('drain');
-    await until(() => sim.requests.length === 1, 5000, "the child's request");
+    await until(() => sim.requests.length === 1, { ms: 5000, what: "the child's request" });
     await sleep(1500);
     assert.ok(child.alive(), `the child exited while connecting; stdout: ${child.texts().join(' | ')}`);
     assert.deepEqual(child.texts(), []);
@@ -142,12 +142,11 @@ timedTest(
       assert.equal((await within(gen.next(), 2000, 'the first event')).value.type, 'ADDED');
     })();
     assert.equal(sim.openSockets(), 1);
-    await untilCollected(
-      () => sim.openSockets() === 0,
-      3000,
-      "the abandoned watch's connection to close after gc()",
-    );
-    await until(() => sim.activeWatches() === 0, 1000, 'the server-side watch to go');
+    await untilCollected(() => sim.openSockets() === 0, {
+      ms: 3000,
+      what: "the abandoned watch's connection to close after gc()",
+    });
+    await until(() => sim.activeWatches() === 0, { ms: 1000, what: 'the server-side watch to go' });
   },
 );
 
@@ -206,7 +205,7 @@ timedTest('200 start/cancel cycles leave no socket, file descriptor or thread be
       // Aborted while waiting for the response headers.
       const requests = sim.requests.length;
       const pending = gen.next();
-      await until(() => sim.requests.length > requests, 2000, 'the stalled request');
+      await until(() => sim.requests.length > requests, { ms: 2000, what: 'the stalled request' });
       controller.abort();
       assert.equal((await step(pending, 'the end after abort')).done, true);
       return;
@@ -246,12 +245,13 @@ timedTest('200 start/cancel cycles leave no socket, file descriptor or thread be
   // of one per cycle would show as 200 (or 400 with both ends in this process).
   const FD_SLACK = 3;
   const THREAD_SLACK = 1;
-  await until(
-    () => fdCount() <= fds0 + FD_SLACK,
-    2000,
-    `file descriptors back near ${fds0} (now ${fdCount()})`,
-  ).catch(() => {});
-  await until(() => threadCount() <= threads0 + THREAD_SLACK, 2000, 'threads back').catch(() => {});
+  await until(() => fdCount() <= fds0 + FD_SLACK, {
+    ms: 2000,
+    what: `file descriptors back near ${fds0} (now ${fdCount()})`,
+  }).catch(() => {});
+  await until(() => threadCount() <= threads0 + THREAD_SLACK, { ms: 2000, what: 'threads back' }).catch(
+    () => {},
+  );
   assert.ok(fdCount() <= fds0 + FD_SLACK, `file descriptors: ${fds0} before, ${fdCount()} after 200 cycles`);
   assert.ok(
     threadCount() <= threads0 + THREAD_SLACK,

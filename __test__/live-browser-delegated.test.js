@@ -8,7 +8,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startCluster, startLiveBackend, delegatedEntity, pod } = require('./live-helpers');
+const { startCluster, startLiveBackend, delegatedEntity, pod } = require('../testbed/live-helpers');
 const { browserSkip, openPage, tabOrigin } = require('./browser-helpers');
 
 const REFRESH_INTERVAL_MS = 10_000; // the stock default

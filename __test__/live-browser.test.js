@@ -18,7 +18,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { startCluster, startLiveBackend, bundle, pod } = require('./live-helpers');
+const { startCluster, startLiveBackend, bundle, pod } = require('../testbed/live-helpers');
 const {
   browserSkip,
   openPage,

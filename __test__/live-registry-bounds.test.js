@@ -13,8 +13,8 @@ const knexFactory = require('knex');
 const { createViewerRegistry } = require('../backstage/following/store-sql');
 const { createLivePublisher } = require('../backstage/following/publisher');
 const { liveRequestContext } = require('../backstage/following/mark');
-const { startPostgres, orSkipWithoutPostgres } = require('./pg-helpers');
-const { sleep, until, within } = require('./wait');
+const { startPostgres, orSkipWithoutPostgres } = require('../testbed/pg-helpers');
+const { sleep, until, within } = require('../testbed/wait');
 
 const ALICE = 'user:default/alice';
 const BOB = 'user:default/bob';
@@ -112,7 +112,7 @@ test('a change signals only the viewers whose answer depends on its watch key, o
   await Promise.all([pa.settled(), pb.settled()]);
 
   pa.changed('a-deploys', { change: 'rv-1|d' });
-  await until(() => published.length === 1, 3000, 'the deployments change signalled');
+  await until(() => published.length === 1, { ms: 3000, what: 'the deployments change signalled' });
   await sleep(300);
   assert.equal(published.length, 1);
   assert.deepEqual(published[0].recipients.entityRef, [ALICE], 'Bob hears nothing of deployments');
@@ -124,7 +124,7 @@ test('a change signals only the viewers whose answer depends on its watch key, o
   pa.changed('a-pods', { change: 'rv-2|p' });
   pb.changed('b-pods', { change: 'rv-2|p' });
   const told = () => published.slice(1).flatMap((signal) => signal.recipients.entityRef);
-  await until(() => told().length === 2, 3000, 'the pods change signalled');
+  await until(() => told().length === 2, { ms: 3000, what: 'the pods change signalled' });
   await sleep(300);
   assert.deepEqual(told().sort(), [ALICE, BOB]);
 });
@@ -141,7 +141,7 @@ test('a signal names the clusters of the keys that changed, not every cluster of
   load(pa, ALICE, ['k-eu'], { cluster: 'eu', sharedKeys: ['pods-eu'] });
   await pa.settled();
   pa.changed('k-eu', { change: 'rv-3|e' });
-  await until(() => published.length === 1, 3000, 'the signal');
+  await until(() => published.length === 1, { ms: 3000, what: 'the signal' });
   assert.deepEqual(published[0].message.clusters, ['eu']);
 });
 
@@ -195,7 +195,7 @@ test('PostgreSQL stalled behind a relay: loads answered not live within the boun
   // A change while the database hangs: the claim fails within statementMs, and the viewers
   // answered here are told at once to load again (their next answers are polled).
   pa.changed('k', { change: 'rv-4|x' });
-  await until(() => published.length === 1, 3000, 'the viewers told');
+  await until(() => published.length === 1, { ms: 3000, what: 'the viewers told' });
   assert.deepEqual(published[0].recipients.entityRef, [ALICE, BOB]);
   assert.deepEqual(published[0].message.clusters, ['sim']);
   const counts = pa.counts();
@@ -216,16 +216,15 @@ test('a replica 7 s behind the database: its viewers are not handed on as a gone
   t.after(() => pBehind.close());
   load(pBehind, ALICE, ['k'], { cluster: 'sim', sharedKeys: ['pods'] });
   await pBehind.settled();
-  await until(
-    () => behind.registry.others === 1 && normal.registry.others === 1,
-    2000,
-    'each sees the other',
-  );
+  await until(() => behind.registry.others === 1 && normal.registry.others === 1, {
+    ms: 2000,
+    what: 'each sees the other',
+  });
   await sleep(1500); // several beats of both
   assert.deepEqual(normal.orphans, [], 'the replica behind is alive: its viewers stay its own');
   assert.equal(normal.registry.others, 1);
   pBehind.changed('k', { change: 'rv-5|y' });
-  await until(() => published.length === 1, 3000, 'the change signalled');
+  await until(() => published.length === 1, { ms: 3000, what: 'the change signalled' });
   await sleep(800);
   assert.equal(published.length, 1, 'one reload for one change, none for the clock');
   assert.equal(behind.warnings.filter((w) => /clock is \d+ ms behind the database/.test(w)).length, 1);
@@ -248,7 +247,7 @@ test('a replica 11 min ahead of the database: its beats drop no other replica’
   assert.equal(normal.registry.others, 1);
   assert.deepEqual(ahead.orphans, []);
   pNormal.changed('k', { change: 'rv-6|z' });
-  await until(() => published.length === 1, 3000, 'Alice’s row is there to claim');
+  await until(() => published.length === 1, { ms: 3000, what: 'Alice’s row is there to claim' });
   assert.deepEqual(published[0].recipients.entityRef, [ALICE]);
   assert.equal(ahead.warnings.filter((w) => /clock is \d+ ms ahead of the database/.test(w)).length, 1);
 });

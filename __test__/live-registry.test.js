@@ -10,8 +10,8 @@ const assert = require('node:assert/strict');
 const knexFactory = require('knex');
 const { createViewerRegistry } = require('../backstage/following/store-sql');
 const { createLivePublisher } = require('../backstage/following/publisher');
-const { startPostgres, orSkipWithoutPostgres } = require('./pg-helpers');
-const { sleep, until } = require('./wait');
+const { startPostgres, orSkipWithoutPostgres } = require('../testbed/pg-helpers');
+const { sleep, until } = require('../testbed/wait');
 
 const ALICE = 'user:default/alice';
 const BOB = 'user:default/bob';
@@ -90,7 +90,10 @@ testOnReplicas(
   'shared viewers on PostgreSQL: one claim per load, handed over when a replica stops or crashes',
   { heartbeatMs: 200 },
   async ({ a, b }, t) => {
-    await until(() => a.registry.others === 1 && b.registry.others === 1, 2000, 'each sees the other');
+    await until(() => a.registry.others === 1 && b.registry.others === 1, {
+      ms: 2000,
+      what: 'each sees the other',
+    });
 
     await t.test('a load answered on A is claimed once, by whichever replica asks first', async () => {
       await a.registry.loaded(ALICE, E1, ['sim'], LATER());
@@ -187,7 +190,7 @@ testOnReplicas(
         await b.registry.loaded(ALICE, E3, ['sim'], LATER());
         // A crashes: its pool is gone, it beats no more. B claims A's armed viewer, not its own.
         await a.knex.destroy();
-        await until(() => b.orphans.length > 0, 3000, 'B finds A gone within three beats');
+        await until(() => b.orphans.length > 0, { ms: 3000, what: 'B finds A gone within three beats' });
         assert.deepEqual(
           b.orphans.map((row) => [row.userEntityRef, row.entityRef]),
           [[CAROL, E3]],
@@ -217,7 +220,7 @@ testOnReplicas(
     // Both replicas see the change; one claims, one signal names both.
     pa.changed('pods|app=one', { change: 'rv-7|abc' });
     pb.changed('pods|app=one', { change: 'rv-7|abc' });
-    await until(() => published.length > 0, 2000, 'a signal');
+    await until(() => published.length > 0, { ms: 2000, what: 'a signal' });
     await sleep(300);
     assert.equal(published.length, 1, 'one bus event for one change');
     assert.deepEqual(published[0].recipients, { type: 'user', entityRef: [ALICE, BOB] });
@@ -243,7 +246,7 @@ testOnReplicas(
   'replicas on one database without an events bus: while another is alive, no answer is live',
   { heartbeatMs: 200 },
   async ({ a, b }) => {
-    await until(() => a.registry.others === 1, 2000, 'A sees B');
+    await until(() => a.registry.others === 1, { ms: 2000, what: 'A sees B' });
     const warnings = [];
     const live = createLivePublisher({
       signals: { publish() {} },
@@ -261,7 +264,7 @@ testOnReplicas(
     assert.match(warnings[0], /another backend replica shares this database, but no events bus/);
     assert.equal(live.counts().crowded, 2);
     await b.registry.close(); // B leaves
-    await until(() => a.registry.others === 0, 2000, 'A alone at its next beat');
+    await until(() => a.registry.others === 0, { ms: 2000, what: 'A alone at its next beat' });
     assert.equal(live.viewed(ALICE, E1, ['k'], { cluster: 'sim' }), true, 'alone: followed');
     await live.close();
   },
@@ -273,10 +276,10 @@ testOnReplicas(
   async (replicas) => {
     const { published, pa, pb } = publishersOn(replicas, 0);
     await aliceLoadsThenSees(pa, 'rv-9|crash-looping'); // A sees the change first
-    await until(() => published.length === 1, 2000, 'A’s signal');
+    await until(() => published.length === 1, { ms: 2000, what: 'A’s signal' });
     // Alice's refetch lands on B, which has not seen the change yet: its answer is the old one.
     await aliceLoadsThenSees(pb, 'rv-9|crash-looping'); // B sees it after: Alice must hear again
-    await until(() => published.length === 2, 2000, 'B’s signal');
+    await until(() => published.length === 2, { ms: 2000, what: 'B’s signal' });
     assert.notEqual(published[1].message.id, published[0].message.id);
     await pa.close();
     await pb.close();
@@ -292,13 +295,13 @@ testOnReplicas(
     pa.viewed(BOB, E3, ['k3'], { cluster: 'sim' });
     await pa.settled();
     pa.changed('k3', { change: 'rv-12|c' });
-    await until(() => published.length === 1, 2000, 'the signal');
+    await until(() => published.length === 1, { ms: 2000, what: 'the signal' });
     const [first] = published;
     assert.deepEqual(first.recipients.entityRef, [ALICE, BOB]);
     // Bob heard it and loads again, through B; Alice's copy was lost on the bus: she never loads.
     pb.viewed(BOB, E3, ['k3'], { cluster: 'sim' });
     await pb.settled();
-    await until(() => published.length === 2, 3000, 'the signal sent again');
+    await until(() => published.length === 2, { ms: 3000, what: 'the signal sent again' });
     assert.deepEqual(published[1].recipients.entityRef, [ALICE], 'only the viewer that did not load');
     assert.equal(published[1].message.id, first.message.id, 'the same id: a tab that heard it drops it');
     assert.equal(published[1].channel, first.channel);
@@ -323,10 +326,10 @@ testOnReplicas(
       return published.length;
     };
     await aliceLoadsThenSees(pa, 'rv-10|a');
-    await until(() => count() === 1, 2000, 'A’s signal');
+    await until(() => count() === 1, { ms: 2000, what: 'A’s signal' });
     // Alice's refetch lands on B before B saw the change; B sees it at once after.
     await aliceLoadsThenSees(pb, 'rv-10|a');
-    await until(() => count() === 2, 3000, 'B’s signal, once the gate opens');
+    await until(() => count() === 2, { ms: 3000, what: 'B’s signal, once the gate opens' });
     const apart = times[1] - times[0];
     assert.ok(apart >= 300, `the second signal ${apart} ms after the first, within the 400 ms interval`);
     assert.deepEqual(published[1].recipients.entityRef, [ALICE]);
@@ -355,7 +358,7 @@ testOnReplicas(
     });
     pa.viewed(ALICE, E2, ['k2'], { cluster: 'sim' });
     pa.changed('k2', { change: 'rv-11|b' }); // the informer moved on before the row landed
-    await until(() => published.length === 1, 3000, 'Alice’s signal');
+    await until(() => published.length === 1, { ms: 3000, what: 'Alice’s signal' });
     assert.deepEqual(published[0].recipients.entityRef, [ALICE]);
     await pa.close();
   },

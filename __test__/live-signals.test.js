@@ -20,9 +20,9 @@ const {
   delegatedEntity,
   pod,
   TOKEN,
-} = require('./live-helpers');
+} = require('../testbed/live-helpers');
 const { certs } = require('../sim');
-const { until } = require('./sim-helpers');
+const { until } = require('../testbed/wait');
 
 const ALICE = 'user:default/mock'; // mock-user-token
 const BOB = 'user:default/other';
@@ -79,7 +79,7 @@ test(
     // A pod of live-svc is added: Alice, who loaded it, is told; Bob, on the same channel, is not.
     const changedAt = Date.now();
     sim.create('pods', pod('live-svc-2', 'live-svc'));
-    await until(() => alice.received.length > 0, 1000, 'Alice’s signal within 1 s');
+    await until(() => alice.received.length > 0, { ms: 1000, what: 'Alice’s signal within 1 s' });
     t.diagnostic(`change to signal: ${Date.now() - changedAt} ms`);
     await sleep(400);
     assert.equal(alice.received.length, 1, 'one signal for one change');

@@ -9,8 +9,8 @@ const assert = require('node:assert/strict');
 const knexFactory = require('knex');
 const { createViewerRegistry } = require('../backstage/following/store-sql');
 const { createMemoryRegistry } = require('../backstage/following/store-memory');
-const { startPostgres, orSkipWithoutPostgres } = require('./pg-helpers');
-const { sleep } = require('./wait');
+const { startPostgres, orSkipWithoutPostgres } = require('../testbed/pg-helpers');
+const { sleep } = require('../testbed/wait');
 
 const ALICE = 'user:default/alice';
 const BOB = 'user:default/bob';

@@ -8,7 +8,8 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { configMap } = require('../bench/fleet-objects');
 const { paramsFor, collect, watcherWithLogger, TOKEN, UNREACHABLE } = require('./helpers');
-const { sim, consume, until } = require('./informer-helpers');
+const { sim, consume } = require('./informer-helpers');
+const { until } = require('../testbed/wait');
 
 const LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 const WATCH_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
@@ -47,7 +48,7 @@ for (const metadataAs of ['serve', 'refuse', 'ignore']) {
       const c = consume(informer);
       await informer.synced;
       s.patch('configmaps', 'default', 'a', (o) => void (o.metadata.labels.round = '1'));
-      await until(() => c.events.some((e) => e.type === 'MODIFIED'), 'the MODIFIED event');
+      await until(() => c.events.some((e) => e.type === 'MODIFIED'), { what: 'the MODIFIED event' });
       for (const e of c.events.filter((e) => e.object)) assertPartial(e.object, 'a', `${e.type} event`);
       assert.equal(c.events.find((e) => e.type === 'MODIFIED').object.metadata.labels.round, '1');
       assertPartial(informer.get('a', 'default'), 'a', 'get()');

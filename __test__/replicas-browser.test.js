@@ -1,6 +1,6 @@
 'use strict';
 // The live tab in a real browser on two backend replicas: Debian's Chromium opens the page of
-// fixtures/live-tab (the real EntityKubernetesContent, Signals client and
+// testbed/fixtures/live-tab (the real EntityKubernetesContent, Signals client and
 // kube-watch-native/live-frontend) whose /api/* goes through a round-robin balancer to two real
 // backends (Kubernetes, Signals and events backends and kube-watch-native/backstage) on one
 // PostgreSQL: the tab's loads alternate replicas, its WebSocket is on one of them. A pod added,
@@ -10,8 +10,8 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startCluster } = require('./live-helpers');
-const { replicasFor } = require('./replica-helpers');
+const { startCluster } = require('../testbed/live-helpers');
+const { replicasFor } = require('../testbed/replica-helpers');
 const { browserSkip, openPage, tabOrigin, changeShows, addChangeDelete } = require('./browser-helpers');
 
 const skip = browserSkip('a real browser and two backends');

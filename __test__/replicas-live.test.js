@@ -9,9 +9,9 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { mockCredentials } = require('@backstage/backend-test-utils');
-const { startCluster, LIVE_SVC, OTHER_SVC, pod } = require('./live-helpers');
-const { replicasFor, connectSignals, subscribed } = require('./replica-helpers');
-const { until } = require('./sim-helpers');
+const { startCluster, LIVE_SVC, OTHER_SVC, pod } = require('../testbed/live-helpers');
+const { replicasFor, connectSignals, subscribed } = require('../testbed/replica-helpers');
+const { until } = require('../testbed/wait');
 
 const ALICE_TOKEN = 'mock-user-token';
 const BOB_TOKEN = mockCredentials.user.token('user:default/other');
@@ -72,7 +72,10 @@ test(
       const loadsBefore = loads.length;
       const at = Date.now();
       make();
-      await until(() => alice.received.length > before, 1000, `change ${n} (${what}) signalled within 1 s`);
+      await until(() => alice.received.length > before, {
+        ms: 1000,
+        what: `change ${n} (${what}) signalled within 1 s`,
+      });
       const latency = alice.received[before].at - at;
       await sleep(700); // any duplicate from another replica arrives meanwhile
       assert.equal(
@@ -135,11 +138,10 @@ test(
     alice.received.length = 0;
     loads.length = 0;
     const stopped = await replicas[2].stop('SIGTERM');
-    await until(
-      () => alice.received.length === 1 && loads.length === 1,
-      2000,
-      'handed over by the stopping replica',
-    );
+    await until(() => alice.received.length === 1 && loads.length === 1, {
+      ms: 2000,
+      what: 'handed over by the stopping replica',
+    });
     assert.notEqual(loads[0].replica, 'C');
     latencies.push(await change('pod deleted, C gone', () => sim.remove('pods', 'default', 'live-svc-3')));
 

@@ -7,9 +7,9 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startCluster } = require('./live-helpers');
-const { startReplicas, postgresFor, connectSignals, subscribed } = require('./replica-helpers');
-const { sleep, until } = require('./wait');
+const { startCluster } = require('../testbed/live-helpers');
+const { startReplicas, postgresFor, connectSignals, subscribed } = require('../testbed/replica-helpers');
+const { sleep, until } = require('../testbed/wait');
 
 const ALICE = 'user:default/mock'; // mock-user-token
 const CHANNEL = 'kubernetes:component:default/live-svc';
@@ -39,7 +39,7 @@ test(
     const publishedAt = Date.now();
     await a.publish(signal({ via: 'A' }));
     const viaA = () => alice.received.filter((s) => s.message.via === 'A');
-    await until(() => viaA().length > 0, 2000, 'A’s signal on the WebSocket to B within 2 s');
+    await until(() => viaA().length > 0, { ms: 2000, what: 'A’s signal on the WebSocket to B within 2 s' });
     t.diagnostic(`A → B: ${viaA()[0].at - publishedAt} ms`);
     assert.equal(viaA()[0].channel, CHANNEL);
     await sleep(300);

@@ -13,13 +13,6 @@ const pod = (name, labels = {}, namespace = 'default') => ({
 const delay = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Resolves once `check()` holds, polling; rejects naming `what` after `ms`. */
-async function until(check, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await delay(5);
-  }
-}
 
 /** A simulator closed when test `t` ends. */
 async function sim(t, options) {
@@ -37,4 +30,4 @@ function get(url, options = {}) {
   }));
 }
 
-module.exports = { pod, delay, until, sim, get };
+module.exports = { pod, delay, sim, get };

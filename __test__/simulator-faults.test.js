@@ -12,7 +12,8 @@ const zlib = require('node:zlib');
 const path = require('node:path');
 const { watchRequest, rawGet } = require('../sim/client');
 
-const { pod, delay, until, sim, get } = require('./sim-helpers');
+const { pod, delay, sim, get } = require('./sim-helpers');
+const { until } = require('../testbed/wait');
 
 test('fault writeMode: byte, split, coalesce and the default one-event-per-chunk', async (t) => {
   const s = await sim(t);
@@ -104,11 +105,11 @@ test('fault stall, stallAfterEvents and stallHeaders keep the connection open an
   assert.equal(st.events.length, 2, 'then: stall writes nothing after the initial events');
   assert.equal(st.complete, undefined);
   st.close();
-  await until(() => s.activeWatches() === 1, 5000, 'the closed watch to go at the server');
+  await until(() => s.activeWatches() === 1, { ms: 5000, what: 'the closed watch to go at the server' });
   s.nextWatchFault({ stallHeaders: true });
   const h = watchRequest(`${s.url}/api/v1/pods?watch=true`);
   // At the server (beside the stalled watch), then given time to send headers it must not.
-  await until(() => s.activeWatches() === 2, 5000, 'the request at the server');
+  await until(() => s.activeWatches() === 2, { ms: 5000, what: 'the request at the server' });
   await delay(100);
   assert.equal(h.status, null, 'no headers');
   h.close();

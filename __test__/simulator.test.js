@@ -15,7 +15,8 @@ const { createSimulator, Simulator, startWorkload, resourceKey, certs } = requir
 const { watchRequest, rawGet } = require('../sim/client');
 const { parseSelector, compileSelector } = require('../sim/selector');
 
-const { pod, delay, until, sim, get } = require('./sim-helpers');
+const { pod, delay, sim, get } = require('./sim-helpers');
+const { until } = require('../testbed/wait');
 // Changes a default-namespace pod's labels in place (the callback's result is ignored).
 const relabel = (s, name, change) => s.patch('pods', 'default', name, (p) => void change(p.metadata.labels));
 
@@ -470,7 +471,7 @@ test('socket lifecycle is observable', async (t) => {
   const raw = net.connect(s.port, '127.0.0.1');
   await new Promise((r) => raw.on('connect', r));
   // The client's 'connect' may come before the server has accepted the socket.
-  await until(() => s.openSockets() === 1, 5000, 'the server to accept the socket');
+  await until(() => s.openSockets() === 1, { ms: 5000, what: 'the server to accept the socket' });
   assert.equal(await s.waitForSocketsClosed(50), false, 'times out while a socket is open');
   raw.destroy();
   assert.equal(await s.waitForSocketsClosed(1000), true);

@@ -8,7 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { createSimulator, certs } = require('../sim');
 const { TOKEN, paramsFor, pod, watcherWithLogger } = require('./helpers');
-const { until, within } = require('./wait');
+const { until, within } = require('../testbed/wait');
 
 const b64 = (text) => Buffer.from(text).toString('base64');
 
@@ -46,7 +46,10 @@ function startWatches(watcher, sim, namespace, count, signal) {
 
 /** Waits until the server runs `count` watches, makes one change, and checks every watch sees it. */
 async function everyWatchSeesAChange(sim, watches, namespace, name) {
-  await until(() => sim.activeWatches() >= watches.length, 20000, `${watches.length} watches at the server`);
+  await until(() => sim.activeWatches() >= watches.length, {
+    ms: 20000,
+    what: `${watches.length} watches at the server`,
+  });
   sim.create('pods', pod(name, { namespace }));
   const firsts = await within(
     Promise.all(watches.map((w) => w.first)),
@@ -95,13 +98,16 @@ for (const { limit, perConnection, connections } of [
 test('a limit lowered mid-connection sends new watches to another connection', async (t) => {
   const { sim, watcher, start } = await h2Watches(t, 100);
   const early = start('lowered', 20);
-  await until(() => sim.activeWatches() === 20, 10000, '20 watches');
+  await until(() => sim.activeWatches() === 20, { ms: 10000, what: '20 watches' });
   assert.equal(sim.http2.opened, 1);
 
   sim.http2.setLimit(10);
-  await until(() => poolOf(watcher, sim).connections[0].streamLimit === 10, 5000, 'the new limit');
+  await until(() => poolOf(watcher, sim).connections[0].streamLimit === 10, {
+    ms: 5000,
+    what: 'the new limit',
+  });
   const late = start('lowered', 5);
-  await until(() => sim.activeWatches() === 25, 10000, '25 watches');
+  await until(() => sim.activeWatches() === 25, { ms: 10000, what: '25 watches' });
   // Read from the connection, not found out by waiting for a stream that never opens: a
   // request left queued behind the limit (STREAM_START_WAIT) is withdrawn and its connection
   // stops accepting, so the first one still accepting is the witness, whatever the timing.
@@ -118,7 +124,7 @@ test('a limit lowered mid-connection sends new watches to another connection', a
 test('after GOAWAY the running watches continue and new ones go to another connection', async (t) => {
   const { sim, watcher, logger, start } = await h2Watches(t, 100);
   const running = start('goaway', 20);
-  await until(() => sim.activeWatches() === 20, 10000, '20 watches');
+  await until(() => sim.activeWatches() === 20, { ms: 10000, what: '20 watches' });
   const firstSocket = sim.requests.at(-1).socketId;
 
   assert.equal(sim.http2.goaway(), 1, 'one session got GOAWAY');
@@ -170,7 +176,7 @@ test('a server that refuses every stream gives one SYSTEM_ERROR saying so, not a
 test('1 000 idle watches use at most ⌈1000 / (limit − headroom)⌉ + 1 connections', async (t) => {
   const { sim, watcher, controller, start } = await h2Watches(t, 100);
   const watches = start('idle', 1000);
-  await until(() => sim.activeWatches() === 1000, 30000, '1 000 watches at the server');
+  await until(() => sim.activeWatches() === 1000, { ms: 30000, what: '1 000 watches at the server' });
   const bound = Math.ceil(1000 / 90) + 1;
   assert.ok(sim.http2.opened <= bound, `${sim.http2.opened} connections (at most ${bound})`);
   assert.equal(poolOf(watcher, sim).connections.length, sim.http2.opened);
@@ -187,7 +193,10 @@ test('a server admitting no streams fails the watch with a warning saying so, an
   assert.match(logger.warnings()[0], /admits no streams now \(SETTINGS_MAX_CONCURRENT_STREAMS = 0\)/);
 
   sim.http2.setLimit(5);
-  await until(() => poolOf(watcher, sim).connections.some((c) => c.streamLimit === 5), 5000, 'the new limit');
+  await until(() => poolOf(watcher, sim).connections.some((c) => c.streamLimit === 5), {
+    ms: 5000,
+    what: 'the new limit',
+  });
   const later = start('zero', 2);
   await everyWatchSeesAChange(sim, later, 'zero', 'after-zero');
 });

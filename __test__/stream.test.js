@@ -17,7 +17,7 @@ const {
   onCrossings,
   floodWatches,
 } = require('./helpers');
-const { sleep, within } = require('./wait');
+const { sleep, within } = require('../testbed/wait');
 
 const TEST_TIMEOUT_MS = 20000;
 const timedTest = testWithTimeout(TEST_TIMEOUT_MS);

@@ -7,7 +7,8 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { configMap } = require('../bench/fleet-objects');
 const { paramsFor, collect, watcherWithLogger, TOKEN, UNREACHABLE } = require('./helpers');
-const { sim, consume, until } = require('./informer-helpers');
+const { sim, consume } = require('./informer-helpers');
+const { until } = require('../testbed/wait');
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 const STRIP = ['metadata.managedFields', `metadata.annotations['${LAST_APPLIED}']`];
@@ -43,10 +44,9 @@ test(
     await informer.synced;
     s.create('configmaps', applied('b'));
     s.patch('configmaps', 'default', 'a', (o) => void (o.data.round = '1'));
-    await until(
-      () => c.events.filter((e) => e.type !== 'SYNCED').length >= 3,
-      'ADDED a, ADDED b, MODIFIED a',
-    );
+    await until(() => c.events.filter((e) => e.type !== 'SYNCED').length >= 3, {
+      what: 'ADDED a, ADDED b, MODIFIED a',
+    });
     for (const e of c.events.filter((e) => e.object)) assertStripped(e.object, `${e.type} event`);
     assertStripped(informer.get('a', 'default'), 'get(a)');
     const listed = informer.list();

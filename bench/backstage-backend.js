@@ -20,7 +20,7 @@ const inspector = require('node:inspector');
 const { startTestBackend, mockServices } = require('@backstage/backend-test-utils');
 const { kubernetesFetcherExtensionPoint } = require('@backstage/plugin-kubernetes-node');
 const { catalogServiceMock } = require('@backstage/plugin-catalog-node/testUtils');
-const { initModule } = require('../__test__/backend-modules');
+const { initModule } = require('../testbed/backend-modules');
 const { entities: benchEntities, clusterConfigs } = require('./backstage-common');
 
 const [variant, entityCount, infoJson, authorizationTtlMs] = process.argv.slice(2);

@@ -3,7 +3,7 @@
 //   [--seconds=30] [--runs=1] [--json=file]`
 //
 // The events bus under load on several replicas, the shape issue 37 measured before the shared
-// viewers: N real backend replicas (__test__/replica-backend.js: the Kubernetes, Signals and events
+// viewers: N real backend replicas (testbed/replica-backend.js: the Kubernetes, Signals and events
 // backends and kube-watch-native/backstage, one process each) on a throwaway PostgreSQL, behind a
 // round-robin balancer; `entities` entities with a pod each on one simulated cluster (in this
 // process); `users` users, each a Backstage user of its own with a signals WebSocket (spread over
@@ -24,8 +24,8 @@ const knexFactory = require('knex');
 const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
 const { createSimulator } = require('../sim');
-const { TOKEN, pod } = require('../__test__/live-helpers');
-const { startReplicas } = require('../__test__/replica-helpers');
+const { TOKEN, pod } = require('../testbed/live-helpers');
+const { startReplicas } = require('../testbed/replica-helpers');
 const { failRun } = require('./children');
 const { entityOf, fmt, threadCpu, processCpu, rssBytes, quantile, median } = require('./backstage-common');
 const { machineBusySeconds } = require('./measure');

@@ -1,7 +1,7 @@
 'use strict';
 // The live benchmark's backend (bench/backstage-live.js), in its own process so that its CPU is
 // its own: the real Kubernetes and Signals backend plugins (the recipe of
-// __test__/live-helpers.js), with kube-watch-native/backstage (`live`) or without it (`stock`),
+// testbed/live-helpers.js), with kube-watch-native/backstage (`live`) or without it (`stock`),
 // over the benchmark's six clusters (bench/backstage-clusters.js). It counts the signals the
 // module publishes. With `viewers`, every cluster takes the viewer's own credential (oidc, with
 // the clusters' token as serviceAccountToken: bench/backstage-common.js clusterConfigs).
@@ -9,7 +9,7 @@
 // argv: <variant> <entities> <clusters JSON from backstage-clusters.js's info> [viewers]
 // IPC: → { type: 'ready', port }; { cmd: 'signals', id } → { id, signals }; { cmd: 'stop' }
 
-const { startLiveBackend } = require('../__test__/live-helpers');
+const { startLiveBackend } = require('../testbed/live-helpers');
 const { entities: benchEntities, clusterConfigs } = require('./backstage-common');
 
 const [variant, entityCount, infoJson, viewers] = process.argv.slice(2);

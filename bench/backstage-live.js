@@ -3,7 +3,7 @@
 //
 // The live Kubernetes tab against the stock one, side by side in one run: 20 headless Chromium
 // tabs (Debian's /usr/bin/chromium through playwright-core), each showing the real
-// EntityKubernetesContent of its own entity (the page of __test__/fixtures/live-tab), over the six
+// EntityKubernetesContent of its own entity (the page of testbed/fixtures/live-tab), over the six
 // simulated clusters of bench/backstage-clusters.js (+20 ms, 20 000 objects). Two variants, each
 // with a fresh backend process (bench/backstage-live-backend.js: the real Kubernetes and Signals
 // backend plugins) and a fresh browser:
@@ -30,7 +30,7 @@
 
 const fs = require('node:fs');
 const { chromium } = require('playwright-core');
-const { bundle, startOrigin } = require('../__test__/live-helpers');
+const { bundle, startOrigin } = require('../testbed/live-helpers');
 const { failRun, child } = require('./children');
 const {
   OBJECTS,

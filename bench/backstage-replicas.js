@@ -3,7 +3,7 @@
 //
 // The live tab on N backend replicas against one, side by side in one run: each variant is
 // fresh replicas of the real Kubernetes, Signals and events backends with
-// kube-watch-native/backstage (__test__/replica-backend.js, one process each) on a throwaway
+// kube-watch-native/backstage (testbed/replica-backend.js, one process each) on a throwaway
 // PostgreSQL of its own, a round-robin balancer in front (the tabs' loads and WebSockets spread
 // over the replicas), and 20 Chromium tabs over the six simulated clusters of
 // bench/backstage-live.js, with 100 pod changes a second plus each tab's crash-loop toggles.
@@ -16,8 +16,8 @@
 const fs = require('node:fs');
 const knexFactory = require('knex');
 const { chromium } = require('playwright-core');
-const { startOrigin } = require('../__test__/live-helpers');
-const { startReplicas } = require('../__test__/replica-helpers');
+const { startOrigin } = require('../testbed/live-helpers');
+const { startReplicas } = require('../testbed/replica-helpers');
 const { failRun } = require('./children');
 const {
   OBJECTS,

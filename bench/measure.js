@@ -34,7 +34,7 @@ function mainThreadCpuNs() {
 /**
  * The main thread's CPU for one wake-up that does nothing (a `ms` interval timer, `ticks` times),
  * in µs: the floor under any figure per change that costs a wake-up, which on a loaded machine
- * (or a VM) is far from nothing (the scheduler, cold caches; see bench/wake-floor.js).
+ * (or a VM) is far from nothing (the scheduler, cold caches; see bench/investigations/wake-floor.js).
  */
 async function emptyWakeUpUs(ticks = 100, ms = 10) {
   const cpu0 = mainThreadCpuNs();

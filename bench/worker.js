@@ -5,7 +5,7 @@
 // Scenarios:
 //   throughput  consume `count` events flat out; measure after `warmup` events
 //   bound       JSON.parse the same lines in a tight loop (no network): the floor for JS
-//               (bench/floor.js breaks the native path's JavaScript side down further)
+//               (bench/investigations/floor.js breaks the native path's JavaScript side down further)
 //   trickle     one event every 50 ms; delay from the server's write to the loop body
 //   slow        the consumer sleeps 1 ms per event for `durationMs`; RSS growth over the start
 //   idle        `watches` concurrent idle watches; RSS per watch, threads, (server) connections

@@ -1,6 +1,6 @@
 'use strict';
-// Waits of the JS suite: a plain sleep, and waits that fail, naming what they waited for, instead
-// of hanging.
+// Waits of the tests and benchmarks: a plain sleep, and waits that fail, naming what they waited
+// for, instead of hanging.
 
 const v8 = require('node:v8');
 const vm = require('node:vm');
@@ -20,30 +20,35 @@ async function within(promise, ms, what) {
   }
 }
 
-/** Resolves once `predicate()` holds, polling; rejects after `ms`. */
-async function until(predicate, ms, what) {
+/**
+ * The one way the tests and benchmarks wait for a condition: resolves with the first truthy value
+ * of `check()` (sync or async), looking every `everyMs`; rejects naming `what` after `ms`.
+ * @template T
+ * @param {() => T | Promise<T>} check
+ * @param {{ ms?: number, what?: string, everyMs?: number }} [options]
+ * @returns {Promise<T>}
+ */
+async function until(check, { ms = 10_000, what = 'the condition', everyMs = 10 } = {}) {
   const deadline = Date.now() + ms;
-  while (!predicate()) {
+  for (;;) {
+    const value = await check();
+    if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(5);
+    await sleep(everyMs);
   }
 }
 
 /**
- * Resolves once `predicate()` holds, collecting garbage before each look; rejects after `ms`.
- * gc() is exposed without a command-line flag, so only the tests that call this get it.
+ * As until(), collecting garbage before each look. gc() is exposed without a command-line flag,
+ * so only the tests that call this get it.
  */
-async function untilCollected(predicate, ms, what) {
+function untilCollected(check, options) {
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc');
-  await until(
-    () => {
-      gc();
-      return predicate();
-    },
-    ms,
-    what,
-  );
+  return until(() => {
+    gc();
+    return check();
+  }, options);
 }
 
 module.exports = { sleep, within, until, untilCollected };

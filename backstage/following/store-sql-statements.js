@@ -85,7 +85,7 @@ const claimOrphans = (aliveMs, signalId) => [
 /**
  * Claims again, once per claim, the viewers not expired that were signalled at least
  * `resendMs` ago and have not loaded since: their signal may be one the events bus never
- * delivered (bench/events-bus-gaps.js). Each comes back with its signal's id, sent again as it
+ * delivered (bench/investigations/events-bus-gaps.js). Each comes back with its signal's id, sent again as it
  * was: a tab that heard it drops it (the frontend drops an id it has seen), one that did not
  * loads again.
  */

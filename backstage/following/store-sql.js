@@ -18,7 +18,7 @@
 // replica which had not seen the change yet) is signalled at the interval's end, not at once.
 //
 // A signal is a row in Backstage's events bus, which can skip one (a publish whose INSERT commits
-// after a later one's, while a replica reads: bench/events-bus-gaps.js). So each claim stamps its
+// after a later one's, while a replica reads: bench/investigations/events-bus-gaps.js). So each claim stamps its
 // rows with the signal's id, and a viewer that has not loaded again `resendMs` after its claim is
 // claimed once more by whichever replica beats first, and sent the same signal again: a tab that
 // heard it drops the copy, one that did not loads again.

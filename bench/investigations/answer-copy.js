@@ -1,5 +1,5 @@
 'use strict';
-// `node bench/answer-copy.js [--rounds=9]`
+// `node bench/investigations/answer-copy.js [--rounds=9]`
 //
 // What a load's own copy of a remembered answer costs in kube-watch-native/backstage (issue 34,
 // finding 5: no two loads share an object): parsing the answer's JSON text again (what the
@@ -8,8 +8,8 @@
 // bench/pods.js's realistic pods (the tab's pods of one entity: 1, 5 and 20 pods, small and
 // medium). Reports the median time per copy of each and their ratio. No network.
 
-const { pods } = require('./pods');
-const { copyJson } = require('../backstage/serving/answers');
+const { pods } = require('../pods');
+const { copyJson } = require('../../backstage/serving/answers');
 
 const argv = process.argv.slice(2);
 const rounds = Number(argv.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 9);

@@ -1,19 +1,19 @@
 'use strict';
-// `node bench/backstage-live-profile.js [--tabs=N] [--seconds=N] [--refresh=MS]`
+// `node bench/investigations/backstage-live-profile.js [--tabs=N] [--seconds=N] [--refresh=MS]`
 //
 // Where an idle tab's browser CPU goes, stock against live (issue 26): the setup of
 // bench/backstage-live.js (the six simulated clusters, a fresh backend per variant, the page of
-// __test__/fixtures/live-tab), N idle tabs (default 5), then for `seconds` (default 20) with no
+// testbed/fixtures/live-tab), N idle tabs (default 5), then for `seconds` (default 20) with no
 // change: the CPU of each kind of Chromium process (browser, renderer, GPU, utility) from /proc,
 // and in one tab Chrome's own task counters (Performance.getMetrics: script, layout, style
 // recalculation, task time) and a V8 CPU profile, its functions with the most self time.
 // Loopback only; the browser and every child end with this process.
 
 const fs = require('node:fs');
-const { bundle } = require('../__test__/live-helpers');
-const { failRun } = require('./children');
-const { startFleet } = require('./backstage-common');
-const { startVariant, CHROMIUM } = require('./backstage-live');
+const { bundle } = require('../../testbed/live-helpers');
+const { failRun } = require('../children');
+const { startFleet } = require('../backstage-common');
+const { startVariant, CHROMIUM } = require('../backstage-live');
 
 const TICK = 100;
 const log = (...a) => console.error(...a);

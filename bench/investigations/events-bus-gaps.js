@@ -1,5 +1,5 @@
 'use strict';
-// `node bench/events-bus-gaps.js [--events=20000] [--publishers=12] [--runs=3]`
+// `node bench/investigations/events-bus-gaps.js [--events=20000] [--publishers=12] [--runs=3]`
 //
 // Whether Backstage's events bus on PostgreSQL delivers every event it stored, measured with its
 // own store (@backstage/plugin-events-backend's DatabaseEventBusStore, the class every replica's
@@ -17,7 +17,7 @@
 
 const path = require('node:path');
 const knexFactory = require('knex');
-const { startPostgres } = require('../__test__/pg-helpers');
+const { startPostgres } = require('../../testbed/pg-helpers');
 
 const STORE = path.join(
   path.dirname(require.resolve('@backstage/plugin-events-backend/package.json')),

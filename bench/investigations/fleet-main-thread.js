@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict';
-// node bench/fleet-main-thread.js [--informers=1000] [--clusters=50] [--objects=50] [--changes=1000]
+// node bench/investigations/fleet-main-thread.js [--informers=1000] [--clusters=50] [--objects=50] [--changes=1000]
 //                                 [--rate=100] [--types=N [--strip]] [--idle=<seconds>]
 //                                 [--pkg=<package directory>] [--profile=<file>] [--count]
 //
@@ -38,9 +38,9 @@ const STRIP = [
 ];
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 
-const { runAsWorker, giveUpAfter, stderrWatcher, readyForChanges } = require('./worker-main');
+const { runAsWorker, giveUpAfter, stderrWatcher, readyForChanges } = require('../worker-main');
 // Required above the line below: in a worker, this module's body ends there.
-const { mainThreadCpuNs, emptyWakeUpUs } = require('./measure');
+const { mainThreadCpuNs, emptyWakeUpUs } = require('../measure');
 
 if (runAsWorker(worker)) return;
 
@@ -55,7 +55,7 @@ for (const a of argv) {
   }
 }
 
-const { track } = require('./children');
+const { track } = require('../children');
 
 async function main() {
   const types = opt('types') === undefined ? 0 : Number(opt('types'));
@@ -64,7 +64,7 @@ async function main() {
   const objects = Number(opt('objects') ?? 50);
   const changes = Number(opt('changes') ?? 1000);
   const rate = Number(opt('rate') ?? 100);
-  const pkg = path.resolve(opt('pkg') ?? path.join(__dirname, '..'));
+  const pkg = path.resolve(opt('pkg') ?? path.join(__dirname, '..', '..'));
   const namespaces = Math.ceil(informers / clusters);
   const serverArgs = types
     ? [
@@ -72,7 +72,7 @@ async function main() {
       ]
     : [clusters, namespaces, objects].map(String);
   const servers = track(
-    fork(path.join(__dirname, 'fleet-server.js'), serverArgs, {
+    fork(path.join(__dirname, '..', 'fleet-server.js'), serverArgs, {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     }),
   );
@@ -100,7 +100,7 @@ async function main() {
     namespaces,
     informers,
     types: types
-      ? require('./fleet-objects')
+      ? require('../fleet-objects')
           .TYPES.slice(0, types)
           .map(({ group, version, plural }) => ({ group, version, plural }))
       : null,
@@ -270,7 +270,7 @@ function profiler(file) {
 async function worker({ pkg, urls, namespaces, informers, types, strip, idleSeconds, profile, count }) {
   const counting = count ? counters(pkg) : null;
   const profiling = profile ? profiler(profile) : null;
-  const certs = require('../sim/certs');
+  const certs = require('../../sim/certs');
   giveUpAfter('fleet main-thread worker', 180);
   const watcher = stderrWatcher(pkg);
   const opened = [];

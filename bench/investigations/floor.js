@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict';
-// `node bench/floor.js [--sizes=small,medium,large] [--rounds=60]`
+// `node bench/investigations/floor.js [--sizes=small,medium,large] [--rounds=60]`
 //
 // Where the main thread's time goes on the native path, without the network: the same watch
 // lines pushed through each step the JavaScript side of NativeKubernetesWatcher takes, in ONE
@@ -18,9 +18,9 @@
 // Every variant lets the event loop turn every 2 ms, as the stream does, so the garbage
 // collections V8 schedules as tasks run in the variant that made the garbage.
 
-const { lines } = require('./pods');
-const { mainThreadCpuNs } = require('./measure');
-const { EventStream } = require('../lib/event-stream');
+const { lines } = require('../pods');
+const { mainThreadCpuNs } = require('../measure');
+const { EventStream } = require('../../lib/event-stream');
 
 const argv = process.argv.slice(2);
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -138,7 +138,7 @@ async function measureSize(size) {
 
 async function main() {
   console.log(
-    `Main-thread CPU per event ÷ \`line\` (medians of ${ROUNDS} rounds; \`node bench/floor.js\`)\n`,
+    `Main-thread CPU per event ÷ \`line\` (medians of ${ROUNDS} rounds; \`node bench/investigations/floor.js\`)\n`,
   );
   console.log('| size | line bytes | events/batch | line µs/ev | batch | fresh | stream | async gen |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|');

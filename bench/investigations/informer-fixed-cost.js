@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict';
-// node bench/informer-fixed-cost.js [--informers=1000] [--runs=3] [--consumers] [--against=<dir>]
+// node bench/investigations/informer-fixed-cost.js [--informers=1000] [--runs=3] [--consumers] [--against=<dir>]
 //                                   [--json=file]
 //
 // What one idle informer costs, whatever it caches: one simulated cluster (bench/fleet-server.js,
@@ -24,7 +24,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const v8 = require('node:v8');
 
-const { runAsWorker, giveUpAfter, stderrWatcher } = require('./worker-main');
+const { runAsWorker, giveUpAfter, stderrWatcher } = require('../worker-main');
 
 if (runAsWorker(worker)) return;
 
@@ -39,14 +39,14 @@ for (const a of argv) {
 const INFORMERS = Number(opt('informers') ?? 1000);
 const RUNS = Number(opt('runs') ?? 3);
 const CONSUMERS = argv.includes('--consumers');
-const PACKAGES = [['this', path.join(__dirname, '..')]];
+const PACKAGES = [['this', path.join(__dirname, '..', '..')]];
 if (opt('against')) PACKAGES.push(['against', path.resolve(opt('against'))]);
 if (INFORMERS < 2) {
   console.error('--informers must be at least 2');
   process.exit(2);
 }
 
-const { track } = require('./children');
+const { track } = require('../children');
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -56,7 +56,7 @@ const median = (xs) => {
 /** The server: one cluster, `INFORMERS` namespaces of one ConfigMap each. */
 function startServer() {
   const child = track(
-    fork(path.join(__dirname, 'fleet-server.js'), ['1', String(INFORMERS), '1'], {
+    fork(path.join(__dirname, '..', 'fleet-server.js'), ['1', String(INFORMERS), '1'], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     }),
   );
@@ -196,7 +196,7 @@ async function worker({ pkg, url, informers, consumers }) {
   giveUpAfter('informer-fixed-cost worker', 120);
   const watcher = stderrWatcher(pkg);
   const { SNAPSHOT } = require(path.join(pkg, 'lib', 'metrics'));
-  const certs = require('../sim/certs');
+  const certs = require('../../sim/certs');
   const open = (i) => {
     const informer = watcher.informer(
       {

@@ -1,7 +1,7 @@
 'use strict';
 // Where an informer's initial list (sync) costs the client CPU, and how builds compare on it:
 //
-//   node bench/sync-cpu.js [--clusters=5] [--types=20] [--objects=500] [--bytes=1500]
+//   node bench/investigations/sync-cpu.js [--clusters=5] [--types=20] [--objects=500] [--bytes=1500]
 //        [--strip] [--repeats=3] [--pkg=<package directory>]… [--perf=<file prefix>]
 //
 // One fleet-server.js process (bench/fleet-server.js, the fleet benchmark's simulators) holds
@@ -111,9 +111,9 @@ function ask(child, msg) {
 }
 
 async function driver() {
-  const { track } = require('./children');
-  const certs = require('../sim/certs');
-  const { TYPES } = require('./fleet-objects');
+  const { track } = require('../children');
+  const certs = require('../../sim/certs');
+  const { TYPES } = require('../fleet-objects');
   const arg = (name, dflt) => {
     const a = process.argv.find((x) => x.startsWith(`--${name}=`));
     return a === undefined ? dflt : a.slice(name.length + 3);
@@ -124,7 +124,7 @@ async function driver() {
   const repeats = Number(arg('repeats', 3));
   const perf = arg('perf', null);
   const strip = process.argv.includes('--strip');
-  const builds = [path.join(__dirname, '..')];
+  const builds = [path.join(__dirname, '..', '..')];
   for (const a of process.argv) if (a.startsWith('--pkg=')) builds.push(path.resolve(a.slice(6)));
 
   const serverConfig = {
@@ -135,7 +135,7 @@ async function driver() {
     bytes: Number(arg('bytes', 1500)),
   };
   const server = track(
-    fork(path.join(__dirname, 'fleet-server.js'), [`--json=${JSON.stringify(serverConfig)}`], {
+    fork(path.join(__dirname, '..', 'fleet-server.js'), [`--json=${JSON.stringify(serverConfig)}`], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       execArgv: ['--max-old-space-size=8192'],
     }),

@@ -1,5 +1,5 @@
 'use strict';
-// `node bench/wake-floor.js [--rounds=N] [--ticks=N]`
+// `node bench/investigations/wake-floor.js [--rounds=N] [--ticks=N]`
 //
 // What one wake-up of a thread costs it on this machine, whatever wakes it (issue 27: the fleet's
 // wake-ups of the main thread cost 150–190 µs each, bench/README.md). Each figure is a thread's
@@ -16,14 +16,14 @@
 
 const { execFileSync } = require('node:child_process');
 const path = require('node:path');
-const { emptyWakeUpUs } = require('./measure');
+const { emptyWakeUpUs } = require('../measure');
 
 const MODES = ['python', 'bare', 'addon', 'hub', 'runtime'];
 
 /** In a child: the main thread's CPU per empty tick, in µs. */
 async function tick(mode, ticks) {
   if (mode === 'addon' || mode === 'hub' || mode === 'runtime') {
-    const native = require('../lib/native.js');
+    const native = require('../../lib/native.js');
     if (mode !== 'addon') {
       const registry = new native.NativeRegistry();
       registry.connect(() => {});
