@@ -13,7 +13,8 @@ const { METRICS, registerMetrics } = require('..');
 const { SNAPSHOT, formatMetrics, MetricsReader } = require('../lib/metrics');
 const v8 = require('node:v8');
 const vm = require('node:vm');
-const { cm, consume, delay, params, recordingWatcher, sim, until } = require('./informer-helpers');
+const { cm, consume, delay, params, recordingWatcher, sim } = require('./informer-helpers');
+const { until } = require('../testbed/wait');
 
 const TOKENS = ['tok-secret-first', 'tok-secret-second'];
 
@@ -99,7 +100,7 @@ test('every figure, through a cut, a 410 relist and a credential refresh', { tim
   let writes = 2;
 
   // Synced, watching, two objects; every event the consumer took is counted as delivered.
-  await until(() => c.synced === 1, 'SYNCED taken');
+  await until(() => c.synced === 1, { what: 'SYNCED taken' });
   let { points, text } = await collectUntil(reader, (p) => at(p, 'watch.active') === 1, 'the watch opens');
   assert.equal(at(points, 'informer.count'), 1);
   assert.equal(at(points, 'informer.synced'), 1);
@@ -143,7 +144,7 @@ test('every figure, through a cut, a 410 relist and a credential refresh', { tim
   // One change: the bytes read are its watch line, exactly.
   s.patch('configmaps', 'default', 'a', (o) => void (o.data.v = String(++writes)));
   const line = `{"type":"MODIFIED","object":${JSON.stringify(s.get('configmaps', 'default', 'a'))}}\n`;
-  await until(() => c.view.get('default/a').data.v === String(writes), 'the change');
+  await until(() => c.view.get('default/a').data.v === String(writes), { what: 'the change' });
   ({ points } = await collect(reader));
   const ioAfter = value(points, 'kube_watch.network.io', { ...series, 'network.io.direction': 'receive' });
   assert.equal(ioAfter - io, Buffer.byteLength(line), 'the bytes of one watch line');
@@ -160,7 +161,7 @@ test('every figure, through a cut, a 410 relist and a credential refresh', { tim
   }
   s.create('configmaps', cm('c'));
   writes++;
-  await until(() => c.view.has('default/c'), 'the writes at the reading consumer');
+  await until(() => c.view.has('default/c'), { what: 'the writes at the reading consumer' });
   ({ points } = await collect(reader));
   assert.equal(at(points, 'informer.consumer.pending'), 3, 'a, b and c pending');
   assert.ok(at(points, 'informer.last_event.age') < age, 'the age starts over');
@@ -172,13 +173,13 @@ test('every figure, through a cut, a 410 relist and a credential refresh', { tim
   // A cut: one reconnect, one SYSTEM_ERROR.
   s.cutWatches();
   s.patch('configmaps', 'default', 'a', (o) => void (o.data.v = String(++writes)));
-  await until(() => c.view.get('default/a').data.v === String(writes), 'the change after the cut');
+  await until(() => c.view.get('default/a').data.v === String(writes), { what: 'the change after the cut' });
   ({ points } = await collect(reader));
   assert.equal(at(points, 'reconnects'), 1);
   assert.equal(value(points, 'kube_watch.errors', { ...series, 'error.type': 'SYSTEM_ERROR' }), 1);
   assert.equal(failures(log).length, 1);
   assert.equal(at(points, 'events.received'), writes);
-  await until(() => c.events.some((e) => e.type === 'ERROR'), 'the ERROR of the cut');
+  await until(() => c.events.some((e) => e.type === 'ERROR'), { what: 'the ERROR of the cut' });
   ({ points } = await collect(reader));
   assert.equal(at(points, 'events.delivered'), c.events.length + slowTook, 'changes and the ERROR, as taken');
 
@@ -187,12 +188,14 @@ test('every figure, through a cut, a 410 relist and a credential refresh', { tim
   s.endWatches();
   // The path meant: the resumed watch is the stalled one (not one a busy machine starts
   // later) when the history moves on and its socket goes.
-  await until(() => s.faultQueue.length === 0 && s.activeWatches() === 1, 'the resumed watch to stall');
+  await until(() => s.faultQueue.length === 0 && s.activeWatches() === 1, {
+    what: 'the resumed watch to stall',
+  });
   s.patch('configmaps', 'default', 'b', (o) => void (o.data.v = 'relisted'));
   s.compact();
   s.destroySockets();
   // Run at nice 10 beside busy loops, the relist (over TLS and HTTP/2) did not come in 10 s.
-  await until(() => c.relists === 1, 'the relist', 30_000);
+  await until(() => c.relists === 1, { ms: 30_000, what: 'the relist' });
   ({ points } = await collect(reader));
   assert.equal(at(points, 'relists'), 1);
   assert.equal(at(points, 'informer.synced'), 1);
@@ -205,7 +208,7 @@ test('every figure, through a cut, a 410 relist and a credential refresh', { tim
   token = TOKENS[1];
   s.endWatches();
   s.create('configmaps', cm('after-rotation'));
-  await until(() => c.view.has('default/after-rotation'), 'the watch with the fresh token');
+  await until(() => c.view.has('default/after-rotation'), { what: 'the watch with the fresh token' });
   ({ points, text } = await collect(reader));
   assert.equal(at(points, 'credential.refreshes'), 1);
   assert.equal(value(points, 'kube_watch.errors', { ...series, 'error.type': 'UNAUTHORIZED_ERROR' }), 1);
@@ -361,9 +364,9 @@ test(
   },
 );
 
-test("the README's metric table lists every metric with its instrument and unit", () => {
+test("docs/metrics.md's table lists every metric with its instrument and unit", () => {
   const readme = require('node:fs').readFileSync(
-    require('node:path').join(__dirname, '..', 'README.md'),
+    require('node:path').join(__dirname, '..', 'docs', 'metrics.md'),
     'utf8',
   );
   const rows = readme.split('\n').filter((l) => l.startsWith('| `kube_watch.'));
@@ -438,7 +441,7 @@ test('plain watches have series of their own, add into an informer series of the
   let two = watcher.watchResource(params(s), { namespace: 'two' });
   let podWatch = watcher.watchResource(params(s, { plural: 'pods' }), { namespace: 'one' });
   const firsts = [one.next(), two.next(), podWatch.next()];
-  await until(() => s.activeWatches() === 3, 'three watches');
+  await until(() => s.activeWatches() === 3, { what: 'three watches' });
   for (const [name, namespace] of [
     ['a', 'one'],
     ['b', 'two'],
