@@ -29,6 +29,7 @@ const { registerModuleMetrics } = require('./metrics');
 const { setUpLive, loadSignalsNode } = require('./following/provider');
 const { eventsModuleEndPollsOnShutdown } = require('./events-polls');
 const { preloadKubernetesClient } = require('./preload');
+const { clusterRetryLogger } = require('./cluster-log');
 
 /** The live tab's dependencies, only where the app has @backstage/plugin-signals-node (./following/provider.js). */
 const signalsNode = loadSignalsNode();
@@ -62,7 +63,7 @@ const nativeWatcherServiceFactory = createServiceFactory({
   deps: { rootLogger: coreServices.rootLogger, rootLifecycle: coreServices.rootLifecycle },
   factory({ rootLogger, rootLifecycle }) {
     const watcher = new NativeKubernetesWatcher({
-      logger: rootLogger.child({ service: 'kube-watch-native' }),
+      logger: clusterRetryLogger(rootLogger.child({ service: 'kube-watch-native' })),
     });
     rootLifecycle.addShutdownHook(() => watcher.close());
     return watcher;

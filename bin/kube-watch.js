@@ -45,7 +45,13 @@ Options
       --context NAME          kubeconfig context (default: current-context)
       --demo                  watch a simulated cluster with a generated workload
                               (no kubeconfig needed; pods in all namespaces by default)
-      --demo-seconds N        stop the demo after N seconds (default 30)
+      --demo-seconds N        stop the demo after N seconds (default 30; with
+                              --demo-backstage, run until Ctrl-C)
+      --demo-backstage        serve the demo cluster to a Backstage backend: a fixed
+                              port, a token, pods labelled for the entity "shop"; prints
+                              the app-config block and the entity to copy
+      --demo-port PORT        the demo cluster's port on 127.0.0.1 (with
+                              --demo-backstage 47443, else any free one)
   -v, --verbose               print debug logging on stderr
   -h, --help                  print this help
       --version               print the version
@@ -70,6 +76,8 @@ const OPTIONS = {
   context: { type: 'string' },
   demo: { type: 'boolean' },
   'demo-seconds': { type: 'string' },
+  'demo-backstage': { type: 'boolean' },
+  'demo-port': { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
@@ -110,9 +118,17 @@ function parseCommandLine(argv) {
   }
   const timeout = values.timeout === undefined ? undefined : positiveInteger(values.timeout, '--timeout');
   const demoSeconds =
-    values['demo-seconds'] === undefined ? 30 : positiveNumber(values['demo-seconds'], '--demo-seconds');
-  if (values['demo-seconds'] !== undefined && !values.demo)
-    throw new UsageError('--demo-seconds only applies with --demo');
+    values['demo-seconds'] === undefined
+      ? values['demo-backstage']
+        ? Infinity
+        : 30
+      : positiveNumber(values['demo-seconds'], '--demo-seconds');
+  for (const flag of ['demo-seconds', 'demo-backstage', 'demo-port']) {
+    if (values[flag] !== undefined && !values.demo)
+      throw new UsageError(`--${flag} only applies with --demo`);
+  }
+  const demoPort =
+    values['demo-port'] === undefined ? (values['demo-backstage'] ? 47443 : 0) : port(values['demo-port']);
   if (values.stats && !values.informer) throw new UsageError('--stats only applies with --informer');
 
   const resourceArg = positionals[0] ?? 'pods';
@@ -122,12 +138,18 @@ function parseCommandLine(argv) {
     if (err instanceof ResourceArgError) throw new UsageError(err.message);
     throw err;
   }
-  return { values, positionals, output, timeout, demoSeconds, resourceArg };
+  return { values, positionals, output, timeout, demoSeconds, demoPort, resourceArg };
 }
 
 function positiveInteger(text, flag) {
   if (!/^\d+$/.test(text) || Number(text) < 1)
     throw new UsageError(`${flag} must be a whole number of seconds (1 or more), not "${text}"`);
+  return Number(text);
+}
+
+function port(text) {
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 65535)
+    throw new UsageError(`--demo-port must be a port number (1 to 65535), not "${text}"`);
   return Number(text);
 }
 

@@ -430,28 +430,69 @@ function describeCredential(credential) {
   return 'no credential';
 }
 
-/** Starts the simulated cluster and its workload; returns the watch target. */
+/** The token the demo cluster asks for with --demo-backstage: a demo's, not a secret. */
+const DEMO_TOKEN = 'kube-watch-demo';
+
+/** The app-config block and the entity that point a Backstage backend at the demo cluster at `url`. */
+function backstageSnippet(url) {
+  return `# app-config.yaml: the demo cluster (kube-watch --demo --demo-backstage)
+kubernetes:
+  serviceLocatorMethod: { type: multiTenant }
+  clusterLocatorMethods:
+    - type: config
+      clusters:
+        - name: kube-watch-demo
+          url: ${url}
+          authProvider: serviceAccount
+          serviceAccountToken: ${DEMO_TOKEN}
+          skipMetricsLookup: true
+# catalog-info.yaml: the entity whose pods the demo labels backstage.io/kubernetes-id=shop
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: shop
+  annotations:
+    backstage.io/kubernetes-id: shop
+spec: { type: service, owner: guests, lifecycle: experimental }
+`;
+}
+
+/**
+ * Starts the simulated cluster and its workload; returns the watch target. With
+ * --demo-backstage it listens on a fixed port, asks for a token, labels its pods for the entity
+ * "shop" and prints what a Backstage app needs to show them.
+ */
 async function startDemo(cmd, { controller, logger, cleanups, stderr }) {
   const { createSimulator, startWorkload } = require('../sim');
-  const sim = await createSimulator();
+  const backstage = Boolean(cmd.values['demo-backstage']);
+  const sim = await createSimulator({ port: cmd.demoPort, ...(backstage && { token: DEMO_TOKEN }) });
   cleanups.push(() => sim.close());
-  const workload = startWorkload(sim, { intervalMs: 250 });
+  const workload = startWorkload(sim, {
+    intervalMs: 250,
+    ...(backstage && { labels: { 'backstage.io/kubernetes-id': 'shop' } }),
+  });
   cleanups.push(() => workload.stop());
-  const timer = setTimeout(() => controller.abort(), cmd.demoSeconds * 1000);
-  cleanups.push(() => clearTimeout(timer));
+  if (Number.isFinite(cmd.demoSeconds)) {
+    const timer = setTimeout(() => controller.abort(), cmd.demoSeconds * 1000);
+    cleanups.push(() => clearTimeout(timer));
+  }
+  const stopping = Number.isFinite(cmd.demoSeconds)
+    ? `stopping after ${cmd.demoSeconds}s or Ctrl-C`
+    : 'until Ctrl-C';
   stderr.write(
-    `kube-watch: demo — a simulated cluster (not a real one) at ${sim.url} with a generated workload; ` +
-      `stopping after ${cmd.demoSeconds}s or Ctrl-C\n`,
+    `kube-watch: demo — a simulated cluster (not a real one) at ${sim.url} with a generated workload; ${stopping}\n`,
   );
-  logger.debug('demo: anonymous credential, kubectl-proxy style');
+  if (backstage) stderr.write(`kube-watch: for a Backstage app, copy:\n${backstageSnippet(sim.url)}`);
+  const credential = backstage ? { type: 'bearer token', token: DEMO_TOKEN } : { type: 'anonymous' };
+  logger.debug(backstage ? 'demo: the demo token' : 'demo: anonymous credential, kubectl-proxy style');
   return {
     clusterDetails: {
       name: 'kube-watch-demo',
       url: sim.url,
-      authMetadata: { 'kubernetes.io/auth-provider': 'localKubectlProxy' },
+      ...(!backstage && { authMetadata: { 'kubernetes.io/auth-provider': 'localKubectlProxy' } }),
     },
-    credential: { type: 'anonymous' },
-    getCredential: async () => ({ type: 'anonymous' }),
+    credential,
+    getCredential: async () => credential,
     // The demo watches every namespace unless -n is given.
     namespace: cmd.values.namespace ? cmd.values.namespace : undefined,
     contextName: 'demo',

@@ -27,6 +27,8 @@ class Workload {
   constructor(sim, options) {
     this.sim = sim;
     this.namespaces = options.namespaces || ['default', 'web'];
+    /** Labels every pod carries besides its own (the demo's `backstage.io/kubernetes-id`). */
+    this.labels = options.labels ?? {};
     this.random = options.seed === undefined ? Math.random : seeded(options.seed);
     this.owners = new Map();
     this.counter = 0;
@@ -70,7 +72,12 @@ class Workload {
       spec.owner === 'StatefulSet'
         ? `${owner.name}-${owner.ordinal++}`
         : `${owner.name}-${this.hex(5).replace(/[0-9]/g, (d) => 'bcdfghjklm'[d])}`;
-    const labels = { app: spec.app, 'app.kubernetes.io/part-of': 'shop', 'sim.kube-watch/workload': 'true' };
+    const labels = {
+      app: spec.app,
+      'app.kubernetes.io/part-of': 'shop',
+      'sim.kube-watch/workload': 'true',
+      ...this.labels,
+    };
     if (owner.hash) labels['pod-template-hash'] = owner.hash;
     if (spec.owner === 'Job') labels['job-name'] = owner.name;
     const containers = [
@@ -253,8 +260,9 @@ class Workload {
  * Makes the simulator's cluster live: every `intervalMs` one pod is created, updated
  * (phase, labels, readiness, restarts) or deleted. Stops by itself when the simulator closes.
  * @param {object} sim a Simulator (anything with create/patch/remove/get/list and `on`)
- * @param {{intervalMs?: number, namespaces?: string[], initialPods?: number, seed?: number}} [options]
- *   initialPods: Running pods created per namespace right away (default 2); seed: replayable randomness
+ * @param {{intervalMs?: number, namespaces?: string[], initialPods?: number, seed?: number, labels?: object}} [options]
+ *   initialPods: Running pods created per namespace right away (default 2); seed: replayable randomness;
+ *   labels: on every pod besides its own
  * @returns {{stop: () => void, tick: () => object}}
  */
 function startWorkload(sim, options = {}) {
