@@ -164,7 +164,7 @@ test(
 );
 
 test(
-  "the new frontend system: live-frontend/alpha's module replaces the Kubernetes plugin's own kubernetesApiRef extension",
+  "the new frontend system: live-frontend/alpha's module replaces the Kubernetes plugin's own API and entity content extensions",
   { skip, timeout: 60_000 },
   async (t) => {
     const files = await bundle('alpha-ids.mjs');
@@ -175,11 +175,14 @@ test(
     assert.deepEqual(pageErrors, []);
     assert.equal(ids.module.type, '@backstage/FrontendModule');
     assert.equal(ids.module.pluginId, ids.plugin.pluginId, 'a module of the Kubernetes plugin');
-    assert.deepEqual(ids.module.extensions, ['api:kubernetes']);
-    // The plugin's own factory of kubernetesApiRef has that id, so the module's replaces it.
-    assert.ok(
-      ids.plugin.extensions.includes('api:kubernetes'),
-      `plugin extensions: ${ids.plugin.extensions}`,
-    );
+    assert.deepEqual(ids.module.extensions, ['api:kubernetes', 'entity-content:kubernetes/kubernetes']);
+    // The plugin's own factory of kubernetesApiRef and its entity content have those ids, so the
+    // module's replace them.
+    for (const id of ids.module.extensions) {
+      assert.ok(
+        ids.plugin.extensions.includes(id),
+        `${id} among the plugin extensions: ${ids.plugin.extensions}`,
+      );
+    }
   },
 );

@@ -5,5 +5,11 @@ import type { ExtensionDefinition, FrontendModule } from '@backstage/frontend-pl
 /** The `api:kubernetes` extension, answered by LiveKubernetesApi. */
 export declare const liveKubernetesApiExtension: ExtensionDefinition;
 
-/** A module of the `kubernetes` plugin replacing its API; add it to the app's features. */
+/** The `entity-content:kubernetes/kubernetes` extension: the plugin's tab, asking every 500 ms. */
+export declare const liveKubernetesEntityContent: ExtensionDefinition;
+
+/** How often the live tab asks the API (memory while live). */
+export declare const LIVE_REFRESH_MS: number;
+
+/** A module of the `kubernetes` plugin replacing its API and its entity content; add it to the app's features. */
 export declare const liveKubernetesModule: FrontendModule;
