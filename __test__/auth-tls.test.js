@@ -8,9 +8,9 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { createSimulator } = require('../sim');
-const certs = require('../sim/certs');
-const native = require('../lib/native');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
+const certs = require('../packages/kube-watch-native/sim/certs');
+const native = require('../packages/kube-watch-native/lib/native');
 const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
 
 const b64 = (pem) => Buffer.from(pem).toString('base64');
@@ -155,7 +155,7 @@ test('in-cluster: serviceAccount without a token in authMetadata uses the servic
     process.env.KUBERNETES_SERVICE_HOST = '127.0.0.1';
     process.env.KUBERNETES_SERVICE_PORT = String(sim.port);
     try {
-      const { NativeKubernetesWatcher } = require('..');
+      const { NativeKubernetesWatcher } = require('kube-watch-native');
       const watcher = new NativeKubernetesWatcher({
         logger: { warn() {}, error() {} },
         serviceAccountDir: dir,

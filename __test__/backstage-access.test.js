@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { ViewerAccess } = require('../backstage/serving/access');
+const { ViewerAccess } = require('../packages/backstage/serving/access');
 
 const CLUSTER = { name: 'c', url: 'https://127.0.0.1:1' };
 const IDENTITY = { key: 'identity-1' };

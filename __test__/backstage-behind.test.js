@@ -14,7 +14,7 @@ const {
   LIVE_SVC,
   pod,
 } = require('../testbed/live-helpers');
-const { LIVE_HEADER } = require('../protocol');
+const { LIVE_HEADER } = require('kube-watch-native-protocol');
 const { until } = require('../testbed/wait');
 
 const CHANNEL = 'kubernetes:component:default/live-svc';

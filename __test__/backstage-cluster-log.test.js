@@ -6,8 +6,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { NativeKubernetesWatcher } = require('..');
-const { clusterRetryLogger } = require('../backstage/cluster-log');
+const { NativeKubernetesWatcher } = require('kube-watch-native');
+const { clusterRetryLogger } = require('../packages/backstage/cluster-log');
 const { sleep } = require('../testbed/wait');
 
 function recorder() {

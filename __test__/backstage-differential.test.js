@@ -15,12 +15,12 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { NativeKubernetesWatcher } = require('..');
-const { NativeInformerFetcher } = require('kube-watch-native/backstage');
-const { createSimulator } = require('../sim');
+const { NativeKubernetesWatcher } = require('kube-watch-native');
+const { NativeInformerFetcher } = require('kube-watch-native-backstage');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { recordingLogger } = require('./helpers');
 const { CA_DATA, realDefaultFetcher } = require('./backstage-helpers');
-const { compileSelector } = require('../sim/selector');
+const { compileSelector } = require('../packages/kube-watch-native/sim/selector');
 
 const ID = 'backstage.io/kubernetes-id';
 const MAX_INFORMERS = 200;

@@ -1,15 +1,15 @@
 'use strict';
-// kube-watch-native/backstage in parts: the selector parser against the simulator's (which
+// kube-watch-native-backstage in parts: the selector parser against the simulator's (which
 // parses as the API server does), the config reader, and NativeInformerFetcher on its own with a
 // recording stand-in for Backstage's default fetcher.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { ConfigReader } = require('@backstage/config');
-const { parseSelector, requiresKey, SelectorError } = require('../backstage/serving/selector');
-const { readNativeInformersConfig, DEFAULT_OBJECT_TYPES } = require('../backstage/config');
-const serverSelector = require('../sim/selector');
-const { createSimulator } = require('../sim');
+const { parseSelector, requiresKey, SelectorError } = require('../packages/backstage/serving/selector');
+const { readNativeInformersConfig, DEFAULT_OBJECT_TYPES } = require('../packages/backstage/config');
+const serverSelector = require('../packages/kube-watch-native/sim/selector');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { fetcherFor, serviceAccountRequest } = require('./backstage-helpers');
 const { until } = require('../testbed/wait');
 
@@ -242,7 +242,7 @@ test('config.d.ts is the schema Backstage’s config loader enforces for kuberne
   const { loadConfigSchema } = require('@backstage/config-loader');
   const schema = await loadConfigSchema({
     dependencies: [],
-    packagePaths: [require.resolve('../package.json')],
+    packagePaths: [require.resolve('../packages/backstage/package.json')],
   });
   // What the other packages in this package's dependencies require, then the module's own keys.
   const config = (nativeInformers) => ({

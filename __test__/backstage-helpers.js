@@ -2,11 +2,11 @@
 // Shared pieces of the Backstage suites: simulated clusters holding every type the Kubernetes
 // tab asks for, a catalog of entities that select their objects in the ways entities do, a real
 // Backstage backend (startTestBackend + @backstage/plugin-kubernetes-backend) with or without
-// kube-watch-native/backstage, and the comparison of two answers.
+// kube-watch-native-backstage, and the comparison of two answers.
 
 const { startTestBackend, mockServices } = require('@backstage/backend-test-utils');
 const { catalogServiceMock } = require('@backstage/plugin-catalog-node/testUtils');
-const { createSimulator, certs } = require('../sim');
+const { createSimulator, certs } = require('../packages/kube-watch-native/sim');
 
 const ID = 'backstage.io/kubernetes-id';
 const CA_DATA = Buffer.from(certs.ca).toString('base64');
@@ -155,7 +155,7 @@ async function startBackend(clusters, { native, nativeInformers } = {}) {
     catalogServiceMock.factory({ entities: ENTITIES }),
     mockServices.rootConfig.factory({ data: config }),
   ];
-  if (native) features.push(import('kube-watch-native/backstage'));
+  if (native) features.push(import('kube-watch-native-backstage'));
   const backend = await startTestBackend({ features });
   return { url: `http://127.0.0.1:${backend.server.address().port}`, stop: () => backend.stop() };
 }
@@ -289,7 +289,7 @@ function realDefaultFetcher() {
 
 /** The live tab's follower of a fetcher's answers, signalling through `publisher` (or none). */
 function followerOf(publisher) {
-  const { InformerFollowing } = require('../backstage/following/informers');
+  const { InformerFollowing } = require('../packages/backstage/following/informers');
   return publisher ? new InformerFollowing({ publisher }) : null;
 }
 
@@ -298,8 +298,8 @@ function followerOf(publisher) {
  * `options.live`, a publisher, is followed through followerOf().
  */
 function fetcherFor(t, { live, ...options } = {}) {
-  const { NativeKubernetesWatcher } = require('..');
-  const { NativeInformerFetcher } = require('../backstage/serving/fetcher');
+  const { NativeKubernetesWatcher } = require('kube-watch-native');
+  const { NativeInformerFetcher } = require('../packages/backstage/serving/fetcher');
   const { recordingLogger } = require('./helpers');
   const logger = recordingLogger();
   const defaultFetcher = recordingDefault();

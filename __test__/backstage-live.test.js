@@ -6,8 +6,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { fakeClock } = require('./helpers');
-const { createLivePublisher, channelOf } = require('../backstage/following/publisher');
-const { liveRequestContext } = require('../backstage/following/mark');
+const { createLivePublisher, channelOf } = require('../packages/backstage/following/publisher');
+const { liveRequestContext } = require('../packages/backstage/following/mark');
 
 const ALICE = 'user:default/alice';
 const BOB = 'user:default/bob';
@@ -275,8 +275,11 @@ test('liveRequestContext carries the viewer through awaits', async () => {
 });
 
 test('liveHeaderMiddleware: x-kube-watch-live only on a 200 whose every provider call is followed; exposed through CORS', async () => {
-  const { liveHeaderMiddleware, LiveObjectsProvider } = require('../backstage/following/provider');
-  const { markFollowed: answerFollowed, markNotLive: answerNotLive } = require('../backstage/following/mark');
+  const { liveHeaderMiddleware, LiveObjectsProvider } = require('../packages/backstage/following/provider');
+  const {
+    markFollowed: answerFollowed,
+    markNotLive: answerNotLive,
+  } = require('../packages/backstage/following/mark');
   const auth = { isPrincipal: (credentials, type) => credentials.principal.type === type };
   const user = { principal: { type: 'user', userEntityRef: ALICE } };
   const service = { principal: { type: 'service', subject: 'plugin:x' } };
@@ -339,7 +342,7 @@ test('liveHeaderMiddleware: x-kube-watch-live only on a 200 whose every provider
 });
 
 test('a load the permission policy refuses on the router: its user is followed no more for that entity (issue 48, finding 4)', async () => {
-  const { setUpLive } = require('../backstage/following/provider');
+  const { setUpLive } = require('../packages/backstage/following/provider');
   const { ConfigReader } = require('@backstage/config');
   const published = [];
   const registered = [];
@@ -380,7 +383,7 @@ test('a load the permission policy refuses on the router: its user is followed n
 });
 
 test('several replicas: the live tab is on only with the events backend on PostgreSQL, else off with a warning', async () => {
-  const { setUpLive } = require('../backstage/following/provider');
+  const { setUpLive } = require('../packages/backstage/following/provider');
   const { ConfigReader } = require('@backstage/config');
   const setUp = async ({ replicas, plugins, client, database }) => {
     const warnings = [];
@@ -428,8 +431,8 @@ test('several replicas: the live tab is on only with the events backend on Postg
 });
 
 test('the heartbeat: one broadcast per replica per interval, numbered, naming the replicas alive by opaque ids; a greeting repeats the latest beat to one user, once per interval', async () => {
-  const { startHeartbeat, publicIdOf } = require('../backstage/following/heartbeat');
-  const { HEARTBEAT_CHANNEL } = require('../protocol');
+  const { startHeartbeat, publicIdOf } = require('../packages/backstage/following/heartbeat');
+  const { HEARTBEAT_CHANNEL } = require('kube-watch-native-protocol');
   const published = [];
   let alive = ['host-a-1-x', 'host-b-2-y'];
   const heartbeat = startHeartbeat({
@@ -480,8 +483,8 @@ test('the heartbeat: one broadcast per replica per interval, numbered, naming th
 });
 
 test('a greeting (the latest heartbeat to one user) goes with the first live load of an entity here, not with its reloads', async () => {
-  const { LiveObjectsProvider } = require('../backstage/following/provider');
-  const { markFollowed } = require('../backstage/following/mark');
+  const { LiveObjectsProvider } = require('../packages/backstage/following/provider');
+  const { markFollowed } = require('../packages/backstage/following/mark');
   const { live } = setUp();
   const greets = [];
   const inner = {

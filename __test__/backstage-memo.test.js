@@ -5,9 +5,9 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { AnswerMemo, MEMO_ENTRIES } = require('../backstage/serving/answers');
-const { NativeInformer } = require('../lib/native');
-const { createSimulator } = require('../sim');
+const { AnswerMemo, MEMO_ENTRIES } = require('../packages/backstage/serving/answers');
+const { NativeInformer } = require('../packages/kube-watch-native/lib/native');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { fetcherFor, serviceAccountRequest } = require('./backstage-helpers');
 const { until } = require('../testbed/wait');
 

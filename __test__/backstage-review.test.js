@@ -6,11 +6,11 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { NativeKubernetesWatcher } = require('..');
-const { NativeInformerFetcher } = require('../backstage/serving/fetcher');
-const { createLivePublisher } = require('../backstage/following/publisher');
-const { liveRequestContext } = require('../backstage/following/mark');
-const { createSimulator } = require('../sim');
+const { NativeKubernetesWatcher } = require('kube-watch-native');
+const { NativeInformerFetcher } = require('../packages/backstage/serving/fetcher');
+const { createLivePublisher } = require('../packages/backstage/following/publisher');
+const { liveRequestContext } = require('../packages/backstage/following/mark');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { recordingLogger } = require('./helpers');
 const { fetcherFor, followerOf, recordingDefault, serviceAccountRequest } = require('./backstage-helpers');
 const { until } = require('../testbed/wait');
@@ -134,7 +134,7 @@ test('finding 5: each load gets its own answer: a caller changing it in place ch
 });
 
 test('an answer copy: new objects and arrays throughout, a __proto__ key kept as the own property JSON.parse made', () => {
-  const { copyJson } = require('../backstage/serving/answers');
+  const { copyJson } = require('../packages/backstage/serving/answers');
   const original = JSON.parse('{"a":[{"b":{"c":"d"}},1,null,true],"__proto__":{"polluted":true}}');
   const copy = copyJson(original);
   assert.deepEqual(copy, original);

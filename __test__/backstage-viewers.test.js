@@ -7,11 +7,11 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { NativeKubernetesWatcher } = require('..');
-const { NativeInformerFetcher } = require('../backstage/serving/fetcher');
-const { createLivePublisher } = require('../backstage/following/publisher');
-const { liveRequestContext } = require('../backstage/following/mark');
-const { createSimulator } = require('../sim');
+const { NativeKubernetesWatcher } = require('kube-watch-native');
+const { NativeInformerFetcher } = require('../packages/backstage/serving/fetcher');
+const { createLivePublisher } = require('../packages/backstage/following/publisher');
+const { liveRequestContext } = require('../packages/backstage/following/mark');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { recordingLogger } = require('./helpers');
 const { CA_DATA, realDefaultFetcher, followerOf } = require('./backstage-helpers');
 const { until } = require('../testbed/wait');
@@ -249,7 +249,7 @@ test('with authorizationTtl 0 an answer on viewers’ own credentials is proven 
 
 test('the module’s metrics: answers, access decisions and signals, with no token, user or entity', async (t) => {
   const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics');
-  const { registerModuleMetrics } = require('../backstage/metrics');
+  const { registerModuleMetrics } = require('../packages/backstage/metrics');
   class PullReader extends MetricReader {
     async onForceFlush() {}
     async onShutdown() {}

@@ -1,12 +1,12 @@
 'use strict';
-// kube-watch-native/backstage end to end: a real Backstage backend (startTestBackend with the
+// kube-watch-native-backstage end to end: a real Backstage backend (startTestBackend with the
 // real @backstage/plugin-kubernetes-backend) with the module, beside the same backend without it,
 // both asking the same simulated clusters; every answer of the routes the frontend calls is
 // compared between the two.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { createSimulator } = require('../sim');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 const {
   ENTITIES,
   OBJECT_TYPES,
@@ -299,8 +299,8 @@ test('the module registers nothing when kubernetes.nativeInformers.enabled is fa
 test('the watcher service is one NativeKubernetesWatcher for every plugin', async () => {
   const { createBackendPlugin } = require('@backstage/backend-plugin-api');
   const { startTestBackend } = require('@backstage/backend-test-utils');
-  const { nativeWatcherServiceRef } = require('kube-watch-native/backstage');
-  const { NativeKubernetesWatcher } = require('..');
+  const { nativeWatcherServiceRef } = require('kube-watch-native-backstage');
+  const { NativeKubernetesWatcher } = require('kube-watch-native');
   const seen = [];
   const plugin = (pluginId) =>
     createBackendPlugin({

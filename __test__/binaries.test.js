@@ -13,12 +13,17 @@ const assert = require('node:assert/strict');
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { createSimulator } = require('../sim');
-const { PLATFORMS, platformId, binaryName, packageName } = require('../lib/platform');
-const toolchain = require('../scripts/toolchain');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
+const {
+  PLATFORMS,
+  platformId,
+  binaryName,
+  packageName,
+} = require('../packages/kube-watch-native/lib/platform');
+const toolchain = require('../packages/kube-watch-native/scripts/toolchain');
 const { tempDir, installedLayout, watchOnce } = require('./pkg-helpers');
 
-const root = path.join(__dirname, '..');
+const root = path.join(__dirname, '..', 'packages', 'kube-watch-native');
 const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
 const built = (p) => path.join(root, 'npm', p.id, binaryName(p.id));
 /** Whether `file` embeds commit `head`: build.rs puts the commit built from in every binary. */

@@ -7,10 +7,10 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { getEventListeners } = require('node:events');
 const { spawnSync } = require('node:child_process');
-const { createSimulator, certs } = require('../sim');
-const native = require('../lib/native');
-const { toSpec } = require('../lib/watcher');
-const { Hub } = require('../lib/hub');
+const { createSimulator, certs } = require('../packages/kube-watch-native/sim');
+const native = require('../packages/kube-watch-native/lib/native');
+const { toSpec } = require('../packages/kube-watch-native/lib/watcher');
+const { Hub } = require('../packages/kube-watch-native/lib/hub');
 
 /** A hub of its own, as a watcher has, for the tests that drive a native watch directly. */
 const hub = new Hub();
@@ -582,7 +582,7 @@ async function collectRest(gen) {
 test('lib/abort.js: every subscriber is told though one throws (its error surfaces as uncaught); unsubscribing is per subscription', () => {
   // In a child process: the error is meant to reach 'uncaughtException', which would fail this test.
   const script = `
-    const { onAbort } = require(${JSON.stringify(require.resolve('../lib/abort'))});
+    const { onAbort } = require(${JSON.stringify(require.resolve('../packages/kube-watch-native/lib/abort'))});
     const controller = new AbortController();
     const calls = [];
     onAbort(controller.signal, () => calls.push('first'));

@@ -10,7 +10,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 
-const { createSimulator } = require('../sim');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { writeKubeconfig, runKubeWatch } = require('./kube-watch-child');
 
 const PLUGINS = path.join(__dirname, 'fixtures', 'exec', 'plugins');

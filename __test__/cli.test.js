@@ -9,8 +9,13 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const { parseResourceArg, ResourceArgError } = require('../cli/resource-arg');
-const { createTableFormatter, eventStatus, formatTime, createLogger } = require('../cli/format');
+const { parseResourceArg, ResourceArgError } = require('../packages/kube-watch-native/cli/resource-arg');
+const {
+  createTableFormatter,
+  eventStatus,
+  formatTime,
+  createLogger,
+} = require('../packages/kube-watch-native/cli/format');
 const { BIN, writeKubeconfig } = require('./kube-watch-child');
 
 const TOKEN = 'cli-test-token-SHOULD-NEVER-BE-PRINTED';
@@ -330,12 +335,15 @@ describe('usage errors (no cluster needed)', () => {
     const version = await runToEnd(['--version']);
     assert.equal(version.code, 0);
     // The rest of the output (target, commit, binary) is tested in version.test.js.
-    assert.equal(version.stdout.split('\n')[0], `kube-watch-native ${require('../package.json').version}`);
+    assert.equal(
+      version.stdout.split('\n')[0],
+      `kube-watch-native ${require('../packages/kube-watch-native/package.json').version}`,
+    );
   });
 });
 
 describe('against the simulated API server', () => {
-  const { createSimulator, certs } = require('../sim');
+  const { createSimulator, certs } = require('../packages/kube-watch-native/sim');
   let sim;
   let tlsSim;
   let tmp;

@@ -12,9 +12,9 @@ const YAML = require('yaml');
 const { startLiveBackend, postEntity } = require('../testbed/live-helpers');
 const { freePort } = require('../testbed/pg-helpers');
 const { until } = require('../testbed/wait');
-const { LIVE_HEADER } = require('../protocol');
+const { LIVE_HEADER } = require('kube-watch-native-protocol');
 
-const CLI = path.join(__dirname, '..', 'bin', 'kube-watch.js');
+const CLI = path.join(__dirname, '..', 'packages', 'kube-watch-native', 'bin', 'kube-watch.js');
 
 test('kube-watch --demo --demo-backstage backs an entity in a Backstage backend from what it prints', async (t) => {
   const port = await freePort();

@@ -216,7 +216,7 @@ test('an in-stream ERROR is the last event: nothing after it is read, even if th
 
 test('a logger that throws does not turn a warning into a thrown watch', async () => {
   sim.nextWatchFault({ rawLines: ['{broken', line('ADDED', 'a', 1)], then: 'end' });
-  const { NativeKubernetesWatcher } = require('..');
+  const { NativeKubernetesWatcher } = require('kube-watch-native');
   const calls = [];
   const logger = {
     warn: (message) => {

@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { createSimulator } = require('../sim');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
 
 let sim;

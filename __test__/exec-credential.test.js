@@ -9,9 +9,9 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const { loadKubeconfig, KubeconfigError } = require('../lib/kubeconfig');
-const { ExecPlugin, parseExecConfig } = require('../lib/exec-credential');
-const { certs } = require('../sim');
+const { loadKubeconfig, KubeconfigError } = require('../packages/kube-watch-native/lib/kubeconfig');
+const { ExecPlugin, parseExecConfig } = require('../packages/kube-watch-native/lib/exec-credential');
+const { certs } = require('../packages/kube-watch-native/sim');
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'exec');
 const CONFIG = path.join(FIXTURES, 'config.yaml');
@@ -296,7 +296,7 @@ describe('interactiveMode', () => {
   function runInTerminal(context) {
     freshState();
     const program = [
-      `const { loadKubeconfig } = require(${JSON.stringify(path.join(__dirname, '..', 'lib', 'kubeconfig'))});`,
+      `const { loadKubeconfig } = require(${JSON.stringify(path.join(__dirname, '..', 'packages', 'kube-watch-native', 'lib', 'kubeconfig'))});`,
       `const got = loadKubeconfig({ path: ${JSON.stringify(CONFIG)}, context: ${JSON.stringify(context)},`,
       `  env: { PATH: ${JSON.stringify(PATH)}, EXEC_STATE_DIR: ${JSON.stringify(stateDir)} } });`,
       `process.stdout.write(got.credential.type + (process.stdin.isTTY ? ' tty' : ' no-tty'));`,

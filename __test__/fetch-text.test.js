@@ -5,8 +5,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
-const native = require('../lib/native');
-const { toSpec } = require('../lib/spec');
+const native = require('../packages/kube-watch-native/lib/native');
+const { toSpec } = require('../packages/kube-watch-native/lib/spec');
 
 const REVIEW_PATH = '/apis/authentication.k8s.io/v1/selfsubjectreviews';
 const REVIEW = '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}';

@@ -5,8 +5,8 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { createSimulator } = require('../sim');
-const { toSpec } = require('../lib/watcher');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
+const { toSpec } = require('../packages/kube-watch-native/lib/watcher');
 const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
 const { within } = require('../testbed/wait');
 

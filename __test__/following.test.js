@@ -6,7 +6,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { InformerFollowing } = require('../backstage/following/informers');
+const { InformerFollowing } = require('../packages/backstage/following/informers');
 
 /** An informer whose generation and per-selector text the test sets. */
 function scriptedEntry() {

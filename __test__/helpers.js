@@ -4,9 +4,9 @@
 // watch body, and a bounded way to drain a watch. The waits are in ../testbed/wait.js.
 
 const test = require('node:test');
-const { NativeKubernetesWatcher } = require('..');
-const { HubSource } = require('../lib/hub');
-const { createSimulator } = require('../sim');
+const { NativeKubernetesWatcher } = require('kube-watch-native');
+const { HubSource } = require('../packages/kube-watch-native/lib/hub');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 
 const TOKEN = 'tok-7f3a9c1e5b2d4a6f';
 

@@ -8,9 +8,9 @@ const net = require('node:net');
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { createSimulator } = require('../sim');
-const certs = require('../sim/certs');
-const { toSpec } = require('../lib/watcher');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
+const certs = require('../packages/kube-watch-native/sim/certs');
+const { toSpec } = require('../packages/kube-watch-native/lib/watcher');
 const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
 const { sleep, within } = require('../testbed/wait');
 

@@ -7,8 +7,8 @@
 
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const { NativeKubernetesWatcher } = require('..');
-const { HUB } = require('../lib/hub');
+const { NativeKubernetesWatcher } = require('kube-watch-native');
+const { HUB } = require('../packages/kube-watch-native/lib/hub');
 const { useSimulator, testWithTimeout, TOKEN, paramsFor, pod, collect } = require('./helpers');
 const { within, until, untilCollected } = require('../testbed/wait');
 const { startFixture, assertExitsBy } = require('./fixture-child');
@@ -127,7 +127,7 @@ timedTest('200 watches woken through one hub: each gets its own events, intact a
 timedTest(
   "a watcher's plain watches and informers come back through one function of its registry",
   async (t) => {
-    const native = require('../lib/native');
+    const native = require('../packages/kube-watch-native/lib/native');
     const { connect } = native.NativeRegistry.prototype;
     const calls = [];
     native.NativeRegistry.prototype.connect = function (back) {

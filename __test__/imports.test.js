@@ -12,6 +12,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
+/** The Rust crate's sources. */
+const SRC = path.join('packages', 'kube-watch-native', 'src');
 
 /** Every file below `dir` (relative to the root) whose name passes `keep`, skipping node_modules. */
 function walk(dir, keep, out = []) {
@@ -79,8 +81,8 @@ function expandUse(text) {
 
 function rustGraph() {
   const modules = new Map(); // module path ('engine/runner') → file
-  for (const file of walk('src', (n) => n.endsWith('.rs'))) {
-    const segments = path.relative('src', file).slice(0, -3).split(path.sep);
+  for (const file of walk(SRC, (n) => n.endsWith('.rs'))) {
+    const segments = path.relative(SRC, file).slice(0, -3).split(path.sep);
     if (['mod', 'lib'].includes(segments.at(-1))) segments.pop();
     modules.set(segments.join('/'), file);
   }
@@ -122,22 +124,9 @@ function rustGraph() {
 function jsGraph() {
   const isJs = (n) => /\.(c|m)?js$/.test(n);
   const files = [
-    ...[
-      'lib',
-      'backstage',
-      'frontend',
-      'protocol',
-      'sim',
-      'cli',
-      'bin',
-      'bench',
-      'scripts',
-      '__test__',
-      'examples',
-    ]
+    ...['packages', 'bench', 'scripts', 'testbed', '__test__']
       .filter((dir) => fs.existsSync(path.join(root, dir)))
       .flatMap((dir) => walk(dir, isJs)),
-    'index.js',
   ];
   const resolve = (from, spec) => {
     const base = path.join(path.dirname(from), spec);
@@ -158,7 +147,7 @@ function jsGraph() {
   const pattern = /(?:require\(\s*|from\s+|import\(\s*|import\s+)['"](\.{1,2}\/[^'"]*|\.{1,2})['"]/g;
   for (const file of files) {
     const imports = new Set();
-    // Comments go first: a JSDoc type's `import('..')` imports nothing.
+    // Comments go first: a JSDoc type's `import('kube-watch-native')` imports nothing.
     const code = fs
       .readFileSync(path.join(root, file), 'utf8')
       .replace(/\/\*[\s\S]*?\*\//g, '')
@@ -177,7 +166,7 @@ test('the Rust crate has no import circle', () => {
   assert.ok(graph.size > 50, `read ${graph.size} files`);
   // The reader finds what it must: the runner's files import the plan's types.
   assert.ok(
-    graph.get(path.join('src', 'engine', 'runner', 'keeping.rs')).has(path.join('src', 'engine', 'plan.rs')),
+    graph.get(path.join(SRC, 'engine', 'runner', 'keeping.rs')).has(path.join(SRC, 'engine', 'plan.rs')),
   );
   assert.deepEqual(circles(graph), []);
 });
@@ -185,7 +174,7 @@ test('the Rust crate has no import circle', () => {
 test('the JavaScript files have no import circle', () => {
   const graph = jsGraph();
   assert.ok(graph.size > 100, `read ${graph.size} files`);
-  assert.ok(graph.get(path.join('backstage', 'index.js')).size > 0, 'the reader finds imports');
+  assert.ok(graph.get(path.join('packages', 'backstage', 'index.js')).size > 0, 'the reader finds imports');
   assert.deepEqual(circles(graph), []);
 });
 

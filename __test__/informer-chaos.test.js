@@ -6,7 +6,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startChaos } = require('../sim');
+const { startChaos } = require('../packages/kube-watch-native/sim');
 const {
   sim,
   recordingWatcher,

@@ -6,7 +6,7 @@ const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 
-const BIN = path.join(__dirname, '..', 'bin', 'kube-watch.js');
+const BIN = path.join(__dirname, '..', 'packages', 'kube-watch-native', 'bin', 'kube-watch.js');
 const keyOf = (o) => `${o.metadata.namespace}/${o.metadata.name}`;
 
 test('kube-watch --informer prints the list, SYNCED, then changes', () => {

@@ -4,8 +4,8 @@
 // event, the stream's self-consistency rules of issue 10.
 
 const assert = require('node:assert/strict');
-const { NativeKubernetesWatcher } = require('..');
-const { createSimulator } = require('../sim');
+const { NativeKubernetesWatcher } = require('kube-watch-native');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 
 const delay = (ms) => new Promise((r) => setTimeout(r, ms));
 

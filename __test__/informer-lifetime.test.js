@@ -8,7 +8,7 @@ const { spawn } = require('node:child_process');
 const path = require('node:path');
 const { sim } = require('./informer-helpers');
 
-const ROOT = path.join(__dirname, '..');
+const ROOT = path.join(__dirname, '..', 'packages', 'kube-watch-native');
 
 /**
  * Runs `body` in a child with `URL` set. It is killed (SIGTERM) after `ms`, or once

@@ -6,7 +6,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { SNAPSHOT } = require('../lib/metrics');
+const { SNAPSHOT } = require('../packages/kube-watch-native/lib/metrics');
 const { cm, params, recordingWatcher, sim } = require('./informer-helpers');
 const { until } = require('../testbed/wait');
 

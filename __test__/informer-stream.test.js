@@ -7,10 +7,10 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { createHook } = require('node:async_hooks');
-const native = require('../lib/native');
+const native = require('../packages/kube-watch-native/lib/native');
 const { sim, recordingWatcher, params, cm, delay } = require('./informer-helpers');
 const { within } = require('../testbed/wait');
-const { NativeKubernetesWatcher } = require('..');
+const { NativeKubernetesWatcher } = require('kube-watch-native');
 
 /**
  * Opens an informer of `s` through `watcher` in each namespace ns-0…ns-{count - 1}, closed when

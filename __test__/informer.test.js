@@ -336,7 +336,7 @@ test('informers share per watcher and key; the last close stops the list-watch',
 });
 
 test('the sharing key is the whole connection: another CA, TLS check, proxy or server name is another informer', async (t) => {
-  const { certs } = require('../sim');
+  const { certs } = require('../packages/kube-watch-native/sim');
   const s = await sim(t, { token: 'tok', tls: true });
   s.create('configmaps', cm('a'));
   const { watcher } = recordingWatcher();
@@ -391,7 +391,7 @@ test('close(): consumers end normally, later consumers end at once, synced rejec
 });
 
 test("iterating an informer leaves the native consumer's own methods alone", async (t) => {
-  const { NativeInformer } = require('../lib/native');
+  const { NativeInformer } = require('../packages/kube-watch-native/lib/native');
   const { subscribe } = NativeInformer.prototype;
   const subscribed = [];
   NativeInformer.prototype.subscribe = function (...args) {

@@ -5,9 +5,9 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const certs = require('../sim/certs');
+const certs = require('../packages/kube-watch-native/sim/certs');
 
-const BIN = path.join(__dirname, '..', 'bin', 'kube-watch.js');
+const BIN = path.join(__dirname, '..', 'packages', 'kube-watch-native', 'bin', 'kube-watch.js');
 
 /**
  * Writes a kubeconfig for the simulator at `server` to `file` and returns `file`: one cluster

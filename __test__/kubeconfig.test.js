@@ -7,7 +7,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const { loadKubeconfig, KubeconfigError } = require('../lib/kubeconfig');
+const { loadKubeconfig, KubeconfigError } = require('../packages/kube-watch-native/lib/kubeconfig');
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'kubeconfig');
 const CONFIG = path.join(FIXTURES, 'config.yaml');

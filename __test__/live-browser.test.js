@@ -1,9 +1,9 @@
 'use strict';
 // The live Kubernetes tab in a real browser: Debian's Chromium (driven by playwright-core, no
 // browser download) opens a legacy Backstage app with the real EntityKubernetesContent, the
-// real Signals client and kube-watch-native/live-frontend's LiveKubernetesApi, served from one
+// real Signals client and kube-watch-native-live-frontend's LiveKubernetesApi, served from one
 // origin that proxies /api/* (HTTP and WebSocket) to a real backend with the Kubernetes and
-// Signals plugins and kube-watch-native/backstage, over a simulated cluster.
+// Signals plugins and kube-watch-native-backstage, over a simulated cluster.
 //
 // A pod added, changed (its container crash-looping) and deleted in the simulator shows in the
 // DOM within 1 s, through the module's own signal (the fetcher sees the informer's change) and
@@ -31,7 +31,7 @@ const {
 
 const IDLE_MS = 60_000;
 /** The frontend's `maxAgeMs`: no answer is trusted longer. */
-const { STALENESS_MS: LIVENESS_MS, HEARTBEAT_BOUND_MS } = require('../protocol');
+const { STALENESS_MS: LIVENESS_MS, HEARTBEAT_BOUND_MS } = require('kube-watch-native-protocol');
 
 const skip = browserSkip('a real browser, ~90 s');
 

@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 
 const { fakeClock } = require('./helpers');
 
-const load = () => import('../frontend/live-api.mjs');
+const load = () => import('../packages/live-frontend/live-api.mjs');
 
 const entity = (name) => ({ apiVersion: 'backstage.io/v1alpha1', kind: 'Component', metadata: { name } });
 const SVC_A = entity('svc-a');
@@ -362,8 +362,8 @@ test('maxAge: an answer older than it goes to the network', async () => {
 
 test('the staleness bound: by default no answer is trusted past 90 s, a signal or not, the backend’s liveness too', async () => {
   // The worst case a lost signal (a bus that dropped it, a replica that died) can cost the tab.
-  const { STALENESS_MS } = require('../protocol');
-  const { DEFAULTS } = require('../backstage/config');
+  const { STALENESS_MS } = require('kube-watch-native-protocol');
+  const { DEFAULTS } = require('../packages/backstage/config');
   assert.equal(STALENESS_MS, 90_000);
   assert.equal(DEFAULTS.livenessMs, STALENESS_MS, 'one bound, frontend and backend');
   const { api, client, clock } = await setUp({ idleMs: 120_000 });
@@ -472,8 +472,8 @@ test('close() unsubscribes, cancels the idle timers and is safe twice', async ()
 
 test('the channel name matches the backend publisher', async () => {
   const { entityRefOf, channelOf } = await load();
-  const { channelOf: backendChannelOf } = require('../backstage/following/publisher');
-  const { entityRefOf: backendEntityRefOf } = require('../backstage/following/provider');
+  const { channelOf: backendChannelOf } = require('../packages/backstage/following/publisher');
+  const { entityRefOf: backendEntityRefOf } = require('../packages/backstage/following/provider');
   const { stringifyEntityRef } = require('@backstage/catalog-model');
   const e = { kind: 'Component', metadata: { name: 'Svc-A', namespace: 'Team' } };
   assert.equal(entityRefOf(e), stringifyEntityRef(e));
@@ -825,7 +825,7 @@ function publicSignals() {
 
 test('Heartbeat: signals are proven while every replica named beats in sequence within the bound', async () => {
   const { Heartbeat } = await load();
-  const { HEARTBEAT_CHANNEL } = require('../protocol');
+  const { HEARTBEAT_CHANNEL } = require('kube-watch-native-protocol');
   const clock = fakeClock();
   const signals = publicSignals();
   const heartbeat = new Heartbeat(signals, { now: clock.now, boundMs: 15_000 });
@@ -863,7 +863,7 @@ test('Heartbeat: signals are proven while every replica named beats in sequence 
 });
 
 test('the default connection is the heartbeat: live after one, polled when it stops, on the public signals API', async () => {
-  const { HEARTBEAT_CHANNEL, HEARTBEAT_BOUND_MS } = require('../protocol');
+  const { HEARTBEAT_CHANNEL, HEARTBEAT_BOUND_MS } = require('kube-watch-native-protocol');
   const signals = publicSignals();
   // setUp's fake client and clock, on the public signals API and the default connection.
   const { api, client, clock } = await setUp({

@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Outbox } = require('../backstage/following/outbox');
+const { Outbox } = require('../packages/backstage/following/outbox');
 
 /** An outbox whose bus holds every publish until `release()`. */
 function busyOutbox() {

@@ -10,9 +10,9 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const knexFactory = require('knex');
-const { createViewerRegistry } = require('../backstage/following/store-sql');
-const { createLivePublisher } = require('../backstage/following/publisher');
-const { liveRequestContext } = require('../backstage/following/mark');
+const { createViewerRegistry } = require('../packages/backstage/following/store-sql');
+const { createLivePublisher } = require('../packages/backstage/following/publisher');
+const { liveRequestContext } = require('../packages/backstage/following/mark');
 const { startPostgres, orSkipWithoutPostgres } = require('../testbed/pg-helpers');
 const { sleep, until, within } = require('../testbed/wait');
 

@@ -8,8 +8,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const knexFactory = require('knex');
-const { createViewerRegistry } = require('../backstage/following/store-sql');
-const { createLivePublisher } = require('../backstage/following/publisher');
+const { createViewerRegistry } = require('../packages/backstage/following/store-sql');
+const { createLivePublisher } = require('../packages/backstage/following/publisher');
 const { startPostgres, orSkipWithoutPostgres } = require('../testbed/pg-helpers');
 const { sleep, until } = require('../testbed/wait');
 

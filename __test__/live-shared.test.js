@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { createSharedSignals } = require('../backstage/following/signals');
+const { createSharedSignals } = require('../packages/backstage/following/signals');
 
 const E = 'component:default/one';
 

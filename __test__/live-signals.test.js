@@ -1,6 +1,6 @@
 'use strict';
 // The live tab's backend half end to end: a real backend (Kubernetes + Signals backend plugins
-// and kube-watch-native/backstage), two users on /api/signals over WebSocket. The module's
+// and kube-watch-native-backstage), two users on /api/signals over WebSocket. The module's
 // objects provider must hand the fetcher `{ userEntityRef, entityRef }` of each load; a
 // publisher fed from that (as the fetcher will feed it) reaches the user who loaded the entity
 // and not the other one.
@@ -8,8 +8,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { mockCredentials } = require('@backstage/backend-test-utils');
-const { NativeInformerFetcher } = require('../backstage/serving/fetcher');
-const { liveRequestContext } = require('../backstage/following/mark');
+const { NativeInformerFetcher } = require('../packages/backstage/serving/fetcher');
+const { liveRequestContext } = require('../packages/backstage/following/mark');
 const {
   startCluster,
   startLiveBackend,
@@ -21,7 +21,7 @@ const {
   pod,
   TOKEN,
 } = require('../testbed/live-helpers');
-const { certs } = require('../sim');
+const { certs } = require('../packages/kube-watch-native/sim');
 const { until } = require('../testbed/wait');
 
 const ALICE = 'user:default/mock'; // mock-user-token

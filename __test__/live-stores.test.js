@@ -7,8 +7,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const knexFactory = require('knex');
-const { createViewerRegistry } = require('../backstage/following/store-sql');
-const { createMemoryRegistry } = require('../backstage/following/store-memory');
+const { createViewerRegistry } = require('../packages/backstage/following/store-sql');
+const { createMemoryRegistry } = require('../packages/backstage/following/store-memory');
 const { startPostgres, orSkipWithoutPostgres } = require('../testbed/pg-helpers');
 const { sleep } = require('../testbed/wait');
 

@@ -9,11 +9,16 @@ const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { PLATFORMS, platformId, binaryName, packageName } = require('../lib/platform');
+const {
+  PLATFORMS,
+  platformId,
+  binaryName,
+  packageName,
+} = require('../packages/kube-watch-native/lib/platform');
 const { tempDir, installedLayout } = require('./pkg-helpers');
 
-const root = path.join(__dirname, '..');
-const { version } = require('../package.json');
+const root = path.join(__dirname, '..', 'packages', 'kube-watch-native');
+const { version } = require('../packages/kube-watch-native/package.json');
 const platform = PLATFORMS.find((p) => p.id === platformId());
 const localBuild = path.join(root, binaryName());
 const skip = platform ? false : `no prebuilt binary is made for ${platformId()}`;
@@ -128,7 +133,7 @@ test('in a source checkout the hook builds with cargo, and keeps a local build t
 });
 
 test('the checked-in platform manifests are the generated ones (os, cpu, libc, version)', () => {
-  const { platformManifest } = require('../scripts/packaging');
+  const { platformManifest } = require('../packages/kube-watch-native/scripts/packaging');
   for (const p of PLATFORMS) {
     const checkedIn = JSON.parse(fs.readFileSync(path.join(root, 'npm', p.id, 'package.json'), 'utf8'));
     assert.deepEqual(checkedIn, platformManifest(p), `npm/${p.id}/package.json: run npm run pack:all`);

@@ -8,7 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { fork } = require('node:child_process');
 const path = require('node:path');
-const { createSimulator } = require('../sim');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 
 const CYCLES = Number(process.env.KWN_LONGEVITY_CYCLES || 10_000);
 const MiB = 1024 * 1024;

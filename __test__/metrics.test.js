@@ -8,9 +8,9 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const api = require('@opentelemetry/api');
 const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics');
-const { certs } = require('../sim');
-const { METRICS, registerMetrics } = require('..');
-const { SNAPSHOT, formatMetrics, MetricsReader } = require('../lib/metrics');
+const { certs } = require('../packages/kube-watch-native/sim');
+const { METRICS, registerMetrics } = require('kube-watch-native');
+const { SNAPSHOT, formatMetrics, MetricsReader } = require('../packages/kube-watch-native/lib/metrics');
 const v8 = require('node:v8');
 const vm = require('node:vm');
 const { cm, consume, delay, params, recordingWatcher, sim } = require('./informer-helpers');
@@ -288,7 +288,14 @@ test('bad options are refused with a message naming them; the stats lines name e
  * resolves with `{ status, stdout, stderr }` once it has exited. Killed after `limitMs`.
  */
 function runUntilStderr(args, line, limitMs) {
-  const bin = require('node:path').join(__dirname, '..', 'bin', 'kube-watch.js');
+  const bin = require('node:path').join(
+    __dirname,
+    '..',
+    'packages',
+    'kube-watch-native',
+    'bin',
+    'kube-watch.js',
+  );
   const child = require('node:child_process').spawn(process.execPath, [bin, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -312,7 +319,14 @@ test(
   'kube-watch --informer --stats prints the figures on stderr every 5 s and at the end',
   { timeout: 60_000 },
   async () => {
-    const bin = require('node:path').join(__dirname, '..', 'bin', 'kube-watch.js');
+    const bin = require('node:path').join(
+      __dirname,
+      '..',
+      'packages',
+      'kube-watch-native',
+      'bin',
+      'kube-watch.js',
+    );
     // Stopped (Ctrl-C) once the first periodic line is out, rather than by the demo's clock,
     // which starts before the informer (and its stats timer) does: on a busy machine that gap
     // could push the 5 s line past a short demo. The next periodic one is then 5 s away.

@@ -4,8 +4,8 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { createSimulator } = require('../sim');
-const { NativeKubernetesWatcher } = require('..');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
+const { NativeKubernetesWatcher } = require('kube-watch-native');
 const { useSimulator, paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
 
 let sim;

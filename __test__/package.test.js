@@ -9,14 +9,21 @@ const assert = require('node:assert/strict');
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { createSimulator } = require('../sim');
-const { PLATFORMS, platformId, binaryName, packageName } = require('../lib/platform');
-const { packMain, packPlatform } = require('../scripts/packaging');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
+const {
+  PLATFORMS,
+  platformId,
+  binaryName,
+  packageName,
+} = require('../packages/kube-watch-native/lib/platform');
+const { packMain, packPlatform } = require('../packages/kube-watch-native/scripts/packaging');
 const { tempDir, watchOnce } = require('./pkg-helpers');
 
-const root = path.join(__dirname, '..');
+const root = path.join(__dirname, '..', 'packages', 'kube-watch-native');
+/** Where npm put the dependencies: the repository's root. */
+const modules = path.join(__dirname, '..', 'node_modules');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const { version } = require('../package.json');
+const { version } = require('../packages/kube-watch-native/package.json');
 const platform = PLATFORMS.find((p) => p.id === platformId());
 
 /** PATH without any directory that holds a `cargo`, so nothing can be compiled. */
@@ -49,7 +56,7 @@ test(
     // registry and no cache.
     const [yaml] = JSON.parse(
       execFileSync(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', work], {
-        cwd: path.join(root, 'node_modules', 'yaml'),
+        cwd: path.join(modules, 'yaml'),
         encoding: 'utf8',
       }),
     );
@@ -156,45 +163,74 @@ test('npm pack holds no private key and nothing test-only, and its simulator loa
   }
 });
 
-test('every package the shipped files import is a dependency or a peer dependency', () => {
-  const root = path.join(__dirname, '..');
-  const pkg = require('../package.json');
-  const declared = new Set([
-    ...Object.keys(pkg.dependencies ?? {}),
-    ...Object.keys(pkg.peerDependencies ?? {}),
-    ...Object.keys(pkg.optionalDependencies ?? {}),
-  ]);
+/** The packages of this repository (packages/*), by directory. */
+const PACKAGES = ['kube-watch-native', 'protocol', 'backstage', 'live-frontend'];
+
+test('each package imports only its dependencies and peer dependencies, and each is one Backstage tooling finds', () => {
   const builtins = new Set(require('node:module').builtinModules);
-  const files = [];
-  const walk = (dir) => {
-    for (const name of fs.readdirSync(path.join(root, dir))) {
-      const file = path.join(dir, name);
-      if (fs.statSync(path.join(root, file)).isDirectory()) walk(file);
-      else if (/\.(js|mjs|ts)$/.test(name)) files.push(file);
-    }
-  };
-  for (const dir of ['lib', 'cli', 'backstage', 'frontend']) walk(dir);
-  files.push('index.js', 'index.d.ts', 'config.d.ts');
   const missing = [];
-  for (const file of files) {
-    // Comments name packages in examples (`backend.add(import('…'))`): only code counts.
-    const text = fs
-      .readFileSync(path.join(root, file), 'utf8')
-      .replace(/\/\*[\s\S]*?\*\//g, '')
-      .replace(/^\s*\/\/.*$/gm, '');
-    const specifiers = [
-      ...text.matchAll(/require\(\s*['"]([^'"]+)['"]\s*\)/g),
-      ...text.matchAll(/\bfrom\s+['"]([^'"]+)['"]/g),
-      ...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
-    ].map((m) => m[1]);
-    for (const specifier of specifiers) {
-      if (specifier.startsWith('.') || specifier.startsWith('node:') || builtins.has(specifier)) continue;
-      const name = specifier.startsWith('@')
-        ? specifier.split('/').slice(0, 2).join('/')
-        : specifier.split('/')[0];
-      if (name === pkg.name || declared.has(name)) continue;
-      missing.push(`${file}: ${specifier}`);
+  for (const dir of PACKAGES) {
+    const base = path.join(__dirname, '..', 'packages', dir);
+    const pkg = JSON.parse(fs.readFileSync(path.join(base, 'package.json'), 'utf8'));
+    const declared = new Set([
+      ...Object.keys(pkg.dependencies ?? {}),
+      ...Object.keys(pkg.peerDependencies ?? {}),
+      ...Object.keys(pkg.optionalDependencies ?? {}),
+    ]);
+    const files = [];
+    const walk = (sub) => {
+      for (const name of fs.readdirSync(path.join(base, sub))) {
+        const file = path.join(sub, name);
+        if (['node_modules', 'target', 'src', 'npm', 'sim', 'examples', 'tests'].includes(name) && sub === '')
+          continue;
+        if (fs.statSync(path.join(base, file)).isDirectory()) walk(file);
+        else if (/\.(js|mjs|ts)$/.test(name)) files.push(file);
+      }
+    };
+    walk('');
+    assert.ok(files.length > 0, `${dir}: files read`);
+    for (const file of files) {
+      // Comments name packages in examples (`backend.add(import('…'))`): only code counts.
+      const text = fs
+        .readFileSync(path.join(base, file), 'utf8')
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/^\s*\/\/.*$/gm, '');
+      const specifiers = [
+        ...text.matchAll(/require\(\s*['"]([^'"]+)['"]\s*\)/g),
+        ...text.matchAll(/\bfrom\s+['"]([^'"]+)['"]/g),
+        ...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
+      ].map((m) => m[1]);
+      for (const specifier of specifiers) {
+        if (specifier.startsWith('.') || specifier.startsWith('node:') || builtins.has(specifier)) continue;
+        const name = specifier.startsWith('@')
+          ? specifier.split('/').slice(0, 2).join('/')
+          : specifier.split('/')[0];
+        if (name === pkg.name || declared.has(name)) continue;
+        missing.push(`${dir}/${file}: ${specifier}`);
+      }
     }
   }
   assert.deepEqual(missing, []);
+  const manifest = (dir) => require(`../packages/${dir}/package.json`);
+  // Backstage's discovery: backend.packages: all loads a backend-plugin-module of the plugin,
+  // app.packages: all a frontend-plugin-module.
+  assert.deepEqual(manifest('backstage').backstage, {
+    role: 'backend-plugin-module',
+    pluginId: 'kubernetes',
+    pluginPackage: '@backstage/plugin-kubernetes-backend',
+  });
+  assert.equal(manifest('live-frontend').backstage.role, 'frontend-plugin-module');
+  assert.equal(manifest('live-frontend').backstage.pluginId, 'kubernetes');
+  // The backend module's default export is the module itself (what discovery adds).
+  const backend = require('kube-watch-native-backstage');
+  assert.equal(backend.default, backend.kubernetesModuleNativeInformers);
+  assert.equal(backend.default.$$type, '@backstage/BackendFeature');
+  // The native package carries no Backstage peer, the frontend no native dependency.
+  assert.deepEqual(
+    Object.keys(manifest('kube-watch-native').peerDependencies ?? {}).filter((n) =>
+      n.startsWith('@backstage/'),
+    ),
+    [],
+  );
+  assert.ok(!('kube-watch-native' in (manifest('live-frontend').dependencies ?? {})));
 });

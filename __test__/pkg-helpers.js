@@ -7,10 +7,12 @@ const { execFile } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { packageName } = require('../lib/platform');
-const { platformManifest } = require('../scripts/packaging');
+const { packageName } = require('../packages/kube-watch-native/lib/platform');
+const { platformManifest } = require('../packages/kube-watch-native/scripts/packaging');
 
-const root = path.join(__dirname, '..');
+const root = path.join(__dirname, '..', 'packages', 'kube-watch-native');
+/** Where npm put the dependencies: the repository's root. */
+const modules = path.join(__dirname, '..', 'node_modules');
 
 /** A temporary directory removed when test `t` ends. */
 function tempDir(t, prefix) {
@@ -31,7 +33,7 @@ function installedLayout(project, { platform, binary, version } = {}) {
     fs.cpSync(path.join(root, entry), path.join(main, entry), { recursive: true });
   }
   // Its one dependency, as npm would have put it beside it.
-  fs.cpSync(path.join(root, 'node_modules', 'yaml'), path.join(project, 'node_modules', 'yaml'), {
+  fs.cpSync(path.join(modules, 'yaml'), path.join(project, 'node_modules', 'yaml'), {
     recursive: true,
   });
   if (binary) {

@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Entry } = require('../backstage/serving/entry');
+const { Entry } = require('../packages/backstage/serving/entry');
 
 test('one native state read per turn, a fresh one the next turn', async () => {
   let reads = 0;

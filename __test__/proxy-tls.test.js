@@ -18,9 +18,9 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { createSimulator } = require('../sim');
-const { createHttpProxy, createSocks5Proxy } = require('../sim/proxies');
-const certs = require('../sim/certs');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
+const { createHttpProxy, createSocks5Proxy } = require('../packages/kube-watch-native/sim/proxies');
+const certs = require('../packages/kube-watch-native/sim/certs');
 const { TOKEN, paramsFor, collect, watcherWithLogger, pod } = require('./helpers');
 const { writeKubeconfig, runKubeWatch, runNode } = require('./kube-watch-child');
 

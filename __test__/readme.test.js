@@ -16,7 +16,7 @@ const lineOf = (text) => lines.findIndex((l) => l.includes(text)) + 1;
 
 test('README.md: at most 300 lines, the backend line before 60, the frontend line before 90', () => {
   assert.ok(lines.length <= 300, `${lines.length} lines`);
-  const backend = lineOf("backend.add(import('kube-watch-native/backstage'));");
+  const backend = lineOf("backend.add(import('kube-watch-native-backstage'));");
   assert.ok(backend > 0 && backend < 60, `the backend line is line ${backend}`);
   const frontend = Math.max(lineOf('liveKubernetesModule] });'), lineOf('liveKubernetesApiFactory];'));
   assert.ok(lineOf('liveKubernetesModule] });') > 0 && lineOf('liveKubernetesApiFactory];') > 0);
@@ -30,7 +30,7 @@ test("README.md's two commands are the demo and the test command, and .ci/run ru
     .trim()
     .split('\n')
     .map((l) => l.replace(/\s+#.*$/, '').trim());
-  assert.deepEqual(commands, ['npm install && node bin/kube-watch.js --demo', 'npm test']);
+  assert.deepEqual(commands, ['npm install && npx kube-watch --demo', 'npm test']);
   const ci = fs
     .readFileSync(path.join(root, '.ci', 'run'), 'utf8')
     .split('\n')

@@ -1,8 +1,8 @@
 'use strict';
 // The live tab in a real browser on two backend replicas: Debian's Chromium opens the page of
 // testbed/fixtures/live-tab (the real EntityKubernetesContent, Signals client and
-// kube-watch-native/live-frontend) whose /api/* goes through a round-robin balancer to two real
-// backends (Kubernetes, Signals and events backends and kube-watch-native/backstage) on one
+// kube-watch-native-live-frontend) whose /api/* goes through a round-robin balancer to two real
+// backends (Kubernetes, Signals and events backends and kube-watch-native-backstage) on one
 // PostgreSQL: the tab's loads alternate replicas, its WebSocket is on one of them. A pod added,
 // changed and deleted shows within 1 s, and again after one replica restarts (SIGTERM, then up
 // again). Runs on one Node.js line only; skipped without Chromium, and without PostgreSQL unless

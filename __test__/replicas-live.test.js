@@ -1,6 +1,6 @@
 'use strict';
 // The live tab on three real backend replicas (Kubernetes, Signals and events backends and
-// kube-watch-native/backstage) on one PostgreSQL, behind a round-robin balancer: a user whose
+// kube-watch-native-backstage) on one PostgreSQL, behind a round-robin balancer: a user whose
 // loads and WebSocket land on different replicas gets each change once, within 1 s, and
 // reloads once per change; another user gets nothing; a replica killed mid-run and started
 // again loses nothing, and one stopped (SIGTERM, a rolling restart) hands its viewers over.

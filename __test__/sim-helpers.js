@@ -2,7 +2,7 @@
 // Shared pieces of the simulator's own tests (simulator*.test.js), which drive it with plain
 // Node clients rather than the native addon.
 
-const { createSimulator } = require('../sim');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 
 /** A minimal pod in `namespace` with `labels`. */
 const pod = (name, labels = {}, namespace = 'default') => ({

@@ -6,10 +6,10 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Store } = require('../sim/store');
-const { addedLine, eventLineOf, itemBody, textBytes } = require('../sim/text');
-const { watchRequest, rawGet } = require('../sim/client');
-const { certs } = require('../sim');
+const { Store } = require('../packages/kube-watch-native/sim/store');
+const { addedLine, eventLineOf, itemBody, textBytes } = require('../packages/kube-watch-native/sim/text');
+const { watchRequest, rawGet } = require('../packages/kube-watch-native/sim/client');
+const { certs } = require('../packages/kube-watch-native/sim');
 const { pod, sim, get } = require('./sim-helpers');
 
 test('cached texts are the objects’ JSON: event lines by type, list items without kind and apiVersion', () => {

@@ -10,7 +10,7 @@ const http2 = require('node:http2');
 const net = require('node:net');
 const zlib = require('node:zlib');
 const path = require('node:path');
-const { watchRequest, rawGet } = require('../sim/client');
+const { watchRequest, rawGet } = require('../packages/kube-watch-native/sim/client');
 
 const { pod, delay, sim, get } = require('./sim-helpers');
 const { until } = require('../testbed/wait');

@@ -8,10 +8,10 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startChaos } = require('../sim');
-const { FAULTS } = require('../sim/chaos');
-const { EXPIRED_CONTINUE } = require('../sim/list');
-const { watchRequest } = require('../sim/client');
+const { startChaos } = require('../packages/kube-watch-native/sim');
+const { FAULTS } = require('../packages/kube-watch-native/sim/chaos');
+const { EXPIRED_CONTINUE } = require('../packages/kube-watch-native/sim/list');
+const { watchRequest } = require('../packages/kube-watch-native/sim/client');
 const { pod, delay, sim, get } = require('./sim-helpers');
 
 const STREAMING =
@@ -127,7 +127,7 @@ test("expiredAs: 'status' answers a compacted resourceVersion with HTTP 410, the
   assert.equal(inStream.status, 200);
   assert.equal(inStream.events[0].object.code, 410);
   assert.throws(
-    () => new (require('../sim').Simulator)({ expiredAs: 'x' }),
+    () => new (require('../packages/kube-watch-native/sim').Simulator)({ expiredAs: 'x' }),
     /expiredAs must be 'event' or 'status'/,
   );
 });
@@ -215,7 +215,7 @@ test('failNext(…, { retryAfterIn }) says Retry-After only in the header or onl
 
 test('cutWatches breaks every watch mid-stream, over HTTP/1.1 and HTTP/2', async (t) => {
   const s = await sim(t, { tls: true, http2: true });
-  const { certs } = require('../sim');
+  const { certs } = require('../packages/kube-watch-native/sim');
   s.create('pods', pod('a'));
   const h1 = watchRequest(`${s.url}/api/v1/pods?watch=true`, { ca: certs.ca });
   const h2 = watchRequest(`${s.url}/api/v1/pods?watch=true`, { ca: certs.ca, http2: true });

@@ -7,7 +7,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const { once } = require('node:events');
-const { createHttpProxy, createSocks5Proxy } = require('../sim/proxies');
+const { createHttpProxy, createSocks5Proxy } = require('../packages/kube-watch-native/sim/proxies');
 
 /** A TCP server on 127.0.0.1 that answers every chunk with `echo:` and the chunk. */
 async function echoServer(t) {

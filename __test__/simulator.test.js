@@ -11,9 +11,15 @@ const net = require('node:net');
 const zlib = require('node:zlib');
 const { spawn } = require('node:child_process');
 const path = require('node:path');
-const { createSimulator, Simulator, startWorkload, resourceKey, certs } = require('../sim');
-const { watchRequest, rawGet } = require('../sim/client');
-const { parseSelector, compileSelector } = require('../sim/selector');
+const {
+  createSimulator,
+  Simulator,
+  startWorkload,
+  resourceKey,
+  certs,
+} = require('../packages/kube-watch-native/sim');
+const { watchRequest, rawGet } = require('../packages/kube-watch-native/sim/client');
+const { parseSelector, compileSelector } = require('../packages/kube-watch-native/sim/selector');
 
 const { pod, delay, sim, get } = require('./sim-helpers');
 const { until } = require('../testbed/wait');
@@ -496,7 +502,7 @@ test('close() drops connections, stops listening and is idempotent', async (t) =
 
 test('a process using the simulator exits once close() resolves', async () => {
   const script = `
-    const { createSimulator, startWorkload } = require(${JSON.stringify(path.join(__dirname, '..', 'sim'))});
+    const { createSimulator, startWorkload } = require(${JSON.stringify(path.join(__dirname, '..', 'packages', 'kube-watch-native', 'sim'))});
     const http = require('http');
     (async () => {
       const s = await createSimulator({ bookmarkIntervalMs: 20 });

@@ -6,7 +6,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { createSimulator, certs } = require('../sim');
+const { createSimulator, certs } = require('../packages/kube-watch-native/sim');
 const { TOKEN, paramsFor, pod, watcherWithLogger } = require('./helpers');
 const { until, within } = require('../testbed/wait');
 

@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { HOLD_LOOP_MS } = require('../lib/event-stream');
+const { HOLD_LOOP_MS } = require('../packages/kube-watch-native/lib/event-stream');
 const {
   useSimulator,
   testWithTimeout,

@@ -14,7 +14,7 @@ test('a Backstage plugin compiled with --strict accepts NativeKubernetesWatcher 
   assert.equal(run.status, 0, `tsc failed:\n${run.stdout}${run.stderr}`);
 });
 
-test('a Backstage backend compiled with --strict adds kube-watch-native/backstage and takes the watcher from its service', () => {
+test('a Backstage backend compiled with --strict adds kube-watch-native-backstage and takes the watcher from its service', () => {
   const tsc = require.resolve('typescript/bin/tsc');
   // Resolved as Backstage's CLI resolves a backend's imports (ESNext modules, bundler resolution).
   const project = path.join(__dirname, 'types', 'backstage', 'tsconfig.json');
@@ -22,7 +22,7 @@ test('a Backstage backend compiled with --strict adds kube-watch-native/backstag
   assert.equal(run.status, 0, `tsc failed:\n${run.stdout}${run.stderr}`);
 });
 
-test('a Backstage app compiled with --strict uses kube-watch-native/live-frontend as its docs show', () => {
+test('a Backstage app compiled with --strict uses kube-watch-native-live-frontend as its docs show', () => {
   const tsc = require.resolve('typescript/bin/tsc');
   const project = path.join(__dirname, 'types', 'frontend', 'tsconfig.json');
   const run = spawnSync(process.execPath, [tsc, '-p', project], { encoding: 'utf8', timeout: 120_000 });

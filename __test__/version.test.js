@@ -7,17 +7,17 @@ const assert = require('node:assert/strict');
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { PLATFORMS, platformId, binaryName } = require('../lib/platform');
+const { PLATFORMS, platformId, binaryName } = require('../packages/kube-watch-native/lib/platform');
 
-const root = path.join(__dirname, '..');
-const pkg = require('../package.json');
+const root = path.join(__dirname, '..', 'packages', 'kube-watch-native');
+const pkg = require('../packages/kube-watch-native/package.json');
 
 function gitHead() {
   return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
 }
 
 test('the version export names the package version, the target and the commit of the binary loaded', () => {
-  const { version } = require('..');
+  const { version } = require('kube-watch-native');
   assert.equal(version.package, pkg.version);
   assert.equal(version.platform, platformId());
   const platform = PLATFORMS.find((p) => p.id === platformId());
@@ -37,7 +37,7 @@ test('kube-watch --version prints the package version, target, commit and binary
   const out = execFileSync(process.execPath, [path.join(root, 'bin', 'kube-watch.js'), '--version'], {
     encoding: 'utf8',
   });
-  const { version } = require('..');
+  const { version } = require('kube-watch-native');
   assert.equal(
     out,
     [

@@ -1,7 +1,7 @@
 'use strict';
 // The Backstage benchmark's backend: a real Backstage backend (startTestBackend with the real
 // @backstage/plugin-kubernetes-backend and a catalog of `entities` entities) in its own process,
-// forked by bench/backstage.js, with kube-watch-native/backstage (`native`; `native-strip` with
+// forked by bench/backstage.js, with kube-watch-native-backstage (`native`; `native-strip` with
 // `stripManagedFields: true`), without it
 // (`default`), or with the floor's fetcher (`floor`): the default fetcher's first answer to each
 // request, kept and handed back as it is from then on, so what remains of a load is Backstage's
@@ -84,7 +84,7 @@ async function main() {
     // The plugin logs a line per load at info: both variants alike, at warn.
     mockServices.rootLogger.factory({ level: 'warn' }),
   ];
-  if (variant.startsWith('native')) features.push(import('kube-watch-native/backstage'));
+  if (variant.startsWith('native')) features.push(import('kube-watch-native-backstage'));
   if (variant.startsWith('floor')) features.push(floorModule);
   const backend = await startTestBackend({ features });
   process.send({ type: 'ready', port: backend.server.address().port });

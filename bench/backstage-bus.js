@@ -4,7 +4,7 @@
 //
 // The events bus under load on several replicas, the shape issue 37 measured before the shared
 // viewers: N real backend replicas (testbed/replica-backend.js: the Kubernetes, Signals and events
-// backends and kube-watch-native/backstage, one process each) on a throwaway PostgreSQL, behind a
+// backends and kube-watch-native-backstage, one process each) on a throwaway PostgreSQL, behind a
 // round-robin balancer; `entities` entities with a pod each on one simulated cluster (in this
 // process); `users` users, each a Backstage user of its own with a signals WebSocket (spread over
 // the replicas) viewing 2 entities, each loaded once through every replica (every user known to
@@ -23,7 +23,7 @@ const os = require('node:os');
 const knexFactory = require('knex');
 const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
-const { createSimulator } = require('../sim');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { TOKEN, pod } = require('../testbed/live-helpers');
 const { startReplicas } = require('../testbed/replica-helpers');
 const { failRun } = require('./children');

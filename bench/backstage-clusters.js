@@ -24,7 +24,7 @@
 //                        over the entities' pods, for that long, then the answer
 //   { cmd: 'stop' }
 
-const { createSimulator, certs } = require('../sim');
+const { createSimulator, certs } = require('../packages/kube-watch-native/sim');
 
 const [objects, labelled, entities, viewers = 0] = process.argv.slice(2, 6).map(Number);
 const CLUSTERS = 6;

@@ -48,7 +48,7 @@ const entities = (count) => Array.from({ length: count }, (_, i) => entityOf(`sv
  * The Kubernetes plugin's config entries of the clusters `info` (bench/backstage-clusters.js)
  * describes. `viewers`: each viewer's own credential (`authProvider: oidc`, the token in the
  * request's `auth.oidc.okta`), with the clusters' token as `serviceAccountToken` too, which
- * Backstage ignores for oidc and kube-watch-native/backstage caches with (issue 35).
+ * Backstage ignores for oidc and kube-watch-native-backstage caches with (issue 35).
  */
 const clusterConfigs = (info, { viewers = false } = {}) =>
   info.clusters.map(({ name, url }) => ({

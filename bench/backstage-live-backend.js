@@ -1,7 +1,7 @@
 'use strict';
 // The live benchmark's backend (bench/backstage-live.js), in its own process so that its CPU is
 // its own: the real Kubernetes and Signals backend plugins (the recipe of
-// testbed/live-helpers.js), with kube-watch-native/backstage (`live`) or without it (`stock`),
+// testbed/live-helpers.js), with kube-watch-native-backstage (`live`) or without it (`stock`),
 // over the benchmark's six clusters (bench/backstage-clusters.js). It counts the signals the
 // module publishes. With `viewers`, every cluster takes the viewer's own credential (oidc, with
 // the clusters' token as serviceAccountToken: bench/backstage-common.js clusterConfigs).

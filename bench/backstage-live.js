@@ -8,8 +8,8 @@
 // with a fresh backend process (bench/backstage-live-backend.js: the real Kubernetes and Signals
 // backend plugins) and a fresh browser:
 //   stock  the Kubernetes plugin as shipped: the default fetcher, and tabs polling every 10 s;
-//   live   kube-watch-native/backstage with its live signals, and the tabs of
-//          kube-watch-native/live-frontend (refreshIntervalMs 500, or --refresh, answered from memory).
+//   live   kube-watch-native-backstage with its live signals, and the tabs of
+//          kube-watch-native-live-frontend (refreshIntervalMs 500, or --refresh, answered from memory).
 // Per variant: the tabs load and settle; `idle` seconds (default 60) with no change count the
 // requests an idle tab makes; then `seconds` (default 120) with 100 pod changes a second across
 // the fleet's entities (annotations: a refetch, nothing to see) plus, every 600 ms, one tab's pod

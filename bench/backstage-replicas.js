@@ -3,7 +3,7 @@
 //
 // The live tab on N backend replicas against one, side by side in one run: each variant is
 // fresh replicas of the real Kubernetes, Signals and events backends with
-// kube-watch-native/backstage (testbed/replica-backend.js, one process each) on a throwaway
+// kube-watch-native-backstage (testbed/replica-backend.js, one process each) on a throwaway
 // PostgreSQL of its own, a round-robin balancer in front (the tabs' loads and WebSockets spread
 // over the replicas), and 20 Chromium tabs over the six simulated clusters of
 // bench/backstage-live.js, with 100 pod changes a second plus each tab's crash-loop toggles.

@@ -8,7 +8,7 @@
 // `npm run bench:backstage -- --viewers [--authorization-ttl=S] …`: viewers' own credentials
 // (issue 35), below.
 //
-// Backstage's Kubernetes tab, with and without kube-watch-native/backstage, side by side in one
+// Backstage's Kubernetes tab, with and without kube-watch-native-backstage, side by side in one
 // run. Six simulated clusters (bench/backstage-clusters.js, their own process: 20 ms added to
 // every answer, HTTPS with h2 offered) hold 20 000 objects of the 13 default types and one custom
 // resource, 3 000 of them labelled for 300 entities. For each variant a fresh backend process
@@ -269,7 +269,7 @@ async function main() {
     ...costRows({ p99: 'goal ≤ 0.1×', mainCpu: 'goal ≤ 0.3×' }),
   ];
   const lines = [
-    `## Backstage Kubernetes tab: default fetcher vs kube-watch-native/backstage`,
+    `## Backstage Kubernetes tab: default fetcher vs kube-watch-native-backstage`,
     '',
     `6 clusters (+20 ms each), ${OBJECTS} objects (${LABELLED} labelled, ${fmt(cachedMiB)} MiB of JSON), ` +
       `${ENTITIES} entities, ${VIEWERS} viewers every 10 s for ${SECONDS} s; ${RUNS} run(s), medians; ` +

@@ -19,7 +19,7 @@
 // - native:     NativeKubernetesWatcher (this package); `native-fields` adds options.fields.
 
 const https = require('node:https');
-const certs = require('../sim/certs');
+const certs = require('../packages/kube-watch-native/sim/certs');
 
 const STOP = Symbol('stop');
 const TOKEN = 'x';

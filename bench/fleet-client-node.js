@@ -317,7 +317,7 @@ const resourceKeyOf = (t) => (t.group ? `${t.group}/${t.version}/${t.plural}` : 
 
 /** Starts the simulators, each holding `objects` objects of every type. */
 async function startFleet({ clusters, types, objects, token }) {
-  const { createSimulator } = require('../sim');
+  const { createSimulator } = require('../packages/kube-watch-native/sim');
   const { configMap } = require('./fleet-objects');
   const sims = [];
   let jsonBytes = 0;
@@ -421,7 +421,10 @@ async function selftest(argv) {
     console.error('--clusters, --objects, --rate and --runs must be at least 1');
     process.exit(2);
   }
-  const pkg = native === false ? null : path.resolve(native === true ? path.join(__dirname, '..') : native);
+  const pkg =
+    native === false
+      ? null
+      : path.resolve(native === true ? path.join(__dirname, '..', 'packages', 'kube-watch-native') : native);
   // The whole selftest is bounded too: each worker by its own timeout, this by the sum.
   const timeoutSeconds = 120;
   setTimeout(
@@ -437,7 +440,7 @@ async function selftest(argv) {
   const fleet = await startFleet({ clusters, types, objects, token });
   const config = {
     urls: fleet.sims.map((s) => s.url),
-    caData: Buffer.from(require('../sim/certs').ca).toString('base64'),
+    caData: Buffer.from(require('../packages/kube-watch-native/sim/certs').ca).toString('base64'),
     token,
     types: types.map(({ group, version, plural, namespaced }) => ({ group, version, plural, namespaced })),
     strip,

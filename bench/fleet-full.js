@@ -54,7 +54,7 @@ const fs = require('node:fs');
 /** /proc's unit of CPU time (USER_HZ, 100 on every Linux Node.js runs on). */
 const CLOCK_TICKS = 100;
 const path = require('node:path');
-const certs = require('../sim/certs');
+const certs = require('../packages/kube-watch-native/sim/certs');
 const { TYPES } = require('./fleet-objects');
 const { track } = require('./children');
 

@@ -32,8 +32,8 @@
 //   { cmd: 'stop' }
 
 const crypto = require('node:crypto');
-const { createSimulator } = require('../sim');
-const { textBytes } = require('../sim/text');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
+const { textBytes } = require('../packages/kube-watch-native/sim/text');
 const { configMap, fleetObject, strippedBytes, TYPES } = require('./fleet-objects');
 
 const ROUND = 'fleet.kube-watch.dev/round';

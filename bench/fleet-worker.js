@@ -81,7 +81,7 @@ function memoryFigures(memory, prefix = '', out = {}) {
 }
 
 async function main(config) {
-  const pkg = config.pkg ?? path.join(__dirname, '..');
+  const pkg = config.pkg ?? path.join(__dirname, '..', 'packages', 'kube-watch-native');
   const { NativeKubernetesWatcher } = require(pkg);
   const { SNAPSHOT } = require(path.join(pkg, 'lib', 'metrics.js'));
   const giveUpSeconds = config.giveUpSeconds ?? 600;

@@ -70,7 +70,7 @@ const RUNS = Number(opt('runs') ?? 3);
 const STRIP = argv.includes('--strip');
 const WATCHES = argv.includes('--watches');
 const GATHER_MS = opt('gather-ms') === undefined ? undefined : Number(opt('gather-ms'));
-const PACKAGES = [['this', path.join(__dirname, '..')]];
+const PACKAGES = [['this', path.join(__dirname, '..', 'packages', 'kube-watch-native')]];
 if (opt('against')) PACKAGES.push(['against', path.resolve(opt('against'))]);
 const log = (...a) => console.error(...a);
 
@@ -222,7 +222,7 @@ function mainThreadNs() {
 }
 
 async function worker({ pkg, urls, namespaces, informers, strip, watches, gatherMs }) {
-  const certs = require('../sim/certs');
+  const certs = require('../packages/kube-watch-native/sim/certs');
   giveUpAfter('fleet worker', 120);
   const watcher = stderrWatcher(pkg, gatherMs === undefined ? {} : { gatherMs });
   const rssBefore = process.memoryUsage().rss;

@@ -14,7 +14,7 @@
 //                         410 Expired and it has to list again; `changed` are the names.
 //   { cmd: 'stop' }
 
-const { createSimulator } = require('../sim');
+const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { pods } = require('./pods');
 
 const count = Number(process.argv[2] ?? 10000);

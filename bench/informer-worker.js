@@ -8,7 +8,7 @@
 
 const { performance } = require('node:perf_hooks');
 const { mainThreadCpuNs } = require('./measure');
-const certs = require('../sim/certs');
+const certs = require('../packages/kube-watch-native/sim/certs');
 
 const TOKEN = 'bench-token';
 const NAMESPACE = 'bench';
@@ -59,7 +59,7 @@ function window() {
 // The two clients, each with the same surface: start(), synced, size(), get(name), a consumer.
 
 function nativeClient(task, { fields, onEvent } = {}) {
-  const { NativeKubernetesWatcher } = require('..');
+  const { NativeKubernetesWatcher } = require('kube-watch-native');
   const params = {
     clusterDetails: { name: 'bench', url: task.url, caData: Buffer.from(certs.ca).toString('base64') },
     credential: { type: 'bearer token', token: TOKEN },

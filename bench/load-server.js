@@ -21,7 +21,7 @@
 const http = require('node:http');
 const http2 = require('node:http2');
 const { performance } = require('node:perf_hooks');
-const certs = require('../sim/certs');
+const certs = require('../packages/kube-watch-native/sim/certs');
 const { lines, pods, lineOf, SENT_AT } = require('./pods');
 
 /** Distinct pods per size the server cycles through. */

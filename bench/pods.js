@@ -1,6 +1,6 @@
 'use strict';
 
-const { seeded } = require('../sim/random');
+const { seeded } = require('../packages/kube-watch-native/sim/random');
 // Deterministic, realistic Pod objects for the benchmark, in three sizes.
 //
 // Every pod looks like what the API server sends for a Deployment's pod: metadata with labels,

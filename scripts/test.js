@@ -10,16 +10,18 @@
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { nodeBinary } = require('./toolchain');
+const { nodeBinary } = require('../packages/kube-watch-native/scripts/toolchain');
 
 const root = path.join(__dirname, '..');
+/** The native package: the Rust crate and the addon it builds. */
+const native = path.join(root, 'packages', 'kube-watch-native');
 /** The Node.js lines `engines` names; each runs the JavaScript suite. */
 const NODE_LINES = [20, 22, 24];
 
-function step(name, command, args) {
+function step(name, command, args, cwd = root) {
   console.log(`\n=== ${name}: ${[path.basename(command), ...args].join(' ')}`);
   const started = Date.now();
-  const run = spawnSync(command, args, { cwd: root, stdio: 'inherit' });
+  const run = spawnSync(command, args, { cwd, stdio: 'inherit' });
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   if (run.status !== 0) {
     console.error(`\n=== ${name} failed after ${seconds} s (${run.error?.message ?? `exit ${run.status}`})`);
@@ -43,10 +45,10 @@ function nodes() {
   }).filter(Boolean);
 }
 
-step('native addon up to date', process.execPath, ['scripts/install.js', '--force']);
-step('rustfmt', 'cargo', ['fmt', '--check']);
-step('clippy', 'cargo', ['clippy', '--release', '--all-targets', '--', '-D', 'warnings']);
-step('rust unit tests', 'cargo', ['test', '--release']);
+step('native addon up to date', process.execPath, ['scripts/install.js', '--force'], native);
+step('rustfmt', 'cargo', ['fmt', '--check'], native);
+step('clippy', 'cargo', ['clippy', '--release', '--all-targets', '--', '-D', 'warnings'], native);
+step('rust unit tests', 'cargo', ['test', '--release'], native);
 step('javascript format', process.execPath, ['node_modules/prettier/bin/prettier.cjs', '--check', '.']);
 
 // Named one by one: Node 20 takes no globs, and Node 22+ does not expand a directory.

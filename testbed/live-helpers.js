@@ -1,6 +1,6 @@
 'use strict';
 // Shared pieces of the live tab's end-to-end tests: a real Backstage backend with the Kubernetes
-// and Signals backend plugins and kube-watch-native/backstage, whose root HTTP router takes
+// and Signals backend plugins and kube-watch-native-backstage, whose root HTTP router takes
 // WebSocket upgrades, a simulated cluster it reads, and a handle on the Kubernetes plugin's
 // signals service, so a test can publish as the module will.
 //
@@ -36,7 +36,7 @@ const { HostDiscovery } = require('@backstage/backend-defaults/discovery');
 const { ConfigReader } = require('@backstage/config');
 const { signalsServiceRef } = require('@backstage/plugin-signals-node');
 const { eventsServiceFactory } = require('@backstage/plugin-events-node');
-const { createSimulator, certs } = require('../sim');
+const { createSimulator, certs } = require('../packages/kube-watch-native/sim');
 const { initModule } = require('./backend-modules');
 
 const ID = 'backstage.io/kubernetes-id';
@@ -201,10 +201,12 @@ const captureSignals = (captured) =>
   );
 
 /**
- * The real backend: Kubernetes + Signals backend plugins, kube-watch-native/backstage, a catalog
+ * The real backend: Kubernetes + Signals backend plugins, kube-watch-native-backstage, a catalog
  * holding LIVE_SVC and OTHER_SVC, the cluster `sim`. The benchmark (bench/backstage-live.js)
  * gives its own `clusters` (config entries), `entities`, `objectTypes` (null: the plugin's
- * defaults) and, for the stock backend, `native: false` (no kube-watch-native/backstage).
+ * defaults) and, for the stock backend, `native: false` (no kube-watch-native-backstage);
+ * `native: 'discovered'` adds no line for it: Backstage's discovery (`backend.packages: all`)
+ * must find it among the dependencies of the package.json closest to the running script.
  * @returns {Promise<{ url: string, port: number, signals: { publish(signal: object): Promise<void> }, stop(): Promise<void> }>}
  */
 async function startLiveBackend(
@@ -213,6 +215,7 @@ async function startLiveBackend(
 ) {
   const captured = {};
   const config = {
+    ...(native === 'discovered' && { backend: { packages: 'all' } }),
     kubernetes: kubernetesConfig(
       // No simulator when the caller gives its own clusters (bench/backstage-live-backend.js).
       { url: sim?.url, token: TOKEN, caData: Buffer.from(certs.ca).toString('base64') },
@@ -229,7 +232,8 @@ async function startLiveBackend(
   });
   backend.add(import('@backstage/plugin-kubernetes-backend'));
   backend.add(import('@backstage/plugin-signals-backend'));
-  if (native) backend.add(import('kube-watch-native/backstage'));
+  if (native === 'discovered') backend.add(require('@backstage/backend-defaults').discoveryFeatureLoader);
+  else if (native) backend.add(import('kube-watch-native-backstage'));
   backend.add(captureSignals(captured));
   backend.add(catalogServiceMock.factory({ entities }));
   await backend.start();

@@ -1,6 +1,6 @@
 'use strict';
 // One replica of a Backstage backend, as a child process of replica-helpers.js: the backend of
-// startLiveBackend (Kubernetes + Signals backend plugins, kube-watch-native/backstage, the mock
+// startLiveBackend (Kubernetes + Signals backend plugins, kube-watch-native-backstage, the mock
 // catalog, the WebSocket-capable root router), but on the real database service over a shared
 // PostgreSQL and with the events backend, which carries events (signals among them) from one
 // replica to the others through that database.
@@ -89,12 +89,12 @@ async function start() {
   if (params.eventsBackend !== false) {
     backend.add(import('@backstage/plugin-events-backend'));
     backend.add(captureEventsDatabase);
-    // kube-watch-native/backstage's module that ends the bus's long polls at shutdown: without
+    // kube-watch-native-backstage's module that ends the bus's long polls at shutdown: without
     // it a replica takes ~56 s to exit on SIGTERM (backstage/events-polls.js says why).
     if (params.endLongPolls !== false)
-      backend.add(require('kube-watch-native/backstage').eventsModuleEndPollsOnShutdown);
+      backend.add(require('kube-watch-native-backstage').eventsModuleEndPollsOnShutdown);
   }
-  if (params.native !== false) backend.add(import('kube-watch-native/backstage'));
+  if (params.native !== false) backend.add(import('kube-watch-native-backstage'));
   backend.add(captureSignals(captured));
   backend.add(catalogServiceMock.factory({ entities: params.entities ?? [LIVE_SVC, OTHER_SVC] }));
   await backend.start();

@@ -10,7 +10,7 @@ const { spawn } = require('node:child_process');
 const WebSocket = require('ws');
 const { TOKEN, tunnel } = require('./live-helpers');
 const { startPostgres, orSkipWithoutPostgres, freePort } = require('./pg-helpers');
-const { certs } = require('../sim');
+const { certs } = require('../packages/kube-watch-native/sim');
 
 const SCRIPT = path.join(__dirname, 'replica-backend.js');
 const NAMES = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';

@@ -20,7 +20,7 @@ import {
   type KubernetesWatchEvent as OwnEvent,
   type KubernetesWatchOptions as OwnOptions,
   type KubernetesWatchParams as OwnParams,
-} from '../..';
+} from 'kube-watch-native';
 
 declare const logger: LoggerService;
 
@@ -84,7 +84,7 @@ void native.watchResource(ownParams, { metadataOnly: 'yes' });
 void native.watchResource(ownParams, { strip: 'metadata.managedFields' });
 
 // The kubeconfig loader's result feeds watchResource directly.
-import { loadKubeconfig, KubeconfigError } from '../..';
+import { loadKubeconfig, KubeconfigError } from 'kube-watch-native';
 export function fromKubeconfig(): AsyncGenerator<KubernetesWatchEvent, void, undefined> | string {
   try {
     const { clusterDetails, credential, namespace } = loadKubeconfig({ context: 'dev' });

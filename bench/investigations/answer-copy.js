@@ -1,7 +1,7 @@
 'use strict';
 // `node bench/investigations/answer-copy.js [--rounds=9]`
 //
-// What a load's own copy of a remembered answer costs in kube-watch-native/backstage (issue 34,
+// What a load's own copy of a remembered answer costs in kube-watch-native-backstage (issue 34,
 // finding 5: no two loads share an object): parsing the answer's JSON text again (what the
 // module did until 144b84c) against copying the parsed answer (backstage/answers.js copyJson,
 // strings shared), side by side in this one process, interleaved per round, on answers of
@@ -9,7 +9,7 @@
 // medium). Reports the median time per copy of each and their ratio. No network.
 
 const { pods } = require('../pods');
-const { copyJson } = require('../../backstage/serving/answers');
+const { copyJson } = require('../../packages/backstage/serving/answers');
 
 const argv = process.argv.slice(2);
 const rounds = Number(argv.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 9);

@@ -64,7 +64,7 @@ async function main() {
   const objects = Number(opt('objects') ?? 50);
   const changes = Number(opt('changes') ?? 1000);
   const rate = Number(opt('rate') ?? 100);
-  const pkg = path.resolve(opt('pkg') ?? path.join(__dirname, '..', '..'));
+  const pkg = path.resolve(opt('pkg') ?? path.join(__dirname, '..', '..', 'packages', 'kube-watch-native'));
   const namespaces = Math.ceil(informers / clusters);
   const serverArgs = types
     ? [
@@ -270,7 +270,7 @@ function profiler(file) {
 async function worker({ pkg, urls, namespaces, informers, types, strip, idleSeconds, profile, count }) {
   const counting = count ? counters(pkg) : null;
   const profiling = profile ? profiler(profile) : null;
-  const certs = require('../../sim/certs');
+  const certs = require('../../packages/kube-watch-native/sim/certs');
   giveUpAfter('fleet main-thread worker', 180);
   const watcher = stderrWatcher(pkg);
   const opened = [];

@@ -20,7 +20,7 @@
 
 const { lines } = require('../pods');
 const { mainThreadCpuNs } = require('../measure');
-const { EventStream } = require('../../lib/event-stream');
+const { EventStream } = require('../../packages/kube-watch-native/lib/event-stream');
 
 const argv = process.argv.slice(2);
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);

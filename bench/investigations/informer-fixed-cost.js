@@ -39,7 +39,7 @@ for (const a of argv) {
 const INFORMERS = Number(opt('informers') ?? 1000);
 const RUNS = Number(opt('runs') ?? 3);
 const CONSUMERS = argv.includes('--consumers');
-const PACKAGES = [['this', path.join(__dirname, '..', '..')]];
+const PACKAGES = [['this', path.join(__dirname, '..', '..', 'packages', 'kube-watch-native')]];
 if (opt('against')) PACKAGES.push(['against', path.resolve(opt('against'))]);
 if (INFORMERS < 2) {
   console.error('--informers must be at least 2');
@@ -196,7 +196,7 @@ async function worker({ pkg, url, informers, consumers }) {
   giveUpAfter('informer-fixed-cost worker', 120);
   const watcher = stderrWatcher(pkg);
   const { SNAPSHOT } = require(path.join(pkg, 'lib', 'metrics'));
-  const certs = require('../../sim/certs');
+  const certs = require('../../packages/kube-watch-native/sim/certs');
   const open = (i) => {
     const informer = watcher.informer(
       {

@@ -112,7 +112,7 @@ function ask(child, msg) {
 
 async function driver() {
   const { track } = require('../children');
-  const certs = require('../../sim/certs');
+  const certs = require('../../packages/kube-watch-native/sim/certs');
   const { TYPES } = require('../fleet-objects');
   const arg = (name, dflt) => {
     const a = process.argv.find((x) => x.startsWith(`--${name}=`));
@@ -124,7 +124,7 @@ async function driver() {
   const repeats = Number(arg('repeats', 3));
   const perf = arg('perf', null);
   const strip = process.argv.includes('--strip');
-  const builds = [path.join(__dirname, '..', '..')];
+  const builds = [path.join(__dirname, '..', '..', 'packages', 'kube-watch-native')];
   for (const a of process.argv) if (a.startsWith('--pkg=')) builds.push(path.resolve(a.slice(6)));
 
   const serverConfig = {

@@ -23,7 +23,7 @@ const MODES = ['python', 'bare', 'addon', 'hub', 'runtime'];
 /** In a child: the main thread's CPU per empty tick, in µs. */
 async function tick(mode, ticks) {
   if (mode === 'addon' || mode === 'hub' || mode === 'runtime') {
-    const native = require('../../lib/native.js');
+    const native = require('../../packages/kube-watch-native/lib/native.js');
     if (mode !== 'addon') {
       const registry = new native.NativeRegistry();
       registry.connect(() => {});

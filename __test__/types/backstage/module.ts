@@ -1,5 +1,5 @@
 // Compiled (never run) by __test__/types.test.js under `tsc --strict`: a Backstage backend that
-// adds kube-watch-native/backstage, a plugin that takes the watcher from the service, and the
+// adds kube-watch-native-backstage, a plugin that takes the watcher from the service, and the
 // fetcher used on its own against Backstage's published types.
 import { createBackend } from '@backstage/backend-defaults';
 import { createBackendPlugin, type BackendFeature } from '@backstage/backend-plugin-api';
@@ -10,12 +10,12 @@ import kubernetesModuleNativeInformers, {
   nativeWatcherServiceFactory,
   nativeWatcherServiceRef,
   type NativeInformerInfo,
-} from 'kube-watch-native/backstage';
+} from 'kube-watch-native-backstage';
 import type { NativeKubernetesWatcher } from 'kube-watch-native';
 
 const backend = createBackend();
 backend.add(import('@backstage/plugin-kubernetes-backend'));
-backend.add(import('kube-watch-native/backstage'));
+backend.add(import('kube-watch-native-backstage'));
 backend.add(nativeWatcherServiceFactory);
 const feature: BackendFeature = kubernetesModuleNativeInformers;
 backend.add(feature);

@@ -1,4 +1,4 @@
-// A Backstage app's use of kube-watch-native/live-frontend, as its docs show it: compiled with
+// A Backstage app's use of kube-watch-native-live-frontend, as its docs show it: compiled with
 // --strict against the published frontend packages' types (__test__/types.test.js).
 import type { AnyApiFactory, FetchApi } from '@backstage/core-plugin-api';
 import type { KubernetesApi } from '@backstage/plugin-kubernetes-react';
@@ -12,7 +12,7 @@ import {
   entityRefOf,
   liveAnswerFetch,
   liveKubernetesApiFactory,
-} from 'kube-watch-native/live-frontend';
+} from 'kube-watch-native-live-frontend';
 
 export const apis: AnyApiFactory[] = [
   liveKubernetesApiFactory,
