@@ -156,7 +156,7 @@ const VIEWER_TOKENS = ['tok-viewer-1a', 'tok-viewer-2b', 'tok-viewer-3c', 'tok-v
 
 async function startCluster(r) {
   const viewers = Object.fromEntries(
-    // The first viewer may read everything (until an event says otherwise); the others are drawn.
+    // The first viewer may read everything; the others are drawn.
     VIEWER_TOKENS.map((token, i) => [
       token,
       { user: `viewer-${i}`, rules: i === 0 ? undefined : drawBinding(r) },
@@ -283,8 +283,10 @@ async function run(t, seed) {
       continue;
     }
     if (roll >= 0.24 && roll < 0.27) {
-      // A viewer's binding revoked or granted anew, or its token expiring.
-      const token = r.pick(VIEWER_TOKENS);
+      // A viewer's binding revoked or granted anew, or its token expiring: any viewer's but the
+      // first's, who may read everything throughout, so that every seed compares allowed loads
+      // too (a seed that revoked it early left 4 allowed of 181).
+      const token = r.pick(VIEWER_TOKENS.slice(1));
       const how = r.int(3);
       if (how === 2) delete sim.options.tokens[token];
       else sim.options.tokens[token] = { user: token, rules: how === 0 ? [] : drawBinding(r) };
