@@ -21,6 +21,7 @@ const { partialKind } = require('./metadata');
 const { authenticate, forbidden, validateTokens } = require('./rbac');
 const { isReview, serveReview } = require('./reviews');
 const { testOnly } = require('./test-only');
+const { Logs } = require('./logs');
 
 function peerCommonName(req) {
   const sock = req.socket;
@@ -95,6 +96,31 @@ class Simulator extends EventEmitter {
     this.hugePages = [];
     this.closing = null;
     this.http2 = new Http2Sessions(this.options.maxConcurrentStreams);
+    /** What the containers wrote (sim/logs.js); a deleted pod's go with it. */
+    this.logs = new Logs();
+    this.followStore();
+  }
+
+  /** A pod deleted from the store takes its containers' logs (and ends their follows). */
+  followStore() {
+    this.store.subscribe((entry) => {
+      if (entry.type === 'DELETED' && entry.def.key === 'pods') {
+        this.logs.forgetPod(`${entry.object.metadata.namespace}/${entry.object.metadata.name}/`);
+      }
+    });
+  }
+
+  /**
+   * Container `container` of pod `name` in `namespace` writes `text` (one or more lines) at
+   * `time` (default now): what `GET …/pods/{name}/log` answers, and its followers get at once.
+   */
+  writeLog(namespace, name, container, text, { time } = {}) {
+    this.logs.write(`${namespace}/${name}/${container}`, text, time);
+  }
+
+  /** The container restarts: what it wrote is its previous instance's (`previous=true`); its follows end. */
+  restartContainer(namespace, name, container) {
+    this.logs.restart(`${namespace}/${name}/${container}`);
   }
 
   async listen() {
@@ -455,6 +481,7 @@ class Simulator extends EventEmitter {
     if (initialResourceVersion !== undefined) {
       next.store = new Store({ historyLimit: next.options.historyLimit, initialResourceVersion });
       for (const key of BUILTIN_RESOURCES) next.store.defineResource(key, { builtin: true });
+      next.followStore();
     }
     return next.listen();
   }

@@ -7,6 +7,7 @@ const { sendJson, sendStatus, sendPageNotFound } = require('./status');
 const { discovery } = require('./discovery');
 const { parseBool } = require('./watch');
 const { sendList } = require('./list');
+const { serveLog, isLogRoute } = require('./logs');
 
 const VERSION = {
   major: '1',
@@ -61,6 +62,9 @@ function parseApiPath(pathname) {
   const base = { type: 'resource', group, version, watchPath };
   if (rest.length === 0) return watchPath ? null : { type: 'resources', group, version };
   if (rest[0] === 'namespaces' && rest.length >= 3) {
+    // Of the subresources, a pod's log (sim/logs.js).
+    if (rest.length === 5 && rest[4] === 'log' && !watchPath)
+      return { ...base, namespace: rest[1], plural: rest[2], name: rest[3], subresource: 'log' };
     if (rest.length > 4) return null;
     return { ...base, namespace: rest[1], plural: rest[2], name: rest[3] };
   }
@@ -166,6 +170,7 @@ function route(sim, req, res, r, params) {
     default:
       break;
   }
+  if (isLogRoute(r)) return serveLog(sim, res, r, params);
   const def = lookupResource(sim.store, r);
   if (!def) return sendResourceNotFound(sim.store, res, r);
   if (r.name === undefined) {

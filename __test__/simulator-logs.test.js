@@ -1,0 +1,142 @@
+'use strict';
+// Issue 50's groundwork: the simulator answers `pods/log` as a real API server proxying a kubelet
+// does (sim/logs.js): the options (container, follow, previous, timestamps, tailLines,
+// sinceSeconds, sinceTime, limitBytes) and the errors of each side, and a follow that ends when
+// the container restarts or its pod is deleted.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { sim } = require('./sim-helpers');
+const { until } = require('../testbed/wait');
+
+const T0 = Date.parse('2026-12-06T08:00:00.000Z');
+
+/** A pod of two running containers and one waiting to start. */
+const pod = (name) => ({
+  metadata: { name, namespace: 'default' },
+  spec: { containers: [{ name: 'main' }, { name: 'sidecar' }, { name: 'late' }] },
+  status: {
+    containerStatuses: [
+      { name: 'main', state: { running: {} } },
+      { name: 'sidecar', state: { running: {} } },
+      { name: 'late', state: { waiting: { reason: 'ContainerCreating' } } },
+    ],
+  },
+});
+
+async function cluster(t) {
+  const s = await sim(t, { token: 'tok' });
+  s.create('pods', pod('web'));
+  for (let i = 0; i < 5; i++)
+    s.writeLog('default', 'web', 'main', `line ${i}`, { time: new Date(T0 + i * 1000) });
+  return s;
+}
+
+/** GET the log with `query`: status and text (or the Status's message). */
+async function logOf(s, query, name = 'web') {
+  const res = await fetch(`${s.url}/api/v1/namespaces/default/pods/${name}/log?${query}`, {
+    headers: { authorization: 'Bearer tok' },
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    type: res.headers.get('content-type'),
+    text: res.status === 200 ? text : JSON.parse(text).message,
+  };
+}
+
+test('pods/log: the lines and each option as the kubelet applies it', async (t) => {
+  const s = await cluster(t);
+  const all = await logOf(s, 'container=main');
+  assert.deepEqual(all, {
+    status: 200,
+    type: 'text/plain',
+    text: 'line 0\nline 1\nline 2\nline 3\nline 4\n',
+  });
+  assert.equal((await logOf(s, 'container=main&tailLines=2')).text, 'line 3\nline 4\n');
+  assert.equal((await logOf(s, 'container=main&tailLines=0')).text, '');
+  assert.equal(
+    (await logOf(s, `container=main&sinceTime=${new Date(T0 + 3000).toISOString()}`)).text,
+    'line 3\nline 4\n',
+  );
+  assert.equal((await logOf(s, 'container=main&limitBytes=10')).text, 'line 0\nlin');
+  assert.equal(
+    (await logOf(s, 'container=main&timestamps=true&tailLines=1')).text,
+    '2026-12-06T08:00:04Z line 4\n',
+    "Go's RFC3339Nano: the fraction's trailing zeros dropped",
+  );
+  s.writeLog('default', 'web', 'main', 'now');
+  assert.equal((await logOf(s, 'container=main&sinceSeconds=60')).text, 'now\n', 'only the last minute');
+  assert.equal((await logOf(s, 'container=sidecar')).text, '', 'a container that wrote nothing');
+});
+
+test("pods/log: the API server's and the kubelet's errors", async (t) => {
+  const s = await cluster(t);
+  assert.deepEqual(await logOf(s, ''), {
+    status: 400,
+    type: 'application/json',
+    text: 'a container name must be specified for pod web, choose one of: [main sidecar late]',
+  });
+  assert.equal((await logOf(s, 'container=nope')).text, 'container nope is not valid for pod web');
+  assert.equal((await logOf(s, 'container=main', 'gone')).status, 404);
+  assert.equal((await logOf(s, 'container=main', 'gone')).text, 'pods "gone" not found');
+  assert.deepEqual(await logOf(s, 'container=late'), {
+    status: 400,
+    type: 'application/json',
+    text: 'container "late" in pod "web" is waiting to start: ContainerCreating',
+  });
+  assert.equal(
+    (await logOf(s, 'container=main&previous=true')).text,
+    'previous terminated container "main" in pod "web" not found',
+  );
+  const invalid = await logOf(s, 'container=main&tailLines=-1');
+  assert.equal(invalid.status, 422);
+  assert.equal(
+    invalid.text,
+    'PodLogOptions "web" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0',
+  );
+  const both = await logOf(s, `container=main&sinceSeconds=5&sinceTime=${new Date(T0).toISOString()}`);
+  assert.equal(both.status, 422);
+  assert.match(both.text, /at most one of `sinceTime` or `sinceSeconds` may be specified/);
+  assert.equal((await logOf(s, 'container=main&follow=maybe')).status, 400);
+});
+
+/** A follow of `query`: its text so far, and whether its body ended. */
+async function follow(s, query) {
+  const res = await fetch(`${s.url}/api/v1/namespaces/default/pods/web/log?${query}`, {
+    headers: { authorization: 'Bearer tok' },
+  });
+  assert.equal(res.status, 200);
+  const state = { text: '', ended: false };
+  const decoder = new TextDecoder();
+  state.done = (async () => {
+    for await (const chunk of res.body) state.text += decoder.decode(chunk, { stream: true });
+    state.ended = true;
+  })();
+  return state;
+}
+
+test('pods/log follow: what the container writes as it writes it, until it restarts; previous= then has it', async (t) => {
+  const s = await cluster(t);
+  const f = await follow(s, 'container=main&follow=true&tailLines=1');
+  await until(() => f.text === 'line 4\n', { ms: 5000, what: 'the tail' });
+  s.writeLog('default', 'web', 'main', 'five\nsix');
+  await until(() => f.text === 'line 4\nfive\nsix\n', { ms: 5000, what: 'the lines written' });
+  assert.equal(f.ended, false);
+  s.restartContainer('default', 'web', 'main');
+  await until(() => f.ended, { ms: 5000, what: 'the follow to end with the restart' });
+  assert.equal((await logOf(s, 'container=main&previous=true&tailLines=2')).text, 'five\nsix\n');
+  assert.equal((await logOf(s, 'container=main')).text, '', 'the new instance wrote nothing yet');
+});
+
+test('pods/log follow: the pod deleted ends the body; limitBytes ends it too', async (t) => {
+  const s = await cluster(t);
+  const limited = await follow(s, 'container=main&follow=true&tailLines=0&limitBytes=8');
+  const f = await follow(s, 'container=main&follow=true&tailLines=0');
+  s.writeLog('default', 'web', 'main', 'abcdefghij');
+  await until(() => limited.ended, { ms: 5000, what: 'the limited follow to end at 8 bytes' });
+  assert.equal(limited.text, 'abcdefgh');
+  await until(() => f.text === 'abcdefghij\n', { ms: 5000, what: 'the line' });
+  s.remove('pods', 'default', 'web');
+  await until(() => f.ended, { ms: 5000, what: 'the follow to end with its pod' });
+});

@@ -1,0 +1,203 @@
+'use strict';
+
+// Pod logs as the API server serves them, proxying the kubelet (issue 50): what each container
+// wrote (`sim.writeLog`), and its previous instance's after a restart (`sim.restartContainer`),
+// read with `GET /api/v1/namespaces/{ns}/pods/{pod}/log` and its options: container, follow,
+// previous, timestamps, tailLines, sinceSeconds, sinceTime, limitBytes. The answers and their
+// errors are the API server's (pod/rest/log.go's validation, LogLocation's container choice)
+// and the kubelet's (a container waiting to start, no previous instance). A follow streams what
+// the container writes until it stops: its restart or its pod's deletion ends the body.
+
+const { sendStatus, commonHeaders } = require('./status');
+
+/** One container's log: its lines (`{ time, text }`) and the followers writing them out. */
+class ContainerLog {
+  constructor() {
+    this.lines = [];
+    this.followers = new Set();
+  }
+}
+
+/** The logs of a simulator's containers, current and previous, by `ns/pod/container`. */
+class Logs {
+  constructor() {
+    this.current = new Map();
+    this.previous = new Map();
+  }
+
+  log(key) {
+    let log = this.current.get(key);
+    if (!log) this.current.set(key, (log = new ContainerLog()));
+    return log;
+  }
+
+  /** Appends `text` (one or more lines) as written at `time`; followers get it at once. */
+  write(key, text, time = new Date()) {
+    const log = this.log(key);
+    const parts = String(text).split('\n');
+    if (parts.at(-1) === '') parts.pop();
+    for (const part of parts) {
+      const line = { time: time instanceof Date ? time : new Date(time), text: part };
+      log.lines.push(line);
+      for (const follower of log.followers) follower(line);
+    }
+  }
+
+  /** The container restarted: what it wrote is its previous instance's; its followers end. */
+  restart(key) {
+    const log = this.log(key);
+    this.previous.set(key, log);
+    this.current.set(key, new ContainerLog());
+    for (const follower of log.followers) follower(null);
+    log.followers.clear();
+  }
+
+  /** The pod is gone: its containers' followers end, and their logs with them. */
+  forgetPod(prefix) {
+    for (const map of [this.current, this.previous]) {
+      for (const [key, log] of map) {
+        if (!key.startsWith(prefix)) continue;
+        for (const follower of log.followers) follower(null);
+        map.delete(key);
+      }
+    }
+  }
+}
+
+/** Go's strconv.ParseBool, as the API server reads the boolean options. */
+function parseBool(value) {
+  if (value === null) return false;
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false;
+  return undefined;
+}
+
+/** The options of a log request, or `{ error }`: the 400s of decoding, the 422 of validation. */
+function parseLogOptions(pod, params) {
+  const bad = (message) => ({ error: { code: 400, message, reason: 'BadRequest' } });
+  const options = {};
+  for (const name of ['follow', 'previous', 'timestamps']) {
+    const value = parseBool(params.get(name));
+    if (value === undefined) return bad(`invalid value for ${name}: "${params.get(name)}"`);
+    options[name] = value;
+  }
+  for (const name of ['tailLines', 'sinceSeconds', 'limitBytes']) {
+    const raw = params.get(name);
+    if (raw === null) continue;
+    if (!/^-?\d+$/.test(raw))
+      return bad(`invalid value for ${name}: strconv.ParseInt: parsing "${raw}": invalid syntax`);
+    options[name] = Number(raw);
+  }
+  const sinceTime = params.get('sinceTime');
+  if (sinceTime !== null) {
+    const ms = Date.parse(sinceTime);
+    if (!/^\d{4}-\d{2}-\d{2}T/.test(sinceTime) || Number.isNaN(ms))
+      return bad(`parsing time "${sinceTime}" as "2006-01-02T15:04:05Z07:00": cannot parse`);
+    options.sinceTime = ms;
+  }
+  const invalid = [];
+  if (options.tailLines !== undefined && options.tailLines < 0)
+    invalid.push(`tailLines: Invalid value: ${options.tailLines}: must be greater than or equal to 0`);
+  if (options.limitBytes !== undefined && options.limitBytes < 1)
+    invalid.push(`limitBytes: Invalid value: ${options.limitBytes}: must be greater than 0`);
+  if (options.sinceSeconds !== undefined && options.sinceSeconds < 1)
+    invalid.push(`sinceSeconds: Invalid value: ${options.sinceSeconds}: must be greater than 0`);
+  if (options.sinceSeconds !== undefined && options.sinceTime !== undefined)
+    invalid.push('sinceSeconds: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified');
+  if (invalid.length) {
+    const message = `PodLogOptions "${pod}" is invalid: ${invalid.length === 1 ? invalid[0] : `[${invalid.join(', ')}]`}`;
+    return { error: { code: 422, message, reason: 'Invalid' } };
+  }
+  return { options };
+}
+
+/** Go's RFC3339Nano of a time, as the kubelet prefixes a line with `timestamps=true`. */
+function rfc3339Nano(date) {
+  return date.toISOString().replace(/\.?0+Z$/, 'Z');
+}
+
+/**
+ * Serves `GET …/pods/{name}/log`.
+ * @param {object} sim the Simulator
+ */
+function serveLog(sim, res, route, params) {
+  const pod = sim.store.get('pods', route.namespace, route.name);
+  if (!pod)
+    return sendStatus(res, 404, `pods "${route.name}" not found`, 'NotFound', {
+      name: route.name,
+      kind: 'pods',
+    });
+  const parsed = parseLogOptions(route.name, params);
+  if (parsed.error) return sendStatus(res, parsed.error.code, parsed.error.message, parsed.error.reason);
+  const options = parsed.options;
+  const names = (pod.spec?.containers ?? []).map((c) => c.name);
+  let container = params.get('container') ?? '';
+  if (container === '') {
+    if (names.length !== 1) {
+      return sendStatus(
+        res,
+        400,
+        `a container name must be specified for pod ${route.name}, choose one of: [${names.join(' ')}]`,
+        'BadRequest',
+      );
+    }
+    container = names[0];
+  }
+  if (!names.includes(container))
+    return sendStatus(res, 400, `container ${container} is not valid for pod ${route.name}`, 'BadRequest');
+  const key = `${route.namespace}/${route.name}/${container}`;
+  const status = (pod.status?.containerStatuses ?? []).find((s) => s.name === container);
+  const waiting = status?.state?.waiting;
+  if (options.previous) {
+    if (!sim.logs.previous.has(key))
+      return sendStatus(
+        res,
+        400,
+        `previous terminated container "${container}" in pod "${route.name}" not found`,
+        'BadRequest',
+      );
+  } else if (waiting) {
+    return sendStatus(
+      res,
+      400,
+      `container "${container}" in pod "${route.name}" is waiting to start: ${waiting.reason ?? 'ContainerCreating'}`,
+      'BadRequest',
+    );
+  }
+  const log = options.previous ? sim.logs.previous.get(key) : sim.logs.log(key);
+  const since =
+    options.sinceTime ??
+    (options.sinceSeconds === undefined ? null : Date.now() - options.sinceSeconds * 1000);
+  let lines = since === null ? log.lines : log.lines.filter((l) => l.time.getTime() >= since);
+  if (options.tailLines !== undefined) lines = options.tailLines === 0 ? [] : lines.slice(-options.tailLines);
+  res.writeHead(200, { ...commonHeaders(), 'content-type': 'text/plain' });
+  // A follow's headers go at once, as the API server's do, whatever the container has written.
+  res.flushHeaders();
+  let left = options.limitBytes ?? Infinity;
+  const write = (line) => {
+    if (left <= 0) return false;
+    let text = `${options.timestamps ? `${rfc3339Nano(line.time)} ` : ''}${line.text}\n`;
+    let bytes = Buffer.from(text);
+    if (bytes.length > left) bytes = bytes.subarray(0, left);
+    left -= bytes.length;
+    res.write(bytes);
+    return left > 0;
+  };
+  for (const line of lines) if (!write(line)) return res.end();
+  if (!options.follow || options.previous) return res.end();
+  const follower = (line) => {
+    if (line === null || !write(line)) {
+      log.followers.delete(follower);
+      res.end();
+    }
+  };
+  log.followers.add(follower);
+  res.once('close', () => log.followers.delete(follower));
+  return undefined;
+}
+
+/** Whether `route` is a pod's log (`…/namespaces/{ns}/pods/{name}/log`). */
+const isLogRoute = (route) =>
+  route?.type === 'resource' && route.subresource === 'log' && route.group === '' && route.plural === 'pods';
+
+module.exports = { Logs, serveLog, isLogRoute, rfc3339Nano };
