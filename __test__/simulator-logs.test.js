@@ -140,3 +140,54 @@ test('pods/log follow: the pod deleted ends the body; limitBytes ends it too', a
   s.remove('pods', 'default', 'web');
   await until(() => f.ended, { ms: 5000, what: 'the follow to end with its pod' });
 });
+
+test("events by the involved object's fields, as the API server selects them (the stock drawer's query)", async (t) => {
+  const s = await cluster(t);
+  const event = (name, involved, extra = {}) => ({
+    metadata: { name, namespace: 'default' },
+    involvedObject: {
+      kind: 'Pod',
+      namespace: 'default',
+      apiVersion: 'v1',
+      fieldPath: 'spec.containers{main}',
+      ...involved,
+    },
+    reason: 'BackOff',
+    type: 'Warning',
+    source: { component: 'kubelet' },
+    ...extra,
+  });
+  s.create('events', event('web.1', { name: 'web', uid: 'u-web' }));
+  s.create(
+    'events',
+    event('web.2', { name: 'web', uid: 'u-web' }, { source: { component: 'scheduler' }, type: 'Normal' }),
+  );
+  s.create('events', event('db.1', { name: 'db', uid: 'u-db' }));
+  s.create('events', event('rs.1', { name: 'web', kind: 'ReplicaSet', apiVersion: 'apps/v1' }));
+  const names = async (selector) => {
+    const res = await fetch(
+      `${s.url}/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(selector)}`,
+      { headers: { authorization: 'Bearer tok' } },
+    );
+    const body = await res.json();
+    return res.status === 200
+      ? body.items.map((e) => e.metadata.name).sort()
+      : `${res.status} ${body.message}`;
+  };
+  assert.deepEqual(await names('involvedObject.name=web'), ['rs.1', 'web.1', 'web.2']);
+  assert.deepEqual(await names('involvedObject.name=web,involvedObject.kind=Pod'), ['web.1', 'web.2']);
+  assert.deepEqual(await names('involvedObject.uid=u-db'), ['db.1']);
+  assert.deepEqual(await names('involvedObject.apiVersion=apps/v1'), ['rs.1']);
+  assert.deepEqual(await names('involvedObject.fieldPath=spec.containers{main}'), [
+    'db.1',
+    'rs.1',
+    'web.1',
+    'web.2',
+  ]);
+  assert.deepEqual(await names('source=scheduler'), ['web.2']);
+  assert.deepEqual(await names('type=Warning,involvedObject.name=web'), ['rs.1', 'web.1']);
+  assert.equal(
+    await names('involvedObject.color=red'),
+    '400 field label not supported: involvedObject.color',
+  );
+});

@@ -22,12 +22,18 @@ const EXTRA_FIELDS = {
   namespaces: ['status.phase'],
   nodes: ['spec.unschedulable'],
   secrets: ['type'],
+  // The API server's event fields (event/strategy.go): `source` is the source's component.
   events: [
     'involvedObject.kind',
     'involvedObject.namespace',
     'involvedObject.name',
     'involvedObject.uid',
+    'involvedObject.apiVersion',
+    'involvedObject.resourceVersion',
+    'involvedObject.fieldPath',
     'reason',
+    'reportingComponent',
+    'source',
     'type',
   ],
   replicasets: ['status.replicas'],
@@ -35,6 +41,7 @@ const EXTRA_FIELDS = {
 };
 
 function fieldValue(obj, field) {
+  if (field === 'source') return String(obj.source?.component ?? '');
   let v = obj;
   for (const part of field.split('.')) v = v && typeof v === 'object' ? v[part] : undefined;
   // Absent fields compare as the empty string; booleans and numbers as their text.
