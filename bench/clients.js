@@ -249,7 +249,7 @@ const clientnode = {
 
 let NativeKubernetesWatcher;
 
-function nativeClient(name, withFields, pkg = '..') {
+function nativeClient(name, withFields, pkg = 'kube-watch-native') {
   return {
     name,
     load() {
