@@ -191,3 +191,21 @@ test("events by the involved object's fields, as the API server selects them (th
     '400 field label not supported: involvedObject.color',
   );
 });
+
+test('pods/log: a 10 MiB line and output that is not UTF-8 come back byte for byte', async (t) => {
+  const s = await cluster(t);
+  const long = 'x'.repeat(10 << 20);
+  s.writeLog('default', 'web', 'sidecar', long);
+  const bytes = Buffer.from([0x61, 0xff, 0xfe, 0x62, 0x0a, 0xc3, 0x28]);
+  s.writeLog('default', 'web', 'sidecar', bytes);
+  const res = await fetch(`${s.url}/api/v1/namespaces/default/pods/web/log?container=sidecar`, {
+    headers: { authorization: 'Bearer tok' },
+  });
+  const body = Buffer.from(await res.arrayBuffer());
+  assert.equal(res.status, 200);
+  assert.equal(body.length, (10 << 20) + 1 + 5 + 3, 'every byte, each line ended by a newline');
+  assert.ok(body.subarray(0, 10 << 20).equals(Buffer.from(long)));
+  assert.ok(
+    body.subarray((10 << 20) + 1).equals(Buffer.from([0x61, 0xff, 0xfe, 0x62, 0x0a, 0xc3, 0x28, 0x0a])),
+  );
+});

@@ -10,7 +10,9 @@
 
 const { sendStatus, commonHeaders } = require('./status');
 
-/** One container's log: its lines (`{ time, text }`) and the followers writing them out. */
+const NEWLINE = Buffer.from('\n');
+
+/** One container's log: its lines (`{ time, text }`, the text a Buffer) and the followers writing them out. */
 class ContainerLog {
   constructor() {
     this.lines = [];
@@ -31,11 +33,19 @@ class Logs {
     return log;
   }
 
-  /** Appends `text` (one or more lines) as written at `time`; followers get it at once. */
+  /**
+   * Appends `text` (one or more lines; a Buffer is written as its bytes, UTF-8 or not, as a
+   * container writes them) as written at `time`; followers get it at once.
+   */
   write(key, text, time = new Date()) {
     const log = this.log(key);
-    const parts = String(text).split('\n');
-    if (parts.at(-1) === '') parts.pop();
+    const bytes = Buffer.isBuffer(text) ? text : Buffer.from(String(text));
+    const parts = [];
+    for (let start = 0; start < bytes.length;) {
+      const end = bytes.indexOf(0x0a, start);
+      parts.push(bytes.subarray(start, end < 0 ? bytes.length : end));
+      start = end < 0 ? bytes.length : end + 1;
+    }
     for (const part of parts) {
       const line = { time: time instanceof Date ? time : new Date(time), text: part };
       log.lines.push(line);
@@ -176,8 +186,8 @@ function serveLog(sim, res, route, params) {
   let left = options.limitBytes ?? Infinity;
   const write = (line) => {
     if (left <= 0) return false;
-    let text = `${options.timestamps ? `${rfc3339Nano(line.time)} ` : ''}${line.text}\n`;
-    let bytes = Buffer.from(text);
+    const prefix = options.timestamps ? `${rfc3339Nano(line.time)} ` : '';
+    let bytes = Buffer.concat([Buffer.from(prefix), line.text, NEWLINE]);
     if (bytes.length > left) bytes = bytes.subarray(0, left);
     left -= bytes.length;
     res.write(bytes);
