@@ -21,9 +21,9 @@ const {
   packageName,
 } = require('../packages/kube-watch-native/lib/platform');
 const toolchain = require('../packages/kube-watch-native/scripts/toolchain');
-const { tempDir, installedLayout, watchOnce } = require('./pkg-helpers');
+const { tempDir, installedLayout, watchOnce, NATIVE_ROOT } = require('./pkg-helpers');
 
-const root = path.join(__dirname, '..', 'packages', 'kube-watch-native');
+const root = NATIVE_ROOT;
 const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
 const built = (p) => path.join(root, 'npm', p.id, binaryName(p.id));
 /** Whether `file` embeds commit `head`: build.rs puts the commit built from in every binary. */

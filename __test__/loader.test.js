@@ -15,9 +15,9 @@ const {
   binaryName,
   packageName,
 } = require('../packages/kube-watch-native/lib/platform');
-const { tempDir, installedLayout } = require('./pkg-helpers');
+const { tempDir, installedLayout, NATIVE_ROOT } = require('./pkg-helpers');
 
-const root = path.join(__dirname, '..', 'packages', 'kube-watch-native');
+const root = NATIVE_ROOT;
 const { version } = require('../packages/kube-watch-native/package.json');
 const platform = PLATFORMS.find((p) => p.id === platformId());
 const localBuild = path.join(root, binaryName());

@@ -16,6 +16,16 @@ const vm = require('node:vm');
 const { cm, consume, delay, params, recordingWatcher, sim } = require('./informer-helpers');
 const { until } = require('../testbed/wait');
 
+/** The CLI of the native package. */
+const CLI = require('node:path').join(
+  __dirname,
+  '..',
+  'packages',
+  'kube-watch-native',
+  'bin',
+  'kube-watch.js',
+);
+
 const TOKENS = ['tok-secret-first', 'tok-secret-second'];
 
 /** A reader that collects only when asked (no timer), as a Prometheus scrape does. */
@@ -288,14 +298,7 @@ test('bad options are refused with a message naming them; the stats lines name e
  * resolves with `{ status, stdout, stderr }` once it has exited. Killed after `limitMs`.
  */
 function runUntilStderr(args, line, limitMs) {
-  const bin = require('node:path').join(
-    __dirname,
-    '..',
-    'packages',
-    'kube-watch-native',
-    'bin',
-    'kube-watch.js',
-  );
+  const bin = CLI;
   const child = require('node:child_process').spawn(process.execPath, [bin, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -319,14 +322,7 @@ test(
   'kube-watch --informer --stats prints the figures on stderr every 5 s and at the end',
   { timeout: 60_000 },
   async () => {
-    const bin = require('node:path').join(
-      __dirname,
-      '..',
-      'packages',
-      'kube-watch-native',
-      'bin',
-      'kube-watch.js',
-    );
+    const bin = CLI;
     // Stopped (Ctrl-C) once the first periodic line is out, rather than by the demo's clock,
     // which starts before the informer (and its stats timer) does: on a busy machine that gap
     // could push the 5 s line past a short demo. The next periodic one is then 5 s away.

@@ -17,11 +17,10 @@ const {
   packageName,
 } = require('../packages/kube-watch-native/lib/platform');
 const { packMain, packPlatform } = require('../packages/kube-watch-native/scripts/packaging');
-const { tempDir, watchOnce } = require('./pkg-helpers');
+const { tempDir, watchOnce, NATIVE_ROOT, MODULES } = require('./pkg-helpers');
 
-const root = path.join(__dirname, '..', 'packages', 'kube-watch-native');
-/** Where npm put the dependencies: the repository's root. */
-const modules = path.join(__dirname, '..', 'node_modules');
+const root = NATIVE_ROOT;
+const modules = MODULES;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const { version } = require('../packages/kube-watch-native/package.json');
 const platform = PLATFORMS.find((p) => p.id === platformId());

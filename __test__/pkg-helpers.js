@@ -10,9 +10,12 @@ const path = require('node:path');
 const { packageName } = require('../packages/kube-watch-native/lib/platform');
 const { platformManifest } = require('../packages/kube-watch-native/scripts/packaging');
 
-const root = path.join(__dirname, '..', 'packages', 'kube-watch-native');
+/** The native package's directory (packages/kube-watch-native), what the tests of packaging read. */
+const NATIVE_ROOT = path.join(__dirname, '..', 'packages', 'kube-watch-native');
 /** Where npm put the dependencies: the repository's root. */
-const modules = path.join(__dirname, '..', 'node_modules');
+const MODULES = path.join(__dirname, '..', 'node_modules');
+const root = NATIVE_ROOT;
+const modules = MODULES;
 
 /** A temporary directory removed when test `t` ends. */
 function tempDir(t, prefix) {
@@ -75,4 +78,4 @@ function watchOnce({ command, args = [], cwd, url, timeout = 60_000, env = proce
   });
 }
 
-module.exports = { tempDir, installedLayout, watchOnce, WATCH_SCRIPT };
+module.exports = { tempDir, installedLayout, watchOnce, WATCH_SCRIPT, NATIVE_ROOT, MODULES };

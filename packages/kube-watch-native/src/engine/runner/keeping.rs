@@ -12,7 +12,7 @@ use super::Plan;
 use super::{RELEASE_AFTER_BYTES, Run};
 use crate::engine::backoff::{BackoffPolicy, Jitter};
 use crate::engine::machine::{
-    self, Machine, PageRefused, Probed, Resume, State, StreamingList, Transition,
+    self, Machine, PageRefused, Resume, State, StreamingList, Transition,
 };
 use crate::engine::plan::Keeping;
 use crate::engine::sink::Keeper;
@@ -249,9 +249,6 @@ impl<A: ListWatch, K: Keeper> Run<A, Keeping<K>> {
             return None;
         }
         let probed = self.probe(rv).await;
-        if matches!(probed, Probed::Current) {
-            self.plan.keeper.proven();
-        }
         let transition = self
             .machine
             .resume_probed(probed, rv.to_owned(), Instant::now())?;

@@ -308,7 +308,7 @@ impl<A: ListWatch, P: Plan> Run<A, P> {
     /// Asks the server whether its resourceVersion is not older than `rv`: a LIST of one object
     /// with `resourceVersionMatch=NotOlderThan` (its body is dropped). A real API server
     /// answers 504 `ResourceVersionTooLarge` when it is behind, after waiting up to 3 s for its
-    /// cache to catch up.
+    /// cache to catch up. An answer 200 is proof of life for what the plan keeps.
     async fn probe(&mut self, rv: &str) -> Probed {
         let path = self.config.resource_path.clone();
         let query = WatchQuery {
@@ -321,6 +321,7 @@ impl<A: ListWatch, P: Plan> Run<A, P> {
             .await;
         if answer.is_ok() {
             self.succeeded();
+            self.plan.proven();
         }
         Probed::of(answer.map(drop))
     }

@@ -8,7 +8,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::Plan;
 use super::Run;
-use crate::engine::machine::{Machine, Probed, State};
+use crate::engine::machine::{Machine, State};
 use crate::engine::step::StreamEnd;
 use crate::engine::{Fault, ListWatch, WatchLines};
 use crate::request::WatchQuery;
@@ -100,9 +100,6 @@ impl<A: ListWatch, P: Plan> Run<A, P> {
             return None;
         }
         let probed = self.probe(&rv).await;
-        if matches!(probed, Probed::Current) {
-            self.plan.proven();
-        }
         let (end, effects) = Machine::silent_probed(probed);
         for effect in effects {
             self.effect(effect);
