@@ -8,6 +8,7 @@
 //! informer's plan does (its loop, its lists) in `keeping.rs`, a plain watch's in `once.rs`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
@@ -87,6 +88,10 @@ pub(crate) trait Plan: Send + Sync + Sized + 'static {
     /// what it says of it, if anything.
     fn metadata_refused(&self, projection: Option<&Projection>) -> Option<String>;
 }
+
+/// How long a probe of the server's resourceVersion may wait for its answer: an API server gives
+/// one at once, or after its cache waited 3 s for the version; past this the probe failed.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a run is started with besides its configuration and its requests.
 pub(crate) struct Parts {
@@ -316,9 +321,15 @@ impl<A: ListWatch, P: Plan> Run<A, P> {
             resource_version_match: Some("NotOlderThan".into()),
             ..self.query()
         };
-        let answer = self
-            .list_page(|base| list_url(base, &path, &query, 1, None))
-            .await;
+        let page = self.list_page(|base| list_url(base, &path, &query, 1, None));
+        // Bounded: a silent watch's probe holds its stream unread while it waits.
+        let answer = match tokio::time::timeout(PROBE_TIMEOUT, page).await {
+            Ok(answer) => answer,
+            Err(_) => Err(Fault::Protocol(format!(
+                "no answer to the probe of the server's resourceVersion within {} s",
+                PROBE_TIMEOUT.as_secs()
+            ))),
+        };
         if answer.is_ok() {
             self.succeeded();
             self.plan.proven();

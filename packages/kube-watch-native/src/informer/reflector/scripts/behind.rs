@@ -227,3 +227,27 @@ async fn a_probe_answered_is_proof_of_life_and_a_watch_opened_is_not() {
     assert_eq!(reflector.stats().snapshot().relists, 0);
     reflector.stop();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_that_never_answers_fails_after_its_bound_and_the_watch_goes_on() {
+    let fake = Fake::new(vec![
+        old_cluster(),
+        Reply::Watch(Vec::new(), End::Open),
+        // The script is spent: the silent watch's probe never answers.
+    ]);
+    let (reflector, recorder) = probing(&fake);
+    seen_until(&reflector, r#"SYNCED "900" false"#).await;
+    tokio::time::sleep(Duration::from_secs(135)).await;
+    let sent = fake.sent();
+    assert_eq!(sent.len(), 4, "{:?}", urls(&fake));
+    assert!(is_probe(&sent[2].url, "900") && is_probe(&sent[3].url, "900"));
+    assert_eq!(
+        sent[3].at - sent[2].at,
+        Duration::from_secs(60),
+        "the first probe gave up after its 10 s, and the watch went on to the next minute's"
+    );
+    let notice = message_with(&recorder, "no answer to the probe").expect("a notice");
+    assert!(notice.contains("the watch goes on"), "{notice}");
+    assert_eq!(reflector.stats().snapshot().relists, 0);
+    reflector.stop();
+}
