@@ -10,6 +10,19 @@ const pod = (name, labels = {}, namespace = 'default') => ({
   spec: { containers: [{ name: 'c', image: 'busybox' }] },
 });
 
+/** Pod `name` in `default` of two running containers (`main`, `sidecar`) and one waiting to start (`late`). */
+const podOfContainers = (name) => ({
+  metadata: { name, namespace: 'default' },
+  spec: { containers: [{ name: 'main' }, { name: 'sidecar' }, { name: 'late' }] },
+  status: {
+    containerStatuses: [
+      { name: 'main', state: { running: {} } },
+      { name: 'sidecar', state: { running: {} } },
+      { name: 'late', state: { waiting: { reason: 'ContainerCreating' } } },
+    ],
+  },
+});
+
 const delay = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Resolves once `check()` holds, polling; rejects naming `what` after `ms`. */
@@ -30,4 +43,4 @@ function get(url, options = {}) {
   }));
 }
 
-module.exports = { pod, delay, sim, get };
+module.exports = { pod, podOfContainers, delay, sim, get };

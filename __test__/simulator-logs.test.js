@@ -6,23 +6,10 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { sim } = require('./sim-helpers');
+const { sim, podOfContainers: pod } = require('./sim-helpers');
 const { until } = require('../testbed/wait');
 
 const T0 = Date.parse('2026-12-06T08:00:00.000Z');
-
-/** A pod of two running containers and one waiting to start. */
-const pod = (name) => ({
-  metadata: { name, namespace: 'default' },
-  spec: { containers: [{ name: 'main' }, { name: 'sidecar' }, { name: 'late' }] },
-  status: {
-    containerStatuses: [
-      { name: 'main', state: { running: {} } },
-      { name: 'sidecar', state: { running: {} } },
-      { name: 'late', state: { waiting: { reason: 'ContainerCreating' } } },
-    ],
-  },
-});
 
 async function cluster(t) {
   const s = await sim(t, { token: 'tok' });

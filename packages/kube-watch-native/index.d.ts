@@ -403,6 +403,57 @@ export interface NativeKubernetesWatcherOptions {
   gatherMs?: number;
 }
 
+/** Whose log {@link NativeKubernetesWatcher.streamLogs} reads: a pod's container on a cluster. */
+export interface KubernetesLogParams {
+  clusterDetails: ClusterDetails;
+  credential: KubernetesCredential;
+  namespace: string;
+  pod: string;
+  /** The container; may be left out for a pod of one container. */
+  container?: string;
+}
+
+/** The API server's `PodLogOptions`, and a signal. */
+export interface KubernetesLogOptions {
+  /** Keep the stream open and yield lines as they are written; a follow the server ends resumes from the last line. */
+  follow?: boolean;
+  /** The previous instance of a restarted container. */
+  previous?: boolean;
+  /** Each line starts with its RFC 3339 timestamp and a space. */
+  timestamps?: boolean;
+  /** Only lines of the last this many seconds (at least 1; not with `sinceTime`). */
+  sinceSeconds?: number;
+  /** Only lines from this RFC 3339 time on (not with `sinceSeconds`). */
+  sinceTime?: string;
+  /** Only the last this many lines of what there is when the stream starts. */
+  tailLines?: number;
+  /** At most this many bytes in all (counted as yielded); the last line may be cut. */
+  limitBytes?: number;
+  /** Aborting it ends the stream and closes its connection. */
+  signal?: AbortSignal;
+}
+
+/** A batch of a log's lines. */
+export interface KubernetesLogLines {
+  type: 'LINES';
+  /** The lines, without their newlines; bytes that are not UTF-8 become U+FFFD (with one warning). */
+  lines: string[];
+  /**
+   * Indexes in `lines` of pieces of a line longer than 16 KiB, cut as the kubelet cuts them:
+   * the line goes on in the next piece (which may be the next batch's first).
+   */
+  continued: number[];
+}
+
+/** A log stream's error: the API server's message kept (a pod gone, a container not valid or waiting to start). */
+export interface KubernetesLogError {
+  type: 'ERROR';
+  error: StatusError & { message: string };
+}
+
+/** What a log stream yields. */
+export type KubernetesLogEvent = KubernetesLogLines | KubernetesLogError;
+
 /** Backstage's KubernetesWatcher, implemented natively. */
 export declare class NativeKubernetesWatcher implements KubernetesWatcher {
   constructor(options?: NativeKubernetesWatcherOptions);
@@ -410,6 +461,17 @@ export declare class NativeKubernetesWatcher implements KubernetesWatcher {
     params: KubernetesWatchParams,
     options?: KubernetesWatchOptions,
   ): AsyncGenerator<KubernetesWatchEvent, void, undefined>;
+  /**
+   * A container's log (`GET …/pods/{pod}/log`): its lines in batches, cut on a Rust thread, and
+   * ERROR events as data. A follow the server ends (a restart, a dropped connection) resumes
+   * from the last line delivered, nothing lost or repeated; it ends when the API server refuses
+   * (404 for a pod gone, 400 for a container not valid or waiting to start), when a resumed
+   * follow brings nothing new at once (the container stopped), or after 5 failed resumes in a row.
+   */
+  streamLogs(
+    params: KubernetesLogParams,
+    options?: KubernetesLogOptions,
+  ): AsyncGenerator<KubernetesLogEvent, void, undefined>;
   /** A shared, self-healing list-watch with a native cache. */
   informer(params: KubernetesInformerParams, options?: KubernetesInformerOptions): KubernetesInformer;
   /**

@@ -66,6 +66,8 @@ class EventStream extends AsyncGeneratorShape {
   #signal;
   /** Where native warnings go. */
   #warn;
+  /** Turns a batch's parsed array into the items yielded (a log stream's), or null. */
+  #shape;
   #source = null;
   /** Ends this stream's subscription to the signal's abort. */
   #unsubscribe = null;
@@ -95,12 +97,15 @@ class EventStream extends AsyncGeneratorShape {
    * @param {() => Source} start
    * @param {AbortSignal | undefined} signal
    * @param {(message: string) => void} warn
+   * @param {((items: unknown[]) => unknown[]) | null} [shape] what a batch's parsed array
+   *   becomes, once per batch (a log stream groups its lines); the array as it is by default
    */
-  constructor(start, signal, warn) {
+  constructor(start, signal, warn, shape = null) {
     super();
     this.#start = start;
     this.#signal = signal;
     this.#warn = warn;
+    this.#shape = shape;
   }
 
   next() {
@@ -249,16 +254,21 @@ class EventStream extends AsyncGeneratorShape {
    */
   #load(batch) {
     if (typeof batch === 'string') {
-      this.#events = JSON.parse(batch);
+      this.#events = this.#parse(batch);
       this.#index = 0;
       return;
     }
     for (const warning of batch.warnings) this.#warn(warning);
     if (batch.events) {
-      this.#events = JSON.parse(batch.events);
+      this.#events = this.#parse(batch.events);
       this.#index = 0;
     }
     this.#lastBatch = batch.done;
+  }
+
+  #parse(text) {
+    const items = JSON.parse(text);
+    return this.#shape === null ? items : this.#shape(items);
   }
 
   /** Ends the stream for good: the source is cancelled, buffered events are dropped. */

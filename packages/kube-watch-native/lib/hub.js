@@ -69,6 +69,12 @@ class Hub {
     return new HubSource(this.registry.watch(spec), this);
   }
 
+  /** Starts the log stream of `spec` (lib/logs.js), read as a plain watch is. */
+  logs(spec) {
+    this.#connect();
+    return new HubSource(this.registry.logs(spec), this);
+  }
+
   /** The source EventStream reads informer consumer `consumer` through. */
   consumer(consumer, onCancel) {
     return new HubSource(consumer, this, onCancel);

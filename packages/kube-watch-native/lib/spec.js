@@ -87,13 +87,12 @@ function signalOf(options) {
 }
 
 /**
- * Type-checks the arguments into the native WatchSpec: `{ cluster, credential, resource, …options }`,
- * where `resource` (the collection, its selectors and projection) is the informer's too.
- * Throws TypeError.
+ * Type-checks where a request goes into the native `{ cluster, credential }`: `params.clusterDetails`
+ * (with its `authMetadata`) and `params.credential`, as a watch, an informer and a log stream take
+ * them. Throws TypeError.
  */
-function toSpec(params, options, serviceAccountDir) {
+function toTarget(params, serviceAccountDir) {
   requireObject(params, 'params');
-  requireObject(options, 'options');
   const cluster = requireObject(params.clusterDetails, 'params.clusterDetails');
   const authMetadata =
     optional(cluster.authMetadata, 'params.clusterDetails.authMetadata', requireObject) ?? {};
@@ -101,10 +100,6 @@ function toSpec(params, options, serviceAccountDir) {
     authMetadata['kubernetes.io/auth-provider'],
     "params.clusterDetails.authMetadata['kubernetes.io/auth-provider']",
   );
-  const allowWatchBookmarks = optionalBoolean(options.allowWatchBookmarks, 'options.allowWatchBookmarks');
-  const idleTimeoutSeconds =
-    optionalNumber(options.idleTimeoutSeconds, 'options.idleTimeoutSeconds') ??
-    (allowWatchBookmarks ? DEFAULT_IDLE_TIMEOUT_SECONDS : undefined);
   return {
     cluster: {
       clusterName: requireString(cluster.name, 'params.clusterDetails.name'),
@@ -119,6 +114,23 @@ function toSpec(params, options, serviceAccountDir) {
       serviceAccountDir,
     },
     credential: credentialFields(params.credential),
+  };
+}
+
+/**
+ * Type-checks the arguments into the native WatchSpec: `{ cluster, credential, resource, …options }`,
+ * where `resource` (the collection, its selectors and projection) is the informer's too.
+ * Throws TypeError.
+ */
+function toSpec(params, options, serviceAccountDir) {
+  const target = toTarget(params, serviceAccountDir);
+  requireObject(options, 'options');
+  const allowWatchBookmarks = optionalBoolean(options.allowWatchBookmarks, 'options.allowWatchBookmarks');
+  const idleTimeoutSeconds =
+    optionalNumber(options.idleTimeoutSeconds, 'options.idleTimeoutSeconds') ??
+    (allowWatchBookmarks ? DEFAULT_IDLE_TIMEOUT_SECONDS : undefined);
+  return {
+    ...target,
     resource: {
       group: requireString(params.group ?? '', 'params.group'),
       apiVersion: requireString(params.apiVersion, 'params.apiVersion', { nonEmpty: true }),
@@ -189,4 +201,5 @@ module.exports = {
   signalOf,
   credentialFields,
   toSpec,
+  toTarget,
 };

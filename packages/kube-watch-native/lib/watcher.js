@@ -12,6 +12,7 @@
 
 const native = require('./native');
 const { EventStream } = require('./event-stream');
+const { logItems, toLogSpec } = require('./logs');
 const { HUB, Hub } = require('./hub');
 const { openInformer } = require('./informer');
 const { registerMetrics, SNAPSHOT } = require('./metrics');
@@ -75,10 +76,27 @@ class NativeKubernetesWatcher {
    */
   watchResource(params, options = {}) {
     const spec = toSpec(params, options ?? {}, this.#serviceAccountDir);
+    return this.#stream((hub) => hub.watch(spec), options);
+  }
+
+  /**
+   * A container's log, as `GET …/pods/{pod}/log` answers it: batches of lines
+   * (`{ type: 'LINES', lines, continued }`) and ERROR events as data, cut into lines on a Rust
+   * thread. A follow the server ends resumes from the last line delivered, nothing lost or
+   * repeated. Only malformed arguments throw (a TypeError, at call time).
+   */
+  streamLogs(params, options = {}) {
+    const spec = toLogSpec(params, options ?? {}, this.#serviceAccountDir);
+    return this.#stream((hub) => hub.logs(spec), options, logItems);
+  }
+
+  /** The generator of a native stream `open(hub)` starts on the first next(), ended by `options.signal`. */
+  #stream(open, options, shape = null) {
     return new EventStream(
-      () => this[HUB]().watch(spec),
+      () => open(this[HUB]()),
       signalOf(options ?? {}),
       (message) => this.#warn(message),
+      shape,
     );
   }
 

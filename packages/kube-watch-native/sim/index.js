@@ -123,6 +123,14 @@ class Simulator extends EventEmitter {
     this.logs.restart(`${namespace}/${name}/${container}`);
   }
 
+  /**
+   * Ends every log follow open now: cleanly (as a server ends a body), or `abrupt`ly (a dropped
+   * connection).
+   */
+  endLogFollows(options) {
+    this.logs.endFollows(options);
+  }
+
   async listen() {
     const o = this.options;
     const handler = (req, res) => this.onRequest(req, res);

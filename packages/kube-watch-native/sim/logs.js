@@ -25,6 +25,20 @@ class Logs {
   constructor() {
     this.current = new Map();
     this.previous = new Map();
+    /** The responses of the follows open now. */
+    this.follows = new Set();
+  }
+
+  /**
+   * Ends every follow open now: cleanly, as a server ends a body (a proxy's timeout, a log
+   * rotation the kubelet does not follow), or `abrupt`ly, as a dropped connection.
+   */
+  endFollows({ abrupt = false } = {}) {
+    for (const res of [...this.follows]) {
+      this.follows.delete(res);
+      if (abrupt) res.destroy();
+      else res.end();
+    }
   }
 
   log(key) {
@@ -103,7 +117,9 @@ function parseLogOptions(pod, params) {
     const ms = Date.parse(sinceTime);
     if (!/^\d{4}-\d{2}-\d{2}T/.test(sinceTime) || Number.isNaN(ms))
       return bad(`parsing time "${sinceTime}" as "2006-01-02T15:04:05Z07:00": cannot parse`);
-    options.sinceTime = ms;
+    // The API server passes it on to the kubelet as `time.RFC3339`, in whole seconds: the
+    // lines from the start of that second come back.
+    options.sinceTime = Math.floor(ms / 1000) * 1000;
   }
   const invalid = [];
   if (options.tailLines !== undefined && options.tailLines < 0)
@@ -202,7 +218,11 @@ function serveLog(sim, res, route, params) {
     }
   };
   log.followers.add(follower);
-  res.once('close', () => log.followers.delete(follower));
+  sim.logs.follows.add(res);
+  res.once('close', () => {
+    log.followers.delete(follower);
+    sim.logs.follows.delete(res);
+  });
   return undefined;
 }
 

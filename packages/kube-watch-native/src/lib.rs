@@ -20,6 +20,7 @@ pub mod framing;
 pub mod heap;
 pub mod http;
 pub mod informer;
+pub mod logs;
 pub mod metrics;
 pub mod projection;
 pub mod proxy;

@@ -15,7 +15,8 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'(')
     .remove(b')');
 
-fn encode(component: &str) -> String {
+/// `component` percent-encoded as `encodeURIComponent` does.
+pub(crate) fn encode(component: &str) -> String {
     utf8_percent_encode(component, COMPONENT).to_string()
 }
 

@@ -13,6 +13,7 @@
 mod calls;
 mod informer;
 mod informer_handle;
+mod logs;
 mod registry;
 mod selector;
 mod snapshot;

@@ -31,6 +31,7 @@ use napi_derive::napi;
 use super::WatchSpec;
 use super::informer::{InformerSpec, open};
 use super::informer_handle::NativeInformer;
+use super::logs::{self, LogSpec};
 use super::snapshot::snapshot_json;
 use super::watch::{self, NativeWatch};
 use super::way_back::JsListener;
@@ -105,6 +106,13 @@ impl NativeRegistry {
     #[napi]
     pub fn watch(&self, spec: WatchSpec) -> Result<NativeWatch> {
         watch::start(spec, &self.watches, self.back()?)
+    }
+
+    /// Starts a container's log stream (`streamLogs`), read as a plain watch is; refusals come
+    /// back as its first batch.
+    #[napi]
+    pub fn logs(&self, spec: LogSpec) -> Result<NativeWatch> {
+        logs::start(spec, self.back()?)
     }
 
     /// Shared informers running now.

@@ -73,9 +73,14 @@ pub(super) fn start(
     let counters = Arc::new(WatchCounters::default());
     let watch = start_watch(spec, counters.clone())?;
     metrics.track(labels, counters);
+    Ok(owned(watch, back))
+}
+
+/// `watch` (a plain watch, a log stream) as JavaScript owns it, its wake-ups through `back`.
+pub(super) fn owned(watch: Watch, back: Arc<WayBack>) -> NativeWatch {
     let id = next_waiter();
     watch.set_wake(Box::new(move || back.ready(id)));
-    Ok(NativeWatch { inner: watch, id })
+    NativeWatch { inner: watch, id }
 }
 
 /// Starts the core watch of `spec`; refusals and configuration errors come back as its first

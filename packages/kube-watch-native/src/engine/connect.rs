@@ -114,6 +114,24 @@ impl Cluster {
     }
 }
 
+/// The tests' cluster `c` at `url`, and its endpoint for the bearer token `sekret-token` (which
+/// no message may show).
+#[cfg(test)]
+pub(crate) fn test_cluster(url: &str) -> (Cluster, Endpoint) {
+    let cluster = Cluster {
+        spec: ClusterSpec {
+            name: "c".into(),
+            url: url.into(),
+            ..ClusterSpec::default()
+        },
+        ..Cluster::default()
+    };
+    let endpoint = cluster
+        .resolve(&Credential::Bearer("sekret-token".into()))
+        .expect("a bearer token resolves");
+    (cluster, endpoint)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

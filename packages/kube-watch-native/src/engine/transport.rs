@@ -119,7 +119,7 @@ pub struct PoolListWatch(pub Arc<ConnectionPool>);
 impl PoolListWatch {
     /// Sends `request`; a non-2xx answer is a [`Fault::Status`] with the larger of the pauses
     /// the header and the Status body ask for.
-    async fn send(&self, request: &Request<'_>, kind: Kind) -> Result<Response, Fault> {
+    pub(crate) async fn send(&self, request: &Request<'_>, kind: Kind) -> Result<Response, Fault> {
         request.stats.connect();
         let response = self
             .0

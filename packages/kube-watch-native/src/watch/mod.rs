@@ -34,11 +34,11 @@ use crate::http::ConnectionPool;
 use crate::projection::Projection;
 use crate::request::WatchQuery;
 use event::{Line, classify};
-use outbox::Outbox;
+pub(crate) use outbox::Outbox;
 pub use outbox::{QUEUE_BUDGET_BYTES, Wake};
 
 pub mod event;
-mod outbox;
+pub(crate) mod outbox;
 #[cfg(test)]
 mod scripts;
 
@@ -96,21 +96,40 @@ impl Watch {
         pool: Arc<ConnectionPool>,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
-        let outbox = Arc::new(Outbox::new(config.runner.resource_path.clone()));
-        let cancel = CancellationToken::new();
+        let resource_path = config.runner.resource_path.clone();
         let counters = config.counters.clone();
-        let sink = outbox.clone();
-        let task_cancel = cancel.clone();
-        runtime.spawn(async move {
-            let run = watch_once(
+        Self::spawn(resource_path, counters, runtime, move |sink| {
+            watch_once(
                 config.runner,
                 config.query,
                 config.endpoint,
                 config.credential,
                 config.counters.stats.clone(),
-                sink.clone(),
+                sink,
                 PoolListWatch(pool),
-            );
+            )
+        })
+    }
+
+    /// Starts `task` on `runtime`, filling the queue it is given (whose ERROR events name
+    /// `resource_path`); the queue ends when the task returns or is cancelled (which drops it,
+    /// and with it its response and connection). A log stream is a watch of this kind too.
+    pub(crate) fn spawn<F, T>(
+        resource_path: String,
+        counters: Arc<WatchCounters>,
+        runtime: &tokio::runtime::Handle,
+        task: T,
+    ) -> Self
+    where
+        T: FnOnce(Arc<Outbox>) -> F,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let outbox = Arc::new(Outbox::new(resource_path));
+        let cancel = CancellationToken::new();
+        let sink = outbox.clone();
+        let run = task(outbox.clone());
+        let task_cancel = cancel.clone();
+        runtime.spawn(async move {
             tokio::select! {
                 // Cancellation wins ties: after an abort nothing more is reported.
                 biased;
@@ -258,19 +277,8 @@ mod tests {
     }
 
     fn config_for(origin: &str) -> WatchConfig {
-        use crate::auth::ClusterSpec;
-        use crate::engine::connect::Cluster;
-
-        let cluster = Cluster {
-            spec: ClusterSpec {
-                name: "c".into(),
-                url: origin.into(),
-                ..ClusterSpec::default()
-            },
-            ..Cluster::default()
-        };
+        let (cluster, endpoint) = crate::engine::connect::test_cluster(origin);
         let credential = Credential::Bearer("sekret-token".into());
-        let endpoint = cluster.resolve(&credential).unwrap();
         WatchConfig {
             runner: RunConfig {
                 max_line_bytes: 1024,

@@ -92,8 +92,12 @@ impl Outbox {
 
     /// Queues the watch's ERROR event.
     pub(crate) fn push_failure(&self, failure: &Failure) {
-        let json = failure.event_json(&self.resource_path);
-        self.update(|open| open.push_generated(&json));
+        self.push_generated(&failure.event_json(&self.resource_path));
+    }
+
+    /// Queues an item made here (an ERROR event), outside the budget: one per stream.
+    pub(crate) fn push_generated(&self, json: &str) {
+        self.update(|open| open.push_generated(json));
     }
 
     /// Queues a warning for the logger.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::outbox::Outbox;
-use crate::auth::{ClusterSpec, Credential};
-use crate::engine::connect::Cluster;
+use crate::auth::Credential;
+use crate::engine::connect::test_cluster;
 use crate::engine::script::{End, Fake, Reply, event, line, wait_ms};
 use crate::engine::stats::Stats;
 use crate::engine::{RunConfig, Sink, watch_once};
@@ -16,16 +16,8 @@ use crate::request::WatchQuery;
 /// The plain watch of `/api/v1/pods` with `query` through `fake`, run to its end (the
 /// outbox ended after it, as `Watch::start` does); the outbox. Fails when it does not end.
 async fn watch(fake: &Fake, query: WatchQuery) -> Arc<Outbox> {
-    let cluster = Cluster {
-        spec: ClusterSpec {
-            name: "c".into(),
-            url: "http://cluster.test".into(),
-            ..ClusterSpec::default()
-        },
-        ..Cluster::default()
-    };
+    let (cluster, endpoint) = test_cluster("http://cluster.test");
     let credential = Credential::Bearer("sekret-token".into());
-    let endpoint = cluster.resolve(&credential).unwrap();
     let config = RunConfig {
         max_line_bytes: 1 << 20,
         ..RunConfig::once(cluster, "/api/v1/pods".into())

@@ -1,0 +1,292 @@
+'use strict';
+// Issue 50, the native log stream (`streamLogs`, src/logs/): a container's log as the API
+// server answers it, in batches of lines cut on a Rust thread, its errors as data with the
+// server's message, and a follow the server ends resumed from the last line delivered with
+// nothing lost or repeated, against the simulator's `pods/log` (sim/logs.js).
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { NativeKubernetesWatcher } = require('kube-watch-native');
+const { useSimulator, paramsFor, collect, recordingLogger } = require('./helpers');
+const { until, sleep } = require('../testbed/wait');
+const { podOfContainers } = require('./sim-helpers');
+
+let sim;
+useSimulator((s) => (sim = s), { perTest: true });
+
+const T0 = Date.parse('2026-12-06T08:00:00.000Z');
+
+/** Pod `name` of running containers `main` and `sidecar` and one waiting to start, `late`. */
+function createPod(name = 'web') {
+  sim.create('pods', podOfContainers(name));
+}
+
+function logParams(overrides = {}) {
+  const { clusterDetails, credential } = paramsFor(sim);
+  return { clusterDetails, credential, namespace: 'default', pod: 'web', container: 'main', ...overrides };
+}
+
+function watcher() {
+  const logger = recordingLogger();
+  return { watcher: new NativeKubernetesWatcher({ logger }), logger };
+}
+
+/** Every line of `events`' LINES batches, joined where a long line was cut. */
+function linesOf(events) {
+  const out = [];
+  let open = false;
+  for (const event of events) {
+    if (event.type !== 'LINES') continue;
+    event.lines.forEach((line, i) => {
+      if (open) out[out.length - 1] += line;
+      else out.push(line);
+      open = event.continued.includes(i);
+    });
+  }
+  return out;
+}
+
+const logRequests = () => sim.requests.filter((r) => r.path.endsWith('/log'));
+
+test('a one-shot read: the lines as asked, in LINES batches, then the end', async () => {
+  createPod();
+  for (let i = 0; i < 5; i++)
+    sim.writeLog('default', 'web', 'main', `line ${i}`, { time: new Date(T0 + i * 1000) });
+  const { watcher: w } = watcher();
+  const all = await collect(w.streamLogs(logParams()));
+  assert.deepEqual(all, [
+    { type: 'LINES', lines: ['line 0', 'line 1', 'line 2', 'line 3', 'line 4'], continued: [] },
+  ]);
+  const tail = await collect(w.streamLogs(logParams(), { tailLines: 2, timestamps: true }));
+  assert.deepEqual(linesOf(tail), ['2026-12-06T08:00:03Z line 3', '2026-12-06T08:00:04Z line 4']);
+  const since = await collect(
+    w.streamLogs(logParams(), { sinceTime: '2026-12-06T08:00:03Z', limitBytes: 10 }),
+  );
+  assert.deepEqual(linesOf(since), ['line 3', 'lin'], '7 bytes of line 3 and its newline, 3 of line 4');
+  assert.deepEqual(logRequests().at(-1).query, {
+    container: 'main',
+    sinceTime: '2026-12-06T08:00:03Z',
+    limitBytes: '10',
+  });
+});
+
+test('errors are data with the API server message: a container not valid, waiting, a pod unknown, a refused token', async () => {
+  createPod();
+  const { watcher: w, logger } = watcher();
+  const cases = [
+    [logParams({ container: 'nope' }), 'BAD_REQUEST', 400, 'container nope is not valid for pod web'],
+    [
+      logParams({ container: 'late' }),
+      'BAD_REQUEST',
+      400,
+      'container "late" in pod "web" is waiting to start: ContainerCreating',
+    ],
+    [logParams({ pod: 'gone' }), 'NOT_FOUND', 404, 'pods "gone" not found'],
+    [
+      logParams({ credential: { type: 'bearer token', token: 'wrong-token-123' } }),
+      'UNAUTHORIZED_ERROR',
+      401,
+      'Unauthorized',
+    ],
+  ];
+  for (const [params, errorType, statusCode, message] of cases) {
+    const events = await collect(w.streamLogs(params, { follow: true }));
+    assert.equal(events.length, 1, JSON.stringify(events));
+    assert.deepEqual(events[0], {
+      type: 'ERROR',
+      error: {
+        errorType,
+        statusCode,
+        resourcePath: `/api/v1/namespaces/default/pods/${params.pod}/log`,
+        message,
+      },
+    });
+  }
+  assert.equal(logger.warnings().length, cases.length);
+  assert.ok(logger.warnings().every((w) => !w.includes('wrong-token-123') && !w.includes('tok-')));
+});
+
+test('a follow yields lines as they are written and ends with the server error when its pod is deleted', async () => {
+  createPod();
+  sim.writeLog('default', 'web', 'main', 'before');
+  const { watcher: w } = watcher();
+  const stream = w.streamLogs(logParams(), { follow: true });
+  const events = [];
+  const done = (async () => {
+    for await (const event of stream) events.push(event);
+  })();
+  await until(() => linesOf(events).length === 1, { what: 'the line written before' });
+  const written = Date.now();
+  sim.writeLog('default', 'web', 'main', 'after');
+  await until(() => linesOf(events).length === 2, { what: 'the line written while following' });
+  assert.ok(Date.now() - written < 1000, 'within a second');
+  sim.remove('pods', 'default', 'web');
+  await done;
+  assert.deepEqual(linesOf(events), ['before', 'after']);
+  assert.deepEqual(events.at(-1).error, {
+    errorType: 'NOT_FOUND',
+    statusCode: 404,
+    resourcePath: '/api/v1/namespaces/default/pods/web/log',
+    message: 'pods "web" not found',
+  });
+});
+
+test('resume: 100 forced ends of the follow (dropped connections and clean ends) lose and repeat no line', async () => {
+  createPod();
+  const { watcher: w, logger } = watcher();
+  const controller = new AbortController();
+  const stream = w.streamLogs(logParams(), { follow: true, signal: controller.signal });
+  const seen = [];
+  const reading = (async () => {
+    for await (const event of stream) {
+      if (event.type === 'ERROR') throw new Error(JSON.stringify(event));
+      seen.push(...event.lines);
+    }
+  })();
+  let written = 0;
+  const write = (n) => {
+    // Several lines a millisecond: a resume must count the lines of its last timestamp.
+    for (let i = 0; i < n; i++) sim.writeLog('default', 'web', 'main', `line ${written++}`);
+  };
+  write(5);
+  await until(() => seen.length === written, { what: 'the first lines' });
+  for (let drop = 0; drop < 100; drop++) {
+    await until(() => sim.logs.follows.size === 1, { what: `follow ${drop} open` });
+    write(3);
+    sim.endLogFollows({ abrupt: drop % 2 === 0 });
+    write(2);
+    if (drop % 10 === 0) await sleep(5);
+  }
+  await until(() => seen.length >= written, { what: 'every line', ms: 10_000 });
+  await sleep(100);
+  assert.equal(seen.length, written, 'no line repeated');
+  assert.deepEqual(
+    seen,
+    Array.from({ length: written }, (_, i) => `line ${i}`),
+    'every line, once, in order',
+  );
+  assert.equal(logRequests().length, 101, 'one request per follow');
+  assert.ok(
+    logRequests()
+      .slice(1)
+      .every(
+        (r) =>
+          r.query.sinceTime !== undefined && r.query.tailLines === undefined && r.query.timestamps === 'true',
+      ),
+  );
+  controller.abort();
+  await reading;
+  assert.deepEqual(
+    logger.warnings().filter((m) => !/resuming from the last line/.test(m)),
+    [],
+  );
+});
+
+test('a follow goes on across a container restart, into the new instance', async () => {
+  createPod();
+  sim.writeLog('default', 'web', 'main', 'first instance');
+  const { watcher: w } = watcher();
+  const events = [];
+  const controller = new AbortController();
+  const stream = w.streamLogs(logParams(), { follow: true, signal: controller.signal });
+  const reading = (async () => {
+    for await (const event of stream) events.push(event);
+  })();
+  await until(() => linesOf(events).length === 1, { what: 'the first line' });
+  sim.restartContainer('default', 'web', 'main');
+  await until(() => sim.logs.follows.size === 1 && logRequests().length === 2, {
+    what: 'the follow resumed',
+  });
+  sim.writeLog('default', 'web', 'main', 'second instance');
+  await until(() => linesOf(events).length === 2, { what: 'the new instance line' });
+  assert.deepEqual(linesOf(events), ['first instance', 'second instance']);
+  controller.abort();
+  await reading;
+  const previous = await collect(w.streamLogs(logParams(), { previous: true }));
+  assert.deepEqual(linesOf(previous), ['first instance']);
+});
+
+test('bad bytes: a 10 MiB line comes in marked 16 KiB pieces, output that is not UTF-8 as U+FFFD with one warning', async () => {
+  createPod();
+  const big = Buffer.alloc(10 * 1024 * 1024, 'x');
+  sim.writeLog('default', 'web', 'main', Buffer.concat([big, Buffer.from('\nafter\n\xff bad\n', 'latin1')]));
+  const { watcher: w, logger } = watcher();
+  const events = await collect(w.streamLogs(logParams()), { timeoutMs: 20_000 });
+  const pieces = events.flatMap((e) => e.lines);
+  assert.equal(pieces.length, 640 + 2, '10 MiB in 640 pieces, then two lines');
+  assert.ok(pieces.slice(0, 640).every((p) => p.length === 16 * 1024));
+  const lines = linesOf(events);
+  assert.equal(lines.length, 3);
+  assert.equal(lines[0].length, big.length);
+  assert.deepEqual(lines.slice(1), ['after', '\ufffd bad']);
+  assert.deepEqual(
+    logger.warnings().filter((m) => /not UTF-8/.test(m)).length,
+    1,
+    logger.warnings().join('\n'),
+  );
+});
+
+test('an abort, a break or return() closes the follow within a second', async () => {
+  createPod();
+  sim.writeLog('default', 'web', 'main', 'one');
+  const { watcher: w } = watcher();
+  const controller = new AbortController();
+  const stream = w.streamLogs(logParams(), { follow: true, signal: controller.signal });
+  const reading = (async () => {
+    const got = [];
+    for await (const event of stream) got.push(event);
+    return got;
+  })();
+  await until(() => sim.logs.follows.size === 1, { what: 'the follow open' });
+  const aborted = Date.now();
+  controller.abort();
+  assert.equal(linesOf(await reading)[0], 'one');
+  await until(() => sim.logs.follows.size === 0, { what: 'the connection closed', ms: 1000 });
+  assert.ok(Date.now() - aborted < 1000);
+
+  for await (const event of w.streamLogs(logParams(), { follow: true })) {
+    assert.deepEqual(event.lines, ['one']);
+    break;
+  }
+  await until(() => sim.logs.follows.size === 0, { what: 'closed after break', ms: 1000 });
+});
+
+test('malformed arguments throw a TypeError naming the field', () => {
+  const { watcher: w } = watcher();
+  const base = {
+    clusterDetails: { name: 'c', url: 'http://127.0.0.1:1' },
+    credential: { type: 'anonymous' },
+  };
+  const cases = [
+    [{ ...base, pod: 'p' }, {}, /params\.namespace must be a non-empty string/],
+    [{ ...base, namespace: 'n' }, {}, /params\.pod must be a non-empty string/],
+    [{ ...base, namespace: 'n', pod: 'p', container: 3 }, {}, /params\.container must be a string/],
+    [
+      { ...base, namespace: 'n', pod: 'p' },
+      { tailLines: -1 },
+      /options\.tailLines must be a whole number >= 0/,
+    ],
+    [
+      { ...base, namespace: 'n', pod: 'p' },
+      { sinceSeconds: 0 },
+      /options\.sinceSeconds must be a whole number >= 1/,
+    ],
+    [
+      { ...base, namespace: 'n', pod: 'p' },
+      { sinceTime: 'yesterday' },
+      /options\.sinceTime must be an RFC 3339 time/,
+    ],
+    [
+      { ...base, namespace: 'n', pod: 'p' },
+      { sinceTime: '2026-12-06T10:00:00Z', sinceSeconds: 5 },
+      /cannot both be set/,
+    ],
+    [{ ...base, namespace: 'n', pod: 'p' }, { follow: 'yes' }, /options\.follow must be a boolean/],
+  ];
+  for (const [params, options, message] of cases) {
+    assert.throws(
+      () => w.streamLogs(params, options),
+      (err) => err instanceof TypeError && message.test(err.message),
+    );
+  }
+});

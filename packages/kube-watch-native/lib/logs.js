@@ -1,0 +1,89 @@
+'use strict';
+// A container's log stream (`streamLogs`): the arguments checked into the native LogSpec, and
+// each batch's items grouped as the stream yields them.
+//
+// The native side (src/logs/) requests the log, cuts it into lines on a Rust thread, resumes a
+// follow the server ends from the last line delivered, and hands over batches as a plain watch
+// does: one JSON array text per batch whose items are a line (a string), a piece of a longer
+// line that goes on in the next item (an array holding its string) or an ERROR event. Here one
+// JSON.parse per batch, then its lines are gathered into one LINES item: a Promise per batch,
+// never per line.
+
+const {
+  fail,
+  optionalBoolean,
+  optionalNumber,
+  optionalString,
+  requireObject,
+  requireString,
+  toTarget,
+} = require('./spec');
+
+/**
+ * Type-checks `streamLogs`' arguments into the native LogSpec. Throws TypeError.
+ * @param {object} params `{ clusterDetails, credential, namespace, pod, container? }`
+ * @param {object} options `{ follow, previous, timestamps, sinceSeconds, sinceTime, tailLines, limitBytes, signal }`
+ */
+function toLogSpec(params, options, serviceAccountDir) {
+  const target = toTarget(params, serviceAccountDir);
+  requireObject(options, 'options');
+  const sinceSeconds = optionalNumber(options.sinceSeconds, 'options.sinceSeconds', {
+    integer: true,
+    min: 1,
+  });
+  const sinceTime = optionalString(options.sinceTime, 'options.sinceTime');
+  if (
+    sinceTime !== undefined &&
+    !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/.test(sinceTime)
+  ) {
+    throw fail('options.sinceTime', 'an RFC 3339 time such as 2026-12-06T10:00:00Z', sinceTime);
+  }
+  if (sinceSeconds !== undefined && sinceTime !== undefined) {
+    throw new TypeError('kube-watch-native: options.sinceSeconds and options.sinceTime cannot both be set');
+  }
+  return {
+    ...target,
+    namespace: requireString(params.namespace, 'params.namespace', { nonEmpty: true }),
+    pod: requireString(params.pod, 'params.pod', { nonEmpty: true }),
+    container: optionalString(params.container, 'params.container'),
+    // One definition of the options' fields, the native one (src/logs/query.rs).
+    options: JSON.stringify({
+      follow: optionalBoolean(options.follow, 'options.follow'),
+      previous: optionalBoolean(options.previous, 'options.previous'),
+      timestamps: optionalBoolean(options.timestamps, 'options.timestamps'),
+      sinceSeconds,
+      sinceTime,
+      tailLines: optionalNumber(options.tailLines, 'options.tailLines', { integer: true }),
+      limitBytes: optionalNumber(options.limitBytes, 'options.limitBytes', { integer: true, min: 1 }),
+    }),
+  };
+}
+
+/**
+ * A batch's items as the stream yields them: its lines (strings, and the pieces of longer
+ * lines, arrays of one string) gathered into `{ type: 'LINES', lines, continued }`, where
+ * `continued` holds the indexes of the pieces whose line goes on in the next one; ERROR events
+ * as they are, in order.
+ */
+function logItems(items) {
+  const out = [];
+  let lines = null;
+  let continued = null;
+  for (const item of items) {
+    if (typeof item === 'string') {
+      (lines ??= []).push(item);
+    } else if (Array.isArray(item)) {
+      lines ??= [];
+      (continued ??= []).push(lines.length);
+      lines.push(item[0]);
+    } else {
+      if (lines !== null) out.push({ type: 'LINES', lines, continued: continued ?? [] });
+      lines = continued = null;
+      out.push(item);
+    }
+  }
+  if (lines !== null) out.push({ type: 'LINES', lines, continued: continued ?? [] });
+  return out;
+}
+
+module.exports = { toLogSpec, logItems };
