@@ -7,18 +7,16 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const {
+  LIVE_SVC,
+  LIVE_CHANNEL: CHANNEL,
+  pod,
   startCluster,
   startLiveBackend,
   connectSignals,
   postEntity,
-  LIVE_SVC,
-  pod,
 } = require('../testbed/live-helpers');
 const { LIVE_HEADER } = require('kube-watch-native-protocol');
-const { until } = require('../testbed/wait');
-
-const CHANNEL = 'kubernetes:component:default/live-svc';
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const { until, sleep } = require('../testbed/wait');
 
 /** One load of live-svc's tab: its pods' names and whether it was marked live. */
 async function load(backend) {

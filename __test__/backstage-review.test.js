@@ -13,10 +13,9 @@ const { liveRequestContext } = require('../packages/backstage/following/mark');
 const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { recordingLogger } = require('./helpers');
 const { fetcherFor, followerOf, recordingDefault, serviceAccountRequest } = require('./backstage-helpers');
-const { until } = require('../testbed/wait');
+const { until, sleep } = require('../testbed/wait');
 
 const ID = 'backstage.io/kubernetes-id';
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** A simulator with bookmarks every 200 ms and a fetcher over it, both closed after `t`. */
 async function setUp(t, { sim: simOptions = {}, ...options } = {}) {

@@ -14,12 +14,11 @@ const { liveRequestContext } = require('../packages/backstage/following/mark');
 const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { recordingLogger } = require('./helpers');
 const { CA_DATA, realDefaultFetcher, followerOf } = require('./backstage-helpers');
-const { until } = require('../testbed/wait');
+const { until, sleep } = require('../testbed/wait');
 
 const ID = 'backstage.io/kubernetes-id';
 const PODS = { group: '', apiVersion: 'v1', plural: 'pods', objectType: 'pods' };
 const SERVICES = { group: '', apiVersion: 'v1', plural: 'services', objectType: 'services' };
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const asJson = (value) => JSON.parse(JSON.stringify(value));
 
 const TOKENS = {

@@ -14,16 +14,20 @@ const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { createSimulator } = require('../packages/kube-watch-native/sim');
+const toolchain = require('../packages/kube-watch-native/scripts/toolchain');
 const {
+  tempDir,
+  installedLayout,
+  watchOnce,
+  NATIVE_ROOT: root,
+  HOST: host,
+  NO_HOST,
   PLATFORMS,
   platformId,
   binaryName,
   packageName,
-} = require('../packages/kube-watch-native/lib/platform');
-const toolchain = require('../packages/kube-watch-native/scripts/toolchain');
-const { tempDir, installedLayout, watchOnce, NATIVE_ROOT } = require('./pkg-helpers');
+} = require('./pkg-helpers');
 
-const root = NATIVE_ROOT;
 const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
 const built = (p) => path.join(root, 'npm', p.id, binaryName(p.id));
 /** Whether `file` embeds commit `head`: build.rs puts the commit built from in every binary. */
@@ -149,14 +153,11 @@ for (const platform of PLATFORMS) {
   );
 }
 
-const host = PLATFORMS.find((p) => p.id === platformId());
 const hostBuild = path.join(root, binaryName());
 test(
   `the local build (${platformId()}): format, architecture, napi_register_module_v1 and system libraries only`,
   {
-    skip: !host
-      ? `no platform ${platformId()}`
-      : !fs.existsSync(hostBuild) && 'no local build: npm run build',
+    skip: NO_HOST || (!fs.existsSync(hostBuild) && 'no local build: npm run build'),
   },
   () => {
     const info = inspect(host, hostBuild);

@@ -9,20 +9,13 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawn, execFileSync } = require('node:child_process');
-const {
-  PLATFORMS,
-  platformId,
-  binaryName,
-  packageName,
-} = require('../packages/kube-watch-native/lib/platform');
 const { packMain, packPlatform } = require('../packages/kube-watch-native/scripts/packaging');
 const { startCluster, postEntity, LIVE_SVC } = require('../testbed/live-helpers');
 const { until } = require('../testbed/wait');
 const { LIVE_HEADER } = require('kube-watch-native-protocol');
+const { NPM: npm, HOST: platform, NO_HOST, binaryName, packageName } = require('./pkg-helpers');
 
 const repo = path.join(__dirname, '..');
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const platform = PLATFORMS.find((p) => p.id === platformId());
 
 /** `tarball` unpacked as `node_modules/<name>` of `dir`, as npm would have installed it. */
 function install(dir, name, tarball) {
@@ -44,7 +37,7 @@ function pack(dir, out) {
 
 test(
   'backend.packages: all loads the packed kube-watch-native-backstage with no backend.add line, and it answers the tab',
-  { timeout: 120_000, skip: platform ? false : `no platform package is made for ${platformId()}` },
+  { timeout: 120_000, skip: NO_HOST },
   async (t) => {
     // Inside the repository, so that the Backstage packages resolve from its node_modules; the
     // module and the watcher resolve from the backend's own node_modules, unpacked from tarballs.

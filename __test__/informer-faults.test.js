@@ -8,26 +8,23 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const {
   sim,
+  requestsOf,
+  isWatch,
+  isStreamingList,
+  isList,
+  isProbe,
+  requestKind,
+  cm,
+  storeView,
   recordingWatcher,
   params,
   syncedInformer,
   consume,
-  storeView,
   viewOf,
-  cm,
+  caughtUp,
   delay,
 } = require('./informer-helpers');
 const { within, until } = require('../testbed/wait');
-
-/** The simulator's requests for `plural` from index `from` on (lists and watches). */
-const requestsOf = (s, from = 0, plural = 'configmaps') =>
-  s.requests.slice(from).filter((r) => r.path.endsWith(`/${plural}`));
-const isWatch = (r) => r.query.watch === 'true' || r.query.watch === '1';
-const isStreamingList = (r) => isWatch(r) && r.query.sendInitialEvents === 'true';
-const isList = (r) => !isWatch(r);
-/** The probe of the server's resourceVersion before a resumed watch (issue 47): one object, NotOlderThan. */
-const isProbe = (r) =>
-  !isWatch(r) && r.query.limit === '1' && r.query.resourceVersionMatch === 'NotOlderThan';
 
 test('getCredential is asked again before a reconnect once its answer is older than credentialTtlSeconds', async (t) => {
   const s = await sim(t, { token: 'tok' });
@@ -154,9 +151,7 @@ test("initialList 'auto' falls back to pages on a change before the initial-even
     'the change of the failed streaming list is not shown',
   );
   await until(() => requestsOf(s).length >= 3, { what: 'the watch after the pages' });
-  const firstRequests = requestsOf(s, 0).map((r) =>
-    isStreamingList(r) ? 'stream' : isList(r) ? 'list' : 'watch',
-  );
+  const firstRequests = requestsOf(s, 0).map(requestKind);
   assert.deepEqual(firstRequests.slice(0, 3), ['stream', 'list', 'watch']);
   assert.ok(log.info.some((m) => /listing in pages/.test(m)));
   // The same watcher and cluster: pages at once, no streaming list tried again.
@@ -198,7 +193,7 @@ test("initialList 'auto' falls back to pages on a 4xx answer to the streaming li
   await auto.synced;
   assert.equal(auto.size, 1);
   await until(() => requestsOf(s).length >= 3, { what: 'the watch after the pages' });
-  const kinds = requestsOf(s).map((r) => (isStreamingList(r) ? 'stream' : isList(r) ? 'list' : 'watch'));
+  const kinds = requestsOf(s).map(requestKind);
   assert.deepEqual(kinds.slice(0, 3), ['stream', 'list', 'watch']);
   // Forced streaming on a server that refuses it is not turned into pages.
   const old = await sim(t, { token: 'tok', sendInitialEvents: false });
@@ -345,7 +340,7 @@ test('stats().events counts the changes received: N writes with no faults → N,
       if (i === 200) s.cutWatches();
       if (i % 50 === 0) await delay(5);
     }
-    await until(() => viewOf(c.view) === storeView(s), { what: `${initialList}: caught up` });
+    await until(() => caughtUp(c, s), { what: `${initialList}: caught up` });
     await delay(200);
     const stats = informer.stats();
     assert.equal(stats.relists, 0);
@@ -376,7 +371,7 @@ test('a slow consumer never delays the cache or another consumer, and holds at m
     ms: 20_000,
     what: 'get() up to date',
   });
-  await until(() => viewOf(fast.view) === storeView(s), { ms: 20_000, what: 'the fast consumer up to date' });
+  await until(() => caughtUp(fast, s), { ms: 20_000, what: 'the fast consumer up to date' });
   assert.equal(informer.list().length, 10);
   // Everything the slow one held comes out now: one change per object, the latest, ready to
   // take; an eleventh would be ready too, so none comes while we wait a little.

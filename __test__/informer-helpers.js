@@ -129,6 +129,21 @@ function viewOf(view) {
   return JSON.stringify([...view.values()].map((o) => [keyOf(o), o.metadata.resourceVersion]).sort());
 }
 
+/** Whether consumer `c` (consume()) holds what simulator `s` holds. */
+const caughtUp = (c, s) => viewOf(c.view) === storeView(s);
+
+/** The simulator's requests for `plural` from index `from` on (lists and watches). */
+const requestsOf = (s, from = 0, plural = 'configmaps') =>
+  s.requests.slice(from).filter((r) => r.path.endsWith(`/${plural}`));
+const isWatch = (r) => r.query.watch === 'true' || r.query.watch === '1';
+const isStreamingList = (r) => isWatch(r) && r.query.sendInitialEvents === 'true';
+const isList = (r) => !isWatch(r);
+/** The probe of the server's resourceVersion before a resumed watch (issue 47): one object, NotOlderThan. */
+const isProbe = (r) =>
+  !isWatch(r) && r.query.limit === '1' && r.query.resourceVersionMatch === 'NotOlderThan';
+/** What request `r` is: 'stream' (a streaming list), 'list' (a page) or 'watch'. */
+const requestKind = (r) => (isStreamingList(r) ? 'stream' : isList(r) ? 'list' : 'watch');
+
 /** A ConfigMap. */
 const cm = (name, labels = {}, namespace = 'default', data = { v: '1' }) => ({
   metadata: { name, namespace, labels },
@@ -147,4 +162,11 @@ module.exports = {
   viewOf,
   cm,
   keyOf,
+  caughtUp,
+  requestsOf,
+  requestKind,
+  isList,
+  isWatch,
+  isStreamingList,
+  isProbe,
 };

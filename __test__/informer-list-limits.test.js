@@ -6,10 +6,9 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { sim, syncedInformer, cm } = require('./informer-helpers');
+const { sim, syncedInformer, cm, requestsOf, isList } = require('./informer-helpers');
 const { until } = require('../testbed/wait');
 
-const isList = (r) => r.path.endsWith('/configmaps') && r.query.watch !== 'true' && r.query.watch !== '1';
 // pageSize 1: 1 object of at most 2 MiB, and 1 MiB for the page itself.
 const BOUND = 3 << 20;
 
@@ -36,7 +35,7 @@ async function hugePageThenRetry(t, page, options = {}, simOptions = {}) {
   assert.equal(warnings.length, 1, `one warning: ${JSON.stringify(log.warn)}`);
   assert.match(warnings[0], new RegExp(`went past ${BOUND} bytes \\(3 MiB\\)`), 'it names the bound');
   assert.match(warnings[0], /retrying in/);
-  assert.equal(s.requests.filter(isList).length, 2, 'the list was asked for again, once');
+  assert.equal(requestsOf(s).filter(isList).length, 2, 'the list was asked for again, once');
   await until(() => pages.length === 1, { what: 'the simulator to stop sending' });
   assert.equal(pages[0].complete, false, 'the informer hung up before the page ended');
   return { log, sent: pages[0].sent };

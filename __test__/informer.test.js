@@ -15,6 +15,9 @@ const {
   cm,
   delay,
   oneConfigMap,
+  caughtUp,
+  requestsOf,
+  isList,
 } = require('./informer-helpers');
 const { UNREACHABLE } = require('./helpers');
 const { within, until } = require('../testbed/wait');
@@ -121,11 +124,11 @@ test('reconnects after a clean end, a cut and a stall resume from the last rv: n
   write();
   s.cutWatches();
   write();
-  await until(() => viewOf(c.view) === storeView(s), { what: 'catching up after end and cut' });
+  await until(() => caughtUp(c, s), { what: 'catching up after end and cut' });
   s.nextWatchFault({ stallAfterEvents: 0 });
   s.endWatches();
   write();
-  await until(() => viewOf(c.view) === storeView(s), { ms: 5000, what: 'catching up after a stall' });
+  await until(() => caughtUp(c, s), { ms: 5000, what: 'catching up after a stall' });
   const changes = c.events.filter((e) => e.type === 'MODIFIED').map((e) => e.object.data.v);
   assert.deepEqual(changes, ['1', '2', '3'], 'every change once, in order');
   const stats = informer.stats();
@@ -185,7 +188,7 @@ test('a 429 on the list with only a Retry-After header is waited out before the 
     initialList: 'paginated',
     backoff: { initialSeconds: 0.05, maxSeconds: 0.1 },
   });
-  const lists = s.requests.filter((r) => r.path.endsWith('/configmaps') && r.query.watch === undefined);
+  const lists = requestsOf(s).filter(isList);
   assert.ok(lists.length >= 2, 'the refused list and the one after it');
   const waited = lists[1].time - lists[0].time;
   assert.ok(waited >= 950, `the list was asked again ${waited} ms after the 429`);
@@ -459,7 +462,7 @@ test('a slow consumer sees coalesced latest states and never holds up the cache 
   for (let i = 0; i < 20; i++) s.remove('configmaps', 'default', `c${i}-${i}`);
   for (let round = 0; round < 10; round++)
     s.patch('configmaps', 'default', 'c5-25', (o) => void (o.data.v = String(round)));
-  await until(() => viewOf(fast.view) === storeView(s), { what: 'the fast consumer and cache keep up' });
+  await until(() => caughtUp(fast, s), { what: 'the fast consumer and cache keep up' });
   assert.equal(informer.size, 180);
   // One event per object, ready to take; a 181st (an added-then-deleted one shown) would be
   // ready too, so none comes while we wait a little.

@@ -151,23 +151,26 @@ describe('supported fields', () => {
 describe('cluster extras for the native watcher', () => {
   const EXTRAS = fixture('cluster-extras.yaml');
 
+  /** clusterDetails of `context` in EXTRAS. */
+  const detailsOf = (context) => load({ path: EXTRAS, context }).clusterDetails;
+  /** The clusterDetails of a cluster `name` at `url` with no authMetadata, and `extras`. */
+  const details = (name, url, extras) => ({ name, url, authMetadata: {}, ...extras });
+
   test('tls-server-name becomes clusterDetails.tlsServerName', () => {
-    assert.deepEqual(load({ path: EXTRAS, context: 'sni' }).clusterDetails, {
-      name: 'sni',
-      url: 'https://10.0.0.2:6443',
-      authMetadata: {},
-      tlsServerName: 'kubernetes.internal',
-    });
+    assert.deepEqual(
+      detailsOf('sni'),
+      details('sni', 'https://10.0.0.2:6443', { tlsServerName: 'kubernetes.internal' }),
+    );
   });
 
   test('proxy-url becomes clusterDetails.proxyUrl, credentials included, for the watcher to use', () => {
-    assert.deepEqual(load({ path: EXTRAS, context: 'proxied' }).clusterDetails, {
-      name: 'proxied',
-      url: 'https://10.0.0.3:6443',
-      authMetadata: {},
-      proxyUrl: 'http://proxyuser:proxy-password-SHOULD-NEVER-BE-PRINTED@proxy.example.test:3128',
-    });
-    const socks = load({ path: EXTRAS, context: 'socks' }).clusterDetails;
+    assert.deepEqual(
+      detailsOf('proxied'),
+      details('proxied', 'https://10.0.0.3:6443', {
+        proxyUrl: 'http://proxyuser:proxy-password-SHOULD-NEVER-BE-PRINTED@proxy.example.test:3128',
+      }),
+    );
+    const socks = detailsOf('socks');
     assert.equal(socks.proxyUrl, 'socks5://127.0.0.1:1080');
     assert.equal(socks.tlsServerName, 'api.example.test');
   });

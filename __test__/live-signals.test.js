@@ -11,30 +11,28 @@ const { mockCredentials } = require('@backstage/backend-test-utils');
 const { NativeInformerFetcher } = require('../packages/backstage/serving/fetcher');
 const { liveRequestContext } = require('../packages/backstage/following/mark');
 const {
-  startCluster,
-  startLiveBackend,
-  connectSignals,
-  postEntity,
   LIVE_SVC,
+  LIVE_CHANNEL: CHANNEL,
   OTHER_SVC,
   delegatedEntity,
   pod,
   TOKEN,
+  startCluster,
+  startLiveBackend,
+  connectSignals,
+  postEntity,
 } = require('../testbed/live-helpers');
 const { certs } = require('../packages/kube-watch-native/sim');
-const { until } = require('../testbed/wait');
+const { until, sleep } = require('../testbed/wait');
 
 const ALICE = 'user:default/mock'; // mock-user-token
 const BOB = 'user:default/other';
 const BOB_TOKEN = mockCredentials.user.token(BOB);
-const CHANNEL = 'kubernetes:component:default/live-svc';
 
 async function load(backend, token, entity) {
   const res = await postEntity(backend.url, token, entity);
   assert.equal(res.status, 200, await res.text());
 }
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 test(
   'a change reaches the user who loaded the entity, not another user; coalesced, scoped to the selector, until viewerTtl',

@@ -10,18 +10,19 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const {
+  tempDir,
+  installedLayout,
+  NATIVE_ROOT: root,
+  HOST: platform,
+  NO_HOST: skip,
+  VERSION: version,
   PLATFORMS,
   platformId,
   binaryName,
   packageName,
-} = require('../packages/kube-watch-native/lib/platform');
-const { tempDir, installedLayout, NATIVE_ROOT } = require('./pkg-helpers');
+} = require('./pkg-helpers');
 
-const root = NATIVE_ROOT;
-const { version } = require('../packages/kube-watch-native/package.json');
-const platform = PLATFORMS.find((p) => p.id === platformId());
 const localBuild = path.join(root, binaryName());
-const skip = platform ? false : `no prebuilt binary is made for ${platformId()}`;
 
 /** A PATH whose `cargo` only logs its arguments (and, in a checkout, "builds" by copying). */
 function fakeCargo(dir) {

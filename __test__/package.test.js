@@ -10,20 +10,20 @@ const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { createSimulator } = require('../packages/kube-watch-native/sim');
+const { packMain, packPlatform } = require('../packages/kube-watch-native/scripts/packaging');
 const {
+  tempDir,
+  watchOnce,
+  NATIVE_ROOT: root,
+  MODULES: modules,
+  NPM: npm,
+  VERSION: version,
+  HOST: platform,
+  NO_HOST,
   PLATFORMS,
-  platformId,
   binaryName,
   packageName,
-} = require('../packages/kube-watch-native/lib/platform');
-const { packMain, packPlatform } = require('../packages/kube-watch-native/scripts/packaging');
-const { tempDir, watchOnce, NATIVE_ROOT, MODULES } = require('./pkg-helpers');
-
-const root = NATIVE_ROOT;
-const modules = MODULES;
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const { version } = require('../packages/kube-watch-native/package.json');
-const platform = PLATFORMS.find((p) => p.id === platformId());
+} = require('./pkg-helpers');
 
 /** PATH without any directory that holds a `cargo`, so nothing can be compiled. */
 function pathWithoutCargo() {
@@ -35,7 +35,7 @@ function pathWithoutCargo() {
 
 test(
   'the main and platform tarballs install offline with no cargo, and the installed package watches',
-  { timeout: 180_000, skip: platform ? false : `no platform package is made for ${platformId()}` },
+  { timeout: 180_000, skip: NO_HOST },
   async (t) => {
     const work = tempDir(t, 'kwn-pack-');
     const main = packMain(work);

@@ -7,13 +7,26 @@ const { execFile } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { packageName } = require('../packages/kube-watch-native/lib/platform');
+const {
+  PLATFORMS,
+  platformId,
+  binaryName,
+  packageName,
+} = require('../packages/kube-watch-native/lib/platform');
 const { platformManifest } = require('../packages/kube-watch-native/scripts/packaging');
 
 /** The native package's directory (packages/kube-watch-native), what the tests of packaging read. */
 const NATIVE_ROOT = path.join(__dirname, '..', 'packages', 'kube-watch-native');
 /** Where npm put the dependencies: the repository's root. */
 const MODULES = path.join(__dirname, '..', 'node_modules');
+/** This machine's entry in PLATFORMS; undefined where no prebuilt binary is made for it. */
+const HOST = PLATFORMS.find((p) => p.id === platformId());
+/** The skip reason of a test that needs HOST: false where there is one. */
+const NO_HOST = HOST ? false : `no prebuilt binary is made for ${platformId()}`;
+/** The native package's version, which every platform package has too. */
+const { version: VERSION } = require('../packages/kube-watch-native/package.json');
+/** The npm command to spawn here. */
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const root = NATIVE_ROOT;
 const modules = MODULES;
 
@@ -78,4 +91,20 @@ function watchOnce({ command, args = [], cwd, url, timeout = 60_000, env = proce
   });
 }
 
-module.exports = { tempDir, installedLayout, watchOnce, WATCH_SCRIPT, NATIVE_ROOT, MODULES };
+module.exports = {
+  tempDir,
+  installedLayout,
+  watchOnce,
+  WATCH_SCRIPT,
+  NATIVE_ROOT,
+  MODULES,
+  HOST,
+  NO_HOST,
+  VERSION,
+  NPM,
+  // lib/platform's, so that a test of packaging takes all it needs from here
+  PLATFORMS,
+  platformId,
+  binaryName,
+  packageName,
+};

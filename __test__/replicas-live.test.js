@@ -9,14 +9,12 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { mockCredentials } = require('@backstage/backend-test-utils');
-const { startCluster, LIVE_SVC, OTHER_SVC, pod } = require('../testbed/live-helpers');
+const { startCluster, LIVE_SVC, LIVE_CHANNEL: CHANNEL, OTHER_SVC, pod } = require('../testbed/live-helpers');
 const { replicasFor, connectSignals, subscribed } = require('../testbed/replica-helpers');
-const { until } = require('../testbed/wait');
+const { until, sleep } = require('../testbed/wait');
 
 const ALICE_TOKEN = 'mock-user-token';
 const BOB_TOKEN = mockCredentials.user.token('user:default/other');
-const CHANNEL = 'kubernetes:component:default/live-svc';
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One load through the balancer: which replica answered, and whether the answer is live. */
 async function load(balancer, token, entity) {

@@ -7,12 +7,11 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startCluster } = require('../testbed/live-helpers');
+const { startCluster, LIVE_CHANNEL: CHANNEL } = require('../testbed/live-helpers');
 const { startReplicas, postgresFor, connectSignals, subscribed } = require('../testbed/replica-helpers');
 const { sleep, until } = require('../testbed/wait');
 
 const ALICE = 'user:default/mock'; // mock-user-token
-const CHANNEL = 'kubernetes:component:default/live-svc';
 
 const signal = (message) => ({ recipients: { type: 'user', entityRef: ALICE }, channel: CHANNEL, message });
 

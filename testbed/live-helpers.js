@@ -51,6 +51,8 @@ const entity = (name) => ({
 });
 const LIVE_SVC = entity('live-svc');
 const OTHER_SVC = entity('other-svc');
+/** The signals channel of LIVE_SVC, as a tab subscribes to it. */
+const LIVE_CHANNEL = 'kubernetes:component:default/live-svc';
 
 /**
  * An entity whose selector has only a negative requirement (`tier!=db`): it matches unlabelled
@@ -387,6 +389,7 @@ module.exports = {
   ID,
   TOKEN,
   LIVE_SVC,
+  LIVE_CHANNEL,
   OTHER_SVC,
   delegatedEntity,
   LIVE_TYPES,

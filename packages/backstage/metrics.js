@@ -10,27 +10,36 @@ const { version } = require('./package.json');
 
 const PREFIX = 'kube_watch.backstage.';
 
+/**
+ * The points of `figures` (absent: none): one per `field: value` of `fields` (a field alone:
+ * its own name), its value the figure of that field (0 when it has none), its attribute
+ * `attribute` that value.
+ */
+function pointsOf(figures, attribute, fields) {
+  if (!figures) return [];
+  const named = Array.isArray(fields) ? fields.map((field) => [field, field]) : Object.entries(fields);
+  return named.map(([field, value]) => [figures[field] ?? 0, { [attribute]: value }]);
+}
+
 const METRICS = [
   {
     name: `${PREFIX}answers`,
     unit: '{resource}',
     description: 'Resources answered, by where from (answer: cache | default)',
-    points: ({ answered }) => [
-      [answered.cached, { answer: 'cache' }],
-      [answered.delegated, { answer: 'default' }],
-    ],
+    points: ({ answered }) => pointsOf(answered, 'answer', { cached: 'cache', delegated: 'default' }),
   },
   {
     name: `${PREFIX}access.decisions`,
     unit: '{decision}',
     description:
       "Viewers' access asked of the API server (decision: allowed | refused | failed) or answered from memory (remembered)",
-    points: ({ decisions }) => [
-      [decisions.allowed, { decision: 'allowed' }],
-      [decisions.refused, { decision: 'refused' }],
-      [decisions.failed, { decision: 'failed' }],
-      [decisions.hits, { decision: 'remembered' }],
-    ],
+    points: ({ decisions }) =>
+      pointsOf(decisions, 'decision', {
+        allowed: 'allowed',
+        refused: 'refused',
+        failed: 'failed',
+        hits: 'remembered',
+      }),
   },
   {
     name: `${PREFIX}signals`,
@@ -38,16 +47,7 @@ const METRICS = [
     description:
       'Live tab signals (outcome: published | failed | lost, after its retries) and viewers not followed (outcome: evicted | refused | crowded, another replica and no bus)',
     points: ({ signals }) =>
-      signals
-        ? [
-            [signals.published, { outcome: 'published' }],
-            [signals.failed, { outcome: 'failed' }],
-            [signals.lost, { outcome: 'lost' }],
-            [signals.evicted, { outcome: 'evicted' }],
-            [signals.refused, { outcome: 'refused' }],
-            [signals.crowded, { outcome: 'crowded' }],
-          ]
-        : [],
+      pointsOf(signals, 'outcome', ['published', 'failed', 'lost', 'evicted', 'refused', 'crowded']),
   },
   {
     name: `${PREFIX}registry`,
@@ -55,16 +55,14 @@ const METRICS = [
     description:
       "The replicas' viewer registry when it fails or is slow (outcome: slow_load, a load answered not live because its row was late | claim_failed | claim_retried | told_to_poll, viewers told to load again for a failed claim | access_recheck, viewers told to load again as their own access decisions expired | statement_failed, a registry statement failed or timed out, beats included)",
     points: ({ signals }) =>
-      signals
-        ? [
-            [signals.slowWrites ?? 0, { outcome: 'slow_load' }],
-            [signals.claimsFailed ?? 0, { outcome: 'claim_failed' }],
-            [signals.claimsRetried ?? 0, { outcome: 'claim_retried' }],
-            [signals.toldToPoll ?? 0, { outcome: 'told_to_poll' }],
-            [signals.rechecked ?? 0, { outcome: 'access_recheck' }],
-            [signals.statementsFailed ?? 0, { outcome: 'statement_failed' }],
-          ]
-        : [],
+      pointsOf(signals, 'outcome', {
+        slowWrites: 'slow_load',
+        claimsFailed: 'claim_failed',
+        claimsRetried: 'claim_retried',
+        toldToPoll: 'told_to_poll',
+        rechecked: 'access_recheck',
+        statementsFailed: 'statement_failed',
+      }),
   },
 ];
 

@@ -8,6 +8,8 @@
 // signals anyone per `minIntervalMs`). What only replicas need (heartbeats, a replica gone, a
 // signal the events bus lost) has nothing to do here.
 
+const { storeMethods } = require('./store');
+
 /** Rows are swept of the expired at least this often (and whenever they double). */
 const SWEEP_MS = 60_000;
 /** Entities' gates unused this long are dropped. */
@@ -23,13 +25,7 @@ function createMemoryRegistry({ now }) {
     ready: Promise.resolve(),
     /** One replica: nobody else. */
     others: 0,
-    loaded: (userEntityRef, entityRef, watchKeys, expiresAt, recheckAt) =>
-      registry.loaded(userEntityRef, entityRef, watchKeys, expiresAt, recheckAt),
-    claimDue: (signalId) => registry.claimDue(signalId),
-    claim: (entityRef, options) => registry.claim(entityRef, options),
-    forget: (userEntityRef, entityRef) => registry.forget(userEntityRef, entityRef),
-    counts: () => registry.counts(),
-    close: () => registry.close(),
+    ...storeMethods(registry),
   };
 }
 

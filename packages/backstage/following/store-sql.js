@@ -37,6 +37,7 @@
 
 const sql = require('./store-sql-statements');
 const { uniqueId } = require('kube-watch-native-protocol');
+const { storeMethods } = require('./store');
 
 /** Replicas beat this often; one silent for three beats is gone. */
 const HEARTBEAT_MS = 2000;
@@ -84,8 +85,7 @@ const rowsOf = (result) =>
  */
 function createViewerRegistry(options) {
   const registry = new ViewerRegistry(options);
-  // A plain object whose methods need no `this`: a caller may wrap it (Object.create) to
-  // stand in for some of them, as the tests do.
+  // A plain object whose methods need no `this` (./store.js).
   return {
     /** Resolves once the tables exist and this replica has beaten once; rejects if it could not. */
     ready: registry.ready,
@@ -97,13 +97,7 @@ function createViewerRegistry(options) {
     get alive() {
       return registry.alive;
     },
-    loaded: (userEntityRef, entityRef, watchKeys, expiresAt, recheckAt) =>
-      registry.loaded(userEntityRef, entityRef, watchKeys, expiresAt, recheckAt),
-    claimDue: () => registry.claimDue(),
-    claim: (entityRef, options) => registry.claim(entityRef, options),
-    forget: (userEntityRef, entityRef) => registry.forget(userEntityRef, entityRef),
-    counts: () => registry.counts(),
-    close: () => registry.close(),
+    ...storeMethods(registry),
   };
 }
 

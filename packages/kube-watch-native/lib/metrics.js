@@ -20,13 +20,16 @@ const SNAPSHOT = Symbol('kube-watch-native.metricsSnapshot');
 
 const PREFIX = 'kube_watch.';
 
-/** A metric read from the snapshot as the observable instrument `kind`. */
+/**
+ * A metric read from the snapshot as the observable instrument `kind`: `value` is the name of
+ * the field it reads, or a function of what it reads.
+ */
 const instrument = (kind) => (name, unit, value, description, attributes) => ({
   name,
   kind,
   unit,
   description,
-  value,
+  value: typeof value === 'string' ? (figures) => figures[value] : value,
   attributes,
 });
 const counter = instrument('counter');
@@ -42,45 +45,35 @@ const INFORMER_METRICS = [
   upDownCounter(
     'watch.active',
     '{watch}',
-    (i) => i.watchesOpen,
+    'watchesOpen',
     'Watch streams being read now (one per informer while it watches, one per running plain watch)',
   ),
   counter(
     'events.received',
     '{event}',
-    (i) => i.eventsReceived,
+    'eventsReceived',
     "Changes received from the API server (watch events and list items; an informer's bookmarks not counted, a plain watch's are)",
   ),
   counter(
     'events.delivered',
     '{event}',
-    (i) => i.eventsDelivered,
+    'eventsDelivered',
     'Events taken by consumers (changes, SYNCED, ERROR), summed over consumers and plain watches',
   ),
-  counter('network.io', 'By', (i) => i.bytesReceived, 'Response body bytes read from the API server', {
+  counter('network.io', 'By', 'bytesReceived', 'Response body bytes read from the API server', {
     'network.io.direction': 'receive',
   }),
-  counter(
-    'reconnects',
-    '{reconnect}',
-    (i) => i.reconnects,
-    'Watches started again after one ended or failed',
-  ),
-  counter(
-    'relists',
-    '{relist}',
-    (i) => i.relists,
-    'Lists made again after a 410 (the initial list is not counted)',
-  ),
+  counter('reconnects', '{reconnect}', 'reconnects', 'Watches started again after one ended or failed'),
+  counter('relists', '{relist}', 'relists', 'Lists made again after a 410 (the initial list is not counted)'),
   counter(
     'credential.refreshes',
     '{refresh}',
-    (i) => i.credentialRefreshes,
+    'credentialRefreshes',
     'Credentials asked for after the first (after a 401/403, or when older than credentialTtlSeconds)',
   ),
-  upDownCounter('informer.count', '{informer}', (s) => s.informers, 'Shared informers open'),
-  upDownCounter('informer.object.count', '{object}', (i) => i.objects, 'Objects cached'),
-  upDownCounter('informer.cache.size', 'By', (i) => i.cachedBytes, 'Bytes of JSON text cached'),
+  upDownCounter('informer.count', '{informer}', 'informers', 'Shared informers open'),
+  upDownCounter('informer.object.count', '{object}', 'objects', 'Objects cached'),
+  upDownCounter('informer.cache.size', 'By', 'cachedBytes', 'Bytes of JSON text cached'),
   gauge(
     'informer.synced',
     '1',
@@ -90,13 +83,13 @@ const INFORMER_METRICS = [
   gauge(
     'informer.last_event.age',
     's',
-    (i) => i.secondsSinceLastEvent,
+    'secondsSinceLastEvent',
     'Seconds since the last event or bookmark (since the start before the first); the most of the series',
   ),
   gauge(
     'informer.consumer.pending',
     '{change}',
-    (i) => i.slowestConsumerPending,
+    'slowestConsumerPending',
     'Changes pending in the slowest consumer (at most one per object)',
   ),
 ];
@@ -124,7 +117,7 @@ const CONNECTION_METRICS = [
   upDownCounter(
     'http1.request.count',
     '{request}',
-    (c) => c.http1Requests,
+    'http1Requests',
     'HTTP/1.1 requests in flight (plain http, or a server without HTTP/2)',
   ),
 ];

@@ -16,6 +16,19 @@ pub use crate::size::{
     appended_btree_bytes, arc_bytes, arc_slice_bytes, btree_bytes, hash_table_bytes,
 };
 
+/// `AddAssign` for a struct of sums, field by field. `other` is taken apart whole, so a field
+/// the list leaves out does not compile.
+macro_rules! add_assign_fields {
+    ($ty:ident { $($field:ident),* $(,)? }) => {
+        impl std::ops::AddAssign for $ty {
+            fn add_assign(&mut self, other: Self) {
+                let $ty { $($field),* } = other;
+                $(self.$field += $field;)*
+            }
+        }
+    };
+}
+
 /// One informer's memory, or the sum of several: the figures of the native snapshot's `memory`
 /// (`metricsJson()`), in bytes unless named a count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -57,42 +70,44 @@ pub struct Footprint {
     pub shared_bytes: usize,
 }
 
-impl std::ops::AddAssign for Footprint {
-    fn add_assign(&mut self, other: Self) {
-        self.informers += other.informers;
-        self.consumers += other.consumers;
-        self.objects += other.objects;
-        self.json_bytes += other.json_bytes;
-        self.text_bytes += other.text_bytes;
-        self.header_bytes += other.header_bytes;
-        self.index_bytes += other.index_bytes;
-        self.pending_bytes += other.pending_bytes;
-        self.pending_changes += other.pending_changes;
-        self.fixed_bytes += other.fixed_bytes;
-        self.shared_bytes += other.shared_bytes;
-    }
-}
+add_assign_fields!(Footprint {
+    informers,
+    consumers,
+    objects,
+    json_bytes,
+    text_bytes,
+    header_bytes,
+    index_bytes,
+    pending_bytes,
+    pending_changes,
+    fixed_bytes,
+    shared_bytes,
+});
 
 /// An informer's fixed cost by part, each worked out from the sizes of its structures and the
-/// capacities of their buffers.
+/// capacities of their buffers. Its fields are named in JSON as parts of the fixed cost
+/// (`fixedTaskBytes`, ...), beside the footprint's (`fixedBytes`, their sum).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Fixed {
     /// The reflector's task: the size of its future as spawned (`size_of_val`: the state
     /// machine with every local it keeps across an await). Not in it: the futures it boxes
     /// while they run (a request being made; the watch's body reader, about 1.3 KiB for as
     /// long as it watches) and tokio's task header.
+    #[serde(rename = "fixedTaskBytes")]
     pub task_bytes: usize,
     /// The cache, its counters and their `Arc`s (`arc_bytes` of each struct) with the
     /// capacities of the strings and lists they own (resource path, resourceVersion, the
     /// cursor list), and per open consumer its shared queue (`arc_bytes`) and waker closure.
+    #[serde(rename = "fixedCacheBytes")]
     pub cache_bytes: usize,
     /// What the reflector was configured with and resolved: the strings and byte buffers of
     /// its cluster (name, URL, CA data), selectors and the endpoint it connects with (CA PEM,
     /// client identity, base URL, bearer), by capacity.
+    #[serde(rename = "fixedConfigBytes")]
     pub config_bytes: usize,
     /// The registry's entry: the shared informer's struct (`arc_bytes`), its key and metric
     /// labels by capacity, its handles' sinks, and its share of the registry's table.
+    #[serde(rename = "fixedRegistryBytes")]
     pub registry_bytes: usize,
 }
 
@@ -103,11 +118,9 @@ impl Fixed {
     }
 }
 
-impl std::ops::AddAssign for Fixed {
-    fn add_assign(&mut self, other: Self) {
-        self.task_bytes += other.task_bytes;
-        self.cache_bytes += other.cache_bytes;
-        self.config_bytes += other.config_bytes;
-        self.registry_bytes += other.registry_bytes;
-    }
-}
+add_assign_fields!(Fixed {
+    task_bytes,
+    cache_bytes,
+    config_bytes,
+    registry_bytes,
+});

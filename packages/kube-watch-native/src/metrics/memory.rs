@@ -19,15 +19,10 @@ pub struct WatcherMemory {
     pub footprint: Footprint,
     /// `fixedBytes / informers` (0 without informers).
     pub fixed_bytes_per_informer: f64,
-    /// The fixed bytes by part, summed over the informers (see [`Fixed`]): the reflector
-    /// tasks' futures.
-    pub fixed_task_bytes: usize,
-    /// The caches', counters' and consumers' structs and buffers.
-    pub fixed_cache_bytes: usize,
-    /// The configurations' and endpoints' strings and CA/identity PEM.
-    pub fixed_config_bytes: usize,
-    /// The registry's entries and table.
-    pub fixed_registry_bytes: usize,
+    /// `fixedTaskBytes`, `fixedCacheBytes`, `fixedConfigBytes`, `fixedRegistryBytes`: the
+    /// fixed bytes by part, summed over the informers (see [`Fixed`]).
+    #[serde(flatten)]
+    pub fixed: Fixed,
     /// Text, headers, index, pending, fixed and shared bytes added up: what the informers
     /// account for.
     pub accounted_bytes: usize,
@@ -57,10 +52,7 @@ impl WatcherMemory {
             } else {
                 footprint.fixed_bytes as f64 / footprint.informers as f64
             },
-            fixed_task_bytes: fixed.task_bytes,
-            fixed_cache_bytes: fixed.cache_bytes,
-            fixed_config_bytes: fixed.config_bytes,
-            fixed_registry_bytes: fixed.registry_bytes,
+            fixed,
             accounted_bytes: footprint.text_bytes
                 + footprint.header_bytes
                 + footprint.index_bytes
@@ -100,17 +92,18 @@ mod tests {
         // The JSON text's length is what the cache would hold unpacked, not what it holds.
         assert_eq!(memory.accounted_bytes, 111_111);
         assert_eq!(memory.fixed_bytes_per_informer, 2_500.0);
-        assert_eq!(
-            (
-                memory.fixed_task_bytes,
-                memory.fixed_cache_bytes,
-                memory.fixed_config_bytes,
-                memory.fixed_registry_bytes
-            ),
-            (1, 2, 3, 4)
-        );
         let json = serde_json::to_value(&memory).unwrap();
         assert_eq!(json["informers"], 4, "the footprint's fields are flattened");
+        assert_eq!(
+            [
+                &json["fixedTaskBytes"],
+                &json["fixedCacheBytes"],
+                &json["fixedConfigBytes"],
+                &json["fixedRegistryBytes"]
+            ],
+            [1, 2, 3, 4],
+            "so are the fixed cost's, named as parts of it"
+        );
         assert_eq!(json["allocatorInUseBytes"], serde_json::Value::Null);
     }
 

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use super::watches::{WatchMetrics, WatchSeries};
 use crate::engine::stats::{SeriesLabels, StatsSnapshot};
@@ -71,7 +71,11 @@ fn merge(
     for watch in watches {
         match series.get_mut(&watch.labels) {
             Some(entry) => entry.add_watches(watch),
-            None => watch_only.push(WatchOnlySeries::of(watch)),
+            None => {
+                let mut alone = SeriesMetrics::new(&watch.labels);
+                alone.add_watches(watch);
+                watch_only.push(alone);
+            }
         }
     }
     series
@@ -236,66 +240,36 @@ impl SeriesMetrics {
 pub enum Series {
     /// A series with an informer, open or closed.
     Informers(SeriesMetrics),
-    /// A series of plain watches alone.
-    Watches(WatchOnlySeries),
+    /// A series of plain watches alone: their counts, and null for every informer figure, so
+    /// both kinds of series have the same fields but `consumers`.
+    Watches(#[serde(serialize_with = "watches_alone")] SeriesMetrics),
 }
 
-/// A series of plain watches alone: their counts, and null for every informer figure, so both
-/// kinds of series have the same fields but `consumers` (each is [`SeriesMetrics`]' of its name).
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WatchOnlySeries {
-    pub cluster: String,
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub connects: u64,
-    pub events_received: u64,
-    pub events_delivered: u64,
-    pub bytes_received: u64,
-    pub watches_open: u64,
-    pub errors: BTreeMap<String, u64>,
-    pub reconnects: Option<u64>,
-    pub relists: Option<u64>,
-    pub credential_refreshes: Option<u64>,
-    pub informers: Option<usize>,
-    pub objects: Option<usize>,
-    pub cached_bytes: Option<usize>,
-    pub synced: Option<bool>,
-    pub seconds_since_last_event: Option<f64>,
-    pub slowest_consumer_pending: Option<usize>,
-}
+/// The fields of [`SeriesMetrics`] that only informers give: null in a series of plain watches
+/// alone, where 0 would claim an informer that counted nothing.
+const INFORMER_FIELDS: [&str; 9] = [
+    "reconnects",
+    "relists",
+    "credentialRefreshes",
+    "informers",
+    "objects",
+    "cachedBytes",
+    "synced",
+    "secondsSinceLastEvent",
+    "slowestConsumerPending",
+];
 
-impl WatchOnlySeries {
-    fn of(watches: WatchSeries) -> Self {
-        let SeriesLabels {
-            cluster,
-            group,
-            version,
-            resource,
-        } = watches.labels;
-        Self {
-            cluster,
-            group,
-            version,
-            resource,
-            connects: watches.connects,
-            events_received: watches.events_received,
-            events_delivered: watches.events_delivered,
-            bytes_received: watches.bytes_received,
-            watches_open: watches.watches_open,
-            errors: watches.errors,
-            reconnects: None,
-            relists: None,
-            credential_refreshes: None,
-            informers: None,
-            objects: None,
-            cached_bytes: None,
-            synced: None,
-            seconds_since_last_event: None,
-            slowest_consumer_pending: None,
+/// A series of plain watches alone as JavaScript reads it: [`SeriesMetrics`]' fields, those of
+/// [`INFORMER_FIELDS`] null, and no `consumers`.
+fn watches_alone<S: Serializer>(series: &SeriesMetrics, serializer: S) -> Result<S::Ok, S::Error> {
+    let mut json = serde_json::to_value(series).map_err(serde::ser::Error::custom)?;
+    if let Some(fields) = json.as_object_mut() {
+        fields.remove("consumers");
+        for field in INFORMER_FIELDS {
+            fields.insert(field.to_owned(), serde_json::Value::Null);
         }
     }
+    json.serialize(serializer)
 }
 
 #[cfg(test)]

@@ -15,12 +15,20 @@ fn too_large(rv: &str, current: &str) -> Reply {
     )
 }
 
-/// A paginated informer that probes after 60 s of silence.
-fn probing(fake: &Fake) -> (Reflector, Arc<Recorder>) {
+/// A paginated informer that probes after 60 s of silence, on a script that lists the old
+/// cluster ([`old_cluster`]) and then answers `then`.
+fn probing(then: Vec<Reply>) -> (Fake, Reflector, Arc<Recorder>) {
+    let fake = Fake::new(std::iter::once(old_cluster()).chain(then).collect());
     let mut config = config("http://cluster.test", InitialList::Paginated);
     config.probe = Some(Duration::from_secs(60));
-    let (reflector, recorder, _) = run_config(fake, config, bearer("t"));
-    (reflector, recorder)
+    let (reflector, recorder, _) = run_config(&fake, config, bearer("t"));
+    (fake, reflector, recorder)
+}
+
+/// Stops `reflector`, which relisted `relists` times in all.
+fn stop_after_relists(reflector: &Reflector, relists: u64) {
+    assert_eq!(reflector.stats().snapshot().relists, relists);
+    reflector.stop();
 }
 
 /// The old cluster's list: `old-1` and `old-2`, at 900.
@@ -70,15 +78,13 @@ fn is_probe(url: &str, rv: &str) -> bool {
 
 #[tokio::test(start_paused = true)]
 async fn a_resumed_watch_probes_first_and_a_server_behind_is_relisted_with_the_difference() {
-    let fake = Fake::new(vec![
-        old_cluster(),
+    let (fake, reflector, recorder) = probing(vec![
         // The connection breaks: the cluster is recreated.
         Reply::Watch(vec![wait_ms(1_000)], End::Cut),
         too_large("900", "252"),
         new_cluster(),
         Reply::Watch(vec![line(event("ADDED", "new-2", "253"))], End::Open),
     ]);
-    let (reflector, recorder) = probing(&fake);
     let mut expected = RELISTED_NEW.to_vec();
     // The broken connection is a failure like any other.
     expected.insert(3, "ERROR 0 true");
@@ -96,14 +102,12 @@ async fn a_resumed_watch_probes_first_and_a_server_behind_is_relisted_with_the_d
         warning.starts_with("warn informer of /api/v1/pods on cluster 'c': the server's resourceVersion (252) is behind the 900 this informer reached"),
         "{warning}"
     );
-    assert_eq!(reflector.stats().snapshot().relists, 1);
-    reflector.stop();
+    stop_after_relists(&reflector, 1);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_silent_watch_probes_after_its_interval_and_relists_a_server_behind() {
-    let fake = Fake::new(vec![
-        old_cluster(),
+    let (fake, reflector, _) = probing(vec![
         // Taken, and silent: a real API server sends nothing, bookmarks included, to a watch from
         // a resourceVersion it never reached.
         Reply::Watch(Vec::new(), End::Open),
@@ -111,7 +115,6 @@ async fn a_silent_watch_probes_after_its_interval_and_relists_a_server_behind() 
         new_cluster(),
         Reply::Watch(Vec::new(), End::Open),
     ]);
-    let (reflector, _) = probing(&fake);
     assert_eq!(
         seen_until(&reflector, r#"SYNCED "252" true"#).await,
         RELISTED_NEW
@@ -133,8 +136,7 @@ async fn a_watch_that_hears_lines_is_not_probed_and_its_resumption_is_probed() {
             r#"{{"type":"BOOKMARK","object":{{"metadata":{{"resourceVersion":"{rv}"}}}}}}"#
         ))
     };
-    let fake = Fake::new(vec![
-        old_cluster(),
+    let (fake, reflector, recorder) = probing(vec![
         // A bookmark every 50 s for 150 s: never silent for 60 s.
         Reply::Watch(
             vec![
@@ -151,7 +153,6 @@ async fn a_watch_that_hears_lines_is_not_probed_and_its_resumption_is_probed() {
         Reply::Page(list(&[], "950", None)),
         Reply::Watch(vec![line(event("ADDED", "c", "951"))], End::Open),
     ]);
-    let (reflector, recorder) = probing(&fake);
     assert_eq!(
         seen_until(&reflector, "ADDED c 951").await,
         [
@@ -175,14 +176,12 @@ async fn a_watch_that_hears_lines_is_not_probed_and_its_resumption_is_probed() {
 
 #[tokio::test(start_paused = true)]
 async fn a_probe_that_fails_otherwise_backs_off_and_probes_again() {
-    let fake = Fake::new(vec![
-        old_cluster(),
+    let (fake, reflector, _) = probing(vec![
         Reply::Watch(vec![wait_ms(1_000)], End::Cut),
         Reply::Status(503, None),
         Reply::Page(list(&[], "905", None)),
         Reply::Watch(vec![line(event("ADDED", "c", "906"))], End::Open),
     ]);
-    let (reflector, _) = probing(&fake);
     let seen = seen_until(&reflector, "ADDED c 906").await;
     assert!(seen.iter().any(|e| e.starts_with("ERROR")), "{seen:?}");
     let urls = urls(&fake);
@@ -190,19 +189,16 @@ async fn a_probe_that_fails_otherwise_backs_off_and_probes_again() {
         is_probe(&urls[2], "900") && is_probe(&urls[3], "900"),
         "{urls:?}"
     );
-    assert_eq!(reflector.stats().snapshot().relists, 0);
-    reflector.stop();
+    stop_after_relists(&reflector, 0);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_probe_answered_is_proof_of_life_and_a_watch_opened_is_not() {
-    let fake = Fake::new(vec![
-        old_cluster(),
+    let (fake, reflector, _) = probing(vec![
         Reply::Watch(Vec::new(), End::Open),
         // The silent watch's probe: the server is current.
         Reply::Page(list(&[], "900", None)),
     ]);
-    let (reflector, _) = probing(&fake);
     seen_until(&reflector, r#"SYNCED "900" false"#).await;
     let listed = reflector
         .cache()
@@ -224,18 +220,15 @@ async fn a_probe_answered_is_proof_of_life_and_a_watch_opened_is_not() {
     assert_eq!(fake.sent().len(), 3, "{:?}", urls(&fake));
     let probed = reflector.cache().health().alive_at.expect("set");
     assert!(probed > listed, "the probe answered 200 proves life");
-    assert_eq!(reflector.stats().snapshot().relists, 0);
-    reflector.stop();
+    stop_after_relists(&reflector, 0);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_probe_that_never_answers_fails_after_its_bound_and_the_watch_goes_on() {
-    let fake = Fake::new(vec![
-        old_cluster(),
+    let (fake, reflector, recorder) = probing(vec![
         Reply::Watch(Vec::new(), End::Open),
         // The script is spent: the silent watch's probe never answers.
     ]);
-    let (reflector, recorder) = probing(&fake);
     seen_until(&reflector, r#"SYNCED "900" false"#).await;
     tokio::time::sleep(Duration::from_secs(135)).await;
     let sent = fake.sent();
@@ -248,6 +241,5 @@ async fn a_probe_that_never_answers_fails_after_its_bound_and_the_watch_goes_on(
     );
     let notice = message_with(&recorder, "no answer to the probe").expect("a notice");
     assert!(notice.contains("the watch goes on"), "{notice}");
-    assert_eq!(reflector.stats().snapshot().relists, 0);
-    reflector.stop();
+    stop_after_relists(&reflector, 0);
 }
