@@ -95,6 +95,31 @@ function changeShows(t, { origin, page, waitForText }) {
   };
 }
 
+/**
+ * Waits, in steps of `stepMs` (at most `maxSteps`), for a step in which the tab sends nothing to
+ * /api/kubernetes (once live, it answers its polls from memory); then, with `idleMs`, asserts
+ * that it sends nothing for that long either: live, not merely between polls (a tab not live asks
+ * again within the stock 10 s). `when` ends the messages. Returns how long it took to go quiet.
+ */
+async function goesQuiet(t, { page, origin }, { idleMs = 0, stepMs = 2000, maxSteps = 6, when = '' } = {}) {
+  const from = Date.now();
+  for (let last = -1, steps = 0; last !== origin.kubernetesRequests.length; steps++) {
+    assert.ok(steps < maxSteps, `the tab never went quiet${when} (still polling the network once live)`);
+    last = origin.kubernetesRequests.length;
+    await page.waitForTimeout(stepMs);
+  }
+  const quietMs = Date.now() - from;
+  t.diagnostic(`quiet${when} in ${quietMs} ms (the last ${stepMs} ms without a request)`);
+  if (idleMs) {
+    const quiet = origin.kubernetesRequests.slice();
+    await page.waitForTimeout(idleMs);
+    const idle = origin.kubernetesRequests.slice(quiet.length);
+    assert.deepEqual(idle, [], `the tab still polls the network once live${when}`);
+    t.diagnostic(`idle${when} ${idleMs} ms: 0 requests to /api/kubernetes`);
+  }
+  return quietMs;
+}
+
 /** A pod's container crash-looping (a `sim.patch` change): the tab counts it as a pod with errors. */
 const crashLooping = (p) => {
   p.status.containerStatuses = [
@@ -131,6 +156,7 @@ module.exports = {
   openPage,
   tabOrigin,
   changeShows,
+  goesQuiet,
   addChangeDelete,
   CHROMIUM,
   OUTPUT,

@@ -24,6 +24,7 @@ const {
   openPage,
   tabOrigin,
   changeShows,
+  goesQuiet,
   addChangeDelete,
   OUTPUT,
   LIVE_REFRESH_INTERVAL_MS,
@@ -59,17 +60,7 @@ test(
     // Live: once a heartbeat proves its signals arrive (the first load's greeting, or the next
     // beat within 5 s when the greeting raced the tab's subscription), the tab refetches once and
     // then answers its polls from memory.
-    let rounds = 0;
-    for (let last = -1; last !== origin.kubernetesRequests.length; rounds++) {
-      assert.ok(rounds < 6, 'the tab never went quiet (still polling the network once live)');
-      last = origin.kubernetesRequests.length;
-      await page.waitForTimeout(2000);
-    }
-    t.diagnostic(`quiet within ${2 * (rounds - 1)}-${2 * rounds} s of the first answer`);
-    // Live, not merely between polls: a tab not live asks again within 9 s.
-    const quiet = origin.kubernetesRequests.length;
-    await page.waitForTimeout(10_000);
-    assert.equal(origin.kubernetesRequests.length, quiet, 'the tab still polls the network once live');
+    await goesQuiet(t, { page, origin }, { idleMs: 10_000 });
 
     const live = changeShows(t, { origin, page, waitForText });
 
@@ -108,11 +99,7 @@ test(
     t.diagnostic(`after the restart, the change made while down showed in ${Date.now() - downAt} ms`);
     // The new backend's informers sync after its first load (answered live meanwhile), and that
     // is a change of the answer too: one more refetch. Then the tab is quiet again.
-    for (let last = -1, rounds = 0; last !== origin.kubernetesRequests.length; rounds++) {
-      assert.ok(rounds < 10, 'the tab never went quiet after the restart (still polling the network)');
-      last = origin.kubernetesRequests.length;
-      await page.waitForTimeout(1500);
-    }
+    await goesQuiet(t, { page, origin }, { stepMs: 1500, maxSteps: 10, when: ' after the restart' });
     await live(
       'a pod deleted after the restart',
       () => sim.remove('pods', 'default', 'live-svc-4'),

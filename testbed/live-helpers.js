@@ -15,7 +15,7 @@ const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
 const express = require('express');
-const { createServiceFactory, coreServices } = require('@backstage/backend-plugin-api');
+const { createBackendPlugin, createServiceFactory, coreServices } = require('@backstage/backend-plugin-api');
 const { createSpecializedBackend } = require('@backstage/backend-app-api');
 const { mockServices } = require('@backstage/backend-test-utils');
 const {
@@ -202,6 +202,40 @@ const captureSignals = (captured) =>
     },
   );
 
+/** `kind:namespace/name` of an entity, lower-cased as the catalog compares refs. */
+const refOf = (e) => `${e.kind}:${e.metadata.namespace ?? 'default'}/${e.metadata.name}`.toLowerCase();
+
+/**
+ * A `catalog` backend plugin answering the two reads of a new-frontend-system entity page from
+ * `entities` (the catalog client's GET /entities/by-name/:kind/:namespace/:name and
+ * POST /entities/by-refs); the real catalog backend wants a database and its providers.
+ */
+const catalogReads = (entities) =>
+  createBackendPlugin({
+    pluginId: 'catalog',
+    register(env) {
+      env.registerInit({
+        deps: { httpRouter: coreServices.httpRouter },
+        async init({ httpRouter }) {
+          const byRef = new Map(entities.map((e) => [refOf(e), e]));
+          const router = express.Router();
+          router.use(express.json());
+          router.get('/entities/by-name/:kind/:namespace/:name', (req, res) => {
+            const { kind, namespace, name } = req.params;
+            const entity = byRef.get(`${kind}:${namespace}/${name}`.toLowerCase());
+            if (entity) res.json(entity);
+            else res.status(404).json({ error: { name: 'NotFoundError', message: 'no such entity' } });
+          });
+          router.post('/entities/by-refs', (req, res) => {
+            const refs = req.body?.entityRefs ?? [];
+            res.json({ items: refs.map((ref) => byRef.get(String(ref).toLowerCase()) ?? null) });
+          });
+          httpRouter.use(router);
+        },
+      });
+    },
+  });
+
 /**
  * The real backend: Kubernetes + Signals backend plugins, kube-watch-native-backstage, a catalog
  * holding LIVE_SVC and OTHER_SVC, the cluster `sim`. The benchmark (bench/backstage-live.js)
@@ -209,11 +243,19 @@ const captureSignals = (captured) =>
  * defaults) and, for the stock backend, `native: false` (no kube-watch-native-backstage);
  * `native: 'discovered'` adds no line for it: Backstage's discovery (`backend.packages: all`)
  * must find it among the dependencies of the package.json closest to the running script.
+ * With `catalog`, the `entities` are read over HTTP too (catalogReads), as an entity page reads them.
  * @returns {Promise<{ url: string, port: number, signals: { publish(signal: object): Promise<void> }, stop(): Promise<void> }>}
  */
 async function startLiveBackend(
   sim,
-  { live, clusters, entities = [LIVE_SVC, OTHER_SVC], objectTypes = LIVE_TYPES, native = true } = {},
+  {
+    live,
+    clusters,
+    entities = [LIVE_SVC, OTHER_SVC],
+    objectTypes = LIVE_TYPES,
+    native = true,
+    catalog = false,
+  } = {},
 ) {
   const captured = {};
   const config = {
@@ -238,6 +280,7 @@ async function startLiveBackend(
   else if (native) backend.add(import('kube-watch-native-backstage'));
   backend.add(captureSignals(captured));
   backend.add(catalogServiceMock.factory({ entities }));
+  if (catalog) backend.add(catalogReads(entities));
   await backend.start();
   const port = routing.port();
   return { url: `http://127.0.0.1:${port}`, port, signals: captured.signals, stop: () => backend.stop() };
@@ -268,18 +311,25 @@ function postEntity(url, token, entity) {
   });
 }
 
-/** A page bundle of fixtures/live-tab: app.jsx (React, Backstage's app, the Kubernetes and Signals plugins) by default. */
-async function bundle(entry = 'app.jsx') {
+/**
+ * A page bundle of fixtures/live-tab: app.jsx (React, Backstage's app, the Kubernetes and Signals
+ * plugins) by default, or `entry` (a path relative to fixtures/live-tab, or absolute), with more
+ * of esbuild's `options` (testbed/nfs-app.js gives its aliases, config and plugins):
+ * `{ files, metafile }`, the output files by name.
+ */
+async function build(entry = 'app.jsx', options = {}) {
   const esbuild = require('esbuild');
   const result = await esbuild.build({
-    entryPoints: [path.join(__dirname, 'fixtures', 'live-tab', entry)],
+    entryPoints: [path.resolve(__dirname, 'fixtures', 'live-tab', entry)],
     bundle: true,
     write: false,
     outdir: '/bundle',
     format: 'iife',
     jsx: 'automatic',
+    metafile: true,
+    ...options,
     // Backstage's frontend packages expect a bundler's `global` and `process.env`.
-    define: { global: 'globalThis', 'process.env.NODE_ENV': '"production"' },
+    define: { global: 'globalThis', 'process.env.NODE_ENV': '"production"', ...options.define },
     banner: { js: 'globalThis.process = globalThis.process || { env: {} };' },
     loader: {
       '.svg': 'dataurl',
@@ -290,7 +340,13 @@ async function bundle(entry = 'app.jsx') {
     },
     logLevel: 'error',
   });
-  return Object.fromEntries(result.outputFiles.map((f) => [path.basename(f.path), f.contents]));
+  const files = Object.fromEntries(result.outputFiles.map((f) => [path.basename(f.path), f.contents]));
+  return { files, metafile: result.metafile };
+}
+
+/** The output files of build(`entry`) by name. */
+async function bundle(entry = 'app.jsx') {
+  return (await build(entry)).files;
 }
 
 /**
@@ -402,6 +458,7 @@ module.exports = {
   startLiveBackend,
   connectSignals,
   postEntity,
+  build,
   bundle,
   startOrigin,
 };
