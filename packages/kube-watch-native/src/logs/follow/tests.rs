@@ -110,6 +110,11 @@ const FOLLOW: LogOptions = LogOptions {
     range: RANGE,
 };
 
+/// A follow of `range`.
+fn following(range: LogRange) -> LogOptions {
+    LogOptions { range, ..FOLLOW }
+}
+
 const RANGE: LogRange = LogRange {
     since_seconds: None,
     since_time: None,
@@ -150,13 +155,10 @@ async fn a_dropped_follow_resumes_from_the_last_line_with_nothing_lost_or_repeat
         b"2026-12-06T10:00:01.2Z two\n2026-12-06T10:00:01.2Z three\n",
         b"2026-12-06T10:00:01.5Z four\n2026-12-06T10:00:02Z five\n",
     ];
-    let options = LogOptions {
-        range: LogRange {
-            tail_lines: Some(10),
-            ..RANGE
-        },
-        ..FOLLOW
-    };
+    let options = following(LogRange {
+        tail_lines: Some(10),
+        ..RANGE
+    });
     let (items, warnings, urls) = run(
         options,
         vec![
@@ -287,13 +289,10 @@ async fn resumes_that_keep_failing_give_up_after_the_bound_with_warnings() {
 
 #[tokio::test(start_paused = true)]
 async fn limit_bytes_while_following_count_what_the_caller_sees() {
-    let options = LogOptions {
-        range: LogRange {
-            limit_bytes: Some(7),
-            ..RANGE
-        },
-        ..FOLLOW
-    };
+    let options = following(LogRange {
+        limit_bytes: Some(7),
+        ..RANGE
+    });
     let (items, _, urls) = run(
         options,
         vec![Answer::Body(
