@@ -8,9 +8,11 @@ const { parseArgs } = require('node:util');
 
 const { splitResourceArg, ResourceArgError } = require('../cli/resource-arg');
 const { startSession, watchCommand } = require('../cli/watch');
+const { logsCommand } = require('../cli/logs');
 
 const USAGE = `Usage: kube-watch RESOURCE [options]
        kube-watch --demo [RESOURCE] [options]
+       kube-watch logs POD [options]     a container's log (kube-watch logs --help)
 
 Stream Kubernetes watch events, like \`kubectl get -w\`, through the native watcher.
 
@@ -167,6 +169,7 @@ function positiveNumber(text, flag) {
 async function main(argv) {
   const stdout = process.stdout;
   const stderr = process.stderr;
+  if (argv[0] === 'logs') return logsCommand(argv.slice(1), stdout, stderr);
 
   let cmd;
   try {

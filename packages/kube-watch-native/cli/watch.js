@@ -499,4 +499,4 @@ async function startDemo(cmd, { controller, logger, cleanups, stderr }) {
   };
 }
 
-module.exports = { startSession, watchCommand };
+module.exports = { startSession, watchCommand, loadTarget, loadAddon, credentialsOf };

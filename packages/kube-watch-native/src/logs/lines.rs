@@ -99,7 +99,9 @@ impl LogFramer {
         Some(self.piece(part, head, false))
     }
 
-    /// What is left when the body ends: a last line without its newline, if any.
+    /// What is left when the body ends: a last line without its newline, if any, as a piece
+    /// that goes on (the line was not finished: `limitBytes` cut it, or the container has not
+    /// written its newline yet, which a resumed follow brings).
     pub fn finish(&mut self) -> Option<Piece> {
         if self.buf.is_empty() {
             self.open = None;
@@ -111,7 +113,7 @@ impl LogFramer {
             None if self.stamped => stamp_end(&rest).unwrap_or(0),
             None => 0,
         };
-        Some(self.piece(rest, head, true))
+        Some(self.piece(rest, head, false))
     }
 
     /// A piece of `bytes`, whose first `head` bytes are a new line's timestamp and its space.
