@@ -121,15 +121,16 @@ impl Watch {
         task: T,
     ) -> Self
     where
-        T: FnOnce(Arc<Outbox>) -> F,
+        T: FnOnce(Arc<Outbox>) -> F + Send + 'static,
         F: Future<Output = ()> + Send + 'static,
     {
         let outbox = Arc::new(Outbox::new(resource_path));
         let cancel = CancellationToken::new();
         let sink = outbox.clone();
-        let run = task(outbox.clone());
         let task_cancel = cancel.clone();
         runtime.spawn(async move {
+            // Made on the task's thread, as its first step.
+            let run = task(sink.clone());
             tokio::select! {
                 // Cancellation wins ties: after an abort nothing more is reported.
                 biased;
