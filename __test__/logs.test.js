@@ -290,3 +290,46 @@ test('malformed arguments throw a TypeError naming the field', () => {
     );
   }
 });
+
+test('load: 100 000 lines a second from one container reach a follower whole and in order; a slow reader holds the server back, not a buffer', async (t) => {
+  createPod();
+  const { watcher: w } = watcher();
+  const controller = new AbortController();
+  const stream = w.streamLogs(logParams(), { follow: true, signal: controller.signal });
+  const PAD = 'x'.repeat(90);
+  let count = 0;
+  let outOfOrder = 0;
+  let slow = true;
+  const reading = (async () => {
+    for await (const event of stream) {
+      if (event.type === 'ERROR') throw new Error(JSON.stringify(event));
+      for (const line of event.lines) if (line !== `${count++} ${PAD}`) outOfOrder++;
+      // A reader that takes 100 ms a batch: about 5 000 lines a second.
+      if (slow) await sleep(100);
+    }
+  })();
+  await until(() => sim.logs.follows.size === 1, { what: 'the follow open' });
+  const [res] = sim.logs.follows;
+  let serverHeld = 0;
+  const TOTAL = 200_000;
+  const started = Date.now();
+  for (let written = 0; written < TOTAL;) {
+    const lines = [];
+    for (let i = 0; i < 1000; i++) lines.push(`${written + i} ${PAD}`);
+    sim.writeLog('default', 'web', 'main', lines.join('\n'));
+    written += 1000;
+    serverHeld = Math.max(serverHeld, res.writableLength);
+    // 1 000 lines every 10 ms.
+    await sleep(Math.max(0, started + written / 100 - Date.now()));
+  }
+  const writing = Date.now() - started;
+  assert.ok(count < TOTAL / 2, `the slow reader took ${count} lines of ${TOTAL} while they were written`);
+  assert.ok(serverHeld > 4 * 1024 * 1024, `the server held ${serverHeld} bytes it could not send`);
+  slow = false;
+  await until(() => count >= TOTAL, { what: `all ${TOTAL} lines (${count} so far)`, ms: 20_000 });
+  assert.equal(count, TOTAL);
+  assert.equal(outOfOrder, 0);
+  controller.abort();
+  await reading;
+  t.diagnostic(`wrote ${TOTAL} lines in ${writing} ms; the server held up to ${serverHeld} bytes`);
+});

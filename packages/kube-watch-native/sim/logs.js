@@ -60,11 +60,11 @@ class Logs {
       parts.push(bytes.subarray(start, end < 0 ? bytes.length : end));
       start = end < 0 ? bytes.length : end + 1;
     }
-    for (const part of parts) {
-      const line = { time: time instanceof Date ? time : new Date(time), text: part };
-      log.lines.push(line);
-      for (const follower of log.followers) follower(line);
-    }
+    const at = time instanceof Date ? time : new Date(time);
+    const lines = parts.map((part) => ({ time: at, text: part }));
+    for (const line of lines) log.lines.push(line);
+    // One write per follower for all the lines (a flood of lines is one chunk, as a kubelet's read is).
+    for (const follower of log.followers) follower(lines);
   }
 
   /** The container restarted: what it wrote is its previous instance's; its followers end. */
@@ -200,19 +200,24 @@ function serveLog(sim, res, route, params) {
   // A follow's headers go at once, as the API server's do, whatever the container has written.
   res.flushHeaders();
   let left = options.limitBytes ?? Infinity;
-  const write = (line) => {
-    if (left <= 0) return false;
-    const prefix = options.timestamps ? `${rfc3339Nano(line.time)} ` : '';
-    let bytes = Buffer.concat([Buffer.from(prefix), line.text, NEWLINE]);
-    if (bytes.length > left) bytes = bytes.subarray(0, left);
-    left -= bytes.length;
-    res.write(bytes);
+  /** Writes `batch` (lines) as one chunk; false once `limitBytes` ran out. */
+  const write = (batch) => {
+    const chunks = [];
+    for (const line of batch) {
+      if (left <= 0) break;
+      const prefix = options.timestamps ? `${rfc3339Nano(line.time)} ` : '';
+      let bytes = Buffer.concat([Buffer.from(prefix), line.text, NEWLINE]);
+      if (bytes.length > left) bytes = bytes.subarray(0, left);
+      left -= bytes.length;
+      chunks.push(bytes);
+    }
+    if (chunks.length > 0) res.write(Buffer.concat(chunks));
     return left > 0;
   };
-  for (const line of lines) if (!write(line)) return res.end();
+  if (!write(lines)) return res.end();
   if (!options.follow || options.previous) return res.end();
-  const follower = (line) => {
-    if (line === null || !write(line)) {
+  const follower = (batch) => {
+    if (batch === null || !write(batch)) {
       log.followers.delete(follower);
       res.end();
     }
