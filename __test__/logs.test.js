@@ -333,3 +333,134 @@ test('load: 100 000 lines a second from one container reach a follower whole and
   await reading;
   t.diagnostic(`wrote ${TOTAL} lines in ${writing} ms; the server held up to ${serverHeld} bytes`);
 });
+
+/** Reads `stream` into `events` until it ends; returns the promise of its end. */
+function drainInto(stream, events) {
+  return (async () => {
+    for await (const event of stream) events.push(event);
+  })();
+}
+
+/** A shared follow of the pod's `main` with `options`, read into `events`; the promise of its end. */
+function followShared(w, signal, events, options = {}) {
+  return drainInto(w.streamLogs(logParams(), { follow: true, share: true, signal, ...options }), events);
+}
+
+test('shared: 50 followers of one container cost one request; each gets its own tail and timestamps; the last to go closes it', async () => {
+  createPod();
+  for (let i = 0; i < 5; i++)
+    sim.writeLog('default', 'web', 'main', `old ${i}`, { time: new Date(T0 + i * 1000) });
+  const { watcher: w } = watcher();
+  const controller = new AbortController();
+  const first = [];
+  const firstDone = followShared(w, controller.signal, first);
+  await until(() => linesOf(first).length === 5, { what: 'the first follower has the log' });
+  const readers = Array.from({ length: 49 }, (_, i) => {
+    const events = [];
+    const options = {
+      follow: true,
+      share: true,
+      signal: controller.signal,
+      tailLines: i % 5,
+      timestamps: i % 2 === 0,
+    };
+    return { i, events, done: drainInto(w.streamLogs(logParams(), options), events) };
+  });
+  await until(() => readers.every(({ i, events }) => linesOf(events).length === i % 5), {
+    what: 'each reader its own tail',
+  });
+  sim.writeLog('default', 'web', 'main', 'new line');
+  await until(() => readers.every(({ i, events }) => linesOf(events).length === (i % 5) + 1), {
+    what: 'the new line at every reader',
+  });
+  assert.equal(logRequests().length, 1, 'one upstream request for 50 followers');
+  assert.equal(sim.logs.follows.size, 1);
+  for (const { i, events } of readers) {
+    const lines = linesOf(events);
+    const expected = [...Array.from({ length: 5 }, (_, k) => `old ${k}`).slice(5 - (i % 5)), 'new line'];
+    if (i % 2 === 0) {
+      assert.match(lines.at(-1), /^\d{4}-\d{2}-\d{2}T[\d:.]+Z new line$/);
+      assert.deepEqual(
+        lines.map((l) => l.replace(/^\S+ /, '')),
+        expected,
+      );
+    } else assert.deepEqual(lines, expected);
+  }
+  assert.deepEqual(linesOf(first), ['old 0', 'old 1', 'old 2', 'old 3', 'old 4', 'new line']);
+  controller.abort();
+  await Promise.all([firstDone, ...readers.map((r) => r.done)]);
+  await until(() => sim.logs.follows.size === 0, {
+    what: 'the upstream closed with its last reader',
+    ms: 2000,
+  });
+});
+
+test('shared: another credential is another follow; a reader whose start the kept lines do not cover gets its own', async () => {
+  createPod();
+  sim.writeLog('default', 'web', 'main', 'one');
+  sim.writeLog('default', 'web', 'main', 'two');
+  const { watcher: w } = watcher();
+  const controller = new AbortController();
+  const a = [];
+  const b = [];
+  const c = [];
+  const options = { follow: true, share: true, signal: controller.signal };
+  const ends = [drainInto(w.streamLogs(logParams(), { ...options, tailLines: 1 }), a)];
+  await until(() => linesOf(a).length === 1, { what: 'the first reader' });
+  // Two lines back are not kept (the follow began one line back): a follow of its own.
+  ends.push(drainInto(w.streamLogs(logParams(), { ...options, tailLines: 2 }), b));
+  await until(() => linesOf(b).length === 2, { what: 'the uncovered reader' });
+  const other = logParams({ credential: { type: 'bearer token', token: 'second-token-456' } });
+  ends.push(drainInto(w.streamLogs(other, options), c));
+  await until(() => c.length > 0, { what: 'the other credential answered' });
+  assert.equal(logRequests().length, 3, 'three follows: shared, uncovered, another credential');
+  assert.deepEqual(linesOf(a), ['two']);
+  assert.deepEqual(linesOf(b), ['one', 'two']);
+  assert.equal(c[0].type, 'ERROR', 'the simulator knows one token: the other is refused on its own');
+  controller.abort();
+  await Promise.all(ends);
+});
+
+test('shared: a reader too slow for what is kept skips ahead with a SKIPPED item; the other readers lose nothing', async () => {
+  createPod();
+  const { watcher: w } = watcher();
+  const controller = new AbortController();
+  const fast = [];
+  const fastDone = followShared(w, controller.signal, fast);
+  const slow = [];
+  const slowDone = (async () => {
+    for await (const event of w.streamLogs(logParams(), {
+      follow: true,
+      share: true,
+      signal: controller.signal,
+    })) {
+      slow.push(event);
+      await sleep(300);
+    }
+  })();
+  await until(() => sim.logs.follows.size === 1, { what: 'the shared follow' });
+  // 12 MiB of lines: three times what a shared follow keeps.
+  const PAD = 'y'.repeat(1000);
+  const TOTAL = 12_000;
+  for (let written = 0; written < TOTAL; written += 500) {
+    const lines = [];
+    for (let i = 0; i < 500; i++) lines.push(`${written + i} ${PAD}`);
+    sim.writeLog('default', 'web', 'main', lines.join('\n'));
+    await sleep(5);
+  }
+  await until(() => linesOf(fast).length === TOTAL, { what: `the fast reader's ${TOTAL} lines`, ms: 20_000 });
+  assert.deepEqual(
+    linesOf(fast).map((l) => Number(l.split(' ')[0])),
+    Array.from({ length: TOTAL }, (_, i) => i),
+    'the fast reader: every line, in order',
+  );
+  await until(() => slow.some((e) => e.type === 'SKIPPED'), {
+    what: 'the slow reader told it skipped',
+    ms: 20_000,
+  });
+  const skipped = slow.filter((e) => e.type === 'SKIPPED').reduce((n, e) => n + e.lines, 0);
+  assert.ok(skipped > 0);
+  controller.abort();
+  await Promise.all([fastDone, slowDone]);
+  assert.equal(logRequests().length, 1);
+});

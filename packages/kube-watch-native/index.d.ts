@@ -431,6 +431,21 @@ export interface KubernetesLogOptions {
   limitBytes?: number;
   /** Aborting it ends the stream and closes its connection. */
   signal?: AbortSignal;
+  /**
+   * A follow shared with this watcher's other shared streams of the same cluster, credential,
+   * pod and container: one request to the API server for all of them, its last 4 MiB kept off
+   * the V8 heap; each stream still gets its own `tailLines`, `sinceTime`, `sinceSeconds`,
+   * `timestamps` and `limitBytes`, from the kept lines when they cover it, else from a follow of
+   * its own. A stream that reads too slowly skips ahead with a SKIPPED item. Only with `follow`.
+   */
+  share?: boolean;
+}
+
+/** Lines a shared stream's reader missed because it fell behind what the follow keeps. */
+export interface KubernetesLogSkipped {
+  type: 'SKIPPED';
+  /** Lines (and pieces of long lines) it missed. */
+  lines: number;
 }
 
 /** A batch of a log's lines. */
@@ -452,7 +467,7 @@ export interface KubernetesLogError {
 }
 
 /** What a log stream yields. */
-export type KubernetesLogEvent = KubernetesLogLines | KubernetesLogError;
+export type KubernetesLogEvent = KubernetesLogLines | KubernetesLogSkipped | KubernetesLogError;
 
 /** Backstage's KubernetesWatcher, implemented natively. */
 export declare class NativeKubernetesWatcher implements KubernetesWatcher {

@@ -12,7 +12,7 @@ use super::watch::{NativeWatch, owned};
 use super::way_back::WayBack;
 use super::{ClusterTarget, CredentialSpec, POOL, invalid, resolve};
 use crate::engine::PoolListWatch;
-use crate::logs::{LogConfig, LogOptions, LogTarget};
+use crate::logs::{LogConfig, LogHub, LogOptions, LogTarget};
 use crate::watch::{Watch, WatchCounters};
 
 /// Everything `streamLogs` was given, flattened and type-checked by `lib/logs.js`.
@@ -26,11 +26,14 @@ pub struct LogSpec {
     /// The checked options (`follow`, `previous`, `timestamps`, `sinceSeconds`, `sinceTime`,
     /// `tailLines`, `limitBytes`) as JSON text: one definition of them, the core's.
     pub options: String,
+    /// Shares one follow with the other streams of this watcher of the same key (the cluster,
+    /// the credential, the pod and the container: `lib/logs.js`); `None` for one of its own.
+    pub share_key: Option<String>,
 }
 
 /// Starts the log stream of `spec`, its wake-ups through `back`; a refused credential is its
 /// first batch, options that do not read (which `lib/logs.js` checked) a TypeError.
-pub(super) fn start(spec: LogSpec, back: Arc<WayBack>) -> Result<NativeWatch> {
+pub(super) fn start(spec: LogSpec, hub: &LogHub, back: Arc<WayBack>) -> Result<NativeWatch> {
     let options: LogOptions = serde_json::from_str(&spec.options)
         .map_err(|err| invalid(format!("kube-watch-native: log options: {err}")))?;
     let target = LogTarget {
@@ -51,12 +54,13 @@ pub(super) fn start(spec: LogSpec, back: Arc<WayBack>) -> Result<NativeWatch> {
                 endpoint,
                 counters,
             };
+            let api = PoolListWatch(POOL.clone());
             within_runtime_if_available(|| {
-                crate::logs::start(
-                    config,
-                    PoolListWatch(POOL.clone()),
-                    &tokio::runtime::Handle::current(),
-                )
+                let runtime = tokio::runtime::Handle::current();
+                match spec.share_key.filter(|_| config.following()) {
+                    Some(key) => hub.open(key, config, api, &runtime),
+                    None => crate::logs::start(config, api, &runtime),
+                }
             })
         }
         Err((failure, warning)) => Watch::refused(target.path(), failure, warning, counters),

@@ -37,6 +37,7 @@ use super::watch::{self, NativeWatch};
 use super::way_back::JsListener;
 use super::way_back::{Back, WAKE_UP_INTERVAL, WayBack};
 use crate::informer::registry::Registry;
+use crate::logs::LogHub;
 use crate::metrics::watches::WatchMetrics;
 
 /// The shared informers and the plain watches of one `NativeKubernetesWatcher`.
@@ -46,6 +47,8 @@ pub struct NativeRegistry {
     informers: Registry<JsListener>,
     /// What this watcher's plain watches count.
     watches: WatchMetrics,
+    /// Its shared log follows.
+    logs: LogHub,
     /// Set by `connect` while JavaScript has informers open or anything waiting: a thread-safe
     /// function holds its JavaScript function strongly, so holding it for good would keep
     /// the watcher's side of JavaScript from ever being collected.
@@ -112,7 +115,13 @@ impl NativeRegistry {
     /// back as its first batch.
     #[napi]
     pub fn logs(&self, spec: LogSpec) -> Result<NativeWatch> {
-        logs::start(spec, self.back()?)
+        logs::start(spec, &self.logs, self.back()?)
+    }
+
+    /// Shared log follows running now.
+    #[napi]
+    pub fn logs_running(&self) -> u32 {
+        self.logs.running() as u32
     }
 
     /// Shared informers running now.

@@ -21,6 +21,7 @@ use tokio::time::Instant;
 
 use super::lines::{Cursor, LogFramer, Piece, Resume, Take};
 use super::query::{LogOptions, LogTarget, Query};
+use super::reader::Reader;
 use crate::engine::backoff::{Backoff, BackoffPolicy, Jitter};
 use crate::engine::connect::Endpoint;
 use crate::engine::{Fault, PoolListWatch, Request};
@@ -51,7 +52,7 @@ pub struct LogConfig {
 }
 
 impl LogConfig {
-    fn what(&self) -> String {
+    pub(crate) fn what(&self) -> String {
         let container = self
             .target
             .container
@@ -63,7 +64,7 @@ impl LogConfig {
         )
     }
 
-    fn following(&self) -> bool {
+    pub(crate) fn following(&self) -> bool {
         // A previous instance has stopped: its log is whole at once.
         self.options.follow && !self.options.previous
     }
@@ -111,8 +112,10 @@ impl LogBody for PoolLogBody {
 /// Starts the log stream of `config` on `runtime`, its requests through `api`.
 pub fn start<A: LogApi>(config: LogConfig, api: A, runtime: &tokio::runtime::Handle) -> Watch {
     let counters = config.counters.clone();
-    Watch::spawn(config.target.path(), counters, runtime, move |sink| {
-        follow(config, api, sink)
+    let outbox = Outbox::new(config.target.path());
+    Watch::spawn(outbox, counters, runtime, move |outbox| {
+        let reader = Reader::new(&config, outbox);
+        follow(config, api, reader)
     })
 }
 
@@ -126,8 +129,9 @@ enum Outcome {
     Failed(Fault),
 }
 
-async fn follow<A: LogApi>(config: LogConfig, api: A, sink: Arc<Outbox>) {
-    let mut delivery = Delivery::new(&config, sink.clone());
+/// Follows (or reads once) the log of `config` through `api` into `sink`, to its end.
+pub(crate) async fn follow<A: LogApi, S: LogSink>(config: LogConfig, api: A, sink: S) {
+    let mut delivery = Delivery::new(&config, sink);
     let mut backoff = Backoff::new(BackoffPolicy::default());
     let mut jitter = Jitter::from_time();
     let mut answered = false;
@@ -189,7 +193,7 @@ async fn follow<A: LogApi>(config: LogConfig, api: A, sink: Arc<Outbox>) {
                 };
                 let wait = backoff.failed(Instant::now().into_std(), retry_after, jitter.draw());
                 let reason = config.endpoint.redactor.apply(&fault.describe());
-                sink.push_warning(format!(
+                delivery.sink.warn(format!(
                     "{}: {reason}; resuming from the last line in {:.1} s",
                     config.what(),
                     wait.as_secs_f64()
@@ -209,37 +213,50 @@ fn transient(fault: &Fault) -> bool {
     }
 }
 
-/// What the stream has handed on, and how the next piece goes out.
-struct Delivery {
-    sink: Arc<Outbox>,
+/// Where a follow's pieces go: one reader's queue (a stream of its own), or the ring of a
+/// shared one that its readers read (`shared.rs`).
+pub(crate) trait LogSink: Send + 'static {
+    /// A piece of a line, `skip` bytes of it delivered before (a resumed line): true once
+    /// nothing more is wanted (a reader's `limitBytes` delivered).
+    fn piece(&mut self, piece: &Piece, skip: usize) -> impl Future<Output = bool> + Send;
+    /// A warning for the logger.
+    fn warn(&mut self, message: String);
+    /// The stream's one ERROR (JSON text), its last item.
+    fn fail(&mut self, error: String);
+}
+
+/// A stream of its own: its pieces go straight to its reader's queue.
+impl LogSink for Reader {
+    async fn piece(&mut self, piece: &Piece, skip: usize) -> bool {
+        let stamp = piece.stamp_text.as_deref().filter(|_| skip == 0);
+        self.line(stamp, &piece.text[skip..], piece.last).await
+    }
+
+    fn warn(&mut self, message: String) {
+        self.outbox.push_warning(message);
+    }
+
+    fn fail(&mut self, error: String) {
+        self.outbox.push_generated(&error);
+    }
+}
+
+/// What the follow has handed on: where a resume picks up.
+struct Delivery<S: LogSink> {
+    sink: S,
     /// Lines handed on (a line cut in pieces counts at its last).
     lines: u64,
     cursor: Cursor,
-    /// The caller asked for each line's timestamp.
-    timestamps: bool,
-    /// Bytes still to hand on, counted here while following (the server's count would include
-    /// the timestamps a follow asks for), else the server's.
-    left: Option<u64>,
-    /// The body held bytes that are not UTF-8 (said once).
-    warned_utf8: bool,
     /// Named in warnings.
     what: String,
 }
 
-impl Delivery {
-    fn new(config: &LogConfig, sink: Arc<Outbox>) -> Self {
-        let limit = config
-            .options
-            .range
-            .limit_bytes
-            .filter(|_| config.following());
+impl<S: LogSink> Delivery<S> {
+    fn new(config: &LogConfig, sink: S) -> Self {
         Self {
             sink,
             lines: 0,
             cursor: Cursor::default(),
-            timestamps: config.options.timestamps,
-            left: limit.map(|n| u64::try_from(n).unwrap_or(0)),
-            warned_utf8: false,
             what: config.what(),
         }
     }
@@ -295,62 +312,19 @@ impl Delivery {
         }
     }
 
-    /// Hands `piece` on unless `resume` drops it; true once `limitBytes` are all delivered.
+    /// Hands `piece` on unless `resume` drops it; true once nothing more is wanted.
     async fn hand_on(&mut self, piece: Piece, resume: &mut Resume) -> bool {
         let Take::Deliver { skip } = resume.take(&piece) else {
             return false;
         };
-        let mut text = Vec::with_capacity(piece.text.len() - skip + 40);
-        if self.timestamps
-            && skip == 0
-            && let Some(stamp) = &piece.stamp_text
-        {
-            text.extend_from_slice(stamp);
-            text.push(b' ');
-        }
-        text.extend_from_slice(&piece.text[skip..]);
-        let mut last = piece.last;
-        let mut done = false;
-        if let Some(left) = self.left.as_mut() {
-            let cost = text.len() as u64 + u64::from(last);
-            if cost >= *left {
-                // Cut where the bytes run out, as the API server cuts: maybe inside a line.
-                text.truncate(usize::try_from(*left).unwrap_or(usize::MAX));
-                last = cost == *left;
-                done = true;
-            }
-            *left = left.saturating_sub(cost);
-        }
-        self.push(&text, last).await;
+        let done = self.sink.piece(&piece, skip).await;
         self.cursor.delivered(&piece);
         self.lines += u64::from(piece.last);
         done
     }
 
-    /// Queues one item: a line as a JSON string, a piece that goes on as an array holding one.
-    async fn push(&mut self, text: &[u8], last: bool) {
-        let string = String::from_utf8_lossy(text);
-        if matches!(string, std::borrow::Cow::Owned(_)) && !self.warned_utf8 {
-            self.warned_utf8 = true;
-            self.sink.push_warning(format!(
-                "{}: the container wrote bytes that are not UTF-8; they are shown as U+FFFD",
-                self.what
-            ));
-        }
-        let mut item = Vec::with_capacity(string.len() + 4);
-        if !last {
-            item.push(b'[');
-        }
-        // A string always serializes.
-        let _ = serde_json::to_writer(&mut item, &*string);
-        if !last {
-            item.push(b']');
-        }
-        self.sink.push_line(&item, None).await;
-    }
-
     /// The stream's one ERROR, with the server's message, and its warning.
-    fn fail(&self, fault: &Fault, config: &LogConfig) {
+    fn fail(&mut self, fault: &Fault, config: &LogConfig) {
         let redactor = &config.endpoint.redactor;
         let failure = fault.failure();
         let message = match fault {
@@ -358,13 +332,13 @@ impl Delivery {
             _ => fault.describe(),
         };
         let message = redactor.apply(&message);
-        self.sink.push_warning(format!(
+        self.sink.warn(format!(
             "{}: {}",
             self.what,
             redactor.apply(&fault.describe())
         ));
         self.sink
-            .push_generated(&error_json(failure, &config.target.path(), &message));
+            .fail(error_json(failure, &config.target.path(), &message));
         config.counters.stats.error(failure.error_type.as_str());
     }
 }

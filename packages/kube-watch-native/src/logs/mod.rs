@@ -18,6 +18,9 @@
 mod follow;
 pub mod lines;
 mod query;
+mod reader;
+mod shared;
 
 pub use follow::{LogApi, LogBody, LogConfig, start};
 pub use query::{LogOptions, LogRange, LogTarget};
+pub use shared::{LogHub, RING_BYTES};

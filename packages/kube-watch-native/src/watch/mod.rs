@@ -98,7 +98,7 @@ impl Watch {
     ) -> Self {
         let resource_path = config.runner.resource_path.clone();
         let counters = config.counters.clone();
-        Self::spawn(resource_path, counters, runtime, move |sink| {
+        Self::spawn(Outbox::new(resource_path), counters, runtime, move |sink| {
             watch_once(
                 config.runner,
                 config.query,
@@ -111,11 +111,11 @@ impl Watch {
         })
     }
 
-    /// Starts `task` on `runtime`, filling the queue it is given (whose ERROR events name
-    /// `resource_path`); the queue ends when the task returns or is cancelled (which drops it,
-    /// and with it its response and connection). A log stream is a watch of this kind too.
+    /// Starts `task` on `runtime`, filling `outbox`, the queue it is given; the queue ends when
+    /// the task returns or is cancelled (which drops it, and with it its response and
+    /// connection). A log stream is a watch of this kind too.
     pub(crate) fn spawn<F, T>(
-        resource_path: String,
+        outbox: Outbox,
         counters: Arc<WatchCounters>,
         runtime: &tokio::runtime::Handle,
         task: T,
@@ -124,7 +124,7 @@ impl Watch {
         T: FnOnce(Arc<Outbox>) -> F + Send + 'static,
         F: Future<Output = ()> + Send + 'static,
     {
-        let outbox = Arc::new(Outbox::new(resource_path));
+        let outbox = Arc::new(outbox);
         let cancel = CancellationToken::new();
         let sink = outbox.clone();
         let task_cancel = cancel.clone();

@@ -42,6 +42,8 @@ pub(crate) struct Outbox {
     /// What an armed queue calls; set once by [`Outbox::set_wake`].
     wake: OnceLock<Wake>,
     budget: Semaphore,
+    /// The budget's size: the most event text it holds.
+    limit: usize,
     /// Named in generated ERROR events.
     resource_path: String,
 }
@@ -69,18 +71,25 @@ impl State {
 impl Outbox {
     /// An empty queue for a watch of `resource_path`.
     pub(crate) fn new(resource_path: String) -> Self {
+        Self::with_budget(resource_path, QUEUE_BUDGET_BYTES)
+    }
+
+    /// An empty queue for a watch of `resource_path` that holds at most `limit` bytes of event
+    /// text (a shared log's reader keeps little: the shared follow keeps the rest).
+    pub(crate) fn with_budget(resource_path: String, limit: usize) -> Self {
         Self {
             state: Mutex::default(),
             changed: Notify::new(),
             wake: OnceLock::new(),
-            budget: Semaphore::new(QUEUE_BUDGET_BYTES),
+            budget: Semaphore::new(limit),
+            limit,
             resource_path,
         }
     }
 
     /// Queues a validated watch line, first waiting until the budget has room for it.
     pub(crate) async fn push_line(&self, line: &[u8], resource_version: Option<&str>) {
-        let cost = line.len().clamp(1, QUEUE_BUDGET_BYTES);
+        let cost = line.len().clamp(1, self.limit);
         // The budget is never closed, and its size bounds `cost`, so this cannot fail.
         let Ok(permit) = self.budget.acquire_many(cost as u32).await else {
             return;

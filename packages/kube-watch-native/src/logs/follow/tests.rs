@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use super::*;
 use crate::engine::connect::test_cluster;
 use crate::logs::LogRange;
+use crate::watch::Outbox;
 
 /// One scripted answer: a status fault, or a body of chunks that ends cleanly or breaks.
 enum Answer {
@@ -78,7 +79,9 @@ async fn run(
         ..Script::default()
     });
     let sink = Arc::new(Outbox::new("/p".into()));
-    follow(config(options), Api(script.clone()), sink.clone()).await;
+    let config = config(options);
+    let reader = Reader::new(&config, sink.clone());
+    follow(config, Api(script.clone()), reader).await;
     sink.close();
     let (mut items, mut warnings) = (Vec::new(), Vec::new());
     loop {

@@ -1,0 +1,94 @@
+//! One reader's view of a log: its options applied to the lines (the timestamp kept or not,
+//! `limitBytes` counted as it sees them), the text made safe for JavaScript, and the items
+//! queued for it: a line as a JSON string, a piece that goes on as an array holding one, the
+//! lines a slow reader of a shared follow missed as `{"type":"SKIPPED","lines":n}`.
+
+use std::sync::Arc;
+
+use super::follow::LogConfig;
+use crate::watch::Outbox;
+
+/// One reader's queue and what it asked for.
+pub(crate) struct Reader {
+    pub(super) outbox: Arc<Outbox>,
+    /// Each line starts with its timestamp.
+    timestamps: bool,
+    /// Bytes still to hand on, when counted here (a follow asks the server for timestamps, which
+    /// its count would include).
+    left: Option<u64>,
+    /// The log held bytes that are not UTF-8 (said once).
+    warned_utf8: bool,
+    /// Named in warnings.
+    what: String,
+}
+
+impl Reader {
+    /// The reader of `config`'s options, into `outbox`.
+    pub(crate) fn new(config: &LogConfig, outbox: Arc<Outbox>) -> Self {
+        let range = &config.options.range;
+        Self {
+            outbox,
+            timestamps: config.options.timestamps,
+            left: range
+                .limit_bytes
+                .filter(|_| config.following())
+                .map(|n| u64::try_from(n).unwrap_or(0)),
+            warned_utf8: false,
+            what: config.what(),
+        }
+    }
+
+    /// Queues a piece of a line (`stamp`: its timestamp's text, on a line's first piece): true
+    /// once `limitBytes` are all delivered.
+    pub(crate) async fn line(&mut self, stamp: Option<&[u8]>, text: &[u8], last: bool) -> bool {
+        let mut out = Vec::with_capacity(text.len() + 40);
+        if self.timestamps
+            && let Some(stamp) = stamp
+        {
+            out.extend_from_slice(stamp);
+            out.push(b' ');
+        }
+        out.extend_from_slice(text);
+        let mut last = last;
+        let mut done = false;
+        if let Some(left) = self.left.as_mut() {
+            let cost = out.len() as u64 + u64::from(last);
+            if cost >= *left {
+                // Cut where the bytes run out, as the API server cuts: maybe inside a line.
+                out.truncate(usize::try_from(*left).unwrap_or(usize::MAX));
+                last = cost == *left;
+                done = true;
+            }
+            *left = left.saturating_sub(cost);
+        }
+        self.push(&out, last).await;
+        done
+    }
+
+    /// Queues the marker of `lines` a slow reader missed.
+    pub(crate) fn skipped(&self, lines: u64) {
+        self.outbox
+            .push_generated(&format!(r#"{{"type":"SKIPPED","lines":{lines}}}"#));
+    }
+
+    async fn push(&mut self, text: &[u8], last: bool) {
+        let string = String::from_utf8_lossy(text);
+        if matches!(string, std::borrow::Cow::Owned(_)) && !self.warned_utf8 {
+            self.warned_utf8 = true;
+            self.outbox.push_warning(format!(
+                "{}: the container wrote bytes that are not UTF-8; they are shown as U+FFFD",
+                self.what
+            ));
+        }
+        let mut item = Vec::with_capacity(string.len() + 4);
+        if !last {
+            item.push(b'[');
+        }
+        // A string always serializes.
+        let _ = serde_json::to_writer(&mut item, &*string);
+        if !last {
+            item.push(b']');
+        }
+        self.outbox.push_line(&item, None).await;
+    }
+}
