@@ -13,6 +13,12 @@ export interface Config {
        */
       enabled?: boolean;
       /**
+       * Whether the plugin's proxy route for a pod's log (`/proxy/api/v1/namespaces/{ns}/pods/{pod}/log`)
+       * is answered from the native log stream, a follow shared by the callers of a cluster with a
+       * server-side credential; false leaves every proxy request to the stock proxy. Default true.
+       */
+      proxyLogs?: boolean;
+      /**
        * An informer that no tab load has used for this long closes (its cache is freed and its
        * watch ends). A HumanDuration object or a string such as '10m' or 'PT10M'. Default 10 minutes.
        */

@@ -45,6 +45,7 @@ const DEFAULT_ROTATING_PROVIDERS = ['aws', 'azure', 'googleServiceAccount', 'ser
 
 const DEFAULTS = {
   enabled: true,
+  proxyLogs: true,
   idleTimeoutMs: 10 * 60_000,
   syncTimeoutMs: 5_000,
   stripManagedFields: false,
@@ -139,6 +140,7 @@ function readNativeInformersConfig(config) {
   return {
     customResources,
     enabled: section.getOptionalBoolean('enabled') ?? DEFAULTS.enabled,
+    proxyLogs: section.getOptionalBoolean('proxyLogs') ?? DEFAULTS.proxyLogs,
     idleTimeoutMs: duration('idleTimeout', DEFAULTS.idleTimeoutMs),
     syncTimeoutMs: duration('syncTimeout', DEFAULTS.syncTimeoutMs),
     stripManagedFields: section.getOptionalBoolean('stripManagedFields') ?? DEFAULTS.stripManagedFields,

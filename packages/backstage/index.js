@@ -21,6 +21,7 @@ const {
 const {
   kubernetesFetcherExtensionPoint,
   kubernetesObjectsProviderExtensionPoint,
+  kubernetesRouterExtensionPoint,
 } = require('@backstage/plugin-kubernetes-node');
 const { NativeKubernetesWatcher } = require('kube-watch-native');
 const { NativeInformerFetcher } = require('./serving/fetcher');
@@ -30,6 +31,7 @@ const { setUpLive, loadSignalsNode } = require('./following/provider');
 const { eventsModuleEndPollsOnShutdown } = require('./events-polls');
 const { preloadKubernetesClient } = require('./preload');
 const { clusterRetryLogger } = require('./cluster-log');
+const { proxyLogsRouter } = require('./serving/proxy-logs');
 
 /** The live tab's dependencies, only where the app has @backstage/plugin-signals-node (./following/provider.js). */
 const signalsNode = loadSignalsNode();
@@ -83,9 +85,25 @@ const kubernetesModuleNativeInformers = createBackendModule({
         lifecycle: coreServices.lifecycle,
         rootLifecycle: coreServices.rootLifecycle,
         watcher: nativeWatcherServiceRef,
+        routers: kubernetesRouterExtensionPoint,
+        permissions: coreServices.permissions,
+        proxyAuth: coreServices.httpAuth,
+        auditor: coreServices.auditor,
         ...liveDeps,
       },
-      async init({ fetchers, config, logger, lifecycle, rootLifecycle, watcher, ...live }) {
+      async init({
+        fetchers,
+        config,
+        logger,
+        lifecycle,
+        rootLifecycle,
+        watcher,
+        routers,
+        permissions,
+        proxyAuth,
+        auditor,
+        ...live
+      }) {
         const options = readNativeInformersConfig(config);
         if (!options.enabled) {
           logger.info(
@@ -94,6 +112,17 @@ const kubernetesModuleNativeInformers = createBackendModule({
           return;
         }
         await preloadKubernetesClient(logger);
+        // The proxy's route for a pod's log, from shared native follows (./serving/proxy-logs.js).
+        if (options.proxyLogs) {
+          try {
+            routers.addRouter(
+              proxyLogsRouter({ watcher, permissions, httpAuth: proxyAuth, auditor, logger }),
+            );
+          } catch (err) {
+            // The plugin takes one custom router: another module's stays, with the stock proxy.
+            logger.warn(`kube-watch-native: the proxy's log route is the stock one: ${err.message}`);
+          }
+        }
         // Two wings: serving loads (./serving/), and following them for the live tab
         // (./following/), which meet at the fetcher's `follower` (./serving/fetcher.js).
         const { publisher, follower } =

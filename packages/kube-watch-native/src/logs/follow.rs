@@ -64,6 +64,18 @@ impl LogConfig {
         )
     }
 
+    /// A reader of these options into `outbox`: `limitBytes` counted by it while following (the
+    /// server's count would include the timestamps a follow asks for).
+    pub(crate) fn reader(&self, outbox: Arc<Outbox>) -> Reader {
+        let limit = self.options.range.limit_bytes.filter(|_| self.following());
+        Reader::new(
+            outbox,
+            self.options.timestamps,
+            limit.map(|n| u64::try_from(n).unwrap_or(0)),
+            self.what(),
+        )
+    }
+
     pub(crate) fn following(&self) -> bool {
         // A previous instance has stopped: its log is whole at once.
         self.options.follow && !self.options.previous
@@ -114,7 +126,7 @@ pub fn start<A: LogApi>(config: LogConfig, api: A, runtime: &tokio::runtime::Han
     let counters = config.counters.clone();
     let outbox = Outbox::new(config.target.path());
     Watch::spawn(outbox, counters, runtime, move |outbox| {
-        let reader = Reader::new(&config, outbox);
+        let reader = config.reader(outbox);
         follow(config, api, reader)
     })
 }

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use super::follow::LogConfig;
 use crate::watch::Outbox;
 
 /// One reader's queue and what it asked for.
@@ -23,18 +22,20 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    /// The reader of `config`'s options, into `outbox`.
-    pub(crate) fn new(config: &LogConfig, outbox: Arc<Outbox>) -> Self {
-        let range = &config.options.range;
+    /// A reader into `outbox` that keeps each line's timestamp when `timestamps`, hands on at
+    /// most `limit` bytes (when counted here) and names `what` in its warnings.
+    pub(crate) fn new(
+        outbox: Arc<Outbox>,
+        timestamps: bool,
+        limit: Option<u64>,
+        what: String,
+    ) -> Self {
         Self {
             outbox,
-            timestamps: config.options.timestamps,
-            left: range
-                .limit_bytes
-                .filter(|_| config.following())
-                .map(|n| u64::try_from(n).unwrap_or(0)),
+            timestamps,
+            left: limit,
             warned_utf8: false,
-            what: config.what(),
+            what,
         }
     }
 

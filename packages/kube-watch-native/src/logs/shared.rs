@@ -80,6 +80,10 @@ struct Ring {
     since: Option<Stamp>,
     /// The follow has ended: `Some(error)`, its ERROR if it ended with one.
     end: Option<Option<String>>,
+    /// Where the follow started (its first reader's start).
+    origin: Option<Start>,
+    /// Nothing has come yet: a reader asking for the follow's own start gets what the first does.
+    waiting: bool,
 }
 
 impl Ring {
@@ -88,6 +92,7 @@ impl Ring {
     }
 
     fn push(&mut self, entry: Entry) {
+        self.waiting = false;
         self.bytes += entry.bytes();
         self.lines += usize::from(entry.is_line());
         self.entries.push_back(entry);
@@ -105,6 +110,9 @@ impl Ring {
 
     /// Where a reader asking for `start` begins, if the ring covers it.
     fn start(&self, start: &Start) -> Option<u64> {
+        if self.waiting && self.origin.as_ref() == Some(start) {
+            return Some(self.first);
+        }
         match start {
             Start::Whole => self.whole.then_some(self.first),
             Start::Tail(lines) => {
@@ -285,6 +293,8 @@ impl LogHub {
                         Start::Since(since) => Some(since),
                         _ => None,
                     },
+                    origin: Some(start.clone()),
+                    waiting: true,
                     ..Ring::default()
                 }),
                 changed: watch::channel(0).0,
@@ -323,7 +333,7 @@ fn read(
     let counters = config.counters.clone();
     let outbox = Outbox::with_budget(config.target.path(), READER_QUEUE_BYTES);
     Watch::spawn(outbox, counters, runtime, move |outbox| {
-        let reader = Reader::new(&config, outbox);
+        let reader = config.reader(outbox);
         read_from(shared, reader, at)
     })
 }
@@ -435,6 +445,25 @@ mod tests {
             ..ring_of(false, &[5, 6])
         };
         assert_eq!(since_two.start(&at(3)), Some(0), "held from 2 on");
+    }
+
+    #[test]
+    fn before_anything_comes_a_reader_of_the_follows_own_start_gets_what_the_first_gets() {
+        let ring = Ring {
+            origin: Some(Start::Tail(1)),
+            waiting: true,
+            ..Ring::default()
+        };
+        assert_eq!(ring.start(&Start::Tail(1)), Some(0));
+        assert_eq!(ring.start(&Start::Tail(2)), None);
+        let mut came = ring;
+        came.push(line(1, "x"));
+        came.push(line(2, "y"));
+        assert_eq!(
+            came.start(&Start::Tail(1)),
+            Some(1),
+            "then its own last line"
+        );
     }
 
     #[test]

@@ -80,7 +80,7 @@ async fn run(
     });
     let sink = Arc::new(Outbox::new("/p".into()));
     let config = config(options);
-    let reader = Reader::new(&config, sink.clone());
+    let reader = config.reader(sink.clone());
     follow(config, Api(script.clone()), reader).await;
     sink.close();
     let (mut items, mut warnings) = (Vec::new(), Vec::new());
