@@ -27,8 +27,10 @@ const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { TOKEN, pod } = require('../testbed/live-helpers');
 const { startReplicas } = require('../testbed/replica-helpers');
 const { failRun } = require('./children');
-const { entityOf, fmt, threadCpu, processCpu, rssBytes, quantile, median } = require('./backstage-common');
-const { machineBusySeconds } = require('./measure');
+const { entityOf, fmt } = require('./backstage-common');
+const { machineBusySeconds, threadCpu, processCpu, rssBytes } = require('./measure');
+const { options } = require('./options');
+const { quantile, median } = require('./report/measurements');
 
 const log = (...a) => console.error(...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -236,8 +238,6 @@ async function measure(count, { users, entities, rate, seconds }) {
       }
     }
     const signals = viewers.reduce((n, v) => n + v.signals.length, 0);
-    for (const xs of [toSignal, toPublish, onBus]) xs.sort((a, b) => a - b);
-    toAnswer.sort((a, b) => a - b);
     // The bound on bus rows: at most one per entity changed per minInterval (the module's
     // default, 250 ms); and, tighter, how many minIntervals of an entity held a change.
     const changed = new Set(changes.map((c) => c.name)).size;
@@ -313,21 +313,19 @@ const ROWS = [
 ];
 
 async function main(argv) {
-  const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-  for (const a of argv) {
-    if (!/^--(bus|replicas=[\d,]+|users=\d+|entities=\d+|rate=\d+|seconds=\d+|runs=\d+|json=.+)$/.test(a)) {
-      console.error(`unknown option ${a}; see the header of bench/backstage-bus.js`);
-      process.exit(2);
-    }
-  }
+  const { opt, num } = options(
+    argv,
+    /bus|replicas=[\d,]+|users=\d+|entities=\d+|rate=\d+|seconds=\d+|runs=\d+|json=.+/,
+    'backstage-bus.js',
+  );
   const counts = (opt('replicas') ?? '2,3').split(',').map(Number);
   const shape = {
-    users: Number(opt('users') ?? 100),
-    entities: Number(opt('entities') ?? 50),
-    rate: Number(opt('rate') ?? 100),
-    seconds: Number(opt('seconds') ?? 30),
+    users: num('users', 100),
+    entities: num('entities', 50),
+    rate: num('rate', 100),
+    seconds: num('seconds', 30),
   };
-  const runCount = Number(opt('runs') ?? 1);
+  const runCount = num('runs', 1);
   const runs = [];
   for (let run = 0; run < runCount; run++) {
     const order = run % 2 === 0 ? counts : [...counts].reverse();

@@ -4,8 +4,8 @@
 // The live Kubernetes tab against the stock one, side by side in one run: 20 headless Chromium
 // tabs (Debian's /usr/bin/chromium through playwright-core), each showing the real
 // EntityKubernetesContent of its own entity (the page of testbed/fixtures/live-tab), over the six
-// simulated clusters of bench/backstage-clusters.js (+20 ms, 20 000 objects). Two variants, each
-// with a fresh backend process (bench/backstage-live-backend.js: the real Kubernetes and Signals
+// simulated clusters of bench/clusters/backstage.js (+20 ms, 20 000 objects). Two variants, each
+// with a fresh backend process (bench/backstage-backend.js: the real Kubernetes and Signals
 // backend plugins) and a fresh browser:
 //   stock  the Kubernetes plugin as shipped: the default fetcher, and tabs polling every 10 s;
 //   live   kube-watch-native-backstage with its live signals, and the tabs of
@@ -23,7 +23,7 @@
 // With `--viewers` (issue 35), every cluster takes the viewer's own credential (oidc, and the
 // clusters' token as serviceAccountToken, which the module caches with): each tab has its own
 // cluster token, as its Okta ID token (half of them allowed by a wildcard rule, half by naming
-// the types: bench/backstage-clusters.js), which the stock variant sends with every LIST and the
+// the types: bench/clusters/backstage.js), which the stock variant sends with every LIST and the
 // live one has reviewed. The tabs are one Backstage user (fixtures/live-tab/app.jsx says why).
 // Loopback only; the browsers and every child end with this process. Progress on stderr, the
 // report on stdout.
@@ -31,19 +31,19 @@
 const fs = require('node:fs');
 const { chromium } = require('playwright-core');
 const { bundle, startOrigin } = require('../testbed/live-helpers');
-const { failRun, child } = require('./children');
+const { failRun } = require('./children');
 const {
   OBJECTS,
   ENTITIES,
   startFleet,
+  startBackend,
   entityOf,
-  threadCpu,
-  processCpu,
-  treeCpu,
-  quantile,
   measureRuns,
   comparisonTable,
 } = require('./backstage-common');
+const { threadCpu, processCpu, treeCpu } = require('./measure');
+const { options } = require('./options');
+const { quantile } = require('./report/measurements');
 
 const CHROMIUM = '/usr/bin/chromium';
 const TABS = 20;
@@ -98,8 +98,7 @@ const tabOpener =
  * opens a tab of entity `name` and waits until it shows its pods; `close()` ends all three.
  */
 async function startVariant(info, files, variant, refreshMs, { viewers = false } = {}) {
-  const args = [variant, String(ENTITIES), JSON.stringify(info), ...(viewers ? ['viewers'] : [])];
-  const backend = child('backstage-live-backend.js', args);
+  const backend = startBackend(variant, info, { viewers });
   const { port } = await backend.ready;
   const origin = await startOrigin(files, port, (url) => {
     const query = new URL(url, 'http://origin').searchParams;
@@ -114,8 +113,7 @@ async function startVariant(info, files, variant, refreshMs, { viewers = false }
   const close = async () => {
     await browser.close();
     await origin.close();
-    backend.proc.send({ cmd: 'stop' });
-    await new Promise((r) => backend.proc.once('exit', r));
+    await backend.stop();
   };
   return { backend, origin, tab, close };
 }
@@ -167,7 +165,6 @@ async function toggleLatencies(tabs) {
       else missed += 1;
     });
   }
-  latencies.sort((a, b) => a - b);
   return { latencies, missed };
 }
 
@@ -192,15 +189,15 @@ const toggleRows = (p99Note) => [
 /**
  * `runCount` runs (measureRuns) over the fleet of simulated clusters with the tabs' page bundle,
  * each variant measured by `measure(clusters, info, files, variant)`: the runs, and the fleet's
- * `info`. `fleetArgs`: bench/backstage-clusters.js's extra arguments (the viewers' count).
+ * `info`; the clusters know `viewers` viewers' tokens.
  */
-async function measureTabRuns(runCount, orderOf, what, measure, fleetArgs = []) {
-  const { clusters, info } = await startFleet(fleetArgs);
+async function measureTabRuns(runCount, orderOf, what, measure, viewers = 0) {
+  const { clusters, info } = await startFleet(viewers);
   const files = await bundle();
   const runs = await measureRuns(runCount, orderOf, what, (variant) =>
     measure(clusters, info, files, variant),
   );
-  clusters.proc.send({ cmd: 'stop' });
+  clusters.stop();
   return { runs, info };
 }
 
@@ -251,34 +248,32 @@ async function measure(clusters, info, files, variant, { seconds, idleSeconds, r
 }
 
 async function main(argv) {
-  const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-  for (const a of argv) {
-    if (!/^--(live|viewers|seconds=\d+|idle=\d+|refresh=\d+|runs=\d+|json=.+)$/.test(a)) {
-      console.error(`unknown option ${a}; see the header of bench/backstage-live.js`);
-      process.exit(2);
-    }
-  }
+  const { opt, num, flag } = options(
+    argv,
+    /live|viewers|seconds=\d+|idle=\d+|refresh=\d+|runs=\d+|json=.+/,
+    'backstage-live.js',
+  );
   if (!fs.existsSync(CHROMIUM)) {
     console.error(`${CHROMIUM} is absent: apt-get install chromium`);
     process.exit(2);
   }
-  const seconds = Number(opt('seconds') ?? 120);
-  const idleSeconds = Number(opt('idle') ?? 60);
+  const seconds = num('seconds', 120);
+  const idleSeconds = num('idle', 60);
   /** The live tabs' refreshIntervalMs: how often they poll memory. */
-  const refreshMs = Number(opt('refresh') ?? 500);
-  const runCount = Number(opt('runs') ?? 1);
+  const refreshMs = num('refresh', 500);
+  const runCount = num('runs', 1);
   if (seconds * 1000 < 2 * TOGGLE_EVERY_MS) {
     console.error(`--seconds must be at least ${(2 * TOGGLE_EVERY_MS) / 1000}`);
     process.exit(2);
   }
-  const viewers = argv.includes('--viewers');
+  const viewers = flag('viewers');
   const { runs, info } = await measureTabRuns(
     runCount,
     (run) => (run % 2 ? ['live', 'stock'] : ['stock', 'live']),
     (variant) => `${variant}, ${TABS} tabs`,
     (clusters, info, files, variant) =>
       measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs, viewers }),
-    viewers ? [String(TABS)] : [],
+    viewers ? TABS : 0,
   );
   const rows = [
     ...toggleRows('goal ≤ 1000 (live)'),

@@ -25,11 +25,11 @@ const {
   entityOf,
   entities,
   clusterConfigs,
-  threadCpu,
-  rssBytes,
-  median,
   comparisonTable,
 } = require('./backstage-common');
+const { threadCpu, rssBytes } = require('./measure');
+const { options } = require('./options');
+const { median } = require('./report/measurements');
 const live = require('./backstage-live');
 
 const log = (...a) => console.error(...a);
@@ -124,16 +124,14 @@ async function measure(clusters, info, files, count, seconds) {
 }
 
 async function main(argv) {
-  const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-  for (const a of argv) {
-    if (!/^--(live|replicas=\d+|seconds=\d+|runs=\d+|json=.+)$/.test(a)) {
-      console.error(`unknown option ${a}; see the header of bench/backstage-replicas.js`);
-      process.exit(2);
-    }
-  }
-  const count = Number(opt('replicas') ?? 3);
-  const seconds = Number(opt('seconds') ?? 60);
-  const runCount = Number(opt('runs') ?? 1);
+  const { opt, num } = options(
+    argv,
+    /live|replicas=\d+|seconds=\d+|runs=\d+|json=.+/,
+    'backstage-replicas.js',
+  );
+  const count = num('replicas', 3);
+  const seconds = num('seconds', 60);
+  const runCount = num('runs', 1);
   if (!fs.existsSync(live.CHROMIUM)) {
     console.error(`${live.CHROMIUM} is absent: apt-get install chromium`);
     process.exit(2);

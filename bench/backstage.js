@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // `npm run bench:backstage` → node bench/backstage.js [--seconds=N] [--runs=N] [--strip] [--json=file]
-//                                                    [--profile=DIR]
+//                                                    [--profile=DIR] [--against=<checkout, built>]
 // `npm run bench:backstage -- --live …`: the live tab's benchmark (bench/backstage-live.js);
 // with `--replicas=N`, on N backend replicas against one (bench/backstage-replicas.js).
 // `npm run bench:backstage -- --bus …`: the events bus on several replicas (bench/backstage-bus.js).
@@ -9,7 +9,7 @@
 // (issue 35), below.
 //
 // Backstage's Kubernetes tab, with and without kube-watch-native-backstage, side by side in one
-// run. Six simulated clusters (bench/backstage-clusters.js, their own process: 20 ms added to
+// run. Six simulated clusters (bench/clusters/backstage.js, their own process: 20 ms added to
 // every answer, HTTPS with h2 offered) hold 20 000 objects of the 13 default types and one custom
 // resource, 3 000 of them labelled for 300 entities. For each variant a fresh backend process
 // (bench/backstage-backend.js: startTestBackend with the real @backstage/plugin-kubernetes-backend)
@@ -23,7 +23,8 @@
 // whole-process CPU, its RSS at the end (/proc/<pid>/status), and the time from a change in a
 // cluster until a tab load shows it (5 changes, after the viewers stop; not for the floor, which
 // never changes). Runs rotate the variants' order; the report gives medians over runs and the
-// medians of each run's ratios.
+// medians of each run's ratios. `--against`: a fourth variant, `against`, the module and watcher of
+// another build (bench/builds.js), and the ratios native ÷ against.
 //
 // `--viewers`: instead of those variants, the same three with the six clusters configured for
 // the viewer's own credential (`authProvider: oidc`, `oidcTokenProvider: okta`) plus the
@@ -31,7 +32,7 @@
 // caches with): default-viewers, native-viewers, floor-viewers. Each of the 20 viewers is its own
 // Backstage user (a mock user token of user:default/viewer-<v>) and sends its own cluster token
 // in the body, `auth: { oidc: { okta: <token> } }`; the clusters know the 20 tokens, each allowed
-// to read every type cluster-wide (bench/backstage-clusters.js). The default fetcher LISTs with
+// to read every type cluster-wide (bench/clusters/backstage.js). The default fetcher LISTs with
 // the viewer's token on every load; the module answers from its cache once a
 // SelfSubjectAccessReview with the viewer's token allowed that type (remembered
 // `authorizationTtl`, 10 s by default, or `--authorization-ttl=S`). Besides the rows above, the
@@ -46,55 +47,52 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
+const { build } = require('./builds');
+const { failRun } = require('./children');
+const {
+  OBJECTS,
+  LABELLED,
+  ENTITIES,
+  startFleet,
+  startBackend,
+  entityOf,
+  fmt,
+  measureRuns,
+  reportTable,
+} = require('./backstage-common');
+const { threadCpu, threadCpuNs, processCpu, rssBytes } = require('./measure');
+const { options } = require('./options');
+const { quantile, median } = require('./report/measurements');
 
 const argv = process.argv.slice(2);
 /** `--live`: the live tab's benchmark instead (bench/backstage-live.js, its own options). */
 const LIVE = argv.includes('--live');
 /** `--bus`: the events bus on several replicas instead (bench/backstage-bus.js, its own options). */
 const BUS = argv.includes('--bus');
-const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-for (const a of LIVE || BUS ? [] : argv) {
-  if (!/^--(seconds=\d+|runs=\d+|strip|viewers|authorization-ttl=\d+|json=.+|profile=.+)$/.test(a)) {
-    console.error(`unknown option ${a}; see the header of bench/backstage.js`);
-    process.exit(2);
-  }
-}
-const SECONDS = Number(opt('seconds') ?? 120);
+const { opt, num, flag } = options(
+  LIVE || BUS ? [] : argv,
+  /seconds=\d+|runs=\d+|strip|viewers|authorization-ttl=\d+|json=.+|profile=.+|against=.+/,
+  'backstage.js',
+);
+const SECONDS = num('seconds', 120);
 /** `--strip`: a fourth variant, the module with `stripManagedFields: true` (its RSS, mostly). */
-const STRIP = argv.includes('--strip');
+const STRIP = flag('strip');
 /** `--viewers`: the per-viewer variants (issue 35) instead of the others. */
-const VIEWER_MODE = argv.includes('--viewers');
+const VIEWER_MODE = flag('viewers');
 /** `--authorization-ttl=S`: the module's authorizationTtl in the per-viewer variants (default: its own, 10 s). */
-const AUTHORIZATION_TTL_S =
-  opt('authorization-ttl') === undefined ? undefined : Number(opt('authorization-ttl'));
+const AUTHORIZATION_TTL_S = num('authorization-ttl', undefined);
+/** `--against=<dir>`: the Backstage module of that build (bench/builds.js) as a variant of its own. */
+const AGAINST = opt('against') && build(opt('against')).backstage;
 /** Pod changes a second while nobody loads, for the main thread's CPU per change. */
 const CHURN_PER_SECOND = 100;
 const CHURN_SECONDS = 10;
-const RUNS = Number(opt('runs') ?? 1);
+const RUNS = num('runs', 1);
 /** A folder for each backend's V8 CPU profile over the viewers' loads (`--profile=DIR`). */
 const PROFILE = opt('profile') && path.resolve(opt('profile'));
 const VIEWERS = 20;
 const PERIOD_MS = 10_000;
 const CHANGES = 5;
 const log = (...a) => console.error(...a);
-
-const { failRun, child } = require('./children');
-const {
-  OBJECTS,
-  LABELLED,
-  ENTITIES,
-  startFleet,
-  entityOf,
-  fmt,
-  threadCpu,
-  threadCpuNs,
-  processCpu,
-  rssBytes,
-  quantile,
-  median,
-  measureRuns,
-  reportTable,
-} = require('./backstage-common');
 
 /**
  * One tab load of entity `i` (mod ENTITIES). With `viewer` ({ index, token }): as that Backstage
@@ -123,12 +121,11 @@ async function measure(clusters, info, variant) {
   const viewerMode = variant.endsWith('-viewers');
   /** Viewer v's identity in the per-viewer variants, else undefined (one shared user and token). */
   const as = (v) => (viewerMode ? { index: v, token: info.viewerTokens[v] } : undefined);
-  const backend = child('backstage-backend.js', [
-    variant,
-    String(ENTITIES),
-    JSON.stringify(info),
-    ...(viewerMode && AUTHORIZATION_TTL_S !== undefined ? [String(AUTHORIZATION_TTL_S * 1000)] : []),
-  ]);
+  const backend = startBackend(variant, info, {
+    against: AGAINST,
+    ...(viewerMode &&
+      AUTHORIZATION_TTL_S !== undefined && { authorizationTtlMs: AUTHORIZATION_TTL_S * 1000 }),
+  });
   const { port } = await backend.ready;
   const pid = backend.proc.pid;
   // Warm-up: every entity once, 20 at a time (the native variant's informers sync here).
@@ -213,30 +210,22 @@ async function measure(clusters, info, variant) {
     }
     visible.push(performance.now() - started);
   }
-  backend.proc.send({ cmd: 'stop' });
-  await new Promise((r) => backend.proc.once('exit', r));
-  const sorted = [...latencies].sort((a, b) => a - b);
+  await backend.stop();
   const loads = latencies.length;
   return {
     variant,
     loads,
     requestsPerLoad: requests / loads,
-    p50: quantile(sorted, 0.5),
-    p99: quantile(sorted, 0.99),
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
     mainCpuMsPerLoad: ((cpu1.main - cpu0.main) * 1000) / loads,
     cpuMsPerLoad: ((cpu1.all - cpu0.all) * 1000) / loads,
     rssMiB: rss / 2 ** 20,
     mainCpuUsPerChange: churnNs / 1e3 / changes,
     visibleMs: visible.length ? median(visible) : NaN,
     ...(viewerMode && {
-      pauseP50: quantile(
-        [...settling].sort((a, b) => a - b),
-        0.5,
-      ),
-      pauseP99: quantile(
-        [...settling].sort((a, b) => a - b),
-        0.99,
-      ),
+      pauseP50: quantile(settling, 0.5),
+      pauseP99: quantile(settling, 0.99),
       listsPerLoad: byKind.list / loads,
       accessReviewsPerLoad: byKind.accessReview / loads,
       otherRequestsPerLoad: (requests - byKind.list - byKind.accessReview) / loads,
@@ -250,17 +239,23 @@ async function measure(clusters, info, variant) {
 }
 
 async function main() {
-  const { clusters, info } = await startFleet(VIEWER_MODE ? [String(VIEWERS)] : []);
+  const { clusters, info } = await startFleet(VIEWER_MODE ? VIEWERS : 0);
   const variants = VIEWER_MODE
     ? ['default-viewers', 'native-viewers', 'floor-viewers']
-    : ['default', 'native', 'floor', ...(STRIP ? ['native-strip'] : [])];
+    : [
+        'default',
+        'native',
+        'floor',
+        ...(STRIP ? ['native-strip'] : []),
+        ...(AGAINST ? ['native-against'] : []),
+      ];
   const runs = await measureRuns(
     RUNS,
     (run) => variants.map((_, i) => variants[(i + run) % variants.length]),
     (variant) => `${variant}, ${VIEWERS} viewers for ${SECONDS} s`,
     (variant) => measure(clusters, info, variant),
   );
-  clusters.proc.send({ cmd: 'stop' });
+  clusters.stop();
   if (VIEWER_MODE) return reportViewers(runs, info);
   const cachedMiB = info.cachedJsonBytes / 2 ** 20;
   const med = (variant, key) => median(runs.map((r) => r[variant][key]));
@@ -361,19 +356,18 @@ function costRows(goals) {
 }
 
 /**
- * Both reports' table: default, native and floor (`nameOf` gives a run's name of each), medians
- * over the runs, and the medians of native's ratios to the other two.
+ * Both reports' table: default, native and floor (and against, with --against; `nameOf` gives a
+ * run's name of each), medians over the runs, and the medians of native's ratios to the others.
  */
 function variantsTable(rows, runs, nameOf) {
+  const others = ['default', 'floor', ...(runs[0][nameOf('native-against')] ? ['native-against'] : [])];
+  const heading = (variant) => variant.replace('native-', '');
   const med = (variant) => (key) => median(runs.map((r) => r[nameOf(variant)][key]));
   const ratio = (to) => (key) => median(runs.map((r) => r[nameOf('native')][key] / r[nameOf(to)][key]));
   return reportTable(
     rows,
-    ['default', 'native', 'floor'].map((variant) => [variant, med(variant)]),
-    [
-      ['native ÷ default', ratio('default')],
-      ['native ÷ floor', ratio('floor')],
-    ],
+    ['default', 'native', ...others.slice(1)].map((variant) => [heading(variant), med(variant)]),
+    others.map((to) => [`native ÷ ${heading(to)}`, ratio(to)]),
   );
 }
 

@@ -48,62 +48,51 @@
 // Every process is bounded: give-ups are computed from the options, and every child dies with
 // this process (bench/children.js).
 
-const { fork } = require('node:child_process');
 const fs = require('node:fs');
-
-/** /proc's unit of CPU time (USER_HZ, 100 on every Linux Node.js runs on). */
-const CLOCK_TICKS = 100;
 const path = require('node:path');
-const certs = require('../packages/kube-watch-native/sim/certs');
+const { build, THIS } = require('./builds');
+const { options } = require('./options');
+const { cluster, work } = require('./children');
 const { TYPES } = require('./fleet-objects');
-const { track } = require('./children');
+const { processCpu, threadCpu } = require('./measure');
+const { median, quantile } = require('./report/measurements');
 
 const T0 = performance.now();
 const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixed(1).padStart(6)} s]`, ...a);
 const MiB = 2 ** 20;
 
-const OPTIONS =
-  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|incompressible|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-only|compare-seconds=\d+|compare-runs=\d+|no-compress|gather-ms=\d+|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+)$/;
-
 /** The options of a full fleet run, `--full` first filling in the issue's figures. */
 function parseOptions(argv) {
-  for (const a of argv) {
-    if (!OPTIONS.test(a)) {
-      throw new Error(
-        `unknown option ${a} for a fleet run (--types/--full); see the header of bench/fleet-full.js`,
-      );
-    }
-  }
-  const full = argv.includes('--full');
-  const opt = (name, dflt) => {
-    const a = argv.find((x) => x.startsWith(`--${name}=`));
-    return a === undefined ? dflt : Number(a.slice(name.length + 3));
-  };
+  const { opt, num, flag } = options(
+    argv,
+    /full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|incompressible|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-only|compare-seconds=\d+|compare-runs=\d+|no-compress|gather-ms=\d+|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+/,
+    'fleet-full.js',
+  );
+  const full = flag('full');
   const o = {
-    clusters: opt('clusters', full ? 50 : 5),
-    types: opt('types', 20),
-    objects: opt('objects', full ? 500 : 20),
-    namespaces: opt('namespaces', 20),
-    bytes: opt('bytes', 1500),
-    incompressible: argv.includes('--incompressible'),
-    rate: opt('rate', 100),
-    seconds: opt('seconds', full ? 120 : 20),
-    outage: full || argv.includes('--outage'),
-    outageSeconds: opt('outage-seconds', 20),
-    compare: full || argv.includes('--compare') || argv.includes('--compare-only'),
-    compareOnly: argv.includes('--compare-only'),
-    compress: !argv.includes('--no-compress'),
-    gatherMs: opt('gather-ms', undefined),
-    compareSeconds: opt('compare-seconds', 30),
-    compareRuns: opt('compare-runs', 2),
-    json: argv.find((x) => x.startsWith('--json='))?.slice(7),
-    pkg: argv.find((x) => x.startsWith('--pkg='))?.slice(6),
-    serverCpuProf: argv.find((x) => x.startsWith('--server-cpu-prof='))?.slice(18),
-    serverTraceGc: argv.includes('--server-trace-gc'),
+    clusters: num('clusters', full ? 50 : 5),
+    types: num('types', 20),
+    objects: num('objects', full ? 500 : 20),
+    namespaces: num('namespaces', 20),
+    bytes: num('bytes', 1500),
+    incompressible: flag('incompressible'),
+    rate: num('rate', 100),
+    seconds: num('seconds', full ? 120 : 20),
+    outage: full || flag('outage'),
+    outageSeconds: num('outage-seconds', 20),
+    compare: full || flag('compare') || flag('compare-only'),
+    compareOnly: flag('compare-only'),
+    compress: !flag('no-compress'),
+    gatherMs: num('gather-ms', undefined),
+    compareSeconds: num('compare-seconds', 30),
+    compareRuns: num('compare-runs', 2),
+    json: opt('json'),
+    pkg: opt('pkg') && build(opt('pkg')).watcher,
+    serverCpuProf: opt('server-cpu-prof'),
+    serverTraceGc: flag('server-trace-gc'),
   };
-  if (o.pkg !== undefined) o.pkg = path.resolve(o.pkg);
-  o.strips = full || argv.includes('--strip=both') ? [false, true] : [argv.includes('--strip')];
-  o.serverProcesses = Math.min(o.clusters, opt('server-processes', Math.min(4, o.clusters)));
+  o.strips = full || opt('strip') === 'both' ? [false, true] : [flag('strip')];
+  o.serverProcesses = Math.min(o.clusters, num('server-processes', Math.min(4, o.clusters)));
   if (o.types < 1 || o.types > TYPES.length) throw new Error(`--types must be 1 to ${TYPES.length}`);
   if (o.clusters < 1 || o.objects < 1 || o.rate < 1 || o.seconds < 1)
     throw new Error('--clusters, --objects, --rate and --seconds must be at least 1');
@@ -119,49 +108,41 @@ function parseOptions(argv) {
 // ---- servers --------------------------------------------------------------------------------
 
 /**
- * Forks `processes` server processes holding `clusters` clusters between them; resolves to
- * `{ urls, jsonBytes, strippedBytes, objects, changes(count, perSecond), outage, restore, state, stop }`.
+ * Forks `processes` server processes holding `clusters` clusters between them (`shape`: the
+ * per-namespace runs' { legacy, namespaces, perNamespace }, else the full fleet's of `o`);
+ * resolves to `{ urls, jsonBytes, strippedBytes, objects, expected(count), changes(count,
+ * perSecond), outage, restore, state, stop, cpuSeconds, mainThreadCpuSeconds }`.
  */
-async function startServers(o, clusters, processes) {
-  const total = clusters * o.types * o.objects;
+async function startServers(o, clusters, processes, shape) {
+  const total = clusters * (shape ? shape.namespaces * shape.perNamespace : o.types * o.objects);
   // Building the objects is the slow part: about 0.1 ms each on a quiet machine; allow 20×.
-  const startSeconds = 60 + total / 500;
+  const startMs = (60 + total / 500) * 1000;
   const groups = Array.from({ length: processes }, () => []);
   for (let c = 0; c < clusters; c++) groups[Math.floor((c * processes) / clusters)].push(c);
   const owner = new Map();
-  const pids = [];
-  const exited = [];
-  const handles = await Promise.all(
-    groups.map((group, p) => {
-      const config = {
-        clusters: group,
-        types: o.types,
-        objects: o.objects,
-        namespaces: o.namespaces,
-        bytes: o.bytes,
-        incompressible: o.incompressible,
-      };
-      const child = track(
-        fork(path.join(__dirname, 'fleet-server.js'), [`--json=${JSON.stringify(config)}`], {
-          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-          execArgv: [
-            '--max-old-space-size=8192',
-            '--expose-gc',
-            ...(o.serverTraceGc ? ['--trace-gc', '--trace-incremental-marking'] : []),
-            ...(o.serverCpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(o.serverCpuProf)}`] : []),
-          ],
-        }),
-      );
-      for (const c of group) owner.set(c, p);
-      pids.push(child.pid);
-      exited.push(new Promise((resolve) => child.once('exit', resolve)));
-      return ipc(child, startSeconds, `fleet server process ${p}`);
-    }),
-  );
-  const infos = await Promise.all(handles.map((h) => h.ask({ cmd: 'info' })));
+  const handles = groups.map((group, p) => {
+    for (const c of group) owner.set(c, p);
+    const { types, objects, namespaces, bytes, incompressible } = o;
+    return cluster(
+      'fleet',
+      { clusters: group, ...(shape ?? { types, objects, namespaces, bytes, incompressible }) },
+      {
+        startMs,
+        name: `fleet server process ${p}`,
+        execArgv: [
+          '--max-old-space-size=8192',
+          '--expose-gc',
+          ...(o.serverTraceGc ? ['--trace-gc', '--trace-incremental-marking'] : []),
+          ...(o.serverCpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(o.serverCpuProf)}`] : []),
+        ],
+      },
+    );
+  });
+  const infos = await Promise.all(handles.map((h) => h.ready));
   const urls = [];
   groups.forEach((group, p) => group.forEach((c, k) => (urls[c] = infos[p].urls[k])));
   const sum = (f) => infos.reduce((n, i) => n + i[f], 0);
+  const pids = handles.map((h) => h.proc.pid);
   // Change k of the fleet goes to cluster k % clusters; each process walks its own clusters.
   const perCluster = (count) =>
     Array.from({ length: clusters }, (_, c) => Math.floor(count / clusters) + (c < count % clusters ? 1 : 0));
@@ -184,173 +165,104 @@ async function startServers(o, clusters, processes) {
     changes: (count, perSecond) =>
       Promise.all(
         perProcess(count).map((n, p) =>
-          n ? handles[p].ask({ cmd: 'changes', count: n, perSecond: (perSecond * n) / count }) : null,
+          n ? handles[p].request({ cmd: 'changes', count: n, perSecond: (perSecond * n) / count }) : null,
         ),
       ),
-    outage: (cluster, how) => handles[owner.get(cluster)].ask({ cmd: 'outage', cluster, how }),
-    restore: (cluster) => handles[owner.get(cluster)].ask({ cmd: 'restore', cluster }),
+    outage: (c, how) => handles[owner.get(c)].request({ cmd: 'outage', cluster: c, how }),
+    restore: (c) => handles[owner.get(c)].request({ cmd: 'restore', cluster: c }),
     state: async (asked) => {
-      const answers = await Promise.all(handles.map((h) => h.ask({ cmd: 'state', clusters: asked })));
+      const answers = await Promise.all(handles.map((h) => h.request({ cmd: 'state', clusters: asked })));
       const counts = {};
       const digests = {};
       for (const a of answers) (Object.assign(counts, a.counts), Object.assign(digests, a.digests));
       return { counts, digests };
     },
     /** Stops every server process; resolves once they exited (a --server-cpu-prof is written then). */
-    stop: () => (handles.forEach((h) => h.send({ cmd: 'stop' })), Promise.all(exited)),
+    stop: () => (handles.forEach((h) => h.stop()), Promise.all(handles.map((h) => h.exited))),
     /** CPU seconds the server processes have used so far (user + system, every thread). */
-    cpuSeconds: () => pids.reduce((n, pid) => n + processCpuSeconds(pid), 0),
+    cpuSeconds: () => pids.reduce((n, pid) => n + processCpu(pid), 0),
     /** The same, of their main threads only (the rest: V8's collector and Node's helpers). */
-    mainThreadCpuSeconds: () => pids.reduce((n, pid) => n + processCpuSeconds(pid, pid), 0),
+    mainThreadCpuSeconds: () => pids.reduce((n, pid) => n + threadCpu(pid), 0),
   };
-}
-
-/**
- * CPU seconds process `pid` (its thread `tid`: /proc/<pid>/task/<tid>/stat) has used, utime +
- * stime; 0 once it is gone.
- */
-function processCpuSeconds(pid, tid) {
-  try {
-    const stat = fs.readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8');
-    // Fields after the command's closing parenthesis: state is field 3, utime 14 and stime 15.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  } catch {
-    return 0;
-  }
-}
-
-/** An IPC handle on a server child once it said `ready`: `ask(cmd)` resolves with its answer. */
-function ipc(child, startSeconds, name) {
-  const pending = new Map();
-  let nextId = 0;
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(
-      () => reject(new Error(`${name} did not start within ${startSeconds} s`)),
-      startSeconds * 1000,
-    );
-    child.on('exit', (code) => reject(new Error(`${name} exited (${code})`)));
-    child.on('message', (msg) => {
-      if (msg.ready) {
-        clearTimeout(t);
-        resolve({
-          ask: (cmd) =>
-            new Promise((res) => {
-              const id = nextId++;
-              pending.set(id, res);
-              child.send({ ...cmd, id });
-            }),
-          send: (cmd) => child.connected && child.send(cmd),
-        });
-      } else if (pending.has(msg.id)) {
-        pending.get(msg.id)(msg);
-        pending.delete(msg.id);
-      }
-    });
-  });
 }
 
 // ---- one measurement ------------------------------------------------------------------------
 
-const WORKERS = {
-  native: path.join(__dirname, 'fleet-worker.js'),
-  'client-node': path.join(__dirname, 'fleet-client-node.js'),
-};
+const WORKERS = { native: 'fleet-worker.js', 'client-node': 'fleet-client-node.js' };
+
+/** One informer per cluster of `servers` and type of the fleet's first `types`, all namespaces. */
+const fleetInformers = (servers, types) =>
+  servers.urls.flatMap((_, cluster) =>
+    TYPES.slice(0, types).map(({ group, version, plural }) => ({ cluster, group, version, plural })),
+  );
 
 /**
- * Forks worker `which` against `servers` and runs one change window: `count` changes at `rate`;
- * `during(t0)` is called when the changes start (the outage schedule). Resolves to the worker's
- * 'ready' and 'done' messages (and 'checked' with `config.check`).
+ * Forks worker `which` against `servers` and runs one change window: `count` changes in
+ * `seconds`; `during(t0)` is called when the changes start (the outage schedule). `config` is the
+ * worker's (bench/fleet-worker.js), on top of the fleet's informers and options `o`. Resolves to
+ * the worker's 'ready' and 'done' messages (and what it `checked` with `config.check`).
  */
-function measure(which, servers, o, config, count, seconds, during) {
-  const file = WORKERS[which];
-  if (!fs.existsSync(file))
-    throw new Error(
-      `${path.relative(process.cwd(), file)} is missing: the ${which} worker is needed for --compare`,
-    );
-  const types = TYPES.slice(0, o.types).map(({ group, version, plural }) => ({
-    group,
-    version,
-    plural,
-    namespaced: true,
-  }));
+async function measure(which, servers, o, config, count, seconds, during) {
+  const objects = servers.objects;
   const full = {
     urls: servers.urls,
-    caData: Buffer.from(certs.ca).toString('base64'),
     token: 'fleet-token',
-    types,
+    informers: config.informers ?? fleetInformers(servers, o.types),
     strip: false,
     compress: o.compress,
     ...(o.gatherMs !== undefined && { gatherMs: o.gatherMs }),
-    ...(which === 'native' && o.pkg && { pkg: o.pkg }),
+    pkg: o.pkg ?? THIS.watcher,
     ...config,
     deadlineSeconds: seconds + 60,
     // Sync (generous: 1 ms per object, a loaded machine), the window and its grace, the check.
-    giveUpSeconds: 120 + (servers.urls.length * o.types * o.objects) / 1000 + seconds + 60 + 120,
+    giveUpSeconds: 120 + objects / 1000 + seconds + 60 + 120,
   };
-  full.timeoutSeconds = full.giveUpSeconds;
-  const serverCpuAtFork = servers.cpuSeconds?.() ?? 0;
-  const serverMainCpuAtFork = servers.mainThreadCpuSeconds?.() ?? 0;
-  return new Promise((resolve, reject) => {
-    const child = track(
-      fork(file, ['--worker', JSON.stringify(full)], {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        // RSS is measured after full collections, in both workers alike.
-        execArgv: ['--max-old-space-size=8192', '--expose-gc'],
-      }),
-    );
-    const out = {};
-    child.on('message', async (msg) => {
-      if (msg.cmd === 'ready') {
-        out.ready = msg;
-        // The servers' share of the sync (they are idle while the worker drains and settles).
-        if (servers.cpuSeconds) {
-          out.ready.serverCpuSeconds = servers.cpuSeconds() - serverCpuAtFork;
-          out.ready.serverMainThreadCpuSeconds = servers.mainThreadCpuSeconds() - serverMainCpuAtFork;
-        }
-        log(
-          `  ${which}: synced in ${msg.syncSeconds.toFixed(2)} s, RSS +${(msg.rssGrowth / MiB).toFixed(0)} MiB`,
-        );
-        child.send({ cmd: 'go', changes: count });
-        const t0 = Date.now();
-        out.t0 = t0;
-        out.changed = servers.changes(count, count / seconds).then(() => Date.now());
-        out.phases = during ? during(t0) : null;
-      } else if (msg.cmd === 'done') {
-        out.done = msg;
-        log(
-          `  ${which}: ${msg.changes}/${count} changes read, ${msg.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change`,
-        );
-        if (config.check) {
-          await out.changed;
-          if (out.phases) await out.phases;
-          out.state = await servers.state(config.checkClusters);
-          child.send({ cmd: 'check', clusters: config.checkClusters });
-        }
-      } else if (msg.cmd === 'checked') out.checked = msg;
-    });
-    child.on('exit', async (code) => {
-      if (!out.done) return reject(new Error(`${which} worker exited (${code}) before it was done`));
-      // The servers' changes are over before the next measurement starts.
-      out.changedAt = await out.changed;
-      if (out.phases) out.phases = await out.phases;
-      resolve(out);
-    });
+  const serverCpuAtFork = servers.cpuSeconds();
+  const serverMainCpuAtFork = servers.mainThreadCpuSeconds();
+  const out = {};
+  const onMessage = async (msg, proc) => {
+    if (msg.type === 'ready') {
+      out.ready = msg;
+      // The servers' share of the sync (they are idle while the worker drains and settles).
+      out.ready.serverCpuSeconds = servers.cpuSeconds() - serverCpuAtFork;
+      out.ready.serverMainThreadCpuSeconds = servers.mainThreadCpuSeconds() - serverMainCpuAtFork;
+      log(
+        `  ${which}: synced in ${msg.syncSeconds.toFixed(2)} s, RSS +${(msg.rssGrowth / MiB).toFixed(0)} MiB`,
+      );
+      proc.send({ cmd: 'go', changes: count });
+      out.t0 = Date.now();
+      out.changed = servers.changes(count, count / seconds).then(() => Date.now());
+      out.phases = during ? during(out.t0) : null;
+    } else if (msg.type === 'done') {
+      out.done = msg;
+      log(
+        `  ${which}: ${msg.changes}/${count} changes read, ${msg.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change`,
+      );
+      if (config.check) {
+        await out.changed;
+        if (out.phases) await out.phases;
+        out.state = await servers.state(config.checkClusters);
+        proc.send({ cmd: 'check', clusters: config.checkClusters });
+      }
+    }
+  };
+  // RSS is measured after full collections, in both workers alike.
+  const execArgv = ['--max-old-space-size=8192', '--expose-gc'];
+  const result = await work(WORKERS[which], full, {
+    timeoutMs: (full.giveUpSeconds + 10) * 1000,
+    execArgv,
+    onMessage,
   });
+  if (!out.done) throw new Error(`${which} worker ended before it was done: ${result.error?.detail}`);
+  if (config.check) out.checked = result;
+  // The servers' changes are over before the next measurement starts.
+  out.changedAt = await out.changed;
+  if (out.phases) out.phases = await out.phases;
+  return out;
 }
 
 // ---- figures --------------------------------------------------------------------------------
 
-const quantile = (xs, q) => {
-  if (!xs.length) return NaN;
-  const s = Float64Array.from(xs).sort();
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
-};
-const median = (xs) => {
-  const s = Float64Array.from(xs).sort();
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const ms = (x) => (Number.isFinite(x) ? `${x.toFixed(0)} ms` : '–');
 
 /** Change latency per phase: of the clusters not affected, and of the stopped and throttled ones. */
@@ -369,7 +281,7 @@ function phases(seen, t0, outage, stopped, throttled) {
     add(who, phase, latency);
     if (who === 'others') add(`c${c}`, phase, latency);
     else if (seen.received[i] >= end) {
-      const t = seen.type[i];
+      const t = seen.informer[i];
       firstAfter[who].set(t, Math.min(firstAfter[who].get(t) ?? Infinity, seen.received[i]));
     }
   }
@@ -695,4 +607,4 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
   }
 }
 
-module.exports = { run };
+module.exports = { run, startServers, measure };

@@ -634,4 +634,12 @@ function strippedBytes(obj) {
   return Buffer.byteLength(JSON.stringify({ ...obj, metadata: { ...metadata, annotations: rest } }));
 }
 
-module.exports = { configMap, fleetObject, strippedBytes, TYPES, LAST_APPLIED };
+/** sha1 of the sorted `namespace/name=resourceVersion` lines of `objects`: a cache against its server. */
+function digest(objects) {
+  const lines = objects.map(
+    (o) => `${o.metadata.namespace}/${o.metadata.name}=${o.metadata.resourceVersion}`,
+  );
+  return crypto.createHash('sha1').update(lines.sort().join('\n')).digest('hex');
+}
+
+module.exports = { configMap, fleetObject, strippedBytes, digest, TYPES, LAST_APPLIED };

@@ -1,5 +1,6 @@
 'use strict';
-// One measurement of bench/informer.js in a fresh process: one client (native | clientnode),
+// One measurement of bench/informer.js in a fresh process (bench/child.js's worker protocol): one
+// client (native | clientnode),
 // one scenario (sync | iterate | memory | fields | relist | get). Main-thread CPU comes from
 // /proc/self/task/<pid>/schedstat (bench/measure.js), whole-process CPU from
 // process.cpuUsage(); both are taken from just before the informer is made to the moment its
@@ -7,8 +8,9 @@
 // relist's events).
 
 const { performance } = require('node:perf_hooks');
-const { mainThreadCpuNs } = require('./measure');
-const certs = require('../packages/kube-watch-native/sim/certs');
+const { runAsWorker, ask: askParent } = require('./child');
+const { kubeConfig, resourceParams } = require('./kube');
+const { mainThreadCpuNs, settledRss } = require('./measure');
 
 const TOKEN = 'bench-token';
 const NAMESPACE = 'bench';
@@ -19,26 +21,10 @@ const FIELDS = ['metadata.labels', 'spec.nodeName', 'status.phase'];
 const WARM_UP_SELECTOR = 'bench.example.com/warm-up=none';
 const quietLogger = { warn() {}, error() {}, info() {}, debug() {} };
 
-let askId = 0;
-const answers = new Map();
-process.on('message', (m) => answers.get(m.id)?.(m.answer));
 /** Asks the driver to pass `request` to the server; resolves with the server's answer. */
-const ask = (request) =>
-  new Promise((resolve) => {
-    const id = ++askId;
-    answers.set(id, resolve);
-    process.send({ type: 'ask', id, request });
-  });
+const ask = (request) => askParent({ request });
 
 const delay = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function settledRss() {
-  for (let i = 0; i < 3; i++) {
-    global.gc();
-    await delay(50);
-  }
-  return process.memoryUsage.rss();
-}
 
 function window() {
   const cpu0 = process.cpuUsage();
@@ -60,13 +46,7 @@ function window() {
 
 function nativeClient(task, { fields, onEvent } = {}) {
   const { NativeKubernetesWatcher } = require('kube-watch-native');
-  const params = {
-    clusterDetails: { name: 'bench', url: task.url, caData: Buffer.from(certs.ca).toString('base64') },
-    credential: { type: 'bearer token', token: TOKEN },
-    group: '',
-    apiVersion: 'v1',
-    plural: 'pods',
-  };
+  const params = resourceParams({ name: 'bench', url: task.url, token: TOKEN }, { plural: 'pods' });
   const options = { namespace: NAMESPACE };
   if (fields) options.fields = fields;
   let watcher;
@@ -114,13 +94,7 @@ function clientnodeClient(task, { onEvent } = {}) {
   const k8s = require('@kubernetes/client-node');
   let lists = 0;
   const listed = [];
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'bench', server: task.url, caData: Buffer.from(certs.ca).toString('base64') }],
-    users: [{ name: 'bench', token: TOKEN }],
-    contexts: [{ name: 'bench', cluster: 'bench', user: 'bench' }],
-    currentContext: 'bench',
-  });
+  const kc = kubeConfig(k8s, { name: 'bench', server: task.url, token: TOKEN });
   const path = `/api/v1/namespaces/${NAMESPACE}/pods`;
   return {
     /** An informer of the same pods whose selector matches none, kept open (see `memory`). */
@@ -308,15 +282,7 @@ const SCENARIOS = {
   get,
 };
 
-async function run(task) {
-  let result;
-  try {
-    if (!Object.hasOwn(SCENARIOS, task.scenario)) throw new Error(`unknown scenario ${task.scenario}`);
-    result = await SCENARIOS[task.scenario](task);
-  } catch (err) {
-    result = { error: String(err?.stack ?? err) };
-  }
-  process.send({ type: 'result', result }, () => process.exit(0));
-}
-
-module.exports = { run, FIELDS };
+runAsWorker((task) => {
+  if (!Object.hasOwn(SCENARIOS, task.scenario)) throw new Error(`unknown scenario ${task.scenario}`);
+  return SCENARIOS[task.scenario](task);
+});

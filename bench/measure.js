@@ -1,6 +1,8 @@
 'use strict';
-// What a worker measures about itself: CPU (process and main thread), event-loop utilization
-// and delay, RSS (sampled every 5 ms, and the kernel's high-water mark), native threads.
+// What the benchmarks measure of a process, all of /proc read here: a worker's own CPU (process
+// and main thread), event-loop utilisation and delay, RSS (sampled every 5 ms, settled after
+// collections, and the kernel's high-water mark) and native threads; another process's (a server,
+// a backend, a browser) CPU by thread and RSS; and how busy the whole machine was.
 
 const fs = require('node:fs');
 const { performance, monitorEventLoopDelay } = require('node:perf_hooks');
@@ -24,29 +26,7 @@ const nap = new Int32Array(new SharedArrayBuffer(4));
  */
 function mainThreadCpuNs() {
   Atomics.wait(nap, 0, 0, 0.02);
-  try {
-    return Number(fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
-  } catch {
-    return NaN;
-  }
-}
-
-/**
- * The main thread's CPU for one wake-up that does nothing (a `ms` interval timer, `ticks` times),
- * in µs: the floor under any figure per change that costs a wake-up, which on a loaded machine
- * (or a VM) is far from nothing (the scheduler, cold caches; see bench/investigations/wake-floor.js).
- */
-async function emptyWakeUpUs(ticks = 100, ms = 10) {
-  const cpu0 = mainThreadCpuNs();
-  await new Promise((resolve) => {
-    let n = 0;
-    const timer = setInterval(() => {
-      if (++n < ticks) return;
-      clearInterval(timer);
-      resolve();
-    }, ms);
-  });
-  return (mainThreadCpuNs() - cpu0) / 1000 / ticks;
+  return threadCpuNs('self', process.pid);
 }
 
 /** A field of /proc/self/status in bytes (VmHWM, VmRSS …). */
@@ -59,6 +39,7 @@ function statusBytes(field) {
   }
 }
 
+/** Threads of this process. */
 function threadCount() {
   try {
     return fs.readdirSync('/proc/self/task').length;
@@ -124,6 +105,65 @@ class Window {
   }
 }
 
+/** RSS after a few full collections, when `--expose-gc` allows them. */
+async function settledRss() {
+  for (let i = 0; i < 3 && globalThis.gc; i++) {
+    globalThis.gc();
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return process.memoryUsage.rss();
+}
+
+/** utime + stime of a /proc stat line, in seconds. */
+function statCpu(file) {
+  const stat = fs.readFileSync(file, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ
+}
+
+/** CPU seconds of process `pid`'s thread `tid` (with tid = pid, its main thread), in 10 ms ticks. */
+const threadCpu = (pid, tid = pid) => statCpu(`/proc/${pid}/task/${tid}/stat`);
+/** CPU nanoseconds of one thread, from the scheduler's own account (no 10 ms ticks). */
+const threadCpuNs = (pid, tid = pid) =>
+  Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+/** CPU seconds of every thread of process `pid`; 0 once it is gone. */
+function processCpu(pid) {
+  try {
+    return statCpu(`/proc/${pid}/stat`);
+  } catch {
+    return 0;
+  }
+}
+/** RSS of process `pid`, in bytes. */
+const rssBytes = (pid) =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
+
+/** The CPU seconds of every process descended from `pid` whose command is `comm` (a browser's). */
+function treeCpu(pid, comm) {
+  const parents = new Map();
+  const cpu = new Map();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat;
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    parents.set(Number(entry), Number(fields[1]));
+    if (name.startsWith(comm)) cpu.set(Number(entry), (Number(fields[11]) + Number(fields[12])) / 100);
+  }
+  const descends = (p) => {
+    for (let q = parents.get(p); q !== undefined && q > 1; q = parents.get(q)) if (q === pid) return true;
+    return false;
+  };
+  let total = 0;
+  for (const [p, seconds] of cpu) if (descends(p)) total += seconds;
+  return total;
+}
+
 /** Resets VmHWM to the current RSS (Linux: `5` into clear_refs); false where unsupported. */
 function resetPeakRss() {
   try {
@@ -138,9 +178,14 @@ module.exports = {
   MiB,
   machineBusySeconds,
   mainThreadCpuNs,
-  emptyWakeUpUs,
   statusBytes,
   threadCount,
+  settledRss,
+  threadCpu,
+  threadCpuNs,
+  processCpu,
+  rssBytes,
+  treeCpu,
   resetPeakRss,
   RssSampler,
   Window,

@@ -11,9 +11,8 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { fmt, measurements } = require('./report/measurements');
-const { commitOf } = require('./commit');
+const { ROOT, commitOf } = require('./builds');
 
-const ROOT = path.join(__dirname, '..');
 const README = path.join(ROOT, 'README.md');
 const BEGIN = '<!-- bench:readme begin -->';
 const END = '<!-- bench:readme end -->';

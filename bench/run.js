@@ -4,22 +4,20 @@
 //                                     [--only=throughput,paired,interleaved,trickle,slow,idle]
 //                                     [--sizes=small,medium,large] [--protos=http,https]
 //                                     [--clients=baseline,clientnode,native,native-fields]
-//                                     [--json=results.json] [--against=<package directory>]
+//                                     [--json=results.json] [--against=<checkout, built>]
 //
-// Starts the load server (bench/load-server.js) once, then measures every client in its own
+// Starts the load server (bench/clusters/load.js) once, then measures every client in its own
 // fresh process (bench/worker.js), all clients interleaved cell by cell and run by run, so they
 // share the same conditions. Progress goes to stderr; the markdown tables (medians over the
 // runs, ratios = median of the per-run ratios) go to stdout. Every load is bounded in count and
 // time; every child is killed on exit, on error and on Ctrl-C.
 
-const { fork } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
-const path = require('node:path');
 const { lines } = require('./pods');
-const { startLoadServer } = require('./load-client');
 const { report, fmt } = require('./report');
-const { commitOf } = require('./commit');
+const { ROOT, commitOf, build } = require('./builds');
+const { options } = require('./options');
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -28,16 +26,12 @@ const GiB = 1024 * MiB;
 // Options
 
 const argv = process.argv.slice(2);
-const flag = (name) => argv.includes(`--${name}`);
-const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const { opt, flag } = options(
+  argv,
+  /quick|only=.+|runs=\d+|sizes=.+|protos=.+|clients=.+|json=.+|against=.+|help/,
+  'run.js',
+);
 const list = (name, all) => (opt(name) ? opt(name).split(',') : all);
-
-for (const a of argv) {
-  if (!/^--(quick|only=.+|runs=\d+|sizes=.+|protos=.+|clients=.+|json=.+|against=.+|help)$/.test(a)) {
-    console.error(`unknown option ${a}; see the header of bench/run.js`);
-    process.exit(2);
-  }
-}
 if (flag('help')) {
   console.error(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 11).join('\n'));
   process.exit(0);
@@ -49,11 +43,10 @@ const SIZES = list('sizes', ['small', 'medium', 'large']);
 // Quick mode measures over HTTPS only (where the targets are set) unless --protos says otherwise.
 const PROTOS = list('protos', flag('quick') ? ['https'] : ['http', 'https']);
 const CLIENTS = list('clients', ['baseline', 'clientnode', 'native', 'native-fields']);
-// --against adds `native-against`: the native client of another build of the package (a directory
-// holding its index.js, lib/ and built addon, e.g. an export of main), in its own worker processes
-// like every client (not in `paired`, whose one process would load both addons).
+// --against adds `native-against`: the native client of another build (bench/builds.js), in its
+// own worker processes like every client (not in `paired`, whose one process would load both addons).
 if (opt('against')) {
-  process.env.KWN_BENCH_AGAINST = path.resolve(opt('against'));
+  process.env.KWN_BENCH_AGAINST = build(opt('against')).watcher;
   if (!CLIENTS.includes('native-against')) CLIENTS.push('native-against');
 }
 const runsOpt = opt('runs') ? Number(opt('runs')) : undefined;
@@ -83,7 +76,7 @@ const SLOW_ABORT_ABOVE = 1 * GiB;
 // Children: the load server and the workers; all of them die with us.
 
 // bench/children.js kills them on exit and on SIGINT, SIGTERM and SIGHUP; here also on a crash.
-const { track, killAll, failRun } = require('./children');
+const { cluster, work, killAll, failRun } = require('./children');
 const { machineBusySeconds } = require('./measure');
 process.on('uncaughtException', failRun);
 process.on('unhandledRejection', failRun);
@@ -91,82 +84,42 @@ process.on('unhandledRejection', failRun);
 const log = (...a) => console.error(...a);
 
 let server;
+let ports;
+let shuttingDown = false;
 
 async function startServer() {
-  server = await startLoadServer((child) => {
-    track(child);
-    child.on('exit', (code, signal) => {
-      if (!shuttingDown) {
-        log(`load server exited (${code ?? signal})`);
-        killAll();
-        process.exit(1);
-      }
-    });
+  server = cluster('load', {}, { startMs: 20000, answerMs: 20000 });
+  server.exited.then((code) => {
+    if (shuttingDown) return;
+    log(`load server exited (${code})`);
+    killAll();
+    process.exit(1);
   });
+  ports = await server.ready;
 }
-
-const request = (msg) => server.request(msg);
-
-let shuttingDown = false;
 
 let jobCounter = 0;
 
 /** Runs one worker for `task` against a fresh server job; resolves with its result. */
 async function measure(task, job, timeoutMs) {
   const jobId = `j${++jobCounter}`;
-  await request({ cmd: 'job', job: { ...job, id: jobId, maxMs: timeoutMs } });
-  const origin = server.origin(task.proto);
-  const full = { ...task, target: { origin, jobId, proto: task.proto } };
-  const worker = track(
-    fork(path.join(__dirname, 'worker.js'), [JSON.stringify(full)], {
-      execArgv: ['--expose-gc'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
-  );
+  await server.request({ cmd: 'job', job: { ...job, id: jobId, maxMs: timeoutMs } });
+  const origin =
+    task.proto === 'https' ? `https://127.0.0.1:${ports.httpsPort}` : `http://127.0.0.1:${ports.httpPort}`;
+  const stats = async () => (await server.request({ cmd: 'stats', jobId })).stats;
   const t0 = Date.now();
   const busy0 = machineBusySeconds();
-  let result;
-  try {
-    result = await new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        worker.kill('SIGKILL');
-        resolve({ error: { detail: `timed out after ${timeoutMs} ms` } });
-      }, timeoutMs);
-      worker.on('message', async (msg) => {
-        if (msg.type === 'result') {
-          clearTimeout(timer);
-          resolve(msg.result);
-        } else if (msg.type === 'ask') {
-          const { stats } = await request({ cmd: 'stats', jobId });
-          if (worker.connected) worker.send({ id: msg.id, answer: stats });
-        }
-      });
-      worker.on('exit', (code, signal) => {
-        clearTimeout(timer);
-        resolve({ error: { detail: `worker exited (${code ?? signal}) without a result` } });
-      });
-    });
-  } finally {
-    if (worker.exitCode === null && worker.signalCode === null) {
-      await new Promise((resolve) => {
-        const t = setTimeout(() => {
-          worker.kill('SIGKILL');
-          resolve();
-        }, 5000);
-        worker.once('exit', () => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
-  }
+  const result = await work(
+    'worker.js',
+    { ...task, target: { origin, jobId, proto: task.proto } },
+    { timeoutMs, execArgv: ['--expose-gc'], onAsk: stats },
+  );
   const busy = machineBusySeconds() - busy0;
-  const { stats } = await request({ cmd: 'stats', jobId });
-  await request({ cmd: 'end-job', jobId });
-  result.server = stats;
+  result.server = await stats();
+  await server.request({ cmd: 'end-job', jobId });
   result.wallSeconds = (Date.now() - t0) / 1000;
   // CPU the rest of the machine used meanwhile (other processes), in cores: how noisy it was.
-  const ours = (result.workerCpuSeconds ?? 0) + (stats.serverCpuMs ?? 0) / 1000;
+  const ours = (result.workerCpuSeconds ?? 0) + (result.server.serverCpuMs ?? 0) / 1000;
   result.otherLoadCores = Math.max(0, busy - ours) / result.wallSeconds;
   return result;
 }
@@ -323,7 +276,7 @@ async function main() {
   const t0 = Date.now();
   await startServer();
   log(
-    `load server: http :${server.ready.httpPort}, https(h2+h1) :${server.ready.httpsPort}; ${quick ? 'quick' : 'full'} mode`,
+    `load server: http :${ports.httpPort}, https(h2+h1) :${ports.httpsPort}; ${quick ? 'quick' : 'full'} mode`,
   );
   const plan = SCENARIOS.map((s) => ({ scenario: s, cells: cellsFor(s) }));
   const maxRuns = Math.max(PLAN.runs, PLAN.longRuns);
@@ -373,7 +326,7 @@ function environment(seconds) {
     cpu: model,
     node: process.version,
     command: `node bench/run.js ${argv.join(' ')}`.trim(),
-    commit: commitOf(path.join(__dirname, '..')),
+    commit: commitOf(ROOT),
     seconds,
   };
 }

@@ -1,0 +1,10 @@
+'use strict';
+// One process of simulated clusters, forked by a benchmark (bench/children.js `cluster`) so that
+// none of their work is billed to the client it measures: `node bench/clusters/index.js <kind>
+// <config JSON>` starts bench/clusters/<kind>.js and serves its commands (bench/child.js).
+
+const { serve } = require('../child');
+
+const [kind, config] = process.argv.slice(2);
+if (!['load', 'informer', 'fleet', 'backstage'].includes(kind)) throw new Error(`no clusters ${kind}`);
+serve(require(`./${kind}`).start(JSON.parse(config)));
