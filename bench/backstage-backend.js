@@ -1,25 +1,18 @@
 'use strict';
 // The Backstage benchmarks' backend in its own process, so that its CPU is its own (bench/child.js's
-// server protocol; the parent measures it from outside: /proc for CPU and memory, the clusters
-// for requests, its own clock for latency), over the six clusters of bench/clusters/backstage.js:
-//   - bench/backstage.js's: startTestBackend with the real @backstage/plugin-kubernetes-backend and
-//     a catalog of `entities` entities, with kube-watch-native-backstage (`native`; `native-strip`
-//     with `stripManagedFields: true`; `native-against` the module of the build `against`,
-//     bench/builds.js), without it (`default`), or with the floor's fetcher (`floor`): the default
-//     fetcher's first answer to each request, kept and handed back as it is from then on, so what
-//     remains of a load is Backstage's own router, fan-out and JSON, the part no fetcher can take
-//     away. `default-viewers`, `native-viewers` and `floor-viewers` (--viewers) are the same three
-//     with every cluster configured for the viewer's own credential (`authProvider: oidc`,
-//     `oidcTokenProvider: okta`) and the clusters' token as `serviceAccountToken`;
-//     `authorizationTtlMs` sets the module's.
-//   - bench/backstage-live.js's: the real Kubernetes and Signals backend plugins (the recipe of
-//     testbed/live-helpers.js), with kube-watch-native-backstage (`live`) or without it (`stock`),
-//     counting the signals the module publishes; with `viewers`, every cluster takes the viewer's
-//     own credential as above.
-//
-// argv: <config JSON { variant, entities, info (the clusters' ready), authorizationTtlMs?, viewers?,
-// against? }>. Ready: { port }. Commands: { cmd: 'signals' } → { signals }; { cmd: 'profile-start' }
-// and { cmd: 'profile-stop', file }: V8's CPU profile of the main thread (bench/backstage.js --profile).
+// server protocol), over the clusters of bench/clusters/backstage.js:
+//   - bench/backstage.js's: startTestBackend with @backstage/plugin-kubernetes-backend and a
+//     catalog of `entities`, with kube-watch-native-backstage (`native`; `native-strip`:
+//     stripManagedFields; `native-against`: the module of the build `against`), without it
+//     (`default`), or with the floor's fetcher (`floor`: the default fetcher's first answer to each
+//     request, kept, so what remains is Backstage's own router, fan-out and JSON). `*-viewers`:
+//     every cluster takes the viewer's own credential (oidc), the clusters' token as
+//     serviceAccountToken; `authorizationTtlMs` sets the module's.
+//   - bench/backstage-live.js's: the Kubernetes and Signals plugins (testbed/live-helpers.js), with
+//     the module (`live`) or without (`stock`), counting the signals it publishes; `viewers` as above.
+// argv: <{ variant, entities, info (the clusters' ready), authorizationTtlMs?, viewers?, against? }>.
+// Ready: { port }. Commands: 'signals' → { signals }; 'profile-start' and 'profile-stop' { file }:
+// a V8 CPU profile of the main thread (bench/backstage.js --profile).
 
 const fs = require('node:fs');
 const inspector = require('node:inspector');

@@ -68,6 +68,14 @@ const clusterConfigs = (info, { viewers = false } = {}) =>
     skipMetricsLookup: true,
   }));
 
+/** The events backend's database on the variant's PostgreSQL (Backstage names it per plugin). */
+const eventsDatabase = (postgres) =>
+  require('knex')({
+    client: 'pg',
+    connection: { ...postgres.connection, database: 'backstage_plugin_events' },
+    pool: { min: 0, max: 1 },
+  });
+
 /** A figure for the report's tables. */
 const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
 
@@ -91,7 +99,7 @@ async function measureRuns(runCount, orderOf, what, measure) {
 }
 
 /**
- * A report's markdown table: a row per `rows` entry (`[label, key, decimals, note]`), a column
+ * A report's markdown table: a row per `rows` entry (`[label, key or keys, decimals, note]`), a column
  * per `columns` entry (`[heading, (key) => figure]`) with the row's decimals, then one per
  * `ratios` entry (the same, with three decimals).
  */
@@ -101,7 +109,13 @@ function reportTable(rows, columns, ratios) {
     `| | ${headings.join(' | ')} | |`,
     `|---|${headings.map(() => '---:').join('|')}|---|`,
     ...rows.map(([label, key, d, note]) => {
-      const figures = [...columns.map(([, f]) => fmt(f(key), d)), ...ratios.map(([, f]) => fmt(f(key), 3))];
+      // Several keys (`[p50, p99]`) make one figure of theirs: `p50 / p99`.
+      const figure = (f, digits) =>
+        [key]
+          .flat()
+          .map((k) => fmt(f(k), digits))
+          .join(' / ');
+      const figures = [...columns.map(([, f]) => figure(f, d)), ...ratios.map(([, f]) => figure(f, 3))];
       return `| ${label} | ${figures.join(' | ')} | ${note} |`;
     }),
   ];
@@ -131,6 +145,7 @@ module.exports = {
   entityOf,
   entities,
   clusterConfigs,
+  eventsDatabase,
   startBackend,
   fmt,
   measureRuns,

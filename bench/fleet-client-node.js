@@ -10,8 +10,9 @@
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { runAsWorker, ready, giveUpAfter } = require('./child');
-const { kubeConfig } = require('./kube');
-const { mainThreadCpuNs, settledRss } = require('./measure');
+const { CA_DATA, kubeConfig } = require('./kube');
+const { settledRss } = require('./measure');
+const { mainThreadCpuNs } = require('../testbed/proc');
 
 /** `limit` of each list page, the native informer's default `pageSize`. */
 const PAGE = 500;
@@ -52,7 +53,7 @@ runAsWorker(async ({ urls, token, informers: specs, strip = false, giveUpSeconds
   let allSynced;
   const synced = new Promise((resolve) => (allSynced = resolve));
   // One KubeConfig per cluster, as a fleet of kubeconfig contexts would give.
-  const kcs = urls.map((server, c) => kubeConfig(k8s, { name: `c${c}`, server, token }));
+  const kcs = urls.map((server, c) => kubeConfig(k8s, { name: `c${c}`, server, token, caData: CA_DATA }));
 
   for (const { cluster: c, ...type } of specs) {
     const url = urls[c];
@@ -60,15 +61,11 @@ runAsWorker(async ({ urls, token, informers: specs, strip = false, giveUpSeconds
     const collection = collectionPath(type);
     const name = `cluster ${c} ${collection}`;
     let listed = false;
-    // The list function. makeInformer needs one returning { metadata, items }. client-node's
-    // typed APIs cover only the built-in types (one method per type, and they turn items into
-    // model classes while the Watch hands plain JSON.parse output to the same cache);
-    // CustomObjectsApi cannot name the core group (it always builds /apis/{group}/...);
-    // KubernetesObjectApi.list needs a kind and a discovery round trip per group version. So
-    // this is a raw GET through client-node's own request set-up (KubeConfig.
-    // applyToFetchOptions: the TLS agent with the CA, the bearer token) and its node-fetch,
-    // exactly as its Watch makes its requests: any type, CRDs included, plain objects.
-    // Paginated with limit/continue, as the native informer lists where streaming is not used.
+    // makeInformer's list function: client-node's typed APIs cover only the built-in types (and
+    // make model classes of the items, where the Watch caches plain JSON), CustomObjectsApi cannot
+    // name the core group, KubernetesObjectApi.list needs discovery; so a raw GET through
+    // client-node's own request set-up (applyToFetchOptions: CA, token) and node-fetch, as its
+    // Watch makes its requests, paginated with limit/continue as the native informer lists.
     const listFn = async () => {
       const base = new URL(url + collection);
       base.searchParams.set('limit', String(PAGE));
@@ -102,13 +99,10 @@ runAsWorker(async ({ urls, token, informers: specs, strip = false, giveUpSeconds
       return list;
     };
     const informer = k8s.makeInformer(kc, collection, listFn);
-    // The consumer: reads each object as the native consumer reads each event. With `strip`
-    // it deletes managedFields and the last-applied annotation in place. client-node caches an
-    // object before it calls the handlers, and the handler gets that very object, so this
-    // strips the cached object too, but only after the Watch has parsed the whole line and
-    // the cache has held it: the full object is built and paid for on the main thread on
-    // every change. A client-node user cannot strip before the cache (the Watch's callback is
-    // the ListWatch's), so this is the most its cache can be cut down: the honest baseline.
+    // The consumer reads each object as the native one each event; with `strip` it deletes
+    // managedFields and last-applied in place, from the cached object itself (the handler gets
+    // it), but only after the whole object was parsed and cached on the main thread: a client-node
+    // user cannot strip before the cache, so this is the leanest its cache gets.
     const read = (obj) => strip && stripObject(obj);
     informer.on('add', read);
     informer.on('delete', read);
@@ -127,11 +121,7 @@ runAsWorker(async ({ urls, token, informers: specs, strip = false, giveUpSeconds
     });
     informers.push(informer);
   }
-  const fail = (err) => {
-    console.error(err?.message ?? err);
-    process.exit(1);
-  };
-  for (const informer of informers) informer.start().catch(fail);
+  for (const informer of informers) informer.start().catch((err) => (console.error(err), process.exit(1)));
   await synced;
   const syncSeconds = (performance.now() - started) / 1000;
   // As the native worker: let the initial events settle before the memory is read.

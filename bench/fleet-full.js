@@ -1,60 +1,37 @@
 'use strict';
-// The full fleet benchmark of issue 18, run by bench/fleet.js when given --types or --full:
+// The full fleet of issue 18, run by bench/fleet.js when given --full or --types=N:
+//   --full: 50 clusters × 20 types × 500 objects, 100 changes/s for 120 s, strip off and on, an
+//   outage, the client-node comparison; --types=20 [--clusters=5] [--objects=20] [--namespaces=20]
+//   [--bytes=1500] [--incompressible] [--rate=100] [--seconds=20] [--strip | --strip=both]
+//   [--outage] [--outage-seconds=20] [--compare | --compare-only] [--compare-seconds=30]
+//   [--compare-runs=2] [--no-compress] [--gather-ms=N] [--server-processes=N]
+//   [--server-cpu-prof=<dir>] [--server-trace-gc] [--pkg=<checkout, built>] [--json=<file>]
 //
-//   node bench/fleet.js --full      (50 clusters × 20 types × 500 objects, 100 changes/s for
-//                                    120 s, strip off and on, outage, client-node comparison)
-//   node bench/fleet.js --types=20 [--clusters=5] [--objects=20] [--namespaces=20] [--bytes=1500]
-//        [--incompressible]
-//        [--rate=100] [--seconds=20] [--strip | --strip=both] [--outage] [--outage-seconds=20]
-//        [--compare | --compare-only] [--compare-seconds=30] [--compare-runs=2] [--no-compress]
-//        [--gather-ms=N]
-//        [--server-processes=N]
-//        [--server-cpu-prof=<dir>] [--server-trace-gc] [--pkg=<package directory>] [--json=<file>]
-//
-// Servers: `clusters` simulators (bench/fleet-server.js), spread over `server-processes` forked
-// processes, each cluster holding `objects` objects of each of the first `types` types of
-// bench/fleet-objects.js over `namespaces` namespaces (about 2.3 KB of JSON each with the
-// default `bytes`). They are built to cost the machine as little as an honest API server can,
-// since the client's sync shares its cores with them: every object is serialised once when
-// stored (sim/text.js), a watch's initial events go out as paced writes of those cached texts,
-// and each server process collects its setup's garbage before it says it is ready (and has V8
-// run with --expose-gc for that). The report gives the servers' CPU during each sync (all
-// threads and main threads), next to the client's. --server-cpu-prof writes a V8 CPU profile of
-// each server process into <dir> (`node --cpu-prof`), the way to see where their time goes;
-// --server-trace-gc has them print V8's --trace-gc and --trace-incremental-marking lines (on
-// this process's stdout, among the report), which say when and why each collection started.
-// Client: bench/fleet-worker.js, a fresh
-// process per measurement, one informer per cluster × type (all namespaces) through one watcher,
-// one consumer each. After every informer synced, the servers make `rate` changes per second for
-// `seconds`, round-robin over clusters, types and objects, each stamped with its round and the
-// time it was sent. The worker's windows (in changes read): the first 60 % (30 % with --outage)
-// for main-thread CPU and ELU, the next 30 % (15 %) for the event-loop delay (a 1 ms histogram,
-// on only then); from there on it samples the slowest consumer's pending changes.
-// --outage: at half the window one cluster stops (connection refused) and another answers every
-// request 429 (Retry-After: 2) for `outage-seconds`; then both are restored. Change latency of
-// the other clusters per phase, recovery of the two, and every informer's cache checked against
-// its server at the end (counts; for the two, every object's resourceVersion).
-// --compare: a tenth of the fleet (⌈clusters / 10⌉ clusters, same types, objects and rate) with
-// this worker and bench/fleet-client-node.js (client-node's makeInformer, same protocol),
-// interleaved `compare-runs` times each, once per strip setting of the fleet's runs (client-node
-// strips the same paths in its handlers); RSS growth and main-thread CPU ratios native ÷ client-node.
-// --incompressible: the objects' padding is base64 of a hash chain instead of a repeated
-// pattern, so that their JSON does not pack (the small-object shape: `--types=1 --bytes=…`).
-// --compare-only: those runs alone, without the fleet's. --no-compress: the native informers
-// hold their objects' JSON as received (`compress: false`) instead of packed.
-// --gather-ms: the native worker's watcher gathers consumers' wake-ups over N ms (its
-// `gatherMs`) instead of the default.
-// --pkg: the native worker loads that build of the package (its index.js, lib/, addon) instead.
-// Every process is bounded: give-ups are computed from the options, and every child dies with
-// this process (bench/children.js).
+// Servers (bench/clusters/fleet.js): `clusters` simulators over `server-processes` processes, each
+// cluster holding `objects` objects of each of the first `types` types of testbed/fleet-objects.js
+// over `namespaces` namespaces (~2.3 KB of JSON each), serialised once as stored and their
+// setup's garbage collected before the sync, so that they cost the client's cores as little as an
+// honest API server can; their CPU in each sync is reported (--server-cpu-prof: a V8 profile of
+// each into <dir>; --server-trace-gc: V8's GC trace lines among the report). The client
+// (bench/fleet-worker.js, a fresh process per measurement) opens one informer per cluster × type;
+// once all synced, the servers make `rate` changes a second for `seconds`, round-robin, each
+// stamped with the time it was sent; main-thread CPU and ELU are measured over the first 60 % of
+// the changes read (30 % with --outage), the event-loop delay over the next 30 % (15 %), then the
+// slowest consumer's pending changes are sampled. --outage: at half the window one cluster stops
+// and another answers 429 (Retry-After: 2) for `outage-seconds`: the others' latency by phase,
+// the two's recovery, and every cache checked against its server at the end. --compare: a tenth
+// of the fleet with this worker and bench/fleet-client-node.js, interleaved `compare-runs` times
+// per strip setting (--compare-only: those alone). --incompressible: padding that LZ4 cannot pack;
+// --no-compress: informers hold plain JSON; --gather-ms: the watcher's `gatherMs`; --pkg: another
+// build (bench/builds.js). Bounded: give-ups follow from the options; every child dies with this.
 
 const fs = require('node:fs');
 const path = require('node:path');
 const { build, THIS } = require('./builds');
 const { options } = require('./options');
 const { cluster, work } = require('./children');
-const { TYPES } = require('./fleet-objects');
-const { processCpu, threadCpu } = require('./measure');
+const { TYPES } = require('../testbed/fleet-objects');
+const { processCpu, threadCpu } = require('../testbed/proc');
 const { median, quantile } = require('./report/measurements');
 
 const T0 = performance.now();
@@ -408,9 +385,156 @@ async function runCompare(o, strip) {
 
 const sleepUntil = (t) => new Promise((r) => setTimeout(r, Math.max(0, t - Date.now())));
 
+const mib = (bytes) => `${(bytes / MiB).toFixed(0)} MiB`;
+const range = (xs) => (xs.length ? `${Math.min(...xs)}–${Math.max(...xs)}` : '–');
+
+/** The fleet's table: a row per figure, a column per strip setting measured. */
+function fleetRows(o, servers, count, results) {
+  const held = (r) => (r.strip ? servers.strippedBytes : servers.jsonBytes);
+  const perObject = (bytes) => `${(bytes / servers.objects).toFixed(0)} B`;
+  const loopDelay = ({ p50, p99, max }) => `${p50.toFixed(2)} / ${p99.toFixed(2)} / ${max.toFixed(1)} ms`;
+  const rows = [
+    [
+      'JSON held',
+      (r) => mib(held(r)),
+      `${mib(servers.jsonBytes)} with, ${mib(servers.strippedBytes)} without managedFields + last-applied`,
+    ],
+    [
+      'JSON per object (average)',
+      (r) => perObject(held(r)),
+      `${perObject(servers.jsonBytes)} with, ${perObject(servers.strippedBytes)} without`,
+    ],
+    ['full sync', ({ ready }) => `${ready.syncSeconds.toFixed(2)} s`, '≤ 15 s'],
+    [
+      "servers' CPU in the sync: all threads / main threads (the rest: their collectors)",
+      ({ ready }) =>
+        `${ready.serverCpuSeconds.toFixed(1)} / ${ready.serverMainThreadCpuSeconds.toFixed(1)} s`,
+    ],
+    ['initial ADDED events read after sync', ({ ready }) => `${ready.drainSeconds.toFixed(2)} s later`],
+    [
+      'CPU of the sync: client main thread / all client threads / servers',
+      ({ ready: { syncCpu, serverCpuSeconds } }) =>
+        `${syncCpu.mainThreadSeconds.toFixed(1)} / ${syncCpu.processSeconds.toFixed(1)} / ${serverCpuSeconds.toFixed(1)} s`,
+    ],
+    [
+      'RSS growth after sync',
+      (r) => `${mib(r.ready.rssGrowth)} (${(r.ready.rssGrowth / held(r)).toFixed(2)}× JSON held)`,
+      '≤ 1.3× JSON held + 64 MiB',
+    ],
+    ['RSS growth at the end', (r) => `${mib(r.done.rssEnd)} (${(r.done.rssEnd / held(r)).toFixed(2)}×)`],
+    [
+      'main-thread CPU per change',
+      ({ done }) => `${done.cpuPerChangeUs.toFixed(1)} µs (${done.cpuChanges} changes)`,
+      '≤ 100 µs',
+    ],
+    ['ELU (CPU window)', ({ done }) => `${(done.elu * 100).toFixed(2)} %`, '≤ 2 %'],
+    [
+      'event-loop delay, own window (p50 / p99 / max)',
+      ({ done }) => (done.loopDelay ? loopDelay(done.loopDelay) : '–'),
+      'p99 ≤ 5 ms',
+    ],
+    [
+      'HTTP/2 connections per cluster (sync / end)',
+      ({ ready, done }) =>
+        `${range(ready.connections)} / ${range(done.connectionsEnd)} over ${ready.connections.length} origins`,
+      `${Math.ceil(o.types / 90)}`,
+    ],
+    [
+      'native threads (sync / end)',
+      ({ ready, done }) => `${ready.threads} / ${done.threadsEnd} for ${ready.informers} informers`,
+      'bounded by the runtime',
+    ],
+    ['slowest consumer pending (max sampled)', ({ done }) => `${done.pendingMax}`, '≤ 1 per object'],
+    ['changes read / sent', ({ done }) => `${done.changes} / ${count}`],
+  ];
+  const memoryKeys = [...new Set(results.flatMap((r) => Object.keys(r.ready.memory ?? {})))];
+  for (const k of memoryKeys) rows.push([`memory.${k}`, (r) => `${r.ready.memory[k] ?? '–'}`]);
+  // The per-object parts of the cache, per object cached (the fixed cost per informer is a field
+  // of its own, fixedBytesPerInformer).
+  for (const k of memoryKeys.filter((k) => /^(text|header|index|pending)Bytes$/.test(k))) {
+    const perCached = ({ ready: { memory, objects } }) => memory[k] / (memory.objects || objects);
+    rows.push([
+      `${k} per object`,
+      (r) => (r.ready.memory?.[k] === undefined ? '–' : `${perCached(r).toFixed(0)} B`),
+    ]);
+  }
+  return { rows, memoryKeys };
+}
+
+/** The outage's latency by phase and the recovery of the clusters it hit, for result `r`. */
+function reportOutage(p, r, stopped, throttled) {
+  const ph = phases(r.done.seen, r.t0, r.phases, stopped, throttled);
+  r.latency = ph;
+  p(
+    `\nReliability, strip ${r.strip ? 'on' : 'off'}: cluster ${stopped} stopped and cluster ${throttled} throttled (429, Retry-After 2 s) ` +
+      `from ${ph.sinceGo.start.toFixed(1)} s to ${ph.sinceGo.end.toFixed(1)} s of the window; change latency (received − sent) by the phase it was sent in\n`,
+  );
+  p('| phase | other clusters p50 | p99 | worst cluster p99 | stopped p50 / p99 | throttled p50 / p99 |');
+  p('|---|---|---|---|---|---|');
+  for (const phase of ['before', 'during', 'after']) {
+    const g = (who) => ph.groups[who]?.[phase] ?? [];
+    const both = (who) => `${ms(median(g(who)))} / ${ms(quantile(g(who), 0.99))}`;
+    p(
+      `| ${phase} | ${ms(median(g('others')))} | ${ms(quantile(g('others'), 0.99))} | ${ms(ph.worst[phase])} | ` +
+        `${both('stopped')} | ${both('throttled')} |`,
+    );
+  }
+  const rec = (x) => `first informer ${x.first.toFixed(2)} s, last of ${x.informers} ${x.last.toFixed(2)} s`;
+  p(
+    `\nRecovery after the restore (each informer's first change read): stopped ${rec(ph.recovery.stopped)}; throttled ${rec(ph.recovery.throttled)}`,
+  );
+}
+
+/** The changes each cluster's informers read of those sent, and the caches' check, for `r`. */
+function reportDelivery(p, r, servers, count) {
+  const readBy = new Map();
+  for (const c of r.done.seen.cluster) readBy.set(c, (readBy.get(c) ?? 0) + 1);
+  const short = servers
+    .expected(count)
+    .map((n, c) => [c, n, readBy.get(c) ?? 0])
+    .filter(([, n, got]) => got < n);
+  const lastRead = Math.max(...r.done.seen.received) - r.t0;
+  p(
+    `\nStrip ${r.strip ? 'on' : 'off'}: the servers sent their last change ${((r.changedAt - r.t0) / 1000).toFixed(1)} s after 'go', ` +
+      `the last change was read ${(lastRead / 1000).toFixed(1)} s after; changes read per cluster: ` +
+      `${short.length ? short.map(([c, n, got]) => `c${c} ${got}/${n}`).join(', ') : 'every change of every cluster'}`,
+  );
+  if (!r.checked) return;
+  const c = (r.cacheCheck = checkCaches(r.state, r.checked));
+  const caches = c.wrong.length
+    ? `${c.wrong.length} of ${c.informers} informers differ: ${c.wrong.slice(0, 5).join('; ')}`
+    : `all ${c.informers} informers hold their server's objects (counts and every object's resourceVersion)`;
+  p(
+    `Caches at the end: ${caches}, snapshot synced: ${c.synced ? 'all' : 'not all'}; warnings logged: ${r.done.warnings}`,
+  );
+}
+
+/** The side-by-side runs' table: native against client-node, medians and each run. */
+function reportCompare(p, o, side) {
+  const { runs } = side;
+  p(
+    `\nSide by side on a tenth of the fleet: ${side.clusters} clusters × ${o.types} types × ${o.objects} objects = ${side.objects} objects ` +
+      `(${mib(side.jsonBytes)} of JSON), ${side.count} changes at ${o.rate}/s, strip ${side.strip ? 'on' : 'off'}, medians of ${o.compareRuns} interleaved runs\n`,
+  );
+  p('| | native | client-node | native ÷ client-node | target |');
+  p('|---|---|---|---|---|');
+  const lines = [
+    ['RSS growth after sync', (x) => x.rssGrowth, mib, '≤ 0.3×'],
+    ['main-thread CPU per change', (x) => x.cpuPerChangeUs, (v) => `${v.toFixed(1)} µs`, '≤ 0.3×'],
+    ['sync', (x) => x.syncSeconds, (v) => `${v.toFixed(2)} s`, ''],
+    ['ELU', (x) => x.elu, (v) => `${(v * 100).toFixed(2)} %`, ''],
+  ];
+  for (const [name, f, fmt, target] of lines) {
+    const [n, c] = ['native', 'client-node'].map((which) => median(runs[which].map(f)));
+    const each = (which) => runs[which].map((x) => fmt(f(x))).join(', ');
+    p(
+      `| ${name} | ${fmt(n)} (${each('native')}) | ${fmt(c)} (${each('client-node')}) | ${(n / c).toFixed(2)}× | ${target} |`,
+    );
+  }
+}
+
 function report(o, servers, results, compare, { stopped, throttled, count }) {
   const p = (...a) => console.log(...a);
-  const pct = (x) => `${(x * 100).toFixed(2)} %`;
   if (results.length) {
     p(
       `\n${o.clusters} clusters × ${o.types} types × ${o.objects} objects = ${servers.objects} objects ` +
@@ -419,190 +543,22 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
     );
     p(`| figure | ${results.map((r) => `strip ${r.strip ? 'on' : 'off'}`).join(' | ')} | target |`);
     p(`|---|${results.map(() => '---|').join('')}---|`);
-    const row = (name, f, target = '') => p(`| ${name} | ${results.map(f).join(' | ')} | ${target} |`);
-    const held = (r) => (r.strip ? servers.strippedBytes : servers.jsonBytes);
-    row(
-      'JSON held',
-      (r) => `${(held(r) / MiB).toFixed(0)} MiB`,
-      `${(servers.jsonBytes / MiB).toFixed(0)} MiB with, ${(servers.strippedBytes / MiB).toFixed(0)} MiB without managedFields + last-applied`,
-    );
-    row(
-      'JSON per object (average)',
-      (r) => `${(held(r) / servers.objects).toFixed(0)} B`,
-      `${(servers.jsonBytes / servers.objects).toFixed(0)} B with, ${(servers.strippedBytes / servers.objects).toFixed(0)} B without`,
-    );
-    row('full sync', (r) => `${r.ready.syncSeconds.toFixed(2)} s`, '≤ 15 s');
-    row("servers' CPU in the sync: all threads / main threads (the rest: their collectors)", (r) =>
-      r.ready.serverCpuSeconds === undefined
-        ? '–'
-        : `${r.ready.serverCpuSeconds.toFixed(1)} / ${r.ready.serverMainThreadCpuSeconds.toFixed(1)} s`,
-    );
-    row('initial ADDED events read after sync', (r) => `${r.ready.drainSeconds.toFixed(2)} s later`);
-    row('CPU of the sync: client main thread / all client threads / servers', (r) =>
-      r.ready.syncCpu
-        ? `${r.ready.syncCpu.mainThreadSeconds.toFixed(1)} / ${r.ready.syncCpu.processSeconds.toFixed(1)} / ${r.ready.serverCpuSeconds?.toFixed(1) ?? '?'} s`
-        : 'not reported',
-    );
-    row(
-      'RSS growth after sync',
-      (r) =>
-        `${(r.ready.rssGrowth / MiB).toFixed(0)} MiB (${(r.ready.rssGrowth / held(r)).toFixed(2)}× JSON held)`,
-      '≤ 1.3× JSON held + 64 MiB',
-    );
-    row(
-      'RSS growth at the end',
-      (r) => `${(r.done.rssEnd / MiB).toFixed(0)} MiB (${(r.done.rssEnd / held(r)).toFixed(2)}×)`,
-    );
-    row(
-      'main-thread CPU per change',
-      (r) => `${r.done.cpuPerChangeUs.toFixed(1)} µs (${r.done.cpuChanges} changes)`,
-      '≤ 100 µs',
-    );
-    row('ELU (CPU window)', (r) => pct(r.done.elu), '≤ 2 %');
-    row(
-      'event-loop delay, own window (p50 / p99 / max)',
-      (r) =>
-        r.done.loopDelay
-          ? `${r.done.loopDelay.p50.toFixed(2)} / ${r.done.loopDelay.p99.toFixed(2)} / ${r.done.loopDelay.max.toFixed(1)} ms`
-          : '–',
-      'p99 ≤ 5 ms',
-    );
-    const range = (xs) => (xs.length ? `${Math.min(...xs)}–${Math.max(...xs)}` : '–');
-    row(
-      'HTTP/2 connections per cluster (sync / end)',
-      (r) =>
-        `${range(r.ready.connections)} / ${range(r.done.connectionsEnd)} over ${r.ready.connections.length} origins`,
-      `${Math.ceil(o.types / 90)}`,
-    );
-    row(
-      'native threads (sync / end)',
-      (r) => `${r.ready.threads} / ${r.done.threadsEnd} for ${r.ready.informers} informers`,
-      'bounded by the runtime',
-    );
-    row('slowest consumer pending (max sampled)', (r) => `${r.done.pendingMax}`, '≤ 1 per object');
-    row('changes read / sent', (r) => `${r.done.changes} / ${count}`);
-    const memoryKeys = [...new Set(results.flatMap((r) => Object.keys(r.ready.memory ?? {})))];
-    for (const k of memoryKeys) row(`memory.${k}`, (r) => `${r.ready.memory[k] ?? '–'}`);
+    const { rows, memoryKeys } = fleetRows(o, servers, count, results);
+    for (const [name, f, target = ''] of rows) p(`| ${name} | ${results.map(f).join(' | ')} | ${target} |`);
     if (!memoryKeys.length)
       p(
         '\n(no `memory` in the metrics snapshot of this build: per-object and per-informer bytes not printed)',
       );
-    // The per-object parts of the cache (textBytes, headerBytes, indexBytes, pendingBytes): per
-    // object cached. The fixed cost per informer is a field of its own (fixedBytesPerInformer).
-    const perObject = (r, k) =>
-      r.ready.memory?.[k] !== undefined
-        ? r.ready.memory[k] / (r.ready.memory.objects || r.ready.objects)
-        : undefined;
-    for (const k of memoryKeys.filter((k) => /^(text|header|index|pending)Bytes$/.test(k))) {
-      row(`${k} per object`, (r) =>
-        perObject(r, k) === undefined ? '–' : `${perObject(r, k).toFixed(0)} B`,
-      );
-    }
-
-    if (o.outage) {
-      for (const r of results) {
-        const ph = phases(r.done.seen, r.t0, r.phases, stopped, throttled);
-        r.latency = ph;
-        p(
-          `\nReliability, strip ${r.strip ? 'on' : 'off'}: cluster ${stopped} stopped and cluster ${throttled} throttled (429, Retry-After 2 s) ` +
-            `from ${ph.sinceGo.start.toFixed(1)} s to ${ph.sinceGo.end.toFixed(1)} s of the window; change latency (received − sent) by the phase it was sent in\n`,
-        );
-        p(
-          '| phase | other clusters p50 | p99 | worst cluster p99 | stopped p50 / p99 | throttled p50 / p99 |',
-        );
-        p('|---|---|---|---|---|---|');
-        for (const phase of ['before', 'during', 'after']) {
-          const g = (who) => ph.groups[who]?.[phase] ?? [];
-          p(
-            `| ${phase} | ${ms(median(g('others')))} | ${ms(quantile(g('others'), 0.99))} | ${ms(ph.worst[phase])} | ` +
-              `${ms(median(g('stopped')))} / ${ms(quantile(g('stopped'), 0.99))} | ${ms(median(g('throttled')))} / ${ms(quantile(g('throttled'), 0.99))} |`,
-          );
-        }
-        const rec = (x) =>
-          `first informer ${x.first.toFixed(2)} s, last of ${x.informers} ${x.last.toFixed(2)} s`;
-        p(
-          `\nRecovery after the restore (each informer's first change read): stopped ${rec(ph.recovery.stopped)}; throttled ${rec(ph.recovery.throttled)}`,
-        );
-      }
-    }
-    for (const r of results) {
-      const perCluster = servers.expected(count);
-      const readBy = new Map();
-      for (const c of r.done.seen.cluster) readBy.set(c, (readBy.get(c) ?? 0) + 1);
-      const short = perCluster.map((n, c) => [c, n, readBy.get(c) ?? 0]).filter(([, n, got]) => got < n);
-      const lastRead = Math.max(...r.done.seen.received) - r.t0;
-      p(
-        `\nStrip ${r.strip ? 'on' : 'off'}: the servers sent their last change ${((r.changedAt - r.t0) / 1000).toFixed(1)} s after 'go', ` +
-          `the last change was read ${(lastRead / 1000).toFixed(1)} s after; changes read per cluster: ` +
-          `${short.length ? short.map(([c, n, got]) => `c${c} ${got}/${n}`).join(', ') : 'every change of every cluster'}`,
-      );
-      if (r.checked) {
-        const c = checkCaches(r.state, r.checked);
-        r.cacheCheck = c;
-        p(
-          `Caches at the end: ${c.wrong.length ? `${c.wrong.length} of ${c.informers} informers differ: ${c.wrong.slice(0, 5).join('; ')}` : `all ${c.informers} informers hold their server's objects (counts and every object's resourceVersion)`}` +
-            `, snapshot synced: ${c.synced ? 'all' : 'not all'}; warnings logged: ${r.done.warnings}`,
-        );
-      }
-    }
+    if (o.outage) for (const r of results) reportOutage(p, r, stopped, throttled);
+    for (const r of results) reportDelivery(p, r, servers, count);
   }
-
-  for (const side of compare) {
-    const { runs } = side;
-    const med = (which, f) => median(runs[which].map(f));
-    p(
-      `\nSide by side on a tenth of the fleet: ${side.clusters} clusters × ${o.types} types × ${o.objects} objects = ${side.objects} objects ` +
-        `(${(side.jsonBytes / MiB).toFixed(0)} MiB of JSON), ${side.count} changes at ${o.rate}/s, strip ${side.strip ? 'on' : 'off'}, medians of ${o.compareRuns} interleaved runs\n`,
-    );
-    p('| | native | client-node | native ÷ client-node | target |');
-    p('|---|---|---|---|---|');
-    const line = (name, f, fmt, target) => {
-      const n = med('native', f);
-      const c = med('client-node', f);
-      p(
-        `| ${name} | ${fmt(n)} (${runs.native.map((x) => fmt(f(x))).join(', ')}) | ${fmt(c)} (${runs['client-node'].map((x) => fmt(f(x))).join(', ')}) | ${(n / c).toFixed(2)}× | ${target} |`,
-      );
-    };
-    line(
-      'RSS growth after sync',
-      (x) => x.rssGrowth,
-      (v) => `${(v / MiB).toFixed(0)} MiB`,
-      '≤ 0.3×',
-    );
-    line(
-      'main-thread CPU per change',
-      (x) => x.cpuPerChangeUs,
-      (v) => `${v.toFixed(1)} µs`,
-      '≤ 0.3×',
-    );
-    line(
-      'sync',
-      (x) => x.syncSeconds,
-      (v) => `${v.toFixed(2)} s`,
-      '',
-    );
-    line(
-      'ELU',
-      (x) => x.elu,
-      (v) => `${(v * 100).toFixed(2)} %`,
-      '',
-    );
-  }
+  for (const side of compare) reportCompare(p, o, side);
   if (o.json) {
     const slim = results.map(({ changed: _c, ...r }) => r);
+    const { jsonBytes, strippedBytes } = servers ?? {};
     fs.writeFileSync(
       o.json,
-      JSON.stringify(
-        {
-          options: o,
-          jsonBytes: servers?.jsonBytes,
-          strippedBytes: servers?.strippedBytes,
-          results: slim,
-          compare,
-        },
-        null,
-        2,
-      ),
+      JSON.stringify({ options: o, jsonBytes, strippedBytes, results: slim, compare }, null, 2),
     );
   }
 }

@@ -1,35 +1,28 @@
 'use strict';
 // The fleet benchmark's client with kube-watch-native (bench/fleet.js, bench/fleet-full.js), a
-// fresh process per measurement speaking bench/child.js's worker protocol, as the client-node
-// baseline (bench/fleet-client-node.js) does, so that the two are interchangeable:
+// fresh process per measurement (bench/child.js's worker protocol, as the client-node baseline
+// bench/fleet-client-node.js speaks it). Config: { urls, token, informers: [{ cluster, group,
+// version, plural, namespace? }], strip, compress, watches, gatherMs, pkg, cpuChanges?,
+// delayChanges?, deadlineSeconds, giveUpSeconds, check? }. It says { type: 'ready', syncSeconds,
+// rssGrowth, … } once every informer synced; given { cmd: 'go', changes: N } it reads N changes
+// (or until the deadline) and says { type: 'done', cpuPerChangeUs, elu, … }; with `check`, given
+// { cmd: 'check', clusters }, its result is the cached objects' counts and digests.
 //
-//   config { urls, token, informers: [{ cluster, group, version, plural, namespace? }], strip,
-//            compress, watches, gatherMs, pkg, cpuChanges?, delayChanges?, deadlineSeconds,
-//            giveUpSeconds, check? }
-//   worker → parent { type: 'ready', syncSeconds, rssGrowth, … }  once every informer synced
-//   parent → worker { cmd: 'go', changes: N }                     the servers start changing
-//   worker → parent { type: 'done', cpuPerChangeUs, elu, changes, … } N changes read (or the
-//                                                                 deadline passed); with `check`
-//   parent → worker { cmd: 'check', clusters }, and its result is { counts, digests, synced }
-//   (cached objects per cluster and type; digests of the clusters asked for, as
-//   bench/clusters/fleet.js computes them).
-//
-// One informer per entry of `informers` through one watcher (with `watches`, a plain watch with
-// sendInitialEvents instead, its synced the bookmark that ends the initial events), one consumer
-// each reading every change: a MODIFIED event after 'go', and its latency is now − the `…/sent`
-// annotation the servers stamped (the per-namespace runs' ConfigMaps count `data.round`
-// instead). Windows, counted in changes read after 'go': the first `cpuChanges` (default N)
-// measure main-thread CPU (/proc/self/task/<pid>/schedstat) and event-loop utilisation with
-// nothing else running; the next `delayChanges` have a 1 ms monitorEventLoopDelay histogram on,
-// and from there on the slowest consumer's pending changes are sampled from the metrics snapshot
-// once a second.
+// One informer per entry of `informers` through one watcher (`watches`: a plain watch with
+// sendInitialEvents, synced at the bookmark that ends the initial events), one consumer each: a
+// change is a MODIFIED event after 'go', its latency now − the `…/sent` annotation the servers
+// stamped (the per-namespace runs' ConfigMaps count `data.round`). Windows, in changes read: the
+// first `cpuChanges` (N) measure main-thread CPU (schedstat) and event-loop utilisation alone, the
+// next `delayChanges` the event-loop delay (a 1 ms histogram); then the slowest consumer's
+// pending changes are sampled from the metrics snapshot once a second.
 
 const path = require('node:path');
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 const { runAsWorker, ready, nextMessage, giveUpAfter, stderrWatcher } = require('./child');
-const { digest } = require('./fleet-objects');
-const { resourceParams } = require('./kube');
-const { mainThreadCpuNs, settledRss, threadCount } = require('./measure');
+const { digest } = require('../testbed/fleet-objects');
+const { CA_DATA, resourceParams } = require('./kube');
+const { settledRss } = require('./measure');
+const { mainThreadCpuNs, threadCount } = require('../testbed/proc');
 
 const SENT = 'fleet.kube-watch.dev/sent';
 const STRIP = [
@@ -40,9 +33,8 @@ const STRIP = [
 /** HTTP/2 connections per cluster origin, from the pool's figures. */
 function connectionsPerOrigin(clusters) {
   const byOrigin = new Map();
-  for (const entry of clusters) {
-    byOrigin.set(entry.origin, (byOrigin.get(entry.origin) ?? 0) + entry.connections.length);
-  }
+  for (const { origin, connections } of clusters)
+    byOrigin.set(origin, (byOrigin.get(origin) ?? 0) + connections.length);
   return [...byOrigin.values()];
 }
 
@@ -105,10 +97,8 @@ runAsWorker(async (config) => {
   let added = 0;
   let onChange = () => {};
   config.informers.forEach(({ cluster, namespace, ...type }, k) => {
-    const params = resourceParams(
-      { name: `c${cluster}`, url: config.urls[cluster], token: config.token },
-      type,
-    );
+    const endpoint = { name: `c${cluster}`, url: config.urls[cluster], token: config.token, caData: CA_DATA };
+    const params = resourceParams(endpoint, type);
     const options = {
       ...(namespace !== undefined && { namespace }),
       ...(config.strip && { strip: STRIP }),

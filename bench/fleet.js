@@ -5,30 +5,16 @@
 //                                [--against=<checkout, built>] [--watches] [--gather-ms=N]
 //
 // Main-thread cost of a fleet of informers: `clusters` simulated API servers (bench/clusters/fleet.js,
-// one process of their own, HTTPS with h2) hold `objects` ConfigMaps in each namespace; the
-// client (bench/fleet-worker.js, a fresh process per measurement) opens one informer per
-// cluster and namespace through one watcher, with one consumer each that reads every change,
-// waits for every informer to sync, then has the servers modify `changes` ConfigMaps at `rate`
-// per second, spread round-robin over every informer, and measures until every consumer has
-// read its share. Figures, each the median over `runs`, the informer counts alternating run by
-// run:
-//   - main-thread CPU per change (µs), from /proc/self/task/<pid>/schedstat (ns, this thread only);
-//   - event-loop utilisation during the changes;
-//   - process RSS growth after sync (after collections), against the JSON the servers hold.
-// With --against, every measurement is made with that build too (bench/builds.js), interleaved
-// with this one's, and the report adds this ÷ that.
-// With --watches, plain watches (`watchResource` with sendInitialEvents, one per cluster and
-// namespace, each read by a for await loop) stand in for the informers: their synced is the
-// bookmark that ends the initial events, and no cache is held.
-// --gather-ms: the watchers (of every build) gather consumers' wake-ups over N ms (`gatherMs`).
-// Every process is bounded: the worker gives up after its sync and window, and every child dies
-// with this one.
-//
-// `--full` or `--types=N` run the full fleet of issue 18 instead (20 resource types per cluster,
-// one informer per cluster and type, change latency, loop delay, an outage, client-node side by
-// side): see bench/fleet-full.js.
+// their own process, HTTPS with h2) hold `objects` ConfigMaps in each namespace; a fresh client
+// (bench/fleet-worker.js) opens one informer per cluster and namespace through one watcher, one
+// consumer each, and once all synced the servers modify `changes` ConfigMaps at `rate` a second,
+// round-robin. Medians over `runs` (informer counts and builds alternating run by run) of the
+// main-thread CPU per change (schedstat), the event-loop utilisation, and the RSS growth after
+// sync against the JSON held. --against: that build too (bench/builds.js), and this ÷ that.
+// --watches: plain watches with sendInitialEvents in place of the informers (no cache).
+// --gather-ms: the watchers gather consumers' wake-ups over N ms. Bounded; every child dies with
+// this one. `--full` or `--types=N`: the full fleet of issue 18 instead (bench/fleet-full.js).
 
-const fs = require('node:fs');
 const { build, THIS } = require('./builds');
 const { failRun } = require('./children');
 const { run: runFull, startServers, measure: measureOnce } = require('./fleet-full');
@@ -41,7 +27,7 @@ if (argv.some((a) => a === '--full' || a.startsWith('--types='))) {
   runFull(argv).then(() => process.exit(0), failRun);
   return;
 }
-const { opt, num, flag } = options(
+const { opt, num, flag, saveJson } = options(
   argv,
   /informers=[\d,]+|against=.+|clusters=\d+|objects=\d+|changes=\d+|rate=\d+|runs=\d+|strip|watches|gather-ms=\d+|json=.+/,
   'fleet.js',
@@ -94,54 +80,53 @@ async function main() {
       }
     }
   }
-  const rows = [];
-  for (const [name] of PACKAGES) {
-    for (const n of INFORMERS) {
+  const rows = PACKAGES.flatMap(([name]) =>
+    INFORMERS.map((n) => {
       const rs = results.get(cell(name, n));
-      rows.push({
+      const med = (f) => median(rs.map(f));
+      return {
         package: name,
         informers: n,
-        cpuPerChangeUs: median(rs.map((r) => r.cpuPerChangeUs)),
-        elu: median(rs.map((r) => r.elu)),
-        syncSeconds: median(rs.map((r) => r.syncSeconds)),
-        rssGrowthMiB: median(rs.map((r) => r.rssGrowth)) / 2 ** 20,
+        ...{
+          cpuPerChangeUs: med((r) => r.cpuPerChangeUs),
+          elu: med((r) => r.elu),
+          syncSeconds: med((r) => r.syncSeconds),
+        },
+        rssGrowthMiB: med((r) => r.rssGrowth) / 2 ** 20,
         jsonMiB: rs[0].jsonBytes / 2 ** 20,
         runs: rs.map((r) => Number(r.cpuPerChangeUs.toFixed(1))),
-      });
-    }
-  }
-  console.log(
+      };
+    }),
+  );
+  const p = (...a) => console.log(...a);
+  p(
     `\n${CLUSTERS} cluster(s), ${OBJECTS} ConfigMaps per namespace, ${CHANGES} changes at ${RATE}/s, ` +
       `medians of ${RUNS} runs, strip ${STRIP ? 'on' : 'off'}${WATCHES ? ', plain watches in place of informers' : ''}` +
       `${PACKAGES.length > 1 ? `, against ${PACKAGES[1][1]}` : ''}\n`,
   );
-  console.log(
-    '| build | informers | main-thread CPU per change (runs) | ELU | sync | RSS growth | JSON held |',
-  );
-  console.log('|---|---|---|---|---|---|---|');
+  p('| build | informers | main-thread CPU per change (runs) | ELU | sync | RSS growth | JSON held |');
+  p('|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(
+    p(
       `| ${r.package} | ${r.informers} | ${r.cpuPerChangeUs.toFixed(1)} µs (${r.runs.join(', ')}) | ${(r.elu * 100).toFixed(2)} % | ` +
         `${r.syncSeconds.toFixed(2)} s | ${r.rssGrowthMiB.toFixed(0)} MiB | ${r.jsonMiB.toFixed(1)} MiB |`,
     );
   }
-  const row = (name, n) => rows.find((r) => r.package === name && r.informers === n);
-  console.log('');
+  const cpu = (name, n) => rows.find((r) => r.package === name && r.informers === n).cpuPerChangeUs;
+  p('');
   for (const [name] of PACKAGES) {
-    for (const n of INFORMERS.slice(1)) {
-      const ratio = row(name, n).cpuPerChangeUs / row(name, INFORMERS[0]).cpuPerChangeUs;
-      console.log(`${name}: CPU per change, ${n} ÷ ${INFORMERS[0]} informers: ${ratio.toFixed(2)}×`);
-    }
+    for (const n of INFORMERS.slice(1))
+      p(
+        `${name}: CPU per change, ${n} ÷ ${INFORMERS[0]} informers: ${(cpu(name, n) / cpu(name, INFORMERS[0])).toFixed(2)}×`,
+      );
   }
   if (PACKAGES.length > 1) {
-    for (const n of INFORMERS) {
-      const ratio = row('this', n).cpuPerChangeUs / row('against', n).cpuPerChangeUs;
-      console.log(`${n} informers: CPU per change, this ÷ against: ${ratio.toFixed(2)}×`);
-    }
+    for (const n of INFORMERS)
+      p(
+        `${n} informers: CPU per change, this ÷ against: ${(cpu('this', n) / cpu('against', n)).toFixed(2)}×`,
+      );
   }
-  const json = opt('json');
-  if (json)
-    fs.writeFileSync(json, JSON.stringify({ rows, CLUSTERS, OBJECTS, CHANGES, RATE, RUNS, STRIP }, null, 2));
+  saveJson({ rows, CLUSTERS, OBJECTS, CHANGES, RATE, RUNS, STRIP });
 }
 
 main().catch(failRun);

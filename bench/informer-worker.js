@@ -9,8 +9,9 @@
 
 const { performance } = require('node:perf_hooks');
 const { runAsWorker, ask: askParent } = require('./child');
-const { kubeConfig, resourceParams } = require('./kube');
-const { mainThreadCpuNs, settledRss } = require('./measure');
+const { CA_DATA, kubeConfig, resourceParams } = require('./kube');
+const { settledRss } = require('./measure');
+const { mainThreadCpuNs } = require('../testbed/proc');
 
 const TOKEN = 'bench-token';
 const NAMESPACE = 'bench';
@@ -46,42 +47,34 @@ function window() {
 
 function nativeClient(task, { fields, onEvent } = {}) {
   const { NativeKubernetesWatcher } = require('kube-watch-native');
-  const params = resourceParams({ name: 'bench', url: task.url, token: TOKEN }, { plural: 'pods' });
-  const options = { namespace: NAMESPACE };
-  if (fields) options.fields = fields;
+  const cluster = { name: 'bench', url: task.url, token: TOKEN, caData: CA_DATA };
+  const params = resourceParams(cluster, { plural: 'pods' });
+  const options = { namespace: NAMESPACE, ...(fields && { fields }) };
   let watcher;
   const theWatcher = () => (watcher ??= new NativeKubernetesWatcher({ logger: quietLogger }));
-  return {
+  const client = {
     /** An informer of the same pods whose selector matches none, kept open (see `memory`). */
     async warmUp() {
-      this.warm = theWatcher().informer(params, { ...options, labelSelector: WARM_UP_SELECTOR });
-      await this.warm.synced;
+      client.warm = theWatcher().informer(params, { ...options, labelSelector: WARM_UP_SELECTOR });
+      await client.warm.synced;
     },
     start() {
-      this.informer = theWatcher().informer(params, options);
+      const informer = (client.informer = theWatcher().informer(params, options));
       if (onEvent) {
-        this.consumed = (async () => {
-          for await (const e of this.informer) if (onEvent(e) === false) return;
+        client.consumed = (async () => {
+          for await (const e of informer) if (onEvent(e) === false) return;
         })();
       }
-      return this.informer.synced;
+      return informer.synced;
     },
-    size() {
-      return this.informer.size;
-    },
-    get(name) {
-      return this.informer.get(name, NAMESPACE);
-    },
-    names() {
-      return this.informer.list().map((o) => o.metadata.name);
-    },
-    projectedJsonBytes() {
-      return this.informer.list().reduce((n, o) => n + Buffer.byteLength(JSON.stringify(o)), 0);
-    },
-    close() {
-      this.informer.close();
-    },
+    size: () => client.informer.size,
+    get: (name) => client.informer.get(name, NAMESPACE),
+    names: () => client.informer.list().map((o) => o.metadata.name),
+    projectedJsonBytes: () =>
+      client.informer.list().reduce((n, o) => n + Buffer.byteLength(JSON.stringify(o)), 0),
+    close: () => client.informer.close(),
   };
+  return client;
 }
 
 /**
@@ -92,10 +85,11 @@ function nativeClient(task, { fields, onEvent } = {}) {
  */
 function clientnodeClient(task, { onEvent } = {}) {
   const k8s = require('@kubernetes/client-node');
-  let lists = 0;
   const listed = [];
-  const kc = kubeConfig(k8s, { name: 'bench', server: task.url, token: TOKEN });
+  const kc = kubeConfig(k8s, { name: 'bench', server: task.url, token: TOKEN, caData: CA_DATA });
   const path = `/api/v1/namespaces/${NAMESPACE}/pods`;
+  let informer;
+  let warm; // kept open
   return {
     /** An informer of the same pods whose selector matches none, kept open (see `memory`). */
     async warmUp() {
@@ -107,9 +101,9 @@ function clientnodeClient(task, { onEvent } = {}) {
         setImmediate(first);
         return page;
       };
-      this.warm = k8s.makeInformer(kc, path, listFn, WARM_UP_SELECTOR);
-      this.warm.on('error', () => {});
-      this.warm.start();
+      warm = k8s.makeInformer(kc, path, listFn, WARM_UP_SELECTOR);
+      warm.on('error', () => {});
+      warm.start();
       await done;
     },
     start() {
@@ -124,39 +118,27 @@ function clientnodeClient(task, { onEvent } = {}) {
           _continue = page.metadata?._continue;
         } while (_continue);
         page.items = items;
-        lists++;
         // The ListWatch caches the items synchronously after this promise resolves.
         setImmediate(() => listed.shift()?.());
         return page;
       };
-      this.informer = k8s.makeInformer(kc, path, listFn);
+      informer = k8s.makeInformer(kc, path, listFn);
       if (onEvent) {
-        this.informer.on('add', (object) => onEvent({ type: 'ADDED', object }));
-        this.informer.on('update', (object) => onEvent({ type: 'MODIFIED', object }));
-        this.informer.on('delete', (object) => onEvent({ type: 'DELETED', object }));
+        informer.on('add', (object) => onEvent({ type: 'ADDED', object }));
+        informer.on('update', (object) => onEvent({ type: 'MODIFIED', object }));
+        informer.on('delete', (object) => onEvent({ type: 'DELETED', object }));
       }
-      this.informer.on('error', () => {});
+      informer.on('error', () => {});
       const synced = this.nextList();
-      this.informer.start();
+      informer.start();
       return synced;
     },
     /** Resolves once the next list's items are cached. */
-    nextList() {
-      return new Promise((resolve) => listed.push(resolve));
-    },
-    lists: () => lists,
-    size() {
-      return this.informer.list().length;
-    },
-    get(name) {
-      return this.informer.get(name, NAMESPACE);
-    },
-    names() {
-      return this.informer.list().map((o) => o.metadata.name);
-    },
-    close() {
-      this.informer.stop();
-    },
+    nextList: () => new Promise((resolve) => listed.push(resolve)),
+    size: () => informer.list().length,
+    get: (name) => informer.get(name, NAMESPACE),
+    names: () => informer.list().map((o) => o.metadata.name),
+    close: () => informer.stop(),
   };
 }
 

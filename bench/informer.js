@@ -11,14 +11,13 @@
 // rotating run by run; the report gives medians over the runs and ratios from the same run.
 // Progress goes to stderr, the markdown report to stdout. Every child dies with this process.
 
-const fs = require('node:fs');
 const os = require('node:os');
 const { cluster, work, failRun } = require('./children');
-const { machineBusySeconds } = require('./measure');
+const { machineBusySeconds } = require('../testbed/proc');
 const { options } = require('./options');
 const { fmt: format, median } = require('./report/measurements');
 
-const { opt, num } = options(
+const { opt, num, saveJson } = options(
   process.argv.slice(2),
   /runs=\d+|count=\d+|only=.+|clients=.+|json=.+/,
   'informer.js',
@@ -64,7 +63,7 @@ async function main() {
   server.stop();
   const out = report(rows, info, (Date.now() - t0) / 1000);
   console.log(out);
-  if (opt('json')) fs.writeFileSync(opt('json'), JSON.stringify({ info, rows }, null, 1));
+  saveJson({ info, rows });
 }
 
 function brief(r) {
@@ -78,6 +77,9 @@ function brief(r) {
   if (r.size !== undefined) parts.push(`size ${r.size}`);
   return parts.join(', ');
 }
+
+const mainMs = (r) => r.mainMs;
+const processMs = (r) => r.processMs;
 
 function report(rows, info, seconds) {
   const pick = (scenario, client, f) =>
@@ -116,18 +118,15 @@ function report(rows, info, seconds) {
           `(the warm-up informer before it: +${fmt(m((r) => r.warmUpBytes) / 2 ** 20, 1)} MiB)`;
       if (scenario === 'get')
         other = `get ${fmt(m((r) => r.getUs))} µs/call; JSON.parse of its text ${fmt(m((r) => r.parseUs))} µs`;
-      lines.push(
-        `| ${scenario} | ${client} | ${fmt(
-          m((r) => r.mainMs),
-          1,
-        )} | ${fmt(
-          m((r) => r.processMs),
-          1,
-        )} | ${fmt(
+      const cells = [
+        fmt(m(mainMs), 1),
+        fmt(m(processMs), 1),
+        fmt(
           m((r) => r.events),
           0,
-        )} | ${other} |`,
-      );
+        ),
+      ];
+      lines.push(`| ${scenario} | ${client} | ${cells.join(' | ')} | ${other} |`);
     }
   }
   lines.push('', '| target | measured (median, min–max over runs) | goal | met |', '|---|---|---|---|');
@@ -135,23 +134,11 @@ function report(rows, info, seconds) {
   const target = (name, xs, goal) =>
     lines.push(`| ${name} | ${range(xs)} | ≤ ${goal} | ${met(median(xs), goal)} |`);
   if (SCENARIOS.includes('sync')) {
-    target(
-      'sync: main-thread CPU ÷ client-node',
-      perRun('sync', (r) => r.mainMs),
-      0.25,
-    );
-    target(
-      'sync: process CPU ÷ client-node',
-      perRun('sync', (r) => r.processMs),
-      0.6,
-    );
+    target('sync: main-thread CPU ÷ client-node', perRun('sync', mainMs), 0.25);
+    target('sync: process CPU ÷ client-node', perRun('sync', processMs), 0.6);
   }
   if (SCENARIOS.includes('iterate'))
-    target(
-      'iterate ADDED: main-thread CPU ÷ client-node',
-      perRun('iterate', (r) => r.mainMs),
-      0.7,
-    );
+    target('iterate ADDED: main-thread CPU ÷ client-node', perRun('iterate', mainMs), 0.7);
   if (SCENARIOS.includes('memory')) {
     target(
       'memory: RSS growth ÷ JSON cached (native)',
@@ -180,11 +167,7 @@ function report(rows, info, seconds) {
       if (a && b && !a.r.error && !b.r.error) own.push(a.r.mainMs / b.r.mainMs);
     }
     target('relist: main-thread CPU ÷ its own full delivery (iterate)', own, 0.1);
-    target(
-      'relist: main-thread CPU ÷ client-node relist',
-      perRun('relist', (r) => r.mainMs),
-      0.05,
-    );
+    target('relist: main-thread CPU ÷ client-node relist', perRun('relist', mainMs), 0.05);
   }
   if (SCENARIOS.includes('get'))
     lines.push(

@@ -7,8 +7,8 @@ const certs = require('../packages/kube-watch-native/sim/certs');
 /** The simulators' CA, base64 PEM as a kubeconfig carries it. */
 const CA_DATA = Buffer.from(certs.ca).toString('base64');
 
-/** A client-node KubeConfig of one cluster `name` at `server` and its user `token`. */
-function kubeConfig(k8s, { name, server, token, caData = CA_DATA, skipTLSVerify }) {
+/** A client-node KubeConfig of one cluster `name` at `server` (its CA `caData`) and its user `token`. */
+function kubeConfig(k8s, { name, server, token, caData, skipTLSVerify }) {
   const kc = new k8s.KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name, server, caData, skipTLSVerify }],
@@ -20,7 +20,7 @@ function kubeConfig(k8s, { name, server, token, caData = CA_DATA, skipTLSVerify 
 }
 
 /** The native watcher's params for `plural` of `group`/`version` on cluster `name` at `url`. */
-const resourceParams = ({ name, url, token, caData = CA_DATA }, { group = '', version = 'v1', plural }) => ({
+const resourceParams = ({ name, url, token, caData }, { group = '', version = 'v1', plural }) => ({
   clusterDetails: { name, url, authMetadata: {}, caData },
   credential: { type: 'bearer token', token },
   group,

@@ -1,52 +1,12 @@
 'use strict';
-// What the benchmarks measure of a process, all of /proc read here: a worker's own CPU (process
-// and main thread), event-loop utilisation and delay, RSS (sampled every 5 ms, settled after
-// collections, and the kernel's high-water mark) and native threads; another process's (a server,
-// a backend, a browser) CPU by thread and RSS; and how busy the whole machine was.
+// What a benchmark's worker measures about itself (its /proc readers are testbed/proc.js's): CPU
+// (process and main thread), event-loop utilisation and delay over a window of events, and RSS
+// (sampled every 5 ms, settled after collections, and the kernel's high-water mark).
 
-const fs = require('node:fs');
 const { performance, monitorEventLoopDelay } = require('node:perf_hooks');
+const { mainThreadCpuNs, statusBytes } = require('../testbed/proc');
 
 const MiB = 1024 * 1024;
-
-/** Seconds of CPU the whole machine has been busy since boot (/proc/stat, all but idle/iowait). */
-function machineBusySeconds() {
-  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, , , irq, softirq, steal] = f;
-  return (user + nice + system + irq + softirq + steal) / 100; // USER_HZ
-}
-
-const nap = new Int32Array(new SharedArrayBuffer(4));
-
-/**
- * Nanoseconds the main thread (tid = pid) has spent on a CPU (Linux schedstat, field 1).
- * The kernel brings a running thread's figure up to date only when it is switched out (or at a
- * tick, 4 ms here), so a thread that reads its own would see a value up to a tick stale; a 20 µs
- * futex nap first makes the figure exact (it costs wall time, no CPU).
- */
-function mainThreadCpuNs() {
-  Atomics.wait(nap, 0, 0, 0.02);
-  return threadCpuNs('self', process.pid);
-}
-
-/** A field of /proc/self/status in bytes (VmHWM, VmRSS …). */
-function statusBytes(field) {
-  try {
-    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync('/proc/self/status', 'utf8'));
-    return m ? Number(m[1]) * 1024 : NaN;
-  } catch {
-    return NaN;
-  }
-}
-
-/** Threads of this process. */
-function threadCount() {
-  try {
-    return fs.readdirSync('/proc/self/task').length;
-  } catch {
-    return NaN;
-  }
-}
 
 /** Samples RSS every `everyMs` on the event loop (VmHWM catches what a blocked loop misses). */
 class RssSampler {
@@ -114,79 +74,4 @@ async function settledRss() {
   return process.memoryUsage.rss();
 }
 
-/** utime + stime of a /proc stat line, in seconds. */
-function statCpu(file) {
-  const stat = fs.readFileSync(file, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ
-}
-
-/** CPU seconds of process `pid`'s thread `tid` (with tid = pid, its main thread), in 10 ms ticks. */
-const threadCpu = (pid, tid = pid) => statCpu(`/proc/${pid}/task/${tid}/stat`);
-/** CPU nanoseconds of one thread, from the scheduler's own account (no 10 ms ticks). */
-const threadCpuNs = (pid, tid = pid) =>
-  Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-/** CPU seconds of every thread of process `pid`; 0 once it is gone. */
-function processCpu(pid) {
-  try {
-    return statCpu(`/proc/${pid}/stat`);
-  } catch {
-    return 0;
-  }
-}
-/** RSS of process `pid`, in bytes. */
-const rssBytes = (pid) =>
-  Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
-
-/** The CPU seconds of every process descended from `pid` whose command is `comm` (a browser's). */
-function treeCpu(pid, comm) {
-  const parents = new Map();
-  const cpu = new Map();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat;
-    try {
-      stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    parents.set(Number(entry), Number(fields[1]));
-    if (name.startsWith(comm)) cpu.set(Number(entry), (Number(fields[11]) + Number(fields[12])) / 100);
-  }
-  const descends = (p) => {
-    for (let q = parents.get(p); q !== undefined && q > 1; q = parents.get(q)) if (q === pid) return true;
-    return false;
-  };
-  let total = 0;
-  for (const [p, seconds] of cpu) if (descends(p)) total += seconds;
-  return total;
-}
-
-/** Resets VmHWM to the current RSS (Linux: `5` into clear_refs); false where unsupported. */
-function resetPeakRss() {
-  try {
-    fs.writeFileSync('/proc/self/clear_refs', '5');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-module.exports = {
-  MiB,
-  machineBusySeconds,
-  mainThreadCpuNs,
-  statusBytes,
-  threadCount,
-  settledRss,
-  threadCpu,
-  threadCpuNs,
-  processCpu,
-  rssBytes,
-  treeCpu,
-  resetPeakRss,
-  RssSampler,
-  Window,
-};
+module.exports = { MiB, settledRss, RssSampler, Window };

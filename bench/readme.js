@@ -16,11 +16,7 @@ const { ROOT, commitOf } = require('./builds');
 const README = path.join(ROOT, 'README.md');
 const BEGIN = '<!-- bench:readme begin -->';
 const END = '<!-- bench:readme end -->';
-const SIZES = [
-  ['small', '~1.4 KB'],
-  ['medium', '~9 KB'],
-  ['large', '~100 KB'],
-];
+const SIZES = Object.entries({ small: '~1.4 KB', medium: '~9 KB', large: '~100 KB' });
 const MiB = 1024 * 1024;
 
 /** The section's text for a bench/run.js JSON (`{ env, plan, rows }`) measured at `commit`. */

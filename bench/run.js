@@ -26,7 +26,7 @@ const GiB = 1024 * MiB;
 // Options
 
 const argv = process.argv.slice(2);
-const { opt, flag } = options(
+const { opt, flag, saveJson } = options(
   argv,
   /quick|only=.+|runs=\d+|sizes=.+|protos=.+|clients=.+|json=.+|against=.+|help/,
   'run.js',
@@ -77,7 +77,7 @@ const SLOW_ABORT_ABOVE = 1 * GiB;
 
 // bench/children.js kills them on exit and on SIGINT, SIGTERM and SIGHUP; here also on a crash.
 const { cluster, work, killAll, failRun } = require('./children');
-const { machineBusySeconds } = require('./measure');
+const { machineBusySeconds } = require('../testbed/proc');
 process.on('uncaughtException', failRun);
 process.on('unhandledRejection', failRun);
 
@@ -133,117 +133,70 @@ const lineBytes = Object.fromEntries(
 );
 lineBytes.medium ??= lines('medium', 64).reduce((a, l) => a + l.length, 0) / 64;
 
-function rotate(arr, by) {
-  const k = by % arr.length;
-  return arr.slice(k).concat(arr.slice(0, k));
-}
+const rotate = (arr, by) => [...arr.slice(by % arr.length), ...arr.slice(0, by % arr.length)];
+
+/** A cell per size and protocol; `make(size)` gives its clients, task, job and time bound. */
+const perSize = (make) =>
+  SIZES.flatMap((size) => PROTOS.map((proto) => ({ key: `${size}/${proto}`, size, proto, ...make(size) })));
 
 function cellsFor(scenario) {
   const streamClients = CLIENTS.filter((c) => c !== 'native-fields');
+  const { counts, ownBoundMs, paired, interleaved, trickle, slow } = PLAN;
+  const httpsOnly = (key, size, cell) => [{ key, size, proto: 'https', clients: streamClients, ...cell }];
   switch (scenario) {
     case 'throughput':
-      return SIZES.flatMap((size) =>
-        PROTOS.map((proto) => ({
-          key: `${size}/${proto}`,
-          size,
-          proto,
-          clients: ['bound', ...CLIENTS],
-          task: {
-            scenario: 'throughput',
-            size,
-            count: PLAN.counts[size],
-            warmup: Math.round(PLAN.counts[size] * WARMUP),
-            ownBoundMs: PLAN.ownBoundMs,
-          },
-          job: { mode: 'stream', size, count: PLAN.counts[size] },
-          timeoutMs: 120000,
-        })),
-      );
+      return perSize((size) => ({
+        clients: ['bound', ...CLIENTS],
+        task: { scenario, size, count: counts[size], warmup: Math.round(counts[size] * WARMUP), ownBoundMs },
+        job: { mode: 'stream', size, count: counts[size] },
+        timeoutMs: 120000,
+      }));
     case 'paired':
-      return SIZES.flatMap((size) =>
-        PROTOS.map((proto) => {
-          const slice = PLAN.paired.slices[size];
-          const warmup = Math.round(slice * WARMUP);
-          return {
-            key: `${size}/${proto}`,
-            size,
-            proto,
-            clients: ['all'],
-            task: {
-              scenario: 'paired',
-              size,
-              slice,
-              warmup,
-              rounds: PLAN.paired.rounds + 1,
-              clients: ['bound', ...CLIENTS.filter((c) => c !== 'native-against')],
-            },
-            job: { mode: 'stream', size, count: slice + warmup },
-            timeoutMs: 600000,
-          };
-        }),
-      );
+      return perSize((size) => {
+        const [slice, warmup] = [paired.slices[size], Math.round(paired.slices[size] * WARMUP)];
+        // Not `native-against`: one process would load both addons.
+        const clients = ['bound', ...CLIENTS.filter((c) => c !== 'native-against')];
+        return {
+          clients: ['all'],
+          task: { scenario, size, slice, warmup, rounds: paired.rounds + 1, clients },
+          job: { mode: 'stream', size, count: slice + warmup },
+          timeoutMs: 600000,
+        };
+      });
     case 'interleaved':
       // Only clients whose paused stream does no main-thread work: the pure-JS ones keep reading
       // and splitting their socket in the bound's turns of the event loop (client-node cannot
       // even pause), which would bill part of their work to the bound.
-      return SIZES.flatMap((size) =>
-        PROTOS.map((proto) => {
-          const segment = PLAN.interleaved.segments[size];
-          const count = segment * (PLAN.interleaved.rounds + 2);
-          return {
-            key: `${size}/${proto}`,
-            size,
-            proto,
-            clients: CLIENTS.filter((c) => c.startsWith('native')),
-            task: { scenario: 'interleaved', size, segment, rounds: PLAN.interleaved.rounds },
-            job: { mode: 'stream', size, count },
-            timeoutMs: 600000,
-          };
-        }),
-      );
+      return perSize((size) => ({
+        clients: CLIENTS.filter((c) => c.startsWith('native')),
+        task: { scenario, size, segment: interleaved.segments[size], rounds: interleaved.rounds },
+        job: { mode: 'stream', size, count: interleaved.segments[size] * (interleaved.rounds + 2) },
+        timeoutMs: 600000,
+      }));
     case 'trickle':
       return PROTOS.map((proto) => ({
         key: `small/${proto}`,
         size: 'small',
         proto,
         clients: streamClients,
-        task: { scenario: 'trickle', count: PLAN.trickle.count },
-        job: {
-          mode: 'trickle',
-          size: 'small',
-          count: PLAN.trickle.count,
-          intervalMs: PLAN.trickle.intervalMs,
-        },
-        timeoutMs: PLAN.trickle.count * PLAN.trickle.intervalMs + 30000,
+        task: { scenario, count: trickle.count },
+        job: { mode: 'trickle', size: 'small', count: trickle.count, intervalMs: trickle.intervalMs },
+        timeoutMs: trickle.count * trickle.intervalMs + 30000,
       }));
-    case 'slow':
-      return [
-        {
-          key: `${PLAN.slow.size}/https`,
-          size: PLAN.slow.size,
-          proto: 'https',
-          clients: streamClients,
-          task: {
-            scenario: 'slow',
-            durationMs: PLAN.slow.durationMs,
-            lineBytes: lineBytes[PLAN.slow.size],
-            abortAboveBytes: SLOW_ABORT_ABOVE,
-          },
-          job: { mode: 'bytes', size: PLAN.slow.size, bytes: PLAN.slow.bytes },
-          timeoutMs: PLAN.slow.durationMs + 60000,
-        },
-      ];
+    case 'slow': {
+      const { size, durationMs } = slow;
+      return httpsOnly(`${size}/https`, size, {
+        task: { scenario, durationMs, lineBytes: lineBytes[size], abortAboveBytes: SLOW_ABORT_ABOVE },
+        job: { mode: 'bytes', size, bytes: slow.bytes },
+        timeoutMs: durationMs + 60000,
+      });
+    }
     case 'idle':
-      return [
-        {
-          key: 'https',
-          proto: 'https',
-          clients: streamClients,
-          task: { scenario: 'idle', watches: PLAN.idle.watches },
-          job: { mode: 'idle' },
-          timeoutMs: 180000,
-        },
-      ];
+      return httpsOnly('https', undefined, {
+        task: { scenario, watches: PLAN.idle.watches },
+        job: { mode: 'idle' },
+        timeoutMs: 180000,
+      });
     default:
       throw new Error(`unknown scenario ${scenario} (throughput, paired, interleaved, trickle, slow, idle)`);
   }
@@ -309,8 +262,7 @@ async function main() {
   const seconds = (Date.now() - t0) / 1000;
   const out = report(reportContext(plan, seconds));
   console.log(out);
-  if (opt('json'))
-    fs.writeFileSync(opt('json'), JSON.stringify({ env: environment(seconds), plan: PLAN, rows }, null, 1));
+  saveJson({ env: environment(seconds), plan: PLAN, rows });
   log(`done in ${fmt(seconds, 0)} s`);
 }
 

@@ -1,18 +1,14 @@
 'use strict';
 // One measurement of one client in a fresh process (clean RSS, threads and JIT state), forked by
-// run.js with the task (bench/child.js's worker protocol).
-//
-// Scenarios:
-//   throughput  consume `count` events flat out; measure after `warmup` events
-//   bound       JSON.parse the same lines in a tight loop (no network): the floor for JS
-//               (bench/investigations/floor.js breaks the native path's JavaScript side down further)
-//   trickle     one event every 50 ms; delay from the server's write to the loop body
-//   slow        the consumer sleeps 1 ms per event for `durationMs`; RSS growth over the start
-//   idle        `watches` concurrent idle watches; RSS per watch, threads, (server) connections
+// bench/run.js (bench/child.js's worker protocol). Scenarios:
+//   throughput  `count` events flat out, measured after `warmup` events
+//   bound       JSON.parse of the same lines in a tight loop (no network): the floor for JS
+//   trickle     one event every 50 ms: the delay from the server's write to the loop body
+//   slow        the consumer sleeps 1 ms per event for `durationMs`: RSS growth
+//   idle        `watches` concurrent idle watches: RSS per watch, threads, (server) connections
 //   paired      all clients and the bound in one process, alternating slices (tighter ratios)
-//   interleaved one client's stream with a bound segment run inline every `segment` events, the
-//               stream paused meanwhile: the tightest main ÷ bound ratio this machine allows
-//
+//   interleaved one client's stream paused every `segment` events for a bound segment run
+//               inline: the tightest main ÷ bound ratio this machine allows
 // Every bound loop lets the event loop turn every TURN_MS (one setImmediate, ~1 µs), as the
 // clients' streams do: V8 runs the scavenges a loop's garbage makes due as tasks on the event
 // loop, and a loop that never yields leaves its own collections to be billed to whatever runs
@@ -24,15 +20,8 @@ const { runAsWorker, ask } = require('./child');
 const { median, quantile } = require('./report/measurements');
 const { clients, STOP, FIELDS, quietLogger } = require('./clients');
 const { lines, SENT_AT } = require('./pods');
-const {
-  MiB,
-  RssSampler,
-  Window,
-  threadCount,
-  statusBytes,
-  resetPeakRss,
-  mainThreadCpuNs,
-} = require('./measure');
+const { MiB, RssSampler, Window } = require('./measure');
+const { threadCount, statusBytes, resetPeakRss, mainThreadCpuNs } = require('../testbed/proc');
 
 let task;
 
@@ -63,10 +52,8 @@ async function parseLines(texts, count, onEvent) {
   return names;
 }
 
-function fieldsCheck(object) {
-  // With options.fields honoured, the object holds only the projected paths.
-  return object.spec === undefined && object.metadata?.managedFields === undefined;
-}
+/** Whether options.fields was honoured: the object holds only the projected paths. */
+const fieldsCheck = (object) => object.spec === undefined && object.metadata?.managedFields === undefined;
 
 /** The watch lines of `size` as strings without their newline (what a line splitter yields). */
 const textsOf = (size) => lines(size, 64).map((l) => l.slice(0, -1));
@@ -173,14 +160,9 @@ async function trickle(client) {
     error:
       end.error ??
       (delays.length !== task.count ? { detail: `got ${delays.length} of ${task.count}` } : undefined),
-    latencyP50Ms: q(50),
-    latencyP90Ms: q(90),
-    latencyP99Ms: q(99),
-    latencyMaxMs: Math.max(...delays),
-    latencyMinMs: Math.min(...delays),
-    mainUsPerEvent: w.mainUsPerEvent,
-    cpuUsPerEvent: w.cpuUsPerEvent,
-    elu: w.elu,
+    ...{ latencyP50Ms: q(50), latencyP90Ms: q(90), latencyP99Ms: q(99) },
+    ...{ latencyMaxMs: Math.max(...delays), latencyMinMs: Math.min(...delays) },
+    ...{ mainUsPerEvent: w.mainUsPerEvent, cpuUsPerEvent: w.cpuUsPerEvent, elu: w.elu },
   };
 }
 
@@ -224,9 +206,7 @@ async function slow(client) {
     seconds,
     consumedMiB: bytes / MiB,
     serverWroteMiB: stats.bytesWritten / MiB,
-    startRssMiB: startRss / MiB,
-    peakRssMiB: peakRss / MiB,
-    growthMiB: (peakRss - startRss) / MiB,
+    ...{ startRssMiB: startRss / MiB, peakRssMiB: peakRss / MiB, growthMiB: (peakRss - startRss) / MiB },
     overLimit,
     queued: watch.queued?.(),
     error: end.error,
@@ -283,21 +263,16 @@ async function idle(client) {
   }
   await Promise.race([Promise.all(opened.map((w) => w.done)), sleep(1000)]);
   return {
-    endedWithin1sOfCancel: ended,
-    watches: task.watches,
-    openSeconds,
-    rssBaseMiB: rss0 / MiB,
-    rssOneMiB: rss1 / MiB,
-    rssAllMiB: rssN / MiB,
+    ...{ endedWithin1sOfCancel: ended, watches: task.watches, openSeconds },
+    ...{ rssBaseMiB: rss0 / MiB, rssOneMiB: rss1 / MiB, rssAllMiB: rssN / MiB },
     kibPerWatch: (rssN - rss1) / 1024 / (task.watches - 1),
-    threads0,
-    threads1,
-    threadsN,
-    connectionsAtOne: stats1.connectionsOpen,
-    connectionsAtAll: statsN.connectionsOpen,
-    h2SessionsAtAll: statsN.h2SessionsOpen,
-    h2Requests: statsN.h2Requests,
-    h1Requests: statsN.h1Requests,
+    ...{ threads0, threads1, threadsN },
+    ...{ connectionsAtOne: stats1.connectionsOpen, connectionsAtAll: statsN.connectionsOpen },
+    ...{
+      h2SessionsAtAll: statsN.h2SessionsOpen,
+      h2Requests: statsN.h2Requests,
+      h1Requests: statsN.h1Requests,
+    },
   };
 }
 

@@ -27,28 +27,28 @@ const LATENCY_MS = 20;
 const TOKEN = 'bench-token-4b7e';
 const ID = 'backstage.io/kubernetes-id';
 
-const TYPES = [
-  'pods',
-  'services',
-  'configmaps',
-  'limitranges',
-  'resourcequotas',
-  'apps/v1/deployments',
-  'apps/v1/replicasets',
-  'autoscaling/v2/horizontalpodautoscalers',
-  'batch/v1/jobs',
-  'batch/v1/cronjobs',
-  'networking.k8s.io/v1/ingresses',
-  'apps/v1/statefulsets',
-  'apps/v1/daemonsets',
-  'example.com/v1/widgets',
-];
+const TYPES = (
+  'pods services configmaps limitranges resourcequotas apps/v1/deployments apps/v1/replicasets ' +
+  'autoscaling/v2/horizontalpodautoscalers batch/v1/jobs batch/v1/cronjobs networking.k8s.io/v1/ingresses ' +
+  'apps/v1/statefulsets apps/v1/daemonsets example.com/v1/widgets'
+).split(' ');
 
 /**
  * An object of about 1.3 KiB of JSON: labels, annotations, managedFields, a spec and a status. A
  * pod is shaped as a pod (its containers in `spec.containers`, their statuses in the status), as
  * the Kubernetes tab's error detection reads it; the other types carry a workload's template.
  */
+const MANAGED = {
+  ...{
+    manager: 'kube-controller-manager',
+    operation: 'Update',
+    apiVersion: 'v1',
+    time: '2026-11-30T12:00:00Z',
+  },
+  fieldsType: 'FieldsV1',
+  fieldsV1: { 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } }, 'f:spec': { 'f:replicas': {} } },
+};
+
 function object(index, labels, type) {
   const name = `obj-${index}`;
   const containers = [
@@ -63,10 +63,9 @@ function object(index, labels, type) {
       ],
     },
   ];
-  const conditions = [
-    { type: 'Ready', status: 'True', lastTransitionTime: '2026-11-30T12:00:05Z' },
-    { type: 'Available', status: 'True', lastTransitionTime: '2026-11-30T12:00:05Z' },
-  ];
+  const conditions = ['Ready', 'Available'].map((type) => ({
+    ...{ type, status: 'True', lastTransitionTime: '2026-11-30T12:00:05Z' },
+  }));
   const pod = type === 'pods';
   return {
     metadata: {
@@ -74,19 +73,7 @@ function object(index, labels, type) {
       namespace: `ns-${index % 20}`,
       labels: { app: `app-${index % 97}`, tier: index % 3 === 0 ? 'db' : 'web', ...labels },
       annotations: { 'deployment.kubernetes.io/revision': String(index % 7), owner: `team-${index % 13}` },
-      managedFields: [
-        {
-          manager: 'kube-controller-manager',
-          operation: 'Update',
-          apiVersion: 'v1',
-          time: '2026-11-30T12:00:00Z',
-          fieldsType: 'FieldsV1',
-          fieldsV1: {
-            'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } },
-            'f:spec': { 'f:replicas': {} },
-          },
-        },
-      ],
+      managedFields: [MANAGED],
     },
     spec: pod
       ? { containers, nodeName: `node-${index % 40}`, restartPolicy: 'Always' }

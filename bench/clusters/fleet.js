@@ -4,32 +4,26 @@
 //   - `{ legacy: true, clusters: [index…], namespaces, perNamespace }` (the per-namespace runs):
 //     `perNamespace` ConfigMaps in each of `namespaces` namespaces;
 //   - `{ clusters: [global index…], types, objects, namespaces, bytes, incompressible }` (the full
-//     fleet, possibly spread over several of these processes): per cluster, `objects` objects of
-//     each of the first `types` types of bench/fleet-objects.js, spread over `namespaces`
-//     namespaces, the CRDs among them defined with defineResource.
-// bench/fleet-objects.js shapes the objects: managedFields and a last-applied annotation, as a
-// real API server and `kubectl apply` leave them. The full fleet's objects are loaded with
-// Store#load (taken over, not copied) and serialised once as they are stored (sim/text.js);
-// once they are, the setup's garbage is collected (`gc()`, when run with --expose-gc as
-// bench/fleet-full.js does), so that the sync the benchmark times pays for neither.
-//
+//     fleet, maybe over several processes): per cluster, `objects` objects of each of the first
+//     `types` types of testbed/fleet-objects.js over `namespaces` namespaces, loaded with
+//     Store#load (taken over, not copied) and serialised once as stored (sim/text.js); the setup's
+//     garbage is then collected (with --expose-gc) so that the sync the benchmark times pays for
+//     neither.
 // Ready: { urls, jsonBytes, strippedBytes, objects }. Commands:
-//   { cmd: 'changes', count, perSecond }    → { changed } once `count` objects were modified,
-//       spread round-robin over this process's clusters, then types (or namespaces), then
-//       objects. A full-fleet change stamps `metadata.annotations['fleet.kube-watch.dev/round']`
-//       (a counter) and `…/sent` (Date.now() in ms), which survive `strip` and metadataOnly.
-//   { cmd: 'outage', cluster, how }         → {} ; `how` 'stop': the cluster stops listening and
-//       drops its connections (connection refused; its store goes on changing, as a partitioned
-//       API server's); 'throttle': every list and watch is answered 429 with Retry-After, and
-//       the watches open are cut so that each must ask again
-//   { cmd: 'restore', cluster }             → {} ; the cluster serves again, on the same port
-//   { cmd: 'state', clusters: [index…] }    → { counts: { [cluster]: { [plural]: n } },
-//       digests: { [cluster]: { [plural]: sha1 } } } (digests of the clusters asked for: of
-//       the sorted `namespace/name=resourceVersion` lines, as bench/fleet-worker.js computes them)
+//   { cmd: 'changes', count, perSecond } → { changed } once `count` objects were modified,
+//       round-robin over this process's clusters, then types (or namespaces), then objects; a
+//       full-fleet change stamps the annotations `fleet.kube-watch.dev/round` (a counter) and
+//       `…/sent` (Date.now()), which survive `strip` and metadataOnly
+//   { cmd: 'outage', cluster, how } → {}: 'stop': the cluster stops listening and drops its
+//       connections (its store goes on changing, as a partitioned API server's); 'throttle': every
+//       list and watch is answered 429 with Retry-After, the open watches cut
+//   { cmd: 'restore', cluster } → {}: the cluster serves again, on the same port
+//   { cmd: 'state', clusters } → { counts: { [cluster]: { [plural]: n } }, digests }: digests of
+//       the clusters asked for, as bench/fleet-worker.js computes them
 
 const { createSimulator } = require('../../packages/kube-watch-native/sim');
 const { textBytes } = require('../../packages/kube-watch-native/sim/text');
-const { configMap, fleetObject, strippedBytes, digest, TYPES } = require('../fleet-objects');
+const { configMap, fleetObject, strippedBytes, digest, TYPES } = require('../../testbed/fleet-objects');
 
 const ROUND = 'fleet.kube-watch.dev/round';
 const SENT = 'fleet.kube-watch.dev/sent';

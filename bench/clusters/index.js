@@ -5,6 +5,12 @@
 
 const { serve } = require('../child');
 
+const KINDS = {
+  load: () => require('./load'),
+  informer: () => require('./informer'),
+  fleet: () => require('./fleet'),
+  backstage: () => require('./backstage'),
+};
 const [kind, config] = process.argv.slice(2);
-if (!['load', 'informer', 'fleet', 'backstage'].includes(kind)) throw new Error(`no clusters ${kind}`);
-serve(require(`./${kind}`).start(JSON.parse(config)));
+if (!Object.hasOwn(KINDS, kind)) throw new Error(`no clusters of kind ${kind}`);
+serve(KINDS[kind]().start(JSON.parse(config)));

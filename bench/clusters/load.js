@@ -28,39 +28,27 @@ const POOL = 64;
 const SAFETY_MS = 300_000;
 
 const pools = new Map();
-function poolOf(size) {
-  if (!pools.has(size))
-    pools.set(
+const poolOf = (size) =>
+  pools.get(size) ??
+  pools
+    .set(
       size,
       lines(size, POOL).map((l) => Buffer.from(l)),
-    );
-  return pools.get(size);
-}
+    )
+    .get(size);
 
 /** Per-job configuration and counters. */
 const jobs = new Map();
 /** Open responses per job, so 'end-job' can finish idle watches. */
 const openResponses = new Map();
 
-const counters = {
-  connectionsOpen: 0,
-  connectionsOpened: 0,
-  h2SessionsOpen: 0,
-};
+const counters = { connectionsOpen: 0, connectionsOpened: 0, h2SessionsOpen: 0 };
 
-function newStats() {
-  return {
-    requests: 0,
-    h1Requests: 0,
-    h2Requests: 0,
-    eventsWritten: 0,
-    bytesWritten: 0,
-    responsesEnded: 0,
-    clientsGone: 0,
-    connectionsOpenedSinceJob: 0,
-    cpu0: process.cpuUsage(),
-  };
-}
+/** A job's counters, from zero. */
+const newStats = () => ({
+  ...{ requests: 0, h1Requests: 0, h2Requests: 0, eventsWritten: 0, bytesWritten: 0, responsesEnded: 0 },
+  ...{ clientsGone: 0, connectionsOpenedSinceJob: 0, cpu0: process.cpuUsage() },
+});
 
 function trackConnections(server) {
   server.on('connection', (socket) => {
@@ -81,8 +69,7 @@ function handler(req, res) {
     return;
   }
   job.stats.requests++;
-  if (req.httpVersionMajor === 2) job.stats.h2Requests++;
-  else job.stats.h1Requests++;
+  job.stats[req.httpVersionMajor === 2 ? 'h2Requests' : 'h1Requests']++;
 
   let gone = false;
   const open = openResponses.get(job.id);
@@ -117,13 +104,8 @@ function handler(req, res) {
   };
   const drained = () =>
     new Promise((resolve) => {
-      const done = () => {
-        res.off('drain', done);
-        res.off('close', done);
-        resolve();
-      };
-      res.on('drain', done);
-      res.on('close', done);
+      const done = () => (res.off('drain', done), res.off('close', done), resolve());
+      res.on('drain', done).on('close', done);
     });
 
   if (job.mode === 'stream' || job.mode === 'bytes') {

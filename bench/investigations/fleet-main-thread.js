@@ -7,7 +7,7 @@
 // Where the main thread's time goes per change in the fleet benchmark's steady state (issue 18):
 // the same fleet as bench/fleet.js (its servers, bench/clusters/fleet.js), one worker process,
 // one measurement. With --types=N, the full fleet's shape instead (bench/fleet-full.js): per
-// cluster `objects` objects of each of the first N types of bench/fleet-objects.js over 20
+// cluster `objects` objects of each of the first N types of testbed/fleet-objects.js over 20
 // namespaces, one informer per cluster × type (all namespaces; --informers is then
 // clusters × N), with `strip` of managedFields and last-applied given --strip.
 // Before the window it measures, informers open and synced and nothing changing, what the
@@ -40,7 +40,7 @@ const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.l
 
 const { runAsWorker, giveUpAfter, stderrWatcher, ready } = require('../child');
 // Required above the line below: in a worker, this module's body ends there.
-const { mainThreadCpuNs } = require('../measure');
+const { mainThreadCpuNs } = require('../../testbed/proc');
 const { emptyWakeUpUs } = require('./wake-floor');
 
 if (runAsWorker(worker)) return;
@@ -81,7 +81,7 @@ async function main() {
     namespaces,
     informers,
     types: types
-      ? require('../fleet-objects')
+      ? require('../../testbed/fleet-objects')
           .TYPES.slice(0, types)
           .map(({ group, version, plural }) => ({ group, version, plural }))
       : null,

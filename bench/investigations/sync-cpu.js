@@ -104,7 +104,7 @@ async function client(config) {
 async function driver() {
   const { track, cluster } = require('../children');
   const certs = require('../../packages/kube-watch-native/sim/certs');
-  const { TYPES } = require('../fleet-objects');
+  const { TYPES } = require('../../testbed/fleet-objects');
   const arg = (name, dflt) => {
     const a = process.argv.find((x) => x.startsWith(`--${name}=`));
     return a === undefined ? dflt : a.slice(name.length + 3);

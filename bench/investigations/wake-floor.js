@@ -16,7 +16,7 @@
 
 const { execFileSync } = require('node:child_process');
 const path = require('node:path');
-const { mainThreadCpuNs } = require('../measure');
+const { mainThreadCpuNs } = require('../../testbed/proc');
 
 const MODES = ['python', 'bare', 'addon', 'hub', 'runtime'];
 
