@@ -99,16 +99,16 @@ async function measureRuns(runCount, orderOf, what, measure) {
 }
 
 /**
- * A report's markdown table: a row per `rows` entry (`[label, key or keys, decimals, note]`), a column
- * per `columns` entry (`[heading, (key) => figure]`) with the row's decimals, then one per
- * `ratios` entry (the same, with three decimals).
+ * A report's markdown table: a row per `rows` entry (`[label, key or keys, decimals = 0, note]`),
+ * a column per `columns` entry (`[heading, (key) => figure]`) with the row's decimals, then one
+ * per `ratios` entry (the same, with three decimals).
  */
 function reportTable(rows, columns, ratios) {
   const headings = [...columns, ...ratios].map(([heading]) => heading);
   return [
     `| | ${headings.join(' | ')} | |`,
     `|---|${headings.map(() => '---:').join('|')}|---|`,
-    ...rows.map(([label, key, d, note]) => {
+    ...rows.map(([label, key, d = 0, note = '']) => {
       // Several keys (`[p50, p99]`) make one figure of theirs: `p50 / p99`.
       const figure = (f, digits) =>
         [key]

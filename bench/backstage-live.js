@@ -179,9 +179,9 @@ async function toggleFigures(tabs) {
 
 /** The report's rows of toggleFigures' figures; `p99Note` is the p99 row's note. */
 const toggleRows = (p99Note) => [
-  ['change to DOM p50 (ms)', 'p50', 0, ''],
+  ['change to DOM p50 (ms)', 'p50'],
   ['change to DOM p99 (ms)', 'p99', 0, p99Note],
-  ['toggles not shown before the next', 'missed', 0, ''],
+  ['toggles not shown before the next', 'missed'],
 ];
 
 /**
@@ -358,14 +358,14 @@ async function main(argv) {
   const rows = [
     ...toggleRows('goal ≤ 1000 (live)'),
     ['requests/min to /api/kubernetes, idle', 'idleRequestsPerMinute', 1, 'goal 0 (live)'],
-    ['backend main-thread CPU (s/min), idle', 'idleBackendMainCpuPerMinute', 2, ''],
-    ['browser CPU, 20 tabs (s/min), idle', 'idleBrowserCpuPerMinute', 2, ''],
-    ['requests/min to /api/kubernetes, churn', 'churnRequestsPerMinute', 1, ''],
-    ['signals published/min, churn', 'signalsPerMinute', 1, ''],
+    ['backend main-thread CPU (s/min), idle', 'idleBackendMainCpuPerMinute', 2],
+    ['browser CPU, 20 tabs (s/min), idle', 'idleBrowserCpuPerMinute', 2],
+    ['requests/min to /api/kubernetes, churn', 'churnRequestsPerMinute', 1],
+    ['signals published/min, churn', 'signalsPerMinute', 1],
     ['requests per signal, churn', 'requestsPerSignal', 2, 'goal ≤ 1 refetch per signal'],
-    ['backend main-thread CPU (s/min), churn', 'backendMainCpuPerMinute', 2, ''],
-    ['backend process CPU (s/min), churn', 'backendCpuPerMinute', 2, ''],
-    ['browser CPU, 20 tabs (s/min), churn', 'browserCpuPerMinute', 2, ''],
+    ['backend main-thread CPU (s/min), churn', 'backendMainCpuPerMinute', 2],
+    ['backend process CPU (s/min), churn', 'backendCpuPerMinute', 2],
+    ['browser CPU, 20 tabs (s/min), churn', 'browserCpuPerMinute', 2],
   ];
   const lines = [
     `## The live Kubernetes tab: 20 stock polling tabs vs 20 live tabs${viewers ? ", each its viewer's own credential (oidc)" : ''}`,
@@ -395,10 +395,10 @@ async function replicasMain(count, seconds, runCount, saveJson) {
     ...toggleRows('goal ≤ 1000'),
     ['refetches per signal per tab', 'refetchesPerSignalPerTab', 2, 'goal 1.00'],
     ['bus rows per second', 'busRowsPerSecond', 1, '≤ entities changed per minInterval'],
-    ['changes per second (churn and toggles)', 'changesPerSecond', 1, ''],
-    ['WATCHes per cluster while the tabs opened', 'watchesPerCluster', 1, ''],
-    ['main-thread CPU per replica (s/min), median', 'mainCpuPerMinute', 2, ''],
-    ['RSS per replica (MiB), median', 'rssMiB', 0, ''],
+    ['changes per second (churn and toggles)', 'changesPerSecond', 1],
+    ['WATCHes per cluster while the tabs opened', 'watchesPerCluster', 1],
+    ['main-thread CPU per replica (s/min), median', 'mainCpuPerMinute', 2],
+    ['RSS per replica (MiB), median', 'rssMiB'],
   ];
   console.log(
     [

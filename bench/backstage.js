@@ -283,11 +283,11 @@ async function main() {
 
 /** The rows both reports end with: a load's latency and CPU, the RSS, a change's CPU and how soon it shows. */
 const costRows = (goals) => [
-  ['tab load p50 (ms)', 'p50', 1, ''],
+  ['tab load p50 (ms)', 'p50', 1],
   ['tab load p99 (ms)', 'p99', 1, goals.p99],
   ['main-thread CPU per load (ms)', 'mainCpuMsPerLoad', 2, goals.mainCpu],
-  ['process CPU per load (ms)', 'cpuMsPerLoad', 2, ''],
-  ['RSS at the end (MiB)', 'rssMiB', 0, ''],
+  ['process CPU per load (ms)', 'cpuMsPerLoad', 2],
+  ['RSS at the end (MiB)', 'rssMiB'],
   [`main-thread CPU per change, ${CHURN_PER_SECOND}/s, no loads (µs)`, 'mainCpuUsPerChange', 1, 'schedstat'],
   ['change visible after (ms)', 'visibleMs', 0, 'median of 5'],
 ];
@@ -297,10 +297,10 @@ const ROWS = [
 ];
 /** The rows of `--viewers`: the requests by kind, the reviews, a load within the TTL, the first loads. */
 const VIEWER_ROWS = [
-  ['API requests per tab load', 'requestsPerLoad', 2, ''],
-  ['… of which LISTs', 'listsPerLoad', 2, ''],
-  ['… of which SelfSubjectAccessReviews', 'accessReviewsPerLoad', 2, ''],
-  ['… others (watches, SelfSubjectReviews)', 'otherRequestsPerLoad', 2, ''],
+  ['API requests per tab load', 'requestsPerLoad', 2],
+  ['… of which LISTs', 'listsPerLoad', 2],
+  ['… of which SelfSubjectAccessReviews', 'accessReviewsPerLoad', 2],
+  ['… others (watches, SelfSubjectReviews)', 'otherRequestsPerLoad', 2],
   [
     'access reviews per viewer, type and cluster per 10 s',
     'accessReviewsPerViewerTypeCluster10s',
@@ -308,7 +308,7 @@ const VIEWER_ROWS = [
     'goal ≤ 1',
   ],
   ['API requests per load within the TTL', 'withinTtlRequestsPerLoad', 2, 'goal 0; 20 loads, sequential'],
-  ['… of which SelfSubjectAccessReviews', 'withinTtlAccessReviewsPerLoad', 2, ''],
+  ['… of which SelfSubjectAccessReviews', 'withinTtlAccessReviewsPerLoad', 2],
   ...costRows({ p99: 'goal ≤ 1.2× floor', mainCpu: 'goal ≤ 1.2× floor' }),
   ['first loads after a pause: p50 (ms)', 'pauseP50', 1, 'the unmeasured first 20 s'],
   ['first loads after a pause: p99 (ms)', 'pauseP99', 1, 'one access review each'],
