@@ -12,6 +12,7 @@ const { createSimulator } = require('../packages/kube-watch-native/sim');
 const certs = require('../packages/kube-watch-native/sim/certs');
 const { toSpec } = require('../packages/kube-watch-native/lib/watcher');
 const { paramsFor, collect, watcherWithLogger, pod, TOKEN } = require('./helpers');
+const { socketInodes } = require('../testbed/proc');
 const { sleep, within } = require('../testbed/wait');
 
 const caData = Buffer.from(certs.ca).toString('base64');
@@ -49,27 +50,13 @@ test('abort during the TLS handshake (peer accepts TCP, never answers) closes th
   }
 });
 
-/** The inodes of this process's open sockets, from /proc/self/fd. */
-function ownSocketInodes() {
-  const inodes = new Set();
-  for (const fd of fs.readdirSync('/proc/self/fd')) {
-    try {
-      const match = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/self/fd/${fd}`));
-      if (match) inodes.add(match[1]);
-    } catch {
-      // Closed while we looked.
-    }
-  }
-  return inodes;
-}
-
 /**
  * This process's client sockets to `port` still in SYN_SENT, from /proc/net/tcp (which lists
  * every process's: on a shared machine another one's connects must not count).
  */
 function synSentTo(port) {
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
-  const own = ownSocketInodes();
+  const own = socketInodes();
   return fs
     .readFileSync('/proc/net/tcp', 'utf8')
     .split('\n')

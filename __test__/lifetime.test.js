@@ -10,6 +10,7 @@ const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const { useSimulator, testWithTimeout, TOKEN, paramsFor, watcherWithLogger, pod } = require('./helpers');
+const { fdCount, threadCount } = require('../testbed/proc');
 const { sleep, within, until, untilCollected } = require('../testbed/wait');
 const { startFixture, assertExitsBy } = require('./fixture-child');
 
@@ -178,9 +179,6 @@ timedTest(
     );
   },
 );
-
-const fdCount = () => fs.readdirSync('/proc/self/fd').length;
-const threadCount = () => fs.readdirSync('/proc/self/task').length;
 
 timedTest('200 start/cancel cycles leave no socket, file descriptor or thread behind', async () => {
   const ns = 'cycles';

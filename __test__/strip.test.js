@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { configMap } = require('../bench/fleet-objects');
+const { configMap } = require('../testbed/fleet-objects');
 const { paramsFor, collect, watcherWithLogger, TOKEN, UNREACHABLE } = require('./helpers');
 const { sim, consume } = require('./informer-helpers');
 const { until } = require('../testbed/wait');

@@ -1,33 +1,40 @@
 'use strict';
-// The Backstage benchmark's backend: a real Backstage backend (startTestBackend with the real
-// @backstage/plugin-kubernetes-backend and a catalog of `entities` entities) in its own process,
-// forked by bench/backstage.js, with kube-watch-native-backstage (`native`; `native-strip` with
-// `stripManagedFields: true`), without it
-// (`default`), or with the floor's fetcher (`floor`): the default fetcher's first answer to each
-// request, kept and handed back as it is from then on, so what remains of a load is Backstage's
-// own router, fan-out and JSON, the part no fetcher can take away. It tells its parent its HTTP port; the parent measures it from outside
-// (/proc for CPU and memory, the clusters for requests, its own clock for latency).
-//
-// The variants `default-viewers`, `native-viewers` and `floor-viewers` (bench/backstage.js
-// --viewers) are the same three with every cluster configured for the viewer's own credential
-// (`authProvider: oidc`, `oidcTokenProvider: okta`) and the clusters' token as
-// `serviceAccountToken`; `authorizationTtl` <ms> as a fourth argument sets the module's.
-//
-// argv: <variant> <entities> <clusters JSON from backstage-clusters.js's info> [authorizationTtl ms]
+// The Backstage benchmarks' backend in its own process, so that its CPU is its own (bench/child.js's
+// server protocol), over the clusters of bench/clusters/backstage.js:
+//   - bench/backstage.js's: startTestBackend with @backstage/plugin-kubernetes-backend and a
+//     catalog of `entities`, with kube-watch-native-backstage (`native`; `native-strip`:
+//     stripManagedFields; `native-against`: the module of the build `against`), without it
+//     (`default`), or with the floor's fetcher (`floor`: the default fetcher's first answer to each
+//     request, kept, so what remains is Backstage's own router, fan-out and JSON). `*-viewers`:
+//     every cluster takes the viewer's own credential (oidc), the clusters' token as
+//     serviceAccountToken; `authorizationTtlMs` sets the module's.
+//   - bench/backstage-live.js's: the Kubernetes and Signals plugins (testbed/live-helpers.js), with
+//     the module (`live`) or without (`stock`), counting the signals it publishes; `viewers` as above.
+// argv: <{ variant, entities, info (the clusters' ready), authorizationTtlMs?, viewers?, against? }>.
+// Ready: { port }. Commands: 'signals' → { signals }; 'profile-start' and 'profile-stop' { file }:
+// a V8 CPU profile of the main thread (bench/backstage.js --profile).
 
 const fs = require('node:fs');
 const inspector = require('node:inspector');
+const path = require('node:path');
+const { pathToFileURL } = require('node:url');
 const { startTestBackend, mockServices } = require('@backstage/backend-test-utils');
 const { kubernetesFetcherExtensionPoint } = require('@backstage/plugin-kubernetes-node');
 const { catalogServiceMock } = require('@backstage/plugin-catalog-node/testUtils');
 const { initModule } = require('../testbed/backend-modules');
+const { startLiveBackend } = require('../testbed/live-helpers');
 const { entities: benchEntities, clusterConfigs } = require('./backstage-common');
+const { serve } = require('./child');
 
-const [variant, entityCount, infoJson, authorizationTtlMs] = process.argv.slice(2);
-const VIEWERS = variant.endsWith('-viewers');
-const info = JSON.parse(infoJson);
-
-const entities = benchEntities(Number(entityCount));
+const {
+  variant,
+  entities: entityCount,
+  info,
+  authorizationTtlMs,
+  viewers,
+  against,
+} = JSON.parse(process.argv[2]);
+const entities = benchEntities(entityCount);
 
 /** The floor: each request's answer, asked of the default fetcher once (at warm-up), then kept. */
 const floorModule = initModule(
@@ -48,32 +55,26 @@ const floorModule = initModule(
             [...params.objectTypesToFetch].map((t) => t.plural),
             params.customResources.map((c) => c.plural),
           ]);
-          let answer = prepared.get(key);
-          if (!answer) {
-            answer = fetcher.fetchObjectsForService(params);
-            prepared.set(key, answer);
-          }
-          return answer;
+          if (!prepared.has(key)) prepared.set(key, fetcher.fetchObjectsForService(params));
+          return prepared.get(key);
         },
       };
     });
   },
 );
 
-async function main() {
+/** bench/backstage.js's backend: startTestBackend with the variant's fetcher. */
+async function testBackend() {
   const config = {
     kubernetes: {
       serviceLocatorMethod: { type: 'multiTenant' },
       clusterLocatorMethods: [
-        {
-          type: 'config',
-          clusters: clusterConfigs(info, { viewers: VIEWERS }),
-        },
+        { type: 'config', clusters: clusterConfigs(info, { viewers: variant.endsWith('-viewers') }) },
       ],
       customResources: [{ group: 'example.com', apiVersion: 'v1', plural: 'widgets' }],
       ...(variant === 'native-strip' && { nativeInformers: { stripManagedFields: true } }),
       ...(authorizationTtlMs !== undefined && {
-        nativeInformers: { authorizationTtl: { milliseconds: Number(authorizationTtlMs) } },
+        nativeInformers: { authorizationTtl: { milliseconds: authorizationTtlMs } },
       }),
     },
   };
@@ -84,23 +85,31 @@ async function main() {
     // The plugin logs a line per load at info: both variants alike, at warn.
     mockServices.rootLogger.factory({ level: 'warn' }),
   ];
-  if (variant.startsWith('native')) features.push(import('kube-watch-native-backstage'));
+  if (variant === 'native-against') features.push(import(pathToFileURL(path.join(against, 'index.js')).href));
+  else if (variant.startsWith('native')) features.push(import('kube-watch-native-backstage'));
   if (variant.startsWith('floor')) features.push(floorModule);
   const backend = await startTestBackend({ features });
-  process.send({ type: 'ready', port: backend.server.address().port });
-  const profiler = cpuProfiler();
-  process.on('message', async (msg) => {
-    if (msg.cmd === 'profile-start') await profiler.start();
-    if (msg.cmd === 'profile-stop') await profiler.stop(msg.file);
-    if (msg.cmd?.startsWith('profile-')) process.send({ id: msg.id });
-    if (msg.cmd === 'stop') {
-      await backend.stop();
-      process.exit(0);
-    }
-  });
+  return { port: backend.server.address().port, stop: () => backend.stop() };
 }
 
-/** V8's CPU profiler on this process's main thread (bench/backstage.js --profile). */
+/** bench/backstage-live.js's backend, counting the signals the module publishes. */
+async function liveBackend() {
+  const backend = await startLiveBackend(null, {
+    native: variant === 'live',
+    entities,
+    objectTypes: null,
+    clusters: clusterConfigs(info, { viewers }),
+  });
+  // The module publishes through the Kubernetes plugin's signals service, this very object.
+  const { publish } = backend.signals;
+  backend.signals.publish = function (...args) {
+    backend.published = (backend.published ?? 0) + 1;
+    return publish.apply(this, args);
+  };
+  return backend;
+}
+
+/** V8's CPU profiler on this process's main thread. */
 function cpuProfiler() {
   const session = new inspector.Session();
   session.connect();
@@ -109,13 +118,19 @@ function cpuProfiler() {
       session.post(method, (error, result) => (error ? reject(error) : resolve(result))),
     );
   return {
-    start: () => post('Profiler.enable').then(() => post('Profiler.start')),
-    stop: async (file) => fs.writeFileSync(file, JSON.stringify((await post('Profiler.stop')).profile)),
+    'profile-start': () => post('Profiler.enable').then(() => post('Profiler.start')),
+    'profile-stop': async ({ file }) =>
+      fs.writeFileSync(file, JSON.stringify((await post('Profiler.stop')).profile)),
   };
 }
 
-process.on('disconnect', () => process.exit(0));
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+serve(
+  (async () => {
+    const backend = await (variant === 'live' || variant === 'stock' ? liveBackend() : testBackend());
+    return {
+      ready: { port: backend.port },
+      commands: { signals: () => ({ signals: backend.published ?? 0 }), ...cpuProfiler() },
+      stop: () => backend.stop(),
+    };
+  })(),
+);

@@ -2,33 +2,27 @@
 // `npm run bench:backstage -- --bus [--replicas=2,3] [--users=100] [--entities=50] [--rate=100]
 //   [--seconds=30] [--runs=1] [--json=file]`
 //
-// The events bus under load on several replicas, the shape issue 37 measured before the shared
-// viewers: N real backend replicas (testbed/replica-backend.js: the Kubernetes, Signals and events
-// backends and kube-watch-native-backstage, one process each) on a throwaway PostgreSQL, behind a
-// round-robin balancer; `entities` entities with a pod each on one simulated cluster (in this
-// process); `users` users, each a Backstage user of its own with a signals WebSocket (spread over
-// the replicas) viewing 2 entities, each loaded once through every replica (every user known to
-// every replica). Then `rate` pod changes a second for `seconds` (each an annotation counting
-// up, on the entities in turn); every signal makes its user reload that entity, as a tab does (one
-// reload out per user and entity, one more queued behind it; a signal whose id it has seen is
-// dropped, as the frontend does). Measured per change and viewer:
-// change → signal (the first signal on the entity's channel after the change) and change →
-// answer (the first reload whose answer shows the change or a later one); a change no answer of a
-// viewer showed within 10 s of the end is lost. Also: bus rows a second (the events backend's
-// event_bus_events), signals and reloads a second, and each replica's main-thread CPU and RSS.
-// Everything on this machine; loopback only; every child ends with this process.
+// The events bus under load on several replicas (issue 37's shape, before the shared viewers): N
+// backend replicas (testbed/replica-backend.js) on a throwaway PostgreSQL behind a round-robin
+// balancer; `entities` entities with a pod each on one simulated cluster (in this process);
+// `users` users, each with a signals WebSocket and 2 entities, loaded once through every replica.
+// Then `rate` pod changes a second for `seconds`; every signal makes its user reload the entity
+// as a tab does (one reload out, one queued; a signal id seen before is dropped). Measured per
+// change and viewer: change → signal, change → the first answer that shows it (none within 10 s
+// of the end: lost); bus rows (event_bus_events), signals and reloads a second; each replica's
+// main-thread CPU and RSS. Loopback only; every child ends with this process.
 
-const fs = require('node:fs');
 const os = require('node:os');
-const knexFactory = require('knex');
 const WebSocket = require('ws');
 const { mockCredentials } = require('@backstage/backend-test-utils');
 const { createSimulator } = require('../packages/kube-watch-native/sim');
 const { TOKEN, pod } = require('../testbed/live-helpers');
 const { startReplicas } = require('../testbed/replica-helpers');
 const { failRun } = require('./children');
-const { entityOf, fmt, threadCpu, processCpu, rssBytes, quantile, median } = require('./backstage-common');
-const { machineBusySeconds } = require('./measure');
+const { entityOf, eventsDatabase, measureRuns, reportTable } = require('./backstage-common');
+const { machineBusySeconds, threadCpu, processCpu, rssBytes } = require('../testbed/proc');
+const { options } = require('./options');
+const { quantile, median } = require('./report/measurements');
 
 const log = (...a) => console.error(...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -50,6 +44,12 @@ function seqOf(answer) {
   }
   return seq;
 }
+
+/** `<name>P50` and `<name>P99` of each list of `lists` ({ name: ms[] }). */
+const percentiles = (lists) =>
+  Object.fromEntries(
+    Object.entries(lists).flatMap(([k, xs]) => [0.5, 0.99].map((q) => [`${k}P${q * 100}`, quantile(xs, q)])),
+  );
 
 /** A user: a signals WebSocket on replica `index`, subscribed to its entities' channels. */
 async function connectUser(balancer, index, token, names) {
@@ -73,11 +73,7 @@ async function measure(count, { users, entities, rate, seconds }) {
     readyMs: 180_000,
   });
   const { balancer, replicas, postgres } = cluster;
-  const db = knexFactory({
-    client: 'pg',
-    connection: { ...postgres.connection, database: 'backstage_plugin_events' },
-    pool: { min: 0, max: 1 },
-  });
+  const db = eventsDatabase(postgres);
   const viewers = [];
   const sockets = [];
   try {
@@ -87,19 +83,10 @@ async function measure(count, { users, entities, rate, seconds }) {
       const mine = [names[u % entities], names[(u + Math.floor(entities / 2)) % entities]];
       const ws = await connectUser(balancer, u % count, token, mine);
       sockets.push(ws);
-      for (const name of mine)
-        viewers.push({
-          user: u,
-          token,
-          name,
-          ws,
-          signals: [],
-          sentAt: [],
-          answers: [],
-          out: null,
-          again: false,
-          seen: new Set(),
-        });
+      for (const name of mine) {
+        const arrived = { signals: [], sentAt: [], answers: [], seen: new Set() };
+        viewers.push({ user: u, token, name, ws, ...arrived, out: null, again: false });
+      }
     }
     const byUserEntity = new Map(viewers.map((v) => [`${v.user}\n${v.name}`, v]));
     let reloads = 0;
@@ -222,22 +209,16 @@ async function measure(count, { users, entities, rate, seconds }) {
         else if (++lost <= 10) {
           // Which, so that a loss can be followed into the replicas' logs.
           const last = v.answers.at(-1);
+          const after = v.signals.filter((at) => at >= c.at).map((at) => `+${at - started}`);
           log(
             `  lost: user ${v.user}, ${c.name}, change ${c.seq} at +${c.at - started} ms; its last answer ` +
               `showed ${last?.seq} at +${(last?.at ?? started) - started} ms; signals after the change: ` +
-              `${
-                v.signals
-                  .filter((at) => at >= c.at)
-                  .map((at) => `+${at - started}`)
-                  .join(', ') || 'none'
-              }`,
+              `${after.join(', ') || 'none'}`,
           );
         }
       }
     }
     const signals = viewers.reduce((n, v) => n + v.signals.length, 0);
-    for (const xs of [toSignal, toPublish, onBus]) xs.sort((a, b) => a - b);
-    toAnswer.sort((a, b) => a - b);
     // The bound on bus rows: at most one per entity changed per minInterval (the module's
     // default, 250 ms); and, tighter, how many minIntervals of an entity held a change.
     const changed = new Set(changes.map((c) => c.name)).size;
@@ -250,14 +231,7 @@ async function measure(count, { users, entities, rate, seconds }) {
       changesPerSecond: changes.length / elapsed,
       viewerChanges: toAnswer.length + lost,
       lost,
-      signalP50: quantile(toSignal, 0.5),
-      signalP99: quantile(toSignal, 0.99),
-      publishP50: quantile(toPublish, 0.5),
-      publishP99: quantile(toPublish, 0.99),
-      busP50: quantile(onBus, 0.5),
-      busP99: quantile(onBus, 0.99),
-      answerP50: quantile(toAnswer, 0.5),
-      answerP99: quantile(toAnswer, 0.99),
+      ...percentiles({ signal: toSignal, publish: toPublish, bus: onBus, answer: toAnswer }),
       busRowsPerSecond: rows / elapsed,
       busBoundPerSecond: (changed * 1000) / MIN_INTERVAL_MS,
       changeWindowsPerSecond: windows.size / elapsed,
@@ -280,9 +254,9 @@ async function measure(count, { users, entities, rate, seconds }) {
 }
 
 const ROWS = [
-  ['changes per second', 'changesPerSecond', 1, ''],
+  ['changes per second', 'changesPerSecond', 1],
   ['viewer-changes lost', 'lost', 0, 'goal 0'],
-  ['change → signal p50 (ms)', 'signalP50', 0, ''],
+  ['change → signal p50 (ms)', 'signalP50'],
   ['change → signal p99 (ms)', 'signalP99', 0, 'goal ≤ 1000'],
   [
     'of which change → publish p50 / p99 (ms)',
@@ -296,71 +270,57 @@ const ROWS = [
     0,
     "Backstage's events bus and Signals",
   ],
-  ['change → answer p50 (ms)', 'answerP50', 0, ''],
-  ['change → answer p99 (ms)', 'answerP99', 0, ''],
+  ['change → answer p50 (ms)', 'answerP50'],
+  ['change → answer p99 (ms)', 'answerP99'],
   ['bus rows per second', 'busRowsPerSecond', 1, 'goal ≤ the next row'],
   ['entities changed ÷ minInterval (250 ms), per second', 'busBoundPerSecond', 1, 'the bound'],
-  ['minIntervals in which an entity changed, per second', 'changeWindowsPerSecond', 1, ''],
-  ['signals received per second', 'signalsPerSecond', 1, ''],
+  ['minIntervals in which an entity changed, per second', 'changeWindowsPerSecond', 1],
+  ['signals received per second', 'signalsPerSecond', 1],
   ['signals dropped as seen (an id received before)', 'duplicates', 0, 'sent again by a replica'],
-  ['reloads per second', 'reloadsPerSecond', 1, ''],
-  ['reloads failed', 'failures', 0, ''],
-  ['main-thread CPU per replica (s/min), median', 'mainCpuPerMinute', 2, ''],
-  ['RSS per replica (MiB), median', 'rssMiB', 0, ''],
-  ['CPU cores busy: all replicas (processes)', 'replicasCores', 2, ''],
-  ['CPU cores busy: this bench (clients, simulator)', 'benchCores', 2, ''],
+  ['reloads per second', 'reloadsPerSecond', 1],
+  ['reloads failed', 'failures'],
+  ['main-thread CPU per replica (s/min), median', 'mainCpuPerMinute', 2],
+  ['RSS per replica (MiB), median', 'rssMiB'],
+  ['CPU cores busy: all replicas (processes)', 'replicasCores', 2],
+  ['CPU cores busy: this bench (clients, simulator)', 'benchCores', 2],
   ['CPU cores busy: the whole machine', 'machineCores', 2, `of ${os.cpus().length}`],
 ];
 
 async function main(argv) {
-  const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-  for (const a of argv) {
-    if (!/^--(bus|replicas=[\d,]+|users=\d+|entities=\d+|rate=\d+|seconds=\d+|runs=\d+|json=.+)$/.test(a)) {
-      console.error(`unknown option ${a}; see the header of bench/backstage-bus.js`);
-      process.exit(2);
-    }
-  }
+  const { opt, num, saveJson } = options(
+    argv,
+    /bus|replicas=[\d,]+|users=\d+|entities=\d+|rate=\d+|seconds=\d+|runs=\d+|json=.+/,
+    'backstage-bus.js',
+  );
   const counts = (opt('replicas') ?? '2,3').split(',').map(Number);
   const shape = {
-    users: Number(opt('users') ?? 100),
-    entities: Number(opt('entities') ?? 50),
-    rate: Number(opt('rate') ?? 100),
-    seconds: Number(opt('seconds') ?? 30),
+    users: num('users', 100),
+    entities: num('entities', 50),
+    rate: num('rate', 100),
+    seconds: num('seconds', 30),
   };
-  const runCount = Number(opt('runs') ?? 1);
-  const runs = [];
-  for (let run = 0; run < runCount; run++) {
-    const order = run % 2 === 0 ? counts : [...counts].reverse();
-    for (const count of order) {
-      log(
-        `run ${run + 1}/${runCount}: ${count} replicas, ${shape.users} users, ${shape.rate} changes/s, ${shape.seconds} s…`,
-      );
-      const result = await measure(count, shape);
-      log(`  ${JSON.stringify(result)}`);
-      runs.push(result);
-    }
-  }
-  const med = (count, key) => median(runs.filter((r) => r.replicas === count).map((r) => r[key]));
+  const runCount = num('runs', 1);
+  const runs = await measureRuns(
+    runCount,
+    (run) => (run % 2 === 0 ? counts : [...counts].reverse()),
+    (count) => `${count} replicas, ${shape.users} users, ${shape.rate} changes/s, ${shape.seconds} s`,
+    (count) => measure(count, shape),
+  );
+  const med = (count) => (key) => median(runs.map((r) => r[count][key]));
   console.log(
     [
       `## The events bus on ${counts.join(' and ')} replicas (issue 37's shape)`,
       '',
       `${shape.users} users with a signals WebSocket each, viewing 2 of ${shape.entities} entities, every user loaded through every replica; ${shape.rate} pod changes a second for ${shape.seconds} s; every signal reloads its entity (one reload out per tab). ${runCount} run(s), medians. Everything shares this machine.`,
       '',
-      `| | ${counts.map((c) => `${c} replicas`).join(' | ')} | |`,
-      `|---|${counts.map(() => '---:').join('|')}|---|`,
-      ...ROWS.map(([label, key, d, note]) => {
-        const cell = (c) =>
-          [key]
-            .flat()
-            .map((k) => fmt(med(c, k), d))
-            .join(' / ');
-        return `| ${label} | ${counts.map(cell).join(' | ')} | ${note} |`;
-      }),
+      ...reportTable(
+        ROWS,
+        counts.map((c) => [`${c} replicas`, med(c)]),
+        [],
+      ),
     ].join('\n'),
   );
-  const json = opt('json');
-  if (json) fs.writeFileSync(json, JSON.stringify({ shape, runs }, null, 2));
+  saveJson({ shape, runs });
 }
 
 module.exports = { main };

@@ -1,12 +1,10 @@
 'use strict';
 // What the Backstage benchmarks (bench/backstage*.js) share: the fleet of simulated clusters and
-// its entities, the CPU and memory of a process as /proc accounts them, the runs of the variants
-// and the report's arithmetic and tables. (Their forked children with request/answer IPC are
-// bench/children.js's.)
+// its entities, the backend children, the runs of the variants and the report's tables.
 
-const fs = require('node:fs');
+const { median } = require('./report/measurements');
 
-/** The fleet bench/backstage-clusters.js holds: objects, those labelled for an entity, entities. */
+/** The fleet bench/clusters/backstage.js holds: objects, those labelled for an entity, entities. */
 const OBJECTS = 20_000;
 const LABELLED = 3_000;
 const ENTITIES = 300;
@@ -14,23 +12,33 @@ const ENTITIES = 300;
 const log = (...a) => console.error(...a);
 
 /**
- * Starts the six simulated clusters (bench/backstage-clusters.js, a process of their own) holding
- * the fleet, with `extra` arguments; resolves with the child and the fleet's `info`.
+ * Starts the six simulated clusters (bench/clusters/backstage.js, a process of their own) holding
+ * the fleet, each knowing `viewers` viewers' tokens; resolves with them and the fleet's `info`.
  */
-async function startFleet(extra = []) {
-  // Not at the top: the backends (bench/backstage-backend.js …) load this file too, and
+async function startFleet(viewers = 0) {
+  // Not at the top: the backends (bench/backstage-backend.js) load this file too, and
   // bench/children.js's exit and signal handlers are for the parent only.
-  const { child } = require('./children');
+  const { cluster } = require('./children');
   log(`clusters: 6 × 20 ms, ${OBJECTS} objects, ${LABELLED} labelled for ${ENTITIES} entities…`);
-  const clusters = child('backstage-clusters.js', [
-    String(OBJECTS),
-    String(LABELLED),
-    String(ENTITIES),
-    ...extra,
+  const clusters = cluster('backstage', {
+    objects: OBJECTS,
+    labelled: LABELLED,
+    entities: ENTITIES,
+    viewers,
+  });
+  return { clusters, info: await clusters.ready };
+}
+
+/**
+ * A backend of `variant` over the fleet `info` (bench/backstage-backend.js, its own process), with
+ * `options` ({ authorizationTtlMs, viewers, against }); `stop()` resolves once it has exited.
+ */
+function startBackend(variant, info, options = {}) {
+  const { child } = require('./children');
+  const backend = child('backstage-backend.js', [
+    JSON.stringify({ variant, entities: ENTITIES, info, ...options }),
   ]);
-  await clusters.ready;
-  const info = await clusters.request({ cmd: 'info' });
-  return { clusters, info };
+  return { ...backend, stop: () => (backend.stop(), backend.exited) };
 }
 
 /** The benchmark's entity `name`: its pods and the rest carry `backstage.io/kubernetes-id: name`. */
@@ -60,36 +68,16 @@ const clusterConfigs = (info, { viewers = false } = {}) =>
     skipMetricsLookup: true,
   }));
 
+/** The events backend's database on the variant's PostgreSQL (Backstage names it per plugin). */
+const eventsDatabase = (postgres) =>
+  require('knex')({
+    client: 'pg',
+    connection: { ...postgres.connection, database: 'backstage_plugin_events' },
+    pool: { min: 0, max: 1 },
+  });
+
 /** A figure for the report's tables. */
 const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
-
-const TICK = 100; // USER_HZ
-/** CPU seconds of one thread (or, with tid = pid, of the main thread). */
-function threadCpu(pid, tid = pid) {
-  const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICK;
-}
-/** CPU nanoseconds of one thread, from the scheduler's own account (no 10 ms ticks). */
-function threadCpuNs(pid, tid = pid) {
-  return Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-}
-function processCpu(pid) {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICK;
-}
-function rssBytes(pid) {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1];
-  return Number(kb) * 1024;
-}
-
-const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 /**
  * `runCount` runs, each measuring with `measure(variant)` every variant of `orderOf(run)` (an
@@ -111,17 +99,23 @@ async function measureRuns(runCount, orderOf, what, measure) {
 }
 
 /**
- * A report's markdown table: a row per `rows` entry (`[label, key, decimals, note]`), a column
- * per `columns` entry (`[heading, (key) => figure]`) with the row's decimals, then one per
- * `ratios` entry (the same, with three decimals).
+ * A report's markdown table: a row per `rows` entry (`[label, key or keys, decimals = 0, note]`),
+ * a column per `columns` entry (`[heading, (key) => figure]`) with the row's decimals, then one
+ * per `ratios` entry (the same, with three decimals).
  */
 function reportTable(rows, columns, ratios) {
   const headings = [...columns, ...ratios].map(([heading]) => heading);
   return [
     `| | ${headings.join(' | ')} | |`,
     `|---|${headings.map(() => '---:').join('|')}|---|`,
-    ...rows.map(([label, key, d, note]) => {
-      const figures = [...columns.map(([, f]) => fmt(f(key), d)), ...ratios.map(([, f]) => fmt(f(key), 3))];
+    ...rows.map(([label, key, d = 0, note = '']) => {
+      // Several keys (`[p50, p99]`) make one figure of theirs: `p50 / p99`.
+      const figure = (f, digits) =>
+        [key]
+          .flat()
+          .map((k) => fmt(f(k), digits))
+          .join(' / ');
+      const figures = [...columns.map(([, f]) => figure(f, d)), ...ratios.map(([, f]) => figure(f, 3))];
       return `| ${label} | ${figures.join(' | ')} | ${note} |`;
     }),
   ];
@@ -143,32 +137,6 @@ function comparisonTable(rows, runs, [firstHeading, first], [secondHeading, seco
   );
 }
 
-/** The CPU seconds of every process descended from `pid` whose command is `comm` (a browser's). */
-function treeCpu(pid, comm) {
-  const parents = new Map();
-  const cpu = new Map();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat;
-    try {
-      stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    parents.set(Number(entry), Number(fields[1]));
-    if (name.startsWith(comm)) cpu.set(Number(entry), (Number(fields[11]) + Number(fields[12])) / TICK);
-  }
-  const descends = (p) => {
-    for (let q = parents.get(p); q !== undefined && q > 1; q = parents.get(q)) if (q === pid) return true;
-    return false;
-  };
-  let total = 0;
-  for (const [p, seconds] of cpu) if (descends(p)) total += seconds;
-  return total;
-}
-
 module.exports = {
   OBJECTS,
   LABELLED,
@@ -177,14 +145,9 @@ module.exports = {
   entityOf,
   entities,
   clusterConfigs,
+  eventsDatabase,
+  startBackend,
   fmt,
-  threadCpu,
-  threadCpuNs,
-  processCpu,
-  rssBytes,
-  treeCpu,
-  quantile,
-  median,
   measureRuns,
   reportTable,
   comparisonTable,

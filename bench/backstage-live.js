@@ -1,49 +1,50 @@
 'use strict';
 // `npm run bench:backstage -- --live [--viewers] [--seconds=N] [--idle=N] [--refresh=MS] [--runs=N] [--json=file]`
+// `npm run bench:backstage -- --live --replicas=N [--seconds=S] [--runs=R] [--json=file]`
 //
 // The live Kubernetes tab against the stock one, side by side in one run: 20 headless Chromium
-// tabs (Debian's /usr/bin/chromium through playwright-core), each showing the real
-// EntityKubernetesContent of its own entity (the page of testbed/fixtures/live-tab), over the six
-// simulated clusters of bench/backstage-clusters.js (+20 ms, 20 000 objects). Two variants, each
-// with a fresh backend process (bench/backstage-live-backend.js: the real Kubernetes and Signals
-// backend plugins) and a fresh browser:
-//   stock  the Kubernetes plugin as shipped: the default fetcher, and tabs polling every 10 s;
-//   live   kube-watch-native-backstage with its live signals, and the tabs of
-//          kube-watch-native-live-frontend (refreshIntervalMs 500, or --refresh, answered from memory).
-// Per variant: the tabs load and settle; `idle` seconds (default 60) with no change count the
-// requests an idle tab makes; then `seconds` (default 120) with 100 pod changes a second across
-// the fleet's entities (annotations: a refetch, nothing to see) plus, every 600 ms, one tab's pod
-// starting or stopping to crash-loop (each tab's every 12 s), which the tab shows as
-// "1 pod with errors" / "No pods with errors". Measured: change-to-DOM latency of those toggles
-// (a MutationObserver in each page stamps the moment its count of pods with errors changes;
-// page and driver share the machine's clock), requests per minute from the tabs to
-// /api/kubernetes (counted by the page's origin, which proxies the backend), the signals the
-// module published, the backend's main-thread and process CPU and the browser's CPU (every
-// Chromium process under this one) per minute of churn.
-// With `--viewers` (issue 35), every cluster takes the viewer's own credential (oidc, and the
-// clusters' token as serviceAccountToken, which the module caches with): each tab has its own
-// cluster token, as its Okta ID token (half of them allowed by a wildcard rule, half by naming
-// the types: bench/backstage-clusters.js), which the stock variant sends with every LIST and the
-// live one has reviewed. The tabs are one Backstage user (fixtures/live-tab/app.jsx says why).
-// Loopback only; the browsers and every child end with this process. Progress on stderr, the
-// report on stdout.
+// tabs (/usr/bin/chromium through playwright-core), each showing the real EntityKubernetesContent
+// of its own entity (testbed/fixtures/live-tab) over the clusters of bench/clusters/backstage.js.
+// Each variant has a fresh backend (bench/backstage-backend.js) and browser: `stock`, the plugin
+// as shipped (the default fetcher, tabs polling every 10 s), and `live`, kube-watch-native-backstage
+// with its signals and kube-watch-native-live-frontend's tabs (refreshIntervalMs 500 or --refresh,
+// answered from memory). The tabs load and settle; `idle` seconds (60) count what idle tabs ask;
+// then `seconds` (120) of 100 pod changes a second (annotations: a refetch, nothing to see) and,
+// every 600 ms, one tab's pod starting or stopping to crash-loop, which the tab shows as
+// "1 pod with errors": a MutationObserver in each page stamps when its count changes (page and
+// driver share the clock). Measured: change-to-DOM latency, requests a minute to /api/kubernetes
+// (counted by the page's origin), signals published, the backend's main-thread and process CPU
+// and the browser's (every Chromium process under this one) a minute. `--viewers` (issue 35):
+// each tab's cluster token its own (oidc, as clusters/backstage.js allows them), which the stock
+// tabs send with every LIST and the live backend has reviewed; one Backstage user
+// (fixtures/live-tab/app.jsx says why).
+// `--replicas=N [--seconds=S]`: the live tabs on N backend replicas against one instead: fresh
+// replicas each variant (testbed/replica-backend.js) on a throwaway PostgreSQL behind a
+// round-robin balancer, without the idle window. Measured besides: refetches per signal per tab,
+// bus rows a second (event_bus_events: one replica alone stores none), WATCHes the clusters saw
+// while the tabs opened, each replica's RSS and main-thread CPU. Loopback only; everything ends
+// with this process.
 
 const fs = require('node:fs');
 const { chromium } = require('playwright-core');
 const { bundle, startOrigin } = require('../testbed/live-helpers');
-const { failRun, child } = require('./children');
+const { startReplicas } = require('../testbed/replica-helpers');
+const { failRun } = require('./children');
 const {
   OBJECTS,
   ENTITIES,
   startFleet,
+  startBackend,
   entityOf,
-  threadCpu,
-  processCpu,
-  treeCpu,
-  quantile,
+  entities,
+  clusterConfigs,
+  eventsDatabase,
   measureRuns,
   comparisonTable,
 } = require('./backstage-common');
+const { threadCpu, processCpu, treeCpu, rssBytes } = require('../testbed/proc');
+const { options } = require('./options');
+const { quantile, median } = require('./report/measurements');
 
 const CHROMIUM = '/usr/bin/chromium';
 const TABS = 20;
@@ -98,8 +99,7 @@ const tabOpener =
  * opens a tab of entity `name` and waits until it shows its pods; `close()` ends all three.
  */
 async function startVariant(info, files, variant, refreshMs, { viewers = false } = {}) {
-  const args = [variant, String(ENTITIES), JSON.stringify(info), ...(viewers ? ['viewers'] : [])];
-  const backend = child('backstage-live-backend.js', args);
+  const backend = startBackend(variant, info, { viewers });
   const { port } = await backend.ready;
   const origin = await startOrigin(files, port, (url) => {
     const query = new URL(url, 'http://origin').searchParams;
@@ -114,8 +114,7 @@ async function startVariant(info, files, variant, refreshMs, { viewers = false }
   const close = async () => {
     await browser.close();
     await origin.close();
-    backend.proc.send({ cmd: 'stop' });
-    await new Promise((r) => backend.proc.once('exit', r));
+    await backend.stop();
   };
   return { backend, origin, tab, close };
 }
@@ -154,8 +153,11 @@ async function churnAndToggle(clusters, tabs, seconds) {
   return changes;
 }
 
-/** Each toggle's latency: the first stamp after it with its count, before the tab's next toggle. */
-async function toggleLatencies(tabs) {
+/**
+ * The toggles' figures of `tabs`: how many, how many not shown, p50 and p99 latency (a toggle's:
+ * the first stamp after it with its count, before the tab's next toggle).
+ */
+async function toggleFigures(tabs) {
   const latencies = [];
   let missed = 0;
   for (const tab of tabs) {
@@ -167,13 +169,6 @@ async function toggleLatencies(tabs) {
       else missed += 1;
     });
   }
-  latencies.sort((a, b) => a - b);
-  return { latencies, missed };
-}
-
-/** The toggles' figures of `tabs` (toggleLatencies): how many, how many not shown, p50 and p99 latency. */
-async function toggleFigures(tabs) {
-  const { latencies, missed } = await toggleLatencies(tabs);
   return {
     toggles: latencies.length + missed,
     missed,
@@ -184,23 +179,23 @@ async function toggleFigures(tabs) {
 
 /** The report's rows of toggleFigures' figures; `p99Note` is the p99 row's note. */
 const toggleRows = (p99Note) => [
-  ['change to DOM p50 (ms)', 'p50', 0, ''],
+  ['change to DOM p50 (ms)', 'p50'],
   ['change to DOM p99 (ms)', 'p99', 0, p99Note],
-  ['toggles not shown before the next', 'missed', 0, ''],
+  ['toggles not shown before the next', 'missed'],
 ];
 
 /**
  * `runCount` runs (measureRuns) over the fleet of simulated clusters with the tabs' page bundle,
  * each variant measured by `measure(clusters, info, files, variant)`: the runs, and the fleet's
- * `info`. `fleetArgs`: bench/backstage-clusters.js's extra arguments (the viewers' count).
+ * `info`; the clusters know `viewers` viewers' tokens.
  */
-async function measureTabRuns(runCount, orderOf, what, measure, fleetArgs = []) {
-  const { clusters, info } = await startFleet(fleetArgs);
+async function measureTabRuns(runCount, orderOf, what, measure, viewers = 0) {
+  const { clusters, info } = await startFleet(viewers);
   const files = await bundle();
   const runs = await measureRuns(runCount, orderOf, what, (variant) =>
     measure(clusters, info, files, variant),
   );
-  clusters.proc.send({ cmd: 'stop' });
+  clusters.stop();
   return { runs, info };
 }
 
@@ -250,47 +245,127 @@ async function measure(clusters, info, files, variant, { seconds, idleSeconds, r
   }
 }
 
-async function main(argv) {
-  const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-  for (const a of argv) {
-    if (!/^--(live|viewers|seconds=\d+|idle=\d+|refresh=\d+|runs=\d+|json=.+)$/.test(a)) {
-      console.error(`unknown option ${a}; see the header of bench/backstage-live.js`);
-      process.exit(2);
-    }
+/** The bus's rows after `id`: their count and how many named each channel. */
+async function busRows(db, afterId) {
+  const rows = await db('event_bus_events').where('id', '>', afterId).select('id', 'data_json');
+  const byChannel = new Map();
+  for (const row of rows) {
+    // { payload: the signal, metadata }
+    const channel = JSON.parse(row.data_json)?.payload?.channel;
+    if (channel) byChannel.set(channel, (byChannel.get(channel) ?? 0) + 1);
   }
+  const lastId = rows.reduce((max, row) => Math.max(max, Number(row.id)), afterId);
+  return { count: rows.length, byChannel, lastId };
+}
+
+/** The live tabs on `count` replicas (--replicas). */
+async function measureReplicas(clusters, info, files, count, seconds) {
+  const cluster = await startReplicas(
+    count,
+    { url: info.clusters[0].url },
+    {
+      clusters: clusterConfigs(info),
+      entities: entities(ENTITIES),
+      objectTypes: null,
+      readyMs: 180_000,
+    },
+  );
+  const { balancer, replicas, postgres } = cluster;
+  const db = eventsDatabase(postgres);
+  const origin = await startOrigin(files, balancer.port, (url) => ({
+    entity: entityOf(new URL(url, 'http://origin').searchParams.get('entity')),
+    refreshIntervalMs: 500,
+  }));
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox'],
+  });
+  try {
+    const openTab = tabOpener(browser, origin);
+    await clusters.request({ cmd: 'requests' }); // reset the clusters' counts
+    const tabs = await openTabs(clusters, info, openTab);
+    const { byKind } = await clusters.request({ cmd: 'requests' });
+    log(`  ${count} replica(s): ${tabs.length} tabs loaded (${byKind.watch} WATCHes); settling`);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+
+    const { lastId: rows0 } = await busRows(db, 0);
+    const requests0 = origin.kubernetesRequests.length;
+    const pids = replicas.map((r) => r.pid);
+    const cpu0 = pids.map((pid) => threadCpu(pid));
+    const started = Date.now();
+    const changes = await churnAndToggle(clusters, tabs, seconds);
+    const minutes = (Date.now() - started) / 60_000;
+    const cpu1 = pids.map((pid) => threadCpu(pid));
+    const rss = pids.map((pid) => rssBytes(pid));
+    await new Promise((r) => setTimeout(r, 1000)); // the last signals' refetches
+    const bus = await busRows(db, rows0);
+    const requests = origin.kubernetesRequests.slice(requests0);
+    const toggled = await toggleFigures(tabs);
+    // Each tab's refetches per signal on its channel.
+    const perTab = tabs.map((tab) => {
+      const signals = bus.byChannel.get(`kubernetes:component:default/${tab.name}`) ?? 0;
+      const refetches = requests.filter((r) => r.url.endsWith(`/services/${tab.name}`)).length;
+      return signals > 0 ? refetches / signals : NaN;
+    });
+    return {
+      replicas: count,
+      ...toggled,
+      refetchesPerSignalPerTab: median(perTab.filter(Number.isFinite)),
+      busRowsPerSecond: bus.count / (minutes * 60),
+      changesPerSecond: changes / (minutes * 60),
+      watchesPerCluster: byKind.watch / info.clusters.length,
+      mainCpuPerMinute: median(cpu1.map((c, i) => (c - cpu0[i]) / minutes)),
+      rssMiB: median(rss) / 1048576,
+    };
+  } finally {
+    await browser.close();
+    await origin.close();
+    await db.destroy();
+    await cluster.stop();
+  }
+}
+
+async function main(argv) {
+  const { num, flag, saveJson } = options(
+    argv,
+    /live|viewers|replicas=\d+|seconds=\d+|idle=\d+|refresh=\d+|runs=\d+|json=.+/,
+    'backstage-live.js',
+  );
   if (!fs.existsSync(CHROMIUM)) {
     console.error(`${CHROMIUM} is absent: apt-get install chromium`);
     process.exit(2);
   }
-  const seconds = Number(opt('seconds') ?? 120);
-  const idleSeconds = Number(opt('idle') ?? 60);
+  const seconds = num('seconds', 120);
+  const idleSeconds = num('idle', 60);
   /** The live tabs' refreshIntervalMs: how often they poll memory. */
-  const refreshMs = Number(opt('refresh') ?? 500);
-  const runCount = Number(opt('runs') ?? 1);
+  const refreshMs = num('refresh', 500);
+  const runCount = num('runs', 1);
   if (seconds * 1000 < 2 * TOGGLE_EVERY_MS) {
     console.error(`--seconds must be at least ${(2 * TOGGLE_EVERY_MS) / 1000}`);
     process.exit(2);
   }
-  const viewers = argv.includes('--viewers');
+  if (num('replicas')) return replicasMain(num('replicas'), num('seconds', 60), runCount, saveJson);
+  const viewers = flag('viewers');
   const { runs, info } = await measureTabRuns(
     runCount,
     (run) => (run % 2 ? ['live', 'stock'] : ['stock', 'live']),
     (variant) => `${variant}, ${TABS} tabs`,
     (clusters, info, files, variant) =>
       measure(clusters, info, files, variant, { seconds, idleSeconds, refreshMs, viewers }),
-    viewers ? [String(TABS)] : [],
+    viewers ? TABS : 0,
   );
   const rows = [
     ...toggleRows('goal ≤ 1000 (live)'),
     ['requests/min to /api/kubernetes, idle', 'idleRequestsPerMinute', 1, 'goal 0 (live)'],
-    ['backend main-thread CPU (s/min), idle', 'idleBackendMainCpuPerMinute', 2, ''],
-    ['browser CPU, 20 tabs (s/min), idle', 'idleBrowserCpuPerMinute', 2, ''],
-    ['requests/min to /api/kubernetes, churn', 'churnRequestsPerMinute', 1, ''],
-    ['signals published/min, churn', 'signalsPerMinute', 1, ''],
+    ['backend main-thread CPU (s/min), idle', 'idleBackendMainCpuPerMinute', 2],
+    ['browser CPU, 20 tabs (s/min), idle', 'idleBrowserCpuPerMinute', 2],
+    ['requests/min to /api/kubernetes, churn', 'churnRequestsPerMinute', 1],
+    ['signals published/min, churn', 'signalsPerMinute', 1],
     ['requests per signal, churn', 'requestsPerSignal', 2, 'goal ≤ 1 refetch per signal'],
-    ['backend main-thread CPU (s/min), churn', 'backendMainCpuPerMinute', 2, ''],
-    ['backend process CPU (s/min), churn', 'backendCpuPerMinute', 2, ''],
-    ['browser CPU, 20 tabs (s/min), churn', 'browserCpuPerMinute', 2, ''],
+    ['backend main-thread CPU (s/min), churn', 'backendMainCpuPerMinute', 2],
+    ['backend process CPU (s/min), churn', 'backendCpuPerMinute', 2],
+    ['browser CPU, 20 tabs (s/min), churn', 'browserCpuPerMinute', 2],
   ];
   const lines = [
     `## The live Kubernetes tab: 20 stock polling tabs vs 20 live tabs${viewers ? ", each its viewer's own credential (oidc)" : ''}`,
@@ -305,25 +380,40 @@ async function main(argv) {
     ...comparisonTable(rows, runs, ['stock', 'stock'], ['live', 'live'], 'live ÷ stock'),
   ];
   console.log(lines.join('\n'));
-  const json = opt('json');
-  if (json)
-    fs.writeFileSync(json, JSON.stringify({ seconds, idleSeconds, refreshMs, viewers, runs }, null, 2));
+  saveJson({ seconds, idleSeconds, refreshMs, viewers, runs });
 }
 
-module.exports = {
-  main,
-  startVariant,
-  tabOpener,
-  openTabs,
-  churnAndToggle,
-  toggleFigures,
-  toggleRows,
-  measureTabRuns,
-  CHROMIUM,
-  TABS,
-  CHURN_PER_SECOND,
-  TOGGLE_EVERY_MS,
-  SETTLE_MS,
-};
+/** `--replicas=N`: the live tabs on `count` replicas against one. */
+async function replicasMain(count, seconds, runCount, saveJson) {
+  const { runs } = await measureTabRuns(
+    runCount,
+    (run) => (run % 2 ? [count, 1] : [1, count]),
+    (n) => `${n} replica(s), ${TABS} tabs, ${seconds} s`,
+    (clusters, info, files, n) => measureReplicas(clusters, info, files, n, seconds),
+  );
+  const rows = [
+    ...toggleRows('goal ≤ 1000'),
+    ['refetches per signal per tab', 'refetchesPerSignalPerTab', 2, 'goal 1.00'],
+    ['bus rows per second', 'busRowsPerSecond', 1, '≤ entities changed per minInterval'],
+    ['changes per second (churn and toggles)', 'changesPerSecond', 1],
+    ['WATCHes per cluster while the tabs opened', 'watchesPerCluster', 1],
+    ['main-thread CPU per replica (s/min), median', 'mainCpuPerMinute', 2],
+    ['RSS per replica (MiB), median', 'rssMiB'],
+  ];
+  console.log(
+    [
+      `## The live tab on ${count} replicas against one (PostgreSQL, events backend)`,
+      '',
+      `6 clusters (+20 ms each), ${OBJECTS} objects, ${ENTITIES} entities; ${TABS} Chromium tabs ` +
+        `behind a round-robin balancer; ${seconds} s of ${CHURN_PER_SECOND} pod changes/s plus crash-loop ` +
+        `toggles; ${runCount} run(s), medians. Everything shares this machine.`,
+      '',
+      ...comparisonTable(rows, runs, ['1 replica', 1], [`${count} replicas`, count], `${count} ÷ 1`),
+    ].join('\n'),
+  );
+  saveJson({ count, seconds, runs });
+}
+
+module.exports = { main, startVariant, CHROMIUM };
 
 if (require.main === module) main(process.argv.slice(2)).catch(failRun);

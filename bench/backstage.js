@@ -1,100 +1,87 @@
 #!/usr/bin/env node
 'use strict';
 // `npm run bench:backstage` → node bench/backstage.js [--seconds=N] [--runs=N] [--strip] [--json=file]
-//                                                    [--profile=DIR]
+//                                                    [--profile=DIR] [--against=<checkout, built>]
 // `npm run bench:backstage -- --live …`: the live tab's benchmark (bench/backstage-live.js);
-// with `--replicas=N`, on N backend replicas against one (bench/backstage-replicas.js).
+// with `--replicas=N`, on N backend replicas against one.
 // `npm run bench:backstage -- --bus …`: the events bus on several replicas (bench/backstage-bus.js).
 // `npm run bench:backstage -- --viewers [--authorization-ttl=S] …`: viewers' own credentials
 // (issue 35), below.
 //
 // Backstage's Kubernetes tab, with and without kube-watch-native-backstage, side by side in one
-// run. Six simulated clusters (bench/backstage-clusters.js, their own process: 20 ms added to
-// every answer, HTTPS with h2 offered) hold 20 000 objects of the 13 default types and one custom
-// resource, 3 000 of them labelled for 300 entities. For each variant a fresh backend process
-// (bench/backstage-backend.js: startTestBackend with the real @backstage/plugin-kubernetes-backend)
-// is warmed up with one load of every entity, then 20 viewers each reload a tab every 10 s, as
-// the frontend does, for `seconds` (default 120), each load a different entity. A third variant,
-// `floor`, answers every load instantly from the default fetcher's first answer to it, kept
-// (bench/backstage-backend.js): what is left is Backstage's own router, fan-out and JSON, so
-// native ÷ floor shows what is ours. Measured from
-// outside the backend: API requests per tab load (counted by the clusters), tab-load latency
-// p50/p99, the backend's main-thread CPU per tab load (/proc/<pid>/task/<pid>/stat) and its
-// whole-process CPU, its RSS at the end (/proc/<pid>/status), and the time from a change in a
-// cluster until a tab load shows it (5 changes, after the viewers stop; not for the floor, which
-// never changes). Runs rotate the variants' order; the report gives medians over runs and the
-// medians of each run's ratios.
+// run. Six simulated clusters (bench/clusters/backstage.js: +20 ms an answer, HTTPS, h2) hold
+// 20 000 objects of the 13 default types and a custom resource, 3 000 labelled for 300 entities.
+// Each variant gets a fresh backend (bench/backstage-backend.js), warmed up with a load of every
+// entity; then 20 viewers each reload a tab every 10 s for `seconds` (120), each load another
+// entity. `floor` answers every load from the default fetcher's first answer to it, kept: what
+// is left is Backstage's own router, fan-out and JSON, so native ÷ floor shows what is ours.
+// Measured from outside the backend: API requests per load (the clusters count them), load
+// latency p50/p99, the backend's main-thread and process CPU per load and RSS at the end (/proc),
+// a change's main-thread CPU while nobody loads, and the time until a load shows a change (5,
+// after the viewers stop; not for the floor). Runs rotate the variants; the report gives medians
+// and the medians of each run's ratios. `--strip`: the module with stripManagedFields too;
+// `--against`: the module and watcher of another build too (bench/builds.js), and native ÷ it.
 //
-// `--viewers`: instead of those variants, the same three with the six clusters configured for
-// the viewer's own credential (`authProvider: oidc`, `oidcTokenProvider: okta`) plus the
-// clusters' token as `serviceAccountToken` (which Backstage ignores for oidc and the module
-// caches with): default-viewers, native-viewers, floor-viewers. Each of the 20 viewers is its own
-// Backstage user (a mock user token of user:default/viewer-<v>) and sends its own cluster token
-// in the body, `auth: { oidc: { okta: <token> } }`; the clusters know the 20 tokens, each allowed
-// to read every type cluster-wide (bench/backstage-clusters.js). The default fetcher LISTs with
-// the viewer's token on every load; the module answers from its cache once a
-// SelfSubjectAccessReview with the viewer's token allowed that type (remembered
-// `authorizationTtl`, 10 s by default, or `--authorization-ttl=S`). Besides the rows above, the
-// report splits the requests by kind, gives the access reviews per viewer, type and cluster per
-// 10 s (goal ≤ 1), and the requests of a load within the TTL: after the viewers stop, each
-// viewer in turn loads one tab and at once another, and the clusters count what the second cost
-// (goal 0). The viewers' loads are measured after two unmeasured periods of the same pacing
-// (20 s): the warm-up stamps every decision at once, so some loads there come after a pause
-// longer than the TTL and wait one access review; those periods are reported apart as "first
-// loads after a pause" (a viewer who returns after the TTL pays that once).
+// `--viewers`: the same three variants with each cluster taking the viewer's own credential
+// (`authProvider: oidc`, `oidcTokenProvider: okta`) and the clusters' token as
+// `serviceAccountToken` (Backstage ignores it for oidc; the module caches with it). Each of the 20
+// viewers is a Backstage user of its own with its own cluster token in the body
+// (`auth: { oidc: { okta } }`), allowed to read every type. The default fetcher LISTs with it on
+// every load; the module answers from its cache once a SelfSubjectAccessReview allowed the type
+// (remembered `authorizationTtl`, 10 s or `--authorization-ttl=S`). The report adds the requests
+// by kind, the access reviews per viewer, type and cluster per 10 s (goal ≤ 1) and what a load
+// within the TTL costs (each viewer loads a tab and at once another; goal 0). Loads are measured
+// after two unmeasured periods (20 s), reported apart as "first loads after a pause": the warm-up
+// stamps every decision at once, so a load there may wait one access review.
 // Loopback only; every child dies with this process. Progress on stderr, the report on stdout.
 
-const fs = require('node:fs');
 const path = require('node:path');
+const { build } = require('./builds');
+const { failRun } = require('./children');
+const {
+  OBJECTS,
+  LABELLED,
+  ENTITIES,
+  startFleet,
+  startBackend,
+  entityOf,
+  fmt,
+  measureRuns,
+  reportTable,
+} = require('./backstage-common');
+const { threadCpu, threadCpuNs, processCpu, rssBytes } = require('../testbed/proc');
+const { options } = require('./options');
+const { quantile, median } = require('./report/measurements');
 
 const argv = process.argv.slice(2);
 /** `--live`: the live tab's benchmark instead (bench/backstage-live.js, its own options). */
 const LIVE = argv.includes('--live');
 /** `--bus`: the events bus on several replicas instead (bench/backstage-bus.js, its own options). */
 const BUS = argv.includes('--bus');
-const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-for (const a of LIVE || BUS ? [] : argv) {
-  if (!/^--(seconds=\d+|runs=\d+|strip|viewers|authorization-ttl=\d+|json=.+|profile=.+)$/.test(a)) {
-    console.error(`unknown option ${a}; see the header of bench/backstage.js`);
-    process.exit(2);
-  }
-}
-const SECONDS = Number(opt('seconds') ?? 120);
+const { opt, num, flag, saveJson } = options(
+  LIVE || BUS ? [] : argv,
+  /seconds=\d+|runs=\d+|strip|viewers|authorization-ttl=\d+|json=.+|profile=.+|against=.+/,
+  'backstage.js',
+);
+const SECONDS = num('seconds', 120);
 /** `--strip`: a fourth variant, the module with `stripManagedFields: true` (its RSS, mostly). */
-const STRIP = argv.includes('--strip');
+const STRIP = flag('strip');
 /** `--viewers`: the per-viewer variants (issue 35) instead of the others. */
-const VIEWER_MODE = argv.includes('--viewers');
+const VIEWER_MODE = flag('viewers');
 /** `--authorization-ttl=S`: the module's authorizationTtl in the per-viewer variants (default: its own, 10 s). */
-const AUTHORIZATION_TTL_S =
-  opt('authorization-ttl') === undefined ? undefined : Number(opt('authorization-ttl'));
+const AUTHORIZATION_TTL_S = num('authorization-ttl', undefined);
+/** `--against=<dir>`: the Backstage module of that build (bench/builds.js) as a variant of its own. */
+const AGAINST = opt('against') && build(opt('against')).backstage;
 /** Pod changes a second while nobody loads, for the main thread's CPU per change. */
 const CHURN_PER_SECOND = 100;
 const CHURN_SECONDS = 10;
-const RUNS = Number(opt('runs') ?? 1);
+const RUNS = num('runs', 1);
 /** A folder for each backend's V8 CPU profile over the viewers' loads (`--profile=DIR`). */
 const PROFILE = opt('profile') && path.resolve(opt('profile'));
 const VIEWERS = 20;
 const PERIOD_MS = 10_000;
 const CHANGES = 5;
 const log = (...a) => console.error(...a);
-
-const { failRun, child } = require('./children');
-const {
-  OBJECTS,
-  LABELLED,
-  ENTITIES,
-  startFleet,
-  entityOf,
-  fmt,
-  threadCpu,
-  threadCpuNs,
-  processCpu,
-  rssBytes,
-  quantile,
-  median,
-  measureRuns,
-  reportTable,
-} = require('./backstage-common');
 
 /**
  * One tab load of entity `i` (mod ENTITIES). With `viewer` ({ index, token }): as that Backstage
@@ -123,12 +110,11 @@ async function measure(clusters, info, variant) {
   const viewerMode = variant.endsWith('-viewers');
   /** Viewer v's identity in the per-viewer variants, else undefined (one shared user and token). */
   const as = (v) => (viewerMode ? { index: v, token: info.viewerTokens[v] } : undefined);
-  const backend = child('backstage-backend.js', [
-    variant,
-    String(ENTITIES),
-    JSON.stringify(info),
-    ...(viewerMode && AUTHORIZATION_TTL_S !== undefined ? [String(AUTHORIZATION_TTL_S * 1000)] : []),
-  ]);
+  const backend = startBackend(variant, info, {
+    against: AGAINST,
+    ...(viewerMode &&
+      AUTHORIZATION_TTL_S !== undefined && { authorizationTtlMs: AUTHORIZATION_TTL_S * 1000 }),
+  });
   const { port } = await backend.ready;
   const pid = backend.proc.pid;
   // Warm-up: every entity once, 20 at a time (the native variant's informers sync here).
@@ -213,30 +199,22 @@ async function measure(clusters, info, variant) {
     }
     visible.push(performance.now() - started);
   }
-  backend.proc.send({ cmd: 'stop' });
-  await new Promise((r) => backend.proc.once('exit', r));
-  const sorted = [...latencies].sort((a, b) => a - b);
+  await backend.stop();
   const loads = latencies.length;
   return {
     variant,
     loads,
     requestsPerLoad: requests / loads,
-    p50: quantile(sorted, 0.5),
-    p99: quantile(sorted, 0.99),
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
     mainCpuMsPerLoad: ((cpu1.main - cpu0.main) * 1000) / loads,
     cpuMsPerLoad: ((cpu1.all - cpu0.all) * 1000) / loads,
     rssMiB: rss / 2 ** 20,
     mainCpuUsPerChange: churnNs / 1e3 / changes,
     visibleMs: visible.length ? median(visible) : NaN,
     ...(viewerMode && {
-      pauseP50: quantile(
-        [...settling].sort((a, b) => a - b),
-        0.5,
-      ),
-      pauseP99: quantile(
-        [...settling].sort((a, b) => a - b),
-        0.99,
-      ),
+      pauseP50: quantile(settling, 0.5),
+      pauseP99: quantile(settling, 0.99),
       listsPerLoad: byKind.list / loads,
       accessReviewsPerLoad: byKind.accessReview / loads,
       otherRequestsPerLoad: (requests - byKind.list - byKind.accessReview) / loads,
@@ -250,142 +228,112 @@ async function measure(clusters, info, variant) {
 }
 
 async function main() {
-  const { clusters, info } = await startFleet(VIEWER_MODE ? [String(VIEWERS)] : []);
+  const { clusters, info } = await startFleet(VIEWER_MODE ? VIEWERS : 0);
   const variants = VIEWER_MODE
     ? ['default-viewers', 'native-viewers', 'floor-viewers']
-    : ['default', 'native', 'floor', ...(STRIP ? ['native-strip'] : [])];
+    : [
+        'default',
+        'native',
+        'floor',
+        ...(STRIP ? ['native-strip'] : []),
+        ...(AGAINST ? ['native-against'] : []),
+      ];
   const runs = await measureRuns(
     RUNS,
     (run) => variants.map((_, i) => variants[(i + run) % variants.length]),
     (variant) => `${variant}, ${VIEWERS} viewers for ${SECONDS} s`,
     (variant) => measure(clusters, info, variant),
   );
-  clusters.proc.send({ cmd: 'stop' });
-  if (VIEWER_MODE) return reportViewers(runs, info);
+  clusters.stop();
   const cachedMiB = info.cachedJsonBytes / 2 ** 20;
   const med = (variant, key) => median(runs.map((r) => r[variant][key]));
-  const rows = [
-    ['API requests per tab load', 'requestsPerLoad', 1, 'goal 0 once warm'],
-    ...costRows({ p99: 'goal ≤ 0.1×', mainCpu: 'goal ≤ 0.3×' }),
-  ];
-  const lines = [
-    `## Backstage Kubernetes tab: default fetcher vs kube-watch-native-backstage`,
-    '',
-    `6 clusters (+20 ms each), ${OBJECTS} objects (${LABELLED} labelled, ${fmt(cachedMiB)} MiB of JSON), ` +
-      `${ENTITIES} entities, ${VIEWERS} viewers every 10 s for ${SECONDS} s; ${RUNS} run(s), medians; ` +
-      `${runs[0].default.loads} / ${runs[0].native.loads} loads per run.`,
-    '',
-    ...variantsTable(rows, runs, (variant) => variant),
-    '',
-    `RSS goal: native ≤ default + 1.3 × ${fmt(cachedMiB)} MiB = ${fmt(med('default', 'rssMiB') + 1.3 * cachedMiB, 0)} MiB.`,
-    ...(STRIP
-      ? [
-          '',
-          `With stripManagedFields on (native-strip): RSS ${fmt(med('native-strip', 'rssMiB'), 0)} MiB ` +
-            `(native ${fmt(med('native', 'rssMiB'), 0)}), p99 ${fmt(med('native-strip', 'p99'), 1)} ms, ` +
-            `main-thread CPU per load ${fmt(med('native-strip', 'mainCpuMsPerLoad'), 2)} ms.`,
-        ]
-      : []),
-  ];
-  console.log(lines.join('\n'));
-  const json = opt('json');
-  if (json)
-    fs.writeFileSync(
-      json,
-      JSON.stringify({ seconds: SECONDS, runs, cachedJsonBytes: info.cachedJsonBytes }, null, 2),
-    );
-}
-
-/** The report of `--viewers`: the per-viewer variants against each other. */
-function reportViewers(runs, info) {
+  const loads = `${runs[0][variants[0]].loads} / ${runs[0][variants[1]].loads} loads per run.`;
   const ttl = AUTHORIZATION_TTL_S === undefined ? '10 s (default)' : `${AUTHORIZATION_TTL_S} s`;
-  const rows = [
-    ['API requests per tab load', 'requestsPerLoad', 2, ''],
-    ['… of which LISTs', 'listsPerLoad', 2, ''],
-    ['… of which SelfSubjectAccessReviews', 'accessReviewsPerLoad', 2, ''],
-    ['… others (watches, SelfSubjectReviews)', 'otherRequestsPerLoad', 2, ''],
-    [
-      'access reviews per viewer, type and cluster per 10 s',
-      'accessReviewsPerViewerTypeCluster10s',
-      2,
-      'goal ≤ 1',
-    ],
-    ['API requests per load within the TTL', 'withinTtlRequestsPerLoad', 2, 'goal 0; 20 loads, sequential'],
-    ['… of which SelfSubjectAccessReviews', 'withinTtlAccessReviewsPerLoad', 2, ''],
-    ...costRows({ p99: 'goal ≤ 1.2× floor', mainCpu: 'goal ≤ 1.2× floor' }),
-    ['first loads after a pause: p50 (ms)', 'pauseP50', 1, 'the unmeasured first 20 s'],
-    ['first loads after a pause: p99 (ms)', 'pauseP99', 1, 'one access review each'],
-  ];
-  const lines = [
-    `## Backstage Kubernetes tab, viewers' own credentials (oidc + serviceAccountToken)`,
-    '',
-    `6 clusters (+20 ms each), ${OBJECTS} objects (${fmt(info.cachedJsonBytes / 2 ** 20)} MiB labelled), ` +
-      `${ENTITIES} entities, ${VIEWERS} viewers (each its own user and token) every 10 s for ${SECONDS} s; ` +
-      `authorizationTtl ${ttl}; ${RUNS} run(s), medians; ` +
-      `${runs[0]['default-viewers'].loads} / ${runs[0]['native-viewers'].loads} loads per run.`,
-    '',
-    ...variantsTable(rows, runs, (variant) => `${variant}-viewers`),
-  ];
-  console.log(lines.join('\n'));
-  const json = opt('json');
-  if (json)
-    fs.writeFileSync(
-      json,
-      JSON.stringify(
-        { seconds: SECONDS, viewers: true, authorizationTtlS: AUTHORIZATION_TTL_S, runs },
-        null,
-        2,
-      ),
+  const lines = VIEWER_MODE
+    ? [
+        `## Backstage Kubernetes tab, viewers' own credentials (oidc + serviceAccountToken)`,
+        '',
+        `6 clusters (+20 ms each), ${OBJECTS} objects (${fmt(cachedMiB)} MiB labelled), ${ENTITIES} entities, ` +
+          `${VIEWERS} viewers (each its own user and token) every 10 s for ${SECONDS} s; ` +
+          `authorizationTtl ${ttl}; ${RUNS} run(s), medians; ${loads}`,
+        '',
+        ...variantsTable(VIEWER_ROWS, runs, (variant) => `${variant}-viewers`),
+      ]
+    : [
+        `## Backstage Kubernetes tab: default fetcher vs kube-watch-native-backstage`,
+        '',
+        `6 clusters (+20 ms each), ${OBJECTS} objects (${LABELLED} labelled, ${fmt(cachedMiB)} MiB of JSON), ` +
+          `${ENTITIES} entities, ${VIEWERS} viewers every 10 s for ${SECONDS} s; ${RUNS} run(s), medians; ${loads}`,
+        '',
+        ...variantsTable(ROWS, runs, (variant) => variant),
+        '',
+        `RSS goal: native ≤ default + 1.3 × ${fmt(cachedMiB)} MiB = ${fmt(med('default', 'rssMiB') + 1.3 * cachedMiB, 0)} MiB.`,
+      ];
+  if (STRIP && !VIEWER_MODE)
+    lines.push(
+      '',
+      `With stripManagedFields on (native-strip): RSS ${fmt(med('native-strip', 'rssMiB'), 0)} MiB ` +
+        `(native ${fmt(med('native', 'rssMiB'), 0)}), p99 ${fmt(med('native-strip', 'p99'), 1)} ms, ` +
+        `main-thread CPU per load ${fmt(med('native-strip', 'mainCpuMsPerLoad'), 2)} ms.`,
     );
+  console.log(lines.join('\n'));
+  const viewers = VIEWER_MODE && { viewers: true, authorizationTtlS: AUTHORIZATION_TTL_S };
+  saveJson({ seconds: SECONDS, ...viewers, runs, cachedJsonBytes: info.cachedJsonBytes });
 }
 
-/**
- * The rows both reports end with: a load's latency and CPU, the RSS, a change's CPU and how soon
- * it shows; `goals` are the notes of p99 and main-thread CPU.
- */
-function costRows(goals) {
-  return [
-    ['tab load p50 (ms)', 'p50', 1, ''],
-    ['tab load p99 (ms)', 'p99', 1, goals.p99],
-    ['main-thread CPU per load (ms)', 'mainCpuMsPerLoad', 2, goals.mainCpu],
-    ['process CPU per load (ms)', 'cpuMsPerLoad', 2, ''],
-    ['RSS at the end (MiB)', 'rssMiB', 0, ''],
-    [
-      `main-thread CPU per change, ${CHURN_PER_SECOND}/s, no loads (µs)`,
-      'mainCpuUsPerChange',
-      1,
-      'schedstat',
-    ],
-    ['change visible after (ms)', 'visibleMs', 0, 'median of 5'],
-  ];
-}
+/** The rows both reports end with: a load's latency and CPU, the RSS, a change's CPU and how soon it shows. */
+const costRows = (goals) => [
+  ['tab load p50 (ms)', 'p50', 1],
+  ['tab load p99 (ms)', 'p99', 1, goals.p99],
+  ['main-thread CPU per load (ms)', 'mainCpuMsPerLoad', 2, goals.mainCpu],
+  ['process CPU per load (ms)', 'cpuMsPerLoad', 2],
+  ['RSS at the end (MiB)', 'rssMiB'],
+  [`main-thread CPU per change, ${CHURN_PER_SECOND}/s, no loads (µs)`, 'mainCpuUsPerChange', 1, 'schedstat'],
+  ['change visible after (ms)', 'visibleMs', 0, 'median of 5'],
+];
+const ROWS = [
+  ['API requests per tab load', 'requestsPerLoad', 1, 'goal 0 once warm'],
+  ...costRows({ p99: 'goal ≤ 0.1×', mainCpu: 'goal ≤ 0.3×' }),
+];
+/** The rows of `--viewers`: the requests by kind, the reviews, a load within the TTL, the first loads. */
+const VIEWER_ROWS = [
+  ['API requests per tab load', 'requestsPerLoad', 2],
+  ['… of which LISTs', 'listsPerLoad', 2],
+  ['… of which SelfSubjectAccessReviews', 'accessReviewsPerLoad', 2],
+  ['… others (watches, SelfSubjectReviews)', 'otherRequestsPerLoad', 2],
+  [
+    'access reviews per viewer, type and cluster per 10 s',
+    'accessReviewsPerViewerTypeCluster10s',
+    2,
+    'goal ≤ 1',
+  ],
+  ['API requests per load within the TTL', 'withinTtlRequestsPerLoad', 2, 'goal 0; 20 loads, sequential'],
+  ['… of which SelfSubjectAccessReviews', 'withinTtlAccessReviewsPerLoad', 2],
+  ...costRows({ p99: 'goal ≤ 1.2× floor', mainCpu: 'goal ≤ 1.2× floor' }),
+  ['first loads after a pause: p50 (ms)', 'pauseP50', 1, 'the unmeasured first 20 s'],
+  ['first loads after a pause: p99 (ms)', 'pauseP99', 1, 'one access review each'],
+];
 
 /**
- * Both reports' table: default, native and floor (`nameOf` gives a run's name of each), medians
- * over the runs, and the medians of native's ratios to the other two.
+ * Both reports' table: default, native and floor (and against, with --against; `nameOf` gives a
+ * run's name of each), medians over the runs, and the medians of native's ratios to the others.
  */
 function variantsTable(rows, runs, nameOf) {
+  const others = ['default', 'floor', ...(runs[0][nameOf('native-against')] ? ['native-against'] : [])];
+  const heading = (variant) => variant.replace('native-', '');
   const med = (variant) => (key) => median(runs.map((r) => r[nameOf(variant)][key]));
   const ratio = (to) => (key) => median(runs.map((r) => r[nameOf('native')][key] / r[nameOf(to)][key]));
   return reportTable(
     rows,
-    ['default', 'native', 'floor'].map((variant) => [variant, med(variant)]),
-    [
-      ['native ÷ default', ratio('default')],
-      ['native ÷ floor', ratio('floor')],
-    ],
+    ['default', 'native', ...others.slice(1)].map((variant) => [heading(variant), med(variant)]),
+    others.map((to) => [`native ÷ ${heading(to)}`, ratio(to)]),
   );
 }
 
-/**
- * `--live --replicas=N`: the live tab on N replicas against one (bench/backstage-replicas.js);
- * `--bus`: the events bus under issue 37's load on several replicas (bench/backstage-bus.js).
- */
+/** `--live` and `--bus` are benchmarks of their own, with their own options. */
 const bench = BUS
   ? () => require('./backstage-bus').main(argv)
-  : !LIVE
-    ? main
-    : argv.some((a) => a.startsWith('--replicas='))
-      ? () => require('./backstage-replicas').main(argv)
-      : () => require('./backstage-live').main(argv);
+  : LIVE
+    ? () => require('./backstage-live').main(argv)
+    : main;
 bench().catch(failRun);

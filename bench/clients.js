@@ -1,31 +1,34 @@
 'use strict';
-// The watch clients under test, behind one small interface so every scenario drives them alike.
-//
-//   client.load()                      require the client's modules (before the start RSS is taken)
-//   client.events(target, signal)      (native clients) the watch's AsyncGenerator itself
-//   client.open(target, onObject)      start one watch; onObject(object) runs for every event
-//                                      (it reads object.metadata.name); it may return STOP to end
-//                                      the watch, or a promise the client waits for before taking
-//                                      the next event (a slow consumer)
-//                                      → { done: Promise<{ events, error? }>, cancel() }
-//
+// The watch clients under test, behind one interface so every scenario drives them alike:
+//   client.load()                  require the client's modules (before the start RSS is taken)
+//   client.events(target, signal)  (native clients) the watch's AsyncGenerator itself
+//   client.open(target, onObject)  one watch; onObject(object) runs for every event and may return
+//                                  STOP (end the watch) or a promise to wait for (a slow consumer)
+//                                  → { done: Promise<{ events, error? }>, cancel() }
 // `target` = { origin, jobId, proto: 'http'|'https', fields? }.
-//
 // - baseline:   ours, in the style of Backstage's KubernetesClientBasedWatcher: node-fetch v2,
 //               body.pipe(split2()), String(line).trim(), JSON.parse, an async generator.
-// - clientnode: @kubernetes/client-node's Watch (node-fetch + readline + JSON.parse per line,
-//               a callback per event). It has no backpressure: a consumer slower than the
-//               stream gets an unbounded queue in front of it (what a caller has to write).
+// - clientnode: @kubernetes/client-node's Watch (node-fetch, readline, JSON.parse, a callback per
+//               event; no backpressure: a slow consumer needs an unbounded queue in front of it).
 // - native:     NativeKubernetesWatcher (this package); `native-fields` adds options.fields.
 
 const https = require('node:https');
 const certs = require('../packages/kube-watch-native/sim/certs');
+const { CA_DATA, kubeConfig, resourceParams } = require('./kube');
 
 const STOP = Symbol('stop');
 const TOKEN = 'x';
 const RESOURCE = '/api/v1/namespaces/bench/pods';
 
 const clusterUrl = ({ origin, jobId }) => `${origin}/job/${jobId}`;
+/** The load server's job `target` as a cluster: its URL, token and (over https) CA. */
+const cluster = (target) => ({
+  name: 'bench',
+  server: clusterUrl(target),
+  url: clusterUrl(target),
+  token: TOKEN,
+  caData: target.proto === 'https' ? CA_DATA : undefined,
+});
 
 const quietLogger = {
   warnings: [],
@@ -71,19 +74,20 @@ function statusCodeToErrorType(code) {
   );
 }
 
-function transformWatchEvent(data, resourcePath) {
-  if (data.type === 'ERROR') {
-    const code = data.object?.code || 500;
-    return {
-      type: 'ERROR',
-      error: { errorType: statusCodeToErrorType(code), statusCode: code, resourcePath },
-    };
-  }
+/** An ERROR event of the watch: an HTTP status, or (statusCode 0) a failure to connect or read. */
+const failure = (statusCode, err) => ({
+  type: 'ERROR',
+  error: statusCode
+    ? { errorType: statusCodeToErrorType(statusCode), statusCode, resourcePath: RESOURCE }
+    : { errorType: 'SYSTEM_ERROR', statusCode, resourcePath: RESOURCE, detail: String(err) },
+});
+
+function transformWatchEvent(data) {
+  if (data.type === 'ERROR') return failure(data.object?.code || 500);
   return { type: data.type, object: data.object, resourceVersion: data.object?.metadata?.resourceVersion };
 }
 
 async function* backstageStyleWatch(url, { signal, proto }) {
-  const resourcePath = RESOURCE;
   if (signal?.aborted) return;
   let response;
   try {
@@ -93,18 +97,11 @@ async function* backstageStyleWatch(url, { signal, proto }) {
       signal,
     });
   } catch (err) {
-    if (signal?.aborted) return;
-    yield {
-      type: 'ERROR',
-      error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath, detail: String(err) },
-    };
+    if (!signal?.aborted) yield failure(0, err);
     return;
   }
   if (!response.ok) {
-    yield {
-      type: 'ERROR',
-      error: { errorType: statusCodeToErrorType(response.status), statusCode: response.status, resourcePath },
-    };
+    yield failure(response.status);
     return;
   }
   const stream = response.body.pipe(split2());
@@ -119,14 +116,10 @@ async function* backstageStyleWatch(url, { signal, proto }) {
       } catch {
         continue;
       }
-      yield transformWatchEvent(data, resourcePath);
+      yield transformWatchEvent(data);
     }
   } catch (err) {
-    if (signal?.aborted) return;
-    yield {
-      type: 'ERROR',
-      error: { errorType: 'SYSTEM_ERROR', statusCode: 0, resourcePath, detail: String(err) },
-    };
+    if (!signal?.aborted) yield failure(0, err);
   } finally {
     stream.destroy();
     response.body.destroy();
@@ -159,20 +152,10 @@ const clientnode = {
     k8s = require('@kubernetes/client-node');
   },
   open(target, onObject, { queue = false } = {}) {
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions({
-      clusters: [
-        {
-          name: 'bench',
-          server: clusterUrl(target),
-          caData: target.proto === 'https' ? Buffer.from(certs.ca).toString('base64') : undefined,
-          // client-node refuses plain http unless verification is "skipped" (there is none).
-          skipTLSVerify: target.proto === 'http',
-        },
-      ],
-      users: [{ name: 'bench', token: TOKEN }],
-      contexts: [{ name: 'bench', cluster: 'bench', user: 'bench' }],
-      currentContext: 'bench',
+    const kc = kubeConfig(k8s, {
+      ...cluster(target),
+      // client-node refuses plain http unless verification is "skipped" (there is none).
+      skipTLSVerify: target.proto === 'http',
     });
     const watch = new k8s.Watch(kc);
     let controller;
@@ -265,21 +248,7 @@ function nativeClient(name, withFields, pkg = 'kube-watch-native') {
       const watcher = new NativeKubernetesWatcher({ logger: quietLogger });
       const options = { namespace: 'bench', signal };
       if (withFields) options.fields = target.fields;
-      return watcher.watchResource(
-        {
-          clusterDetails: {
-            name: 'bench',
-            url: clusterUrl(target),
-            authMetadata: {},
-            caData: target.proto === 'https' ? Buffer.from(certs.ca).toString('base64') : undefined,
-          },
-          credential: { type: 'bearer token', token: TOKEN },
-          group: '',
-          apiVersion: 'v1',
-          plural: 'pods',
-        },
-        options,
-      );
+      return watcher.watchResource(resourceParams(cluster(target), { plural: 'pods' }), options);
     },
   };
 }

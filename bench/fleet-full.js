@@ -1,109 +1,75 @@
 'use strict';
-// The full fleet benchmark of issue 18, run by bench/fleet.js when given --types or --full:
+// The full fleet of issue 18, run by bench/fleet.js when given --full or --types=N:
+//   --full: 50 clusters × 20 types × 500 objects, 100 changes/s for 120 s, strip off and on, an
+//   outage, the client-node comparison; --types=20 [--clusters=5] [--objects=20] [--namespaces=20]
+//   [--bytes=1500] [--incompressible] [--rate=100] [--seconds=20] [--strip | --strip=both]
+//   [--outage] [--outage-seconds=20] [--compare | --compare-only] [--compare-seconds=30]
+//   [--compare-runs=2] [--no-compress] [--gather-ms=N] [--server-processes=N]
+//   [--server-cpu-prof=<dir>] [--server-trace-gc] [--pkg=<checkout, built>] [--json=<file>]
 //
-//   node bench/fleet.js --full      (50 clusters × 20 types × 500 objects, 100 changes/s for
-//                                    120 s, strip off and on, outage, client-node comparison)
-//   node bench/fleet.js --types=20 [--clusters=5] [--objects=20] [--namespaces=20] [--bytes=1500]
-//        [--incompressible]
-//        [--rate=100] [--seconds=20] [--strip | --strip=both] [--outage] [--outage-seconds=20]
-//        [--compare | --compare-only] [--compare-seconds=30] [--compare-runs=2] [--no-compress]
-//        [--gather-ms=N]
-//        [--server-processes=N]
-//        [--server-cpu-prof=<dir>] [--server-trace-gc] [--pkg=<package directory>] [--json=<file>]
-//
-// Servers: `clusters` simulators (bench/fleet-server.js), spread over `server-processes` forked
-// processes, each cluster holding `objects` objects of each of the first `types` types of
-// bench/fleet-objects.js over `namespaces` namespaces (about 2.3 KB of JSON each with the
-// default `bytes`). They are built to cost the machine as little as an honest API server can,
-// since the client's sync shares its cores with them: every object is serialised once when
-// stored (sim/text.js), a watch's initial events go out as paced writes of those cached texts,
-// and each server process collects its setup's garbage before it says it is ready (and has V8
-// run with --expose-gc for that). The report gives the servers' CPU during each sync (all
-// threads and main threads), next to the client's. --server-cpu-prof writes a V8 CPU profile of
-// each server process into <dir> (`node --cpu-prof`), the way to see where their time goes;
-// --server-trace-gc has them print V8's --trace-gc and --trace-incremental-marking lines (on
-// this process's stdout, among the report), which say when and why each collection started.
-// Client: bench/fleet-worker.js, a fresh
-// process per measurement, one informer per cluster × type (all namespaces) through one watcher,
-// one consumer each. After every informer synced, the servers make `rate` changes per second for
-// `seconds`, round-robin over clusters, types and objects, each stamped with its round and the
-// time it was sent. The worker's windows (in changes read): the first 60 % (30 % with --outage)
-// for main-thread CPU and ELU, the next 30 % (15 %) for the event-loop delay (a 1 ms histogram,
-// on only then); from there on it samples the slowest consumer's pending changes.
-// --outage: at half the window one cluster stops (connection refused) and another answers every
-// request 429 (Retry-After: 2) for `outage-seconds`; then both are restored. Change latency of
-// the other clusters per phase, recovery of the two, and every informer's cache checked against
-// its server at the end (counts; for the two, every object's resourceVersion).
-// --compare: a tenth of the fleet (⌈clusters / 10⌉ clusters, same types, objects and rate) with
-// this worker and bench/fleet-client-node.js (client-node's makeInformer, same protocol),
-// interleaved `compare-runs` times each, once per strip setting of the fleet's runs (client-node
-// strips the same paths in its handlers); RSS growth and main-thread CPU ratios native ÷ client-node.
-// --incompressible: the objects' padding is base64 of a hash chain instead of a repeated
-// pattern, so that their JSON does not pack (the small-object shape: `--types=1 --bytes=…`).
-// --compare-only: those runs alone, without the fleet's. --no-compress: the native informers
-// hold their objects' JSON as received (`compress: false`) instead of packed.
-// --gather-ms: the native worker's watcher gathers consumers' wake-ups over N ms (its
-// `gatherMs`) instead of the default.
-// --pkg: the native worker loads that build of the package (its index.js, lib/, addon) instead.
-// Every process is bounded: give-ups are computed from the options, and every child dies with
-// this process (bench/children.js).
+// Servers (bench/clusters/fleet.js): `clusters` simulators over `server-processes` processes, each
+// cluster holding `objects` objects of each of the first `types` types of testbed/fleet-objects.js
+// over `namespaces` namespaces (~2.3 KB of JSON each), serialised once as stored and their
+// setup's garbage collected before the sync, so that they cost the client's cores as little as an
+// honest API server can; their CPU in each sync is reported (--server-cpu-prof: a V8 profile of
+// each into <dir>; --server-trace-gc: V8's GC trace lines among the report). The client
+// (bench/fleet-worker.js, a fresh process per measurement) opens one informer per cluster × type;
+// once all synced, the servers make `rate` changes a second for `seconds`, round-robin, each
+// stamped with the time it was sent; main-thread CPU and ELU are measured over the first 60 % of
+// the changes read (30 % with --outage), the event-loop delay over the next 30 % (15 %), then the
+// slowest consumer's pending changes are sampled. --outage: at half the window one cluster stops
+// and another answers 429 (Retry-After: 2) for `outage-seconds`: the others' latency by phase,
+// the two's recovery, and every cache checked against its server at the end. --compare: a tenth
+// of the fleet with this worker and bench/fleet-client-node.js, interleaved `compare-runs` times
+// per strip setting (--compare-only: those alone). --incompressible: padding that LZ4 cannot pack;
+// --no-compress: informers hold plain JSON; --gather-ms: the watcher's `gatherMs`; --pkg: another
+// build (bench/builds.js). Bounded: give-ups follow from the options; every child dies with this.
 
-const { fork } = require('node:child_process');
 const fs = require('node:fs');
-
-/** /proc's unit of CPU time (USER_HZ, 100 on every Linux Node.js runs on). */
-const CLOCK_TICKS = 100;
 const path = require('node:path');
-const certs = require('../packages/kube-watch-native/sim/certs');
-const { TYPES } = require('./fleet-objects');
-const { track } = require('./children');
+const { build, THIS } = require('./builds');
+const { options } = require('./options');
+const { cluster, work } = require('./children');
+const { TYPES } = require('../testbed/fleet-objects');
+const { processCpu, threadCpu } = require('../testbed/proc');
+const { median, quantile } = require('./report/measurements');
 
 const T0 = performance.now();
 const log = (...a) => console.error(`[${((performance.now() - T0) / 1000).toFixed(1).padStart(6)} s]`, ...a);
 const MiB = 2 ** 20;
 
-const OPTIONS =
-  /^--(full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|incompressible|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-only|compare-seconds=\d+|compare-runs=\d+|no-compress|gather-ms=\d+|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+)$/;
-
 /** The options of a full fleet run, `--full` first filling in the issue's figures. */
 function parseOptions(argv) {
-  for (const a of argv) {
-    if (!OPTIONS.test(a)) {
-      throw new Error(
-        `unknown option ${a} for a fleet run (--types/--full); see the header of bench/fleet-full.js`,
-      );
-    }
-  }
-  const full = argv.includes('--full');
-  const opt = (name, dflt) => {
-    const a = argv.find((x) => x.startsWith(`--${name}=`));
-    return a === undefined ? dflt : Number(a.slice(name.length + 3));
-  };
+  const { opt, num, flag } = options(
+    argv,
+    /full|types=\d+|clusters=\d+|objects=\d+|namespaces=\d+|bytes=\d+|incompressible|rate=\d+|seconds=\d+|strip|strip=both|outage|outage-seconds=\d+|compare|compare-only|compare-seconds=\d+|compare-runs=\d+|no-compress|gather-ms=\d+|server-processes=\d+|server-cpu-prof=.+|server-trace-gc|pkg=.+|json=.+/,
+    'fleet-full.js',
+  );
+  const full = flag('full');
   const o = {
-    clusters: opt('clusters', full ? 50 : 5),
-    types: opt('types', 20),
-    objects: opt('objects', full ? 500 : 20),
-    namespaces: opt('namespaces', 20),
-    bytes: opt('bytes', 1500),
-    incompressible: argv.includes('--incompressible'),
-    rate: opt('rate', 100),
-    seconds: opt('seconds', full ? 120 : 20),
-    outage: full || argv.includes('--outage'),
-    outageSeconds: opt('outage-seconds', 20),
-    compare: full || argv.includes('--compare') || argv.includes('--compare-only'),
-    compareOnly: argv.includes('--compare-only'),
-    compress: !argv.includes('--no-compress'),
-    gatherMs: opt('gather-ms', undefined),
-    compareSeconds: opt('compare-seconds', 30),
-    compareRuns: opt('compare-runs', 2),
-    json: argv.find((x) => x.startsWith('--json='))?.slice(7),
-    pkg: argv.find((x) => x.startsWith('--pkg='))?.slice(6),
-    serverCpuProf: argv.find((x) => x.startsWith('--server-cpu-prof='))?.slice(18),
-    serverTraceGc: argv.includes('--server-trace-gc'),
+    clusters: num('clusters', full ? 50 : 5),
+    types: num('types', 20),
+    objects: num('objects', full ? 500 : 20),
+    namespaces: num('namespaces', 20),
+    bytes: num('bytes', 1500),
+    incompressible: flag('incompressible'),
+    rate: num('rate', 100),
+    seconds: num('seconds', full ? 120 : 20),
+    outage: full || flag('outage'),
+    outageSeconds: num('outage-seconds', 20),
+    compare: full || flag('compare') || flag('compare-only'),
+    compareOnly: flag('compare-only'),
+    compress: !flag('no-compress'),
+    gatherMs: num('gather-ms', undefined),
+    compareSeconds: num('compare-seconds', 30),
+    compareRuns: num('compare-runs', 2),
+    json: opt('json'),
+    pkg: opt('pkg') && build(opt('pkg')).watcher,
+    serverCpuProf: opt('server-cpu-prof'),
+    serverTraceGc: flag('server-trace-gc'),
   };
-  if (o.pkg !== undefined) o.pkg = path.resolve(o.pkg);
-  o.strips = full || argv.includes('--strip=both') ? [false, true] : [argv.includes('--strip')];
-  o.serverProcesses = Math.min(o.clusters, opt('server-processes', Math.min(4, o.clusters)));
+  o.strips = full || opt('strip') === 'both' ? [false, true] : [flag('strip')];
+  o.serverProcesses = Math.min(o.clusters, num('server-processes', Math.min(4, o.clusters)));
   if (o.types < 1 || o.types > TYPES.length) throw new Error(`--types must be 1 to ${TYPES.length}`);
   if (o.clusters < 1 || o.objects < 1 || o.rate < 1 || o.seconds < 1)
     throw new Error('--clusters, --objects, --rate and --seconds must be at least 1');
@@ -119,49 +85,41 @@ function parseOptions(argv) {
 // ---- servers --------------------------------------------------------------------------------
 
 /**
- * Forks `processes` server processes holding `clusters` clusters between them; resolves to
- * `{ urls, jsonBytes, strippedBytes, objects, changes(count, perSecond), outage, restore, state, stop }`.
+ * Forks `processes` server processes holding `clusters` clusters between them (`shape`: the
+ * per-namespace runs' { legacy, namespaces, perNamespace }, else the full fleet's of `o`);
+ * resolves to `{ urls, jsonBytes, strippedBytes, objects, expected(count), changes(count,
+ * perSecond), outage, restore, state, stop, cpuSeconds, mainThreadCpuSeconds }`.
  */
-async function startServers(o, clusters, processes) {
-  const total = clusters * o.types * o.objects;
+async function startServers(o, clusters, processes, shape) {
+  const total = clusters * (shape ? shape.namespaces * shape.perNamespace : o.types * o.objects);
   // Building the objects is the slow part: about 0.1 ms each on a quiet machine; allow 20×.
-  const startSeconds = 60 + total / 500;
+  const startMs = (60 + total / 500) * 1000;
   const groups = Array.from({ length: processes }, () => []);
   for (let c = 0; c < clusters; c++) groups[Math.floor((c * processes) / clusters)].push(c);
   const owner = new Map();
-  const pids = [];
-  const exited = [];
-  const handles = await Promise.all(
-    groups.map((group, p) => {
-      const config = {
-        clusters: group,
-        types: o.types,
-        objects: o.objects,
-        namespaces: o.namespaces,
-        bytes: o.bytes,
-        incompressible: o.incompressible,
-      };
-      const child = track(
-        fork(path.join(__dirname, 'fleet-server.js'), [`--json=${JSON.stringify(config)}`], {
-          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-          execArgv: [
-            '--max-old-space-size=8192',
-            '--expose-gc',
-            ...(o.serverTraceGc ? ['--trace-gc', '--trace-incremental-marking'] : []),
-            ...(o.serverCpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(o.serverCpuProf)}`] : []),
-          ],
-        }),
-      );
-      for (const c of group) owner.set(c, p);
-      pids.push(child.pid);
-      exited.push(new Promise((resolve) => child.once('exit', resolve)));
-      return ipc(child, startSeconds, `fleet server process ${p}`);
-    }),
-  );
-  const infos = await Promise.all(handles.map((h) => h.ask({ cmd: 'info' })));
+  const handles = groups.map((group, p) => {
+    for (const c of group) owner.set(c, p);
+    const { types, objects, namespaces, bytes, incompressible } = o;
+    return cluster(
+      'fleet',
+      { clusters: group, ...(shape ?? { types, objects, namespaces, bytes, incompressible }) },
+      {
+        startMs,
+        name: `fleet server process ${p}`,
+        execArgv: [
+          '--max-old-space-size=8192',
+          '--expose-gc',
+          ...(o.serverTraceGc ? ['--trace-gc', '--trace-incremental-marking'] : []),
+          ...(o.serverCpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(o.serverCpuProf)}`] : []),
+        ],
+      },
+    );
+  });
+  const infos = await Promise.all(handles.map((h) => h.ready));
   const urls = [];
   groups.forEach((group, p) => group.forEach((c, k) => (urls[c] = infos[p].urls[k])));
   const sum = (f) => infos.reduce((n, i) => n + i[f], 0);
+  const pids = handles.map((h) => h.proc.pid);
   // Change k of the fleet goes to cluster k % clusters; each process walks its own clusters.
   const perCluster = (count) =>
     Array.from({ length: clusters }, (_, c) => Math.floor(count / clusters) + (c < count % clusters ? 1 : 0));
@@ -184,173 +142,104 @@ async function startServers(o, clusters, processes) {
     changes: (count, perSecond) =>
       Promise.all(
         perProcess(count).map((n, p) =>
-          n ? handles[p].ask({ cmd: 'changes', count: n, perSecond: (perSecond * n) / count }) : null,
+          n ? handles[p].request({ cmd: 'changes', count: n, perSecond: (perSecond * n) / count }) : null,
         ),
       ),
-    outage: (cluster, how) => handles[owner.get(cluster)].ask({ cmd: 'outage', cluster, how }),
-    restore: (cluster) => handles[owner.get(cluster)].ask({ cmd: 'restore', cluster }),
+    outage: (c, how) => handles[owner.get(c)].request({ cmd: 'outage', cluster: c, how }),
+    restore: (c) => handles[owner.get(c)].request({ cmd: 'restore', cluster: c }),
     state: async (asked) => {
-      const answers = await Promise.all(handles.map((h) => h.ask({ cmd: 'state', clusters: asked })));
+      const answers = await Promise.all(handles.map((h) => h.request({ cmd: 'state', clusters: asked })));
       const counts = {};
       const digests = {};
       for (const a of answers) (Object.assign(counts, a.counts), Object.assign(digests, a.digests));
       return { counts, digests };
     },
     /** Stops every server process; resolves once they exited (a --server-cpu-prof is written then). */
-    stop: () => (handles.forEach((h) => h.send({ cmd: 'stop' })), Promise.all(exited)),
+    stop: () => (handles.forEach((h) => h.stop()), Promise.all(handles.map((h) => h.exited))),
     /** CPU seconds the server processes have used so far (user + system, every thread). */
-    cpuSeconds: () => pids.reduce((n, pid) => n + processCpuSeconds(pid), 0),
+    cpuSeconds: () => pids.reduce((n, pid) => n + processCpu(pid), 0),
     /** The same, of their main threads only (the rest: V8's collector and Node's helpers). */
-    mainThreadCpuSeconds: () => pids.reduce((n, pid) => n + processCpuSeconds(pid, pid), 0),
+    mainThreadCpuSeconds: () => pids.reduce((n, pid) => n + threadCpu(pid), 0),
   };
-}
-
-/**
- * CPU seconds process `pid` (its thread `tid`: /proc/<pid>/task/<tid>/stat) has used, utime +
- * stime; 0 once it is gone.
- */
-function processCpuSeconds(pid, tid) {
-  try {
-    const stat = fs.readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8');
-    // Fields after the command's closing parenthesis: state is field 3, utime 14 and stime 15.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  } catch {
-    return 0;
-  }
-}
-
-/** An IPC handle on a server child once it said `ready`: `ask(cmd)` resolves with its answer. */
-function ipc(child, startSeconds, name) {
-  const pending = new Map();
-  let nextId = 0;
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(
-      () => reject(new Error(`${name} did not start within ${startSeconds} s`)),
-      startSeconds * 1000,
-    );
-    child.on('exit', (code) => reject(new Error(`${name} exited (${code})`)));
-    child.on('message', (msg) => {
-      if (msg.ready) {
-        clearTimeout(t);
-        resolve({
-          ask: (cmd) =>
-            new Promise((res) => {
-              const id = nextId++;
-              pending.set(id, res);
-              child.send({ ...cmd, id });
-            }),
-          send: (cmd) => child.connected && child.send(cmd),
-        });
-      } else if (pending.has(msg.id)) {
-        pending.get(msg.id)(msg);
-        pending.delete(msg.id);
-      }
-    });
-  });
 }
 
 // ---- one measurement ------------------------------------------------------------------------
 
-const WORKERS = {
-  native: path.join(__dirname, 'fleet-worker.js'),
-  'client-node': path.join(__dirname, 'fleet-client-node.js'),
-};
+const WORKERS = { native: 'fleet-worker.js', 'client-node': 'fleet-client-node.js' };
+
+/** One informer per cluster of `servers` and type of the fleet's first `types`, all namespaces. */
+const fleetInformers = (servers, types) =>
+  servers.urls.flatMap((_, cluster) =>
+    TYPES.slice(0, types).map(({ group, version, plural }) => ({ cluster, group, version, plural })),
+  );
 
 /**
- * Forks worker `which` against `servers` and runs one change window: `count` changes at `rate`;
- * `during(t0)` is called when the changes start (the outage schedule). Resolves to the worker's
- * 'ready' and 'done' messages (and 'checked' with `config.check`).
+ * Forks worker `which` against `servers` and runs one change window: `count` changes in
+ * `seconds`; `during(t0)` is called when the changes start (the outage schedule). `config` is the
+ * worker's (bench/fleet-worker.js), on top of the fleet's informers and options `o`. Resolves to
+ * the worker's 'ready' and 'done' messages (and what it `checked` with `config.check`).
  */
-function measure(which, servers, o, config, count, seconds, during) {
-  const file = WORKERS[which];
-  if (!fs.existsSync(file))
-    throw new Error(
-      `${path.relative(process.cwd(), file)} is missing: the ${which} worker is needed for --compare`,
-    );
-  const types = TYPES.slice(0, o.types).map(({ group, version, plural }) => ({
-    group,
-    version,
-    plural,
-    namespaced: true,
-  }));
+async function measure(which, servers, o, config, count, seconds, during) {
+  const objects = servers.objects;
   const full = {
     urls: servers.urls,
-    caData: Buffer.from(certs.ca).toString('base64'),
     token: 'fleet-token',
-    types,
+    informers: config.informers ?? fleetInformers(servers, o.types),
     strip: false,
     compress: o.compress,
     ...(o.gatherMs !== undefined && { gatherMs: o.gatherMs }),
-    ...(which === 'native' && o.pkg && { pkg: o.pkg }),
+    pkg: o.pkg ?? THIS.watcher,
     ...config,
     deadlineSeconds: seconds + 60,
     // Sync (generous: 1 ms per object, a loaded machine), the window and its grace, the check.
-    giveUpSeconds: 120 + (servers.urls.length * o.types * o.objects) / 1000 + seconds + 60 + 120,
+    giveUpSeconds: 120 + objects / 1000 + seconds + 60 + 120,
   };
-  full.timeoutSeconds = full.giveUpSeconds;
-  const serverCpuAtFork = servers.cpuSeconds?.() ?? 0;
-  const serverMainCpuAtFork = servers.mainThreadCpuSeconds?.() ?? 0;
-  return new Promise((resolve, reject) => {
-    const child = track(
-      fork(file, ['--worker', JSON.stringify(full)], {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        // RSS is measured after full collections, in both workers alike.
-        execArgv: ['--max-old-space-size=8192', '--expose-gc'],
-      }),
-    );
-    const out = {};
-    child.on('message', async (msg) => {
-      if (msg.cmd === 'ready') {
-        out.ready = msg;
-        // The servers' share of the sync (they are idle while the worker drains and settles).
-        if (servers.cpuSeconds) {
-          out.ready.serverCpuSeconds = servers.cpuSeconds() - serverCpuAtFork;
-          out.ready.serverMainThreadCpuSeconds = servers.mainThreadCpuSeconds() - serverMainCpuAtFork;
-        }
-        log(
-          `  ${which}: synced in ${msg.syncSeconds.toFixed(2)} s, RSS +${(msg.rssGrowth / MiB).toFixed(0)} MiB`,
-        );
-        child.send({ cmd: 'go', changes: count });
-        const t0 = Date.now();
-        out.t0 = t0;
-        out.changed = servers.changes(count, count / seconds).then(() => Date.now());
-        out.phases = during ? during(t0) : null;
-      } else if (msg.cmd === 'done') {
-        out.done = msg;
-        log(
-          `  ${which}: ${msg.changes}/${count} changes read, ${msg.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change`,
-        );
-        if (config.check) {
-          await out.changed;
-          if (out.phases) await out.phases;
-          out.state = await servers.state(config.checkClusters);
-          child.send({ cmd: 'check', clusters: config.checkClusters });
-        }
-      } else if (msg.cmd === 'checked') out.checked = msg;
-    });
-    child.on('exit', async (code) => {
-      if (!out.done) return reject(new Error(`${which} worker exited (${code}) before it was done`));
-      // The servers' changes are over before the next measurement starts.
-      out.changedAt = await out.changed;
-      if (out.phases) out.phases = await out.phases;
-      resolve(out);
-    });
+  const serverCpuAtFork = servers.cpuSeconds();
+  const serverMainCpuAtFork = servers.mainThreadCpuSeconds();
+  const out = {};
+  const onMessage = async (msg, proc) => {
+    if (msg.type === 'ready') {
+      out.ready = msg;
+      // The servers' share of the sync (they are idle while the worker drains and settles).
+      out.ready.serverCpuSeconds = servers.cpuSeconds() - serverCpuAtFork;
+      out.ready.serverMainThreadCpuSeconds = servers.mainThreadCpuSeconds() - serverMainCpuAtFork;
+      log(
+        `  ${which}: synced in ${msg.syncSeconds.toFixed(2)} s, RSS +${(msg.rssGrowth / MiB).toFixed(0)} MiB`,
+      );
+      proc.send({ cmd: 'go', changes: count });
+      out.t0 = Date.now();
+      out.changed = servers.changes(count, count / seconds).then(() => Date.now());
+      out.phases = during ? during(out.t0) : null;
+    } else if (msg.type === 'done') {
+      out.done = msg;
+      log(
+        `  ${which}: ${msg.changes}/${count} changes read, ${msg.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change`,
+      );
+      if (config.check) {
+        await out.changed;
+        if (out.phases) await out.phases;
+        out.state = await servers.state(config.checkClusters);
+        proc.send({ cmd: 'check', clusters: config.checkClusters });
+      }
+    }
+  };
+  // RSS is measured after full collections, in both workers alike.
+  const execArgv = ['--max-old-space-size=8192', '--expose-gc'];
+  const result = await work(WORKERS[which], full, {
+    timeoutMs: (full.giveUpSeconds + 10) * 1000,
+    execArgv,
+    onMessage,
   });
+  if (!out.done) throw new Error(`${which} worker ended before it was done: ${result.error?.detail}`);
+  if (config.check) out.checked = result;
+  // The servers' changes are over before the next measurement starts.
+  out.changedAt = await out.changed;
+  if (out.phases) out.phases = await out.phases;
+  return out;
 }
 
 // ---- figures --------------------------------------------------------------------------------
 
-const quantile = (xs, q) => {
-  if (!xs.length) return NaN;
-  const s = Float64Array.from(xs).sort();
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
-};
-const median = (xs) => {
-  const s = Float64Array.from(xs).sort();
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const ms = (x) => (Number.isFinite(x) ? `${x.toFixed(0)} ms` : '–');
 
 /** Change latency per phase: of the clusters not affected, and of the stopped and throttled ones. */
@@ -369,7 +258,7 @@ function phases(seen, t0, outage, stopped, throttled) {
     add(who, phase, latency);
     if (who === 'others') add(`c${c}`, phase, latency);
     else if (seen.received[i] >= end) {
-      const t = seen.type[i];
+      const t = seen.informer[i];
       firstAfter[who].set(t, Math.min(firstAfter[who].get(t) ?? Infinity, seen.received[i]));
     }
   }
@@ -496,9 +385,156 @@ async function runCompare(o, strip) {
 
 const sleepUntil = (t) => new Promise((r) => setTimeout(r, Math.max(0, t - Date.now())));
 
+const mib = (bytes) => `${(bytes / MiB).toFixed(0)} MiB`;
+const range = (xs) => (xs.length ? `${Math.min(...xs)}–${Math.max(...xs)}` : '–');
+
+/** The fleet's table: a row per figure, a column per strip setting measured. */
+function fleetRows(o, servers, count, results) {
+  const held = (r) => (r.strip ? servers.strippedBytes : servers.jsonBytes);
+  const perObject = (bytes) => `${(bytes / servers.objects).toFixed(0)} B`;
+  const loopDelay = ({ p50, p99, max }) => `${p50.toFixed(2)} / ${p99.toFixed(2)} / ${max.toFixed(1)} ms`;
+  const rows = [
+    [
+      'JSON held',
+      (r) => mib(held(r)),
+      `${mib(servers.jsonBytes)} with, ${mib(servers.strippedBytes)} without managedFields + last-applied`,
+    ],
+    [
+      'JSON per object (average)',
+      (r) => perObject(held(r)),
+      `${perObject(servers.jsonBytes)} with, ${perObject(servers.strippedBytes)} without`,
+    ],
+    ['full sync', ({ ready }) => `${ready.syncSeconds.toFixed(2)} s`, '≤ 15 s'],
+    [
+      "servers' CPU in the sync: all threads / main threads (the rest: their collectors)",
+      ({ ready }) =>
+        `${ready.serverCpuSeconds.toFixed(1)} / ${ready.serverMainThreadCpuSeconds.toFixed(1)} s`,
+    ],
+    ['initial ADDED events read after sync', ({ ready }) => `${ready.drainSeconds.toFixed(2)} s later`],
+    [
+      'CPU of the sync: client main thread / all client threads / servers',
+      ({ ready: { syncCpu, serverCpuSeconds } }) =>
+        `${syncCpu.mainThreadSeconds.toFixed(1)} / ${syncCpu.processSeconds.toFixed(1)} / ${serverCpuSeconds.toFixed(1)} s`,
+    ],
+    [
+      'RSS growth after sync',
+      (r) => `${mib(r.ready.rssGrowth)} (${(r.ready.rssGrowth / held(r)).toFixed(2)}× JSON held)`,
+      '≤ 1.3× JSON held + 64 MiB',
+    ],
+    ['RSS growth at the end', (r) => `${mib(r.done.rssEnd)} (${(r.done.rssEnd / held(r)).toFixed(2)}×)`],
+    [
+      'main-thread CPU per change',
+      ({ done }) => `${done.cpuPerChangeUs.toFixed(1)} µs (${done.cpuChanges} changes)`,
+      '≤ 100 µs',
+    ],
+    ['ELU (CPU window)', ({ done }) => `${(done.elu * 100).toFixed(2)} %`, '≤ 2 %'],
+    [
+      'event-loop delay, own window (p50 / p99 / max)',
+      ({ done }) => (done.loopDelay ? loopDelay(done.loopDelay) : '–'),
+      'p99 ≤ 5 ms',
+    ],
+    [
+      'HTTP/2 connections per cluster (sync / end)',
+      ({ ready, done }) =>
+        `${range(ready.connections)} / ${range(done.connectionsEnd)} over ${ready.connections.length} origins`,
+      `${Math.ceil(o.types / 90)}`,
+    ],
+    [
+      'native threads (sync / end)',
+      ({ ready, done }) => `${ready.threads} / ${done.threadsEnd} for ${ready.informers} informers`,
+      'bounded by the runtime',
+    ],
+    ['slowest consumer pending (max sampled)', ({ done }) => `${done.pendingMax}`, '≤ 1 per object'],
+    ['changes read / sent', ({ done }) => `${done.changes} / ${count}`],
+  ];
+  const memoryKeys = [...new Set(results.flatMap((r) => Object.keys(r.ready.memory ?? {})))];
+  for (const k of memoryKeys) rows.push([`memory.${k}`, (r) => `${r.ready.memory[k] ?? '–'}`]);
+  // The per-object parts of the cache, per object cached (the fixed cost per informer is a field
+  // of its own, fixedBytesPerInformer).
+  for (const k of memoryKeys.filter((k) => /^(text|header|index|pending)Bytes$/.test(k))) {
+    const perCached = ({ ready: { memory, objects } }) => memory[k] / (memory.objects || objects);
+    rows.push([
+      `${k} per object`,
+      (r) => (r.ready.memory?.[k] === undefined ? '–' : `${perCached(r).toFixed(0)} B`),
+    ]);
+  }
+  return { rows, memoryKeys };
+}
+
+/** The outage's latency by phase and the recovery of the clusters it hit, for result `r`. */
+function reportOutage(p, r, stopped, throttled) {
+  const ph = phases(r.done.seen, r.t0, r.phases, stopped, throttled);
+  r.latency = ph;
+  p(
+    `\nReliability, strip ${r.strip ? 'on' : 'off'}: cluster ${stopped} stopped and cluster ${throttled} throttled (429, Retry-After 2 s) ` +
+      `from ${ph.sinceGo.start.toFixed(1)} s to ${ph.sinceGo.end.toFixed(1)} s of the window; change latency (received − sent) by the phase it was sent in\n`,
+  );
+  p('| phase | other clusters p50 | p99 | worst cluster p99 | stopped p50 / p99 | throttled p50 / p99 |');
+  p('|---|---|---|---|---|---|');
+  for (const phase of ['before', 'during', 'after']) {
+    const g = (who) => ph.groups[who]?.[phase] ?? [];
+    const both = (who) => `${ms(median(g(who)))} / ${ms(quantile(g(who), 0.99))}`;
+    p(
+      `| ${phase} | ${ms(median(g('others')))} | ${ms(quantile(g('others'), 0.99))} | ${ms(ph.worst[phase])} | ` +
+        `${both('stopped')} | ${both('throttled')} |`,
+    );
+  }
+  const rec = (x) => `first informer ${x.first.toFixed(2)} s, last of ${x.informers} ${x.last.toFixed(2)} s`;
+  p(
+    `\nRecovery after the restore (each informer's first change read): stopped ${rec(ph.recovery.stopped)}; throttled ${rec(ph.recovery.throttled)}`,
+  );
+}
+
+/** The changes each cluster's informers read of those sent, and the caches' check, for `r`. */
+function reportDelivery(p, r, servers, count) {
+  const readBy = new Map();
+  for (const c of r.done.seen.cluster) readBy.set(c, (readBy.get(c) ?? 0) + 1);
+  const short = servers
+    .expected(count)
+    .map((n, c) => [c, n, readBy.get(c) ?? 0])
+    .filter(([, n, got]) => got < n);
+  const lastRead = Math.max(...r.done.seen.received) - r.t0;
+  p(
+    `\nStrip ${r.strip ? 'on' : 'off'}: the servers sent their last change ${((r.changedAt - r.t0) / 1000).toFixed(1)} s after 'go', ` +
+      `the last change was read ${(lastRead / 1000).toFixed(1)} s after; changes read per cluster: ` +
+      `${short.length ? short.map(([c, n, got]) => `c${c} ${got}/${n}`).join(', ') : 'every change of every cluster'}`,
+  );
+  if (!r.checked) return;
+  const c = (r.cacheCheck = checkCaches(r.state, r.checked));
+  const caches = c.wrong.length
+    ? `${c.wrong.length} of ${c.informers} informers differ: ${c.wrong.slice(0, 5).join('; ')}`
+    : `all ${c.informers} informers hold their server's objects (counts and every object's resourceVersion)`;
+  p(
+    `Caches at the end: ${caches}, snapshot synced: ${c.synced ? 'all' : 'not all'}; warnings logged: ${r.done.warnings}`,
+  );
+}
+
+/** The side-by-side runs' table: native against client-node, medians and each run. */
+function reportCompare(p, o, side) {
+  const { runs } = side;
+  p(
+    `\nSide by side on a tenth of the fleet: ${side.clusters} clusters × ${o.types} types × ${o.objects} objects = ${side.objects} objects ` +
+      `(${mib(side.jsonBytes)} of JSON), ${side.count} changes at ${o.rate}/s, strip ${side.strip ? 'on' : 'off'}, medians of ${o.compareRuns} interleaved runs\n`,
+  );
+  p('| | native | client-node | native ÷ client-node | target |');
+  p('|---|---|---|---|---|');
+  const lines = [
+    ['RSS growth after sync', (x) => x.rssGrowth, mib, '≤ 0.3×'],
+    ['main-thread CPU per change', (x) => x.cpuPerChangeUs, (v) => `${v.toFixed(1)} µs`, '≤ 0.3×'],
+    ['sync', (x) => x.syncSeconds, (v) => `${v.toFixed(2)} s`, ''],
+    ['ELU', (x) => x.elu, (v) => `${(v * 100).toFixed(2)} %`, ''],
+  ];
+  for (const [name, f, fmt, target] of lines) {
+    const [n, c] = ['native', 'client-node'].map((which) => median(runs[which].map(f)));
+    const each = (which) => runs[which].map((x) => fmt(f(x))).join(', ');
+    p(
+      `| ${name} | ${fmt(n)} (${each('native')}) | ${fmt(c)} (${each('client-node')}) | ${(n / c).toFixed(2)}× | ${target} |`,
+    );
+  }
+}
+
 function report(o, servers, results, compare, { stopped, throttled, count }) {
   const p = (...a) => console.log(...a);
-  const pct = (x) => `${(x * 100).toFixed(2)} %`;
   if (results.length) {
     p(
       `\n${o.clusters} clusters × ${o.types} types × ${o.objects} objects = ${servers.objects} objects ` +
@@ -507,192 +543,24 @@ function report(o, servers, results, compare, { stopped, throttled, count }) {
     );
     p(`| figure | ${results.map((r) => `strip ${r.strip ? 'on' : 'off'}`).join(' | ')} | target |`);
     p(`|---|${results.map(() => '---|').join('')}---|`);
-    const row = (name, f, target = '') => p(`| ${name} | ${results.map(f).join(' | ')} | ${target} |`);
-    const held = (r) => (r.strip ? servers.strippedBytes : servers.jsonBytes);
-    row(
-      'JSON held',
-      (r) => `${(held(r) / MiB).toFixed(0)} MiB`,
-      `${(servers.jsonBytes / MiB).toFixed(0)} MiB with, ${(servers.strippedBytes / MiB).toFixed(0)} MiB without managedFields + last-applied`,
-    );
-    row(
-      'JSON per object (average)',
-      (r) => `${(held(r) / servers.objects).toFixed(0)} B`,
-      `${(servers.jsonBytes / servers.objects).toFixed(0)} B with, ${(servers.strippedBytes / servers.objects).toFixed(0)} B without`,
-    );
-    row('full sync', (r) => `${r.ready.syncSeconds.toFixed(2)} s`, '≤ 15 s');
-    row("servers' CPU in the sync: all threads / main threads (the rest: their collectors)", (r) =>
-      r.ready.serverCpuSeconds === undefined
-        ? '–'
-        : `${r.ready.serverCpuSeconds.toFixed(1)} / ${r.ready.serverMainThreadCpuSeconds.toFixed(1)} s`,
-    );
-    row('initial ADDED events read after sync', (r) => `${r.ready.drainSeconds.toFixed(2)} s later`);
-    row('CPU of the sync: client main thread / all client threads / servers', (r) =>
-      r.ready.syncCpu
-        ? `${r.ready.syncCpu.mainThreadSeconds.toFixed(1)} / ${r.ready.syncCpu.processSeconds.toFixed(1)} / ${r.ready.serverCpuSeconds?.toFixed(1) ?? '?'} s`
-        : 'not reported',
-    );
-    row(
-      'RSS growth after sync',
-      (r) =>
-        `${(r.ready.rssGrowth / MiB).toFixed(0)} MiB (${(r.ready.rssGrowth / held(r)).toFixed(2)}× JSON held)`,
-      '≤ 1.3× JSON held + 64 MiB',
-    );
-    row(
-      'RSS growth at the end',
-      (r) => `${(r.done.rssEnd / MiB).toFixed(0)} MiB (${(r.done.rssEnd / held(r)).toFixed(2)}×)`,
-    );
-    row(
-      'main-thread CPU per change',
-      (r) => `${r.done.cpuPerChangeUs.toFixed(1)} µs (${r.done.cpuChanges} changes)`,
-      '≤ 100 µs',
-    );
-    row('ELU (CPU window)', (r) => pct(r.done.elu), '≤ 2 %');
-    row(
-      'event-loop delay, own window (p50 / p99 / max)',
-      (r) =>
-        r.done.loopDelay
-          ? `${r.done.loopDelay.p50.toFixed(2)} / ${r.done.loopDelay.p99.toFixed(2)} / ${r.done.loopDelay.max.toFixed(1)} ms`
-          : '–',
-      'p99 ≤ 5 ms',
-    );
-    const range = (xs) => (xs.length ? `${Math.min(...xs)}–${Math.max(...xs)}` : '–');
-    row(
-      'HTTP/2 connections per cluster (sync / end)',
-      (r) =>
-        `${range(r.ready.connections)} / ${range(r.done.connectionsEnd)} over ${r.ready.connections.length} origins`,
-      `${Math.ceil(o.types / 90)}`,
-    );
-    row(
-      'native threads (sync / end)',
-      (r) => `${r.ready.threads} / ${r.done.threadsEnd} for ${r.ready.informers} informers`,
-      'bounded by the runtime',
-    );
-    row('slowest consumer pending (max sampled)', (r) => `${r.done.pendingMax}`, '≤ 1 per object');
-    row('changes read / sent', (r) => `${r.done.changes} / ${count}`);
-    const memoryKeys = [...new Set(results.flatMap((r) => Object.keys(r.ready.memory ?? {})))];
-    for (const k of memoryKeys) row(`memory.${k}`, (r) => `${r.ready.memory[k] ?? '–'}`);
+    const { rows, memoryKeys } = fleetRows(o, servers, count, results);
+    for (const [name, f, target = ''] of rows) p(`| ${name} | ${results.map(f).join(' | ')} | ${target} |`);
     if (!memoryKeys.length)
       p(
         '\n(no `memory` in the metrics snapshot of this build: per-object and per-informer bytes not printed)',
       );
-    // The per-object parts of the cache (textBytes, headerBytes, indexBytes, pendingBytes): per
-    // object cached. The fixed cost per informer is a field of its own (fixedBytesPerInformer).
-    const perObject = (r, k) =>
-      r.ready.memory?.[k] !== undefined
-        ? r.ready.memory[k] / (r.ready.memory.objects || r.ready.objects)
-        : undefined;
-    for (const k of memoryKeys.filter((k) => /^(text|header|index|pending)Bytes$/.test(k))) {
-      row(`${k} per object`, (r) =>
-        perObject(r, k) === undefined ? '–' : `${perObject(r, k).toFixed(0)} B`,
-      );
-    }
-
-    if (o.outage) {
-      for (const r of results) {
-        const ph = phases(r.done.seen, r.t0, r.phases, stopped, throttled);
-        r.latency = ph;
-        p(
-          `\nReliability, strip ${r.strip ? 'on' : 'off'}: cluster ${stopped} stopped and cluster ${throttled} throttled (429, Retry-After 2 s) ` +
-            `from ${ph.sinceGo.start.toFixed(1)} s to ${ph.sinceGo.end.toFixed(1)} s of the window; change latency (received − sent) by the phase it was sent in\n`,
-        );
-        p(
-          '| phase | other clusters p50 | p99 | worst cluster p99 | stopped p50 / p99 | throttled p50 / p99 |',
-        );
-        p('|---|---|---|---|---|---|');
-        for (const phase of ['before', 'during', 'after']) {
-          const g = (who) => ph.groups[who]?.[phase] ?? [];
-          p(
-            `| ${phase} | ${ms(median(g('others')))} | ${ms(quantile(g('others'), 0.99))} | ${ms(ph.worst[phase])} | ` +
-              `${ms(median(g('stopped')))} / ${ms(quantile(g('stopped'), 0.99))} | ${ms(median(g('throttled')))} / ${ms(quantile(g('throttled'), 0.99))} |`,
-          );
-        }
-        const rec = (x) =>
-          `first informer ${x.first.toFixed(2)} s, last of ${x.informers} ${x.last.toFixed(2)} s`;
-        p(
-          `\nRecovery after the restore (each informer's first change read): stopped ${rec(ph.recovery.stopped)}; throttled ${rec(ph.recovery.throttled)}`,
-        );
-      }
-    }
-    for (const r of results) {
-      const perCluster = servers.expected(count);
-      const readBy = new Map();
-      for (const c of r.done.seen.cluster) readBy.set(c, (readBy.get(c) ?? 0) + 1);
-      const short = perCluster.map((n, c) => [c, n, readBy.get(c) ?? 0]).filter(([, n, got]) => got < n);
-      const lastRead = Math.max(...r.done.seen.received) - r.t0;
-      p(
-        `\nStrip ${r.strip ? 'on' : 'off'}: the servers sent their last change ${((r.changedAt - r.t0) / 1000).toFixed(1)} s after 'go', ` +
-          `the last change was read ${(lastRead / 1000).toFixed(1)} s after; changes read per cluster: ` +
-          `${short.length ? short.map(([c, n, got]) => `c${c} ${got}/${n}`).join(', ') : 'every change of every cluster'}`,
-      );
-      if (r.checked) {
-        const c = checkCaches(r.state, r.checked);
-        r.cacheCheck = c;
-        p(
-          `Caches at the end: ${c.wrong.length ? `${c.wrong.length} of ${c.informers} informers differ: ${c.wrong.slice(0, 5).join('; ')}` : `all ${c.informers} informers hold their server's objects (counts and every object's resourceVersion)`}` +
-            `, snapshot synced: ${c.synced ? 'all' : 'not all'}; warnings logged: ${r.done.warnings}`,
-        );
-      }
-    }
+    if (o.outage) for (const r of results) reportOutage(p, r, stopped, throttled);
+    for (const r of results) reportDelivery(p, r, servers, count);
   }
-
-  for (const side of compare) {
-    const { runs } = side;
-    const med = (which, f) => median(runs[which].map(f));
-    p(
-      `\nSide by side on a tenth of the fleet: ${side.clusters} clusters × ${o.types} types × ${o.objects} objects = ${side.objects} objects ` +
-        `(${(side.jsonBytes / MiB).toFixed(0)} MiB of JSON), ${side.count} changes at ${o.rate}/s, strip ${side.strip ? 'on' : 'off'}, medians of ${o.compareRuns} interleaved runs\n`,
-    );
-    p('| | native | client-node | native ÷ client-node | target |');
-    p('|---|---|---|---|---|');
-    const line = (name, f, fmt, target) => {
-      const n = med('native', f);
-      const c = med('client-node', f);
-      p(
-        `| ${name} | ${fmt(n)} (${runs.native.map((x) => fmt(f(x))).join(', ')}) | ${fmt(c)} (${runs['client-node'].map((x) => fmt(f(x))).join(', ')}) | ${(n / c).toFixed(2)}× | ${target} |`,
-      );
-    };
-    line(
-      'RSS growth after sync',
-      (x) => x.rssGrowth,
-      (v) => `${(v / MiB).toFixed(0)} MiB`,
-      '≤ 0.3×',
-    );
-    line(
-      'main-thread CPU per change',
-      (x) => x.cpuPerChangeUs,
-      (v) => `${v.toFixed(1)} µs`,
-      '≤ 0.3×',
-    );
-    line(
-      'sync',
-      (x) => x.syncSeconds,
-      (v) => `${v.toFixed(2)} s`,
-      '',
-    );
-    line(
-      'ELU',
-      (x) => x.elu,
-      (v) => `${(v * 100).toFixed(2)} %`,
-      '',
-    );
-  }
+  for (const side of compare) reportCompare(p, o, side);
   if (o.json) {
     const slim = results.map(({ changed: _c, ...r }) => r);
+    const { jsonBytes, strippedBytes } = servers ?? {};
     fs.writeFileSync(
       o.json,
-      JSON.stringify(
-        {
-          options: o,
-          jsonBytes: servers?.jsonBytes,
-          strippedBytes: servers?.strippedBytes,
-          results: slim,
-          compare,
-        },
-        null,
-        2,
-      ),
+      JSON.stringify({ options: o, jsonBytes, strippedBytes, results: slim, compare }, null, 2),
     );
   }
 }
 
-module.exports = { run };
+module.exports = { run, startServers, measure };

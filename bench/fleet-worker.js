@@ -1,72 +1,40 @@
 'use strict';
-// The full fleet benchmark's client with kube-watch-native, forked by bench/fleet.js as
-// `fleet-worker.js --worker <config>`. It speaks the protocol of bench/fleet-client-node.js (the
-// client-node baseline), so that the two are interchangeable, and adds figures of its own:
+// The fleet benchmark's client with kube-watch-native (bench/fleet.js, bench/fleet-full.js), a
+// fresh process per measurement (bench/child.js's worker protocol, as the client-node baseline
+// bench/fleet-client-node.js speaks it). Config: { urls, token, informers: [{ cluster, group,
+// version, plural, namespace? }], strip, compress, watches, gatherMs, pkg, cpuChanges?,
+// delayChanges?, deadlineSeconds, giveUpSeconds, check? }. It says { type: 'ready', syncSeconds,
+// rssGrowth, … } once every informer synced; given { cmd: 'go', changes: N } it reads N changes
+// (or until the deadline) and says { type: 'done', cpuPerChangeUs, elu, … }; with `check`, given
+// { cmd: 'check', clusters }, its result is the cached objects' counts and digests.
 //
-//   config { urls, caData, token, types: [{ group, version, plural, namespaced }], strip, compress,
-//            pkg?, cpuChanges?, delayChanges?, deadlineSeconds?, check? }
-//   worker → parent { cmd: 'ready', syncSeconds, rssGrowth, … }   once every informer synced
-//   parent → worker { cmd: 'go', changes: N }                     the servers start changing
-//   worker → parent { cmd: 'done', cpuPerChangeUs, elu, changes, … } N changes read (or the
-//                                                                 deadline passed), then exits;
-//   with `check`, it first waits for { cmd: 'check', clusters } and answers
-//   { cmd: 'checked', counts, digests } (cached objects per cluster and type; digests of the
-//   clusters asked for, as bench/fleet-server.js computes them).
-//
-// One informer per url × type (all namespaces) through one watcher, one consumer each reading
-// every change; a change is a MODIFIED event after 'go', and its latency is now − the `…/sent`
-// annotation the servers stamped. Windows, counted in changes read after 'go': the first
-// `cpuChanges` (default N) measure main-thread CPU (/proc/self/task/<pid>/schedstat) and event-loop
-// utilisation with nothing else running; the next `delayChanges` have a 1 ms
-// monitorEventLoopDelay histogram on, and from there on the slowest consumer's pending changes
-// are sampled from the metrics snapshot once a second.
+// One informer per entry of `informers` through one watcher (`watches`: a plain watch with
+// sendInitialEvents, synced at the bookmark that ends the initial events), one consumer each: a
+// change is a MODIFIED event after 'go', its latency now − the `…/sent` annotation the servers
+// stamped (the per-namespace runs' ConfigMaps count `data.round`). Windows, in changes read: the
+// first `cpuChanges` (N) measure main-thread CPU (schedstat) and event-loop utilisation alone, the
+// next `delayChanges` the event-loop delay (a 1 ms histogram); then the slowest consumer's
+// pending changes are sampled from the metrics snapshot once a second.
 
-const crypto = require('node:crypto');
-const fs = require('node:fs');
 const path = require('node:path');
 const { monitorEventLoopDelay } = require('node:perf_hooks');
+const { runAsWorker, ready, nextMessage, giveUpAfter, stderrWatcher } = require('./child');
+const { digest } = require('../testbed/fleet-objects');
+const { CA_DATA, resourceParams } = require('./kube');
+const { settledRss } = require('./measure');
+const { mainThreadCpuNs, threadCount } = require('../testbed/proc');
 
-const ROUND = 'fleet.kube-watch.dev/round';
 const SENT = 'fleet.kube-watch.dev/sent';
 const STRIP = [
   'metadata.managedFields',
   "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
 ];
 
-if (process.argv[2] !== '--worker') {
-  console.error('bench/fleet-worker.js is forked by bench/fleet.js (--worker <config>)');
-  process.exit(2);
-}
-process.on('disconnect', () => process.exit(0));
-main(JSON.parse(process.argv[3])).catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
-
-/** Nanoseconds this (the main) thread has run, from the scheduler's own accounting. */
-function mainThreadNs() {
-  return Number(fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
-}
-
-/** RSS after a few full collections when `--expose-gc` allows them (as the client-node worker). */
-async function settledRss() {
-  if (global.gc) {
-    for (let i = 0; i < 3; i++) {
-      global.gc();
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return process.memoryUsage.rss();
-}
-
-const threads = () => fs.readdirSync('/proc/self/task').length;
-
 /** HTTP/2 connections per cluster origin, from the pool's figures. */
 function connectionsPerOrigin(clusters) {
   const byOrigin = new Map();
-  for (const entry of clusters) {
-    byOrigin.set(entry.origin, (byOrigin.get(entry.origin) ?? 0) + entry.connections.length);
-  }
+  for (const { origin, connections } of clusters)
+    byOrigin.set(origin, (byOrigin.get(origin) ?? 0) + connections.length);
   return [...byOrigin.values()];
 }
 
@@ -80,65 +48,82 @@ function memoryFigures(memory, prefix = '', out = {}) {
   return out;
 }
 
-async function main(config) {
-  const pkg = config.pkg ?? path.join(__dirname, '..', 'packages', 'kube-watch-native');
-  const { NativeKubernetesWatcher } = require(pkg);
-  const { SNAPSHOT } = require(path.join(pkg, 'lib', 'metrics.js'));
-  const giveUpSeconds = config.giveUpSeconds ?? 600;
-  setTimeout(() => {
-    console.error(`fleet worker: gave up after ${giveUpSeconds} s`);
-    process.exit(1);
-  }, giveUpSeconds * 1000).unref();
+/**
+ * A plain watch read by a for await loop that hands each event to `onEvent`, shaped as an
+ * informer is used here: `synced` (the bookmark that ends the initial events), `close()`.
+ */
+function openWatch(watcher, params, options, onEvent) {
+  const controller = new AbortController();
+  const stream = watcher.watchResource(params, {
+    ...options,
+    sendInitialEvents: true,
+    resourceVersionMatch: 'NotOlderThan',
+    allowWatchBookmarks: true,
+    signal: controller.signal,
+  });
+  let sync;
+  const synced = new Promise((resolve) => (sync = resolve));
+  (async () => {
+    for await (const event of stream) {
+      if (event.type === 'BOOKMARK') {
+        if (event.object.metadata.annotations?.['k8s.io/initial-events-end']) sync();
+      } else if (event.type === 'ERROR') console.error(`fleet worker: ${JSON.stringify(event.error)}`);
+      else onEvent(event);
+    }
+  })();
+  return { synced, close: () => controller.abort() };
+}
 
-  const say = (m) => console.error(`fleet worker: ${m}`);
+runAsWorker(async (config) => {
+  const { SNAPSHOT } = require(path.join(config.pkg, 'lib', 'metrics.js'));
+  giveUpAfter('fleet worker', config.giveUpSeconds);
   let warnings = 0;
-  const watcher = new NativeKubernetesWatcher({
+  const say = (m) => console.error(`fleet worker: ${m}`);
+  const watcher = stderrWatcher(config.pkg, {
     ...(config.gatherMs !== undefined && { gatherMs: config.gatherMs }),
-    logger: {
-      // An outage makes every informer of the stopped cluster warn on each attempt: count them,
-      // print the first few.
-      warn: (m) => warnings++ < 5 && say(m),
-      error: say,
-    },
+    // An outage makes every informer of the stopped cluster warn on each attempt: count them,
+    // print the first few.
+    logger: { warn: (m) => warnings++ < 5 && say(m), error: say },
   });
   const snapshot = () => watcher[SNAPSHOT]();
   const rssBefore = await settledRss();
   const started = performance.now();
-  const cpuAtStart = { process: process.cpuUsage(), mainNs: mainThreadNs() };
+  const cpuAtStart = { process: process.cpuUsage(), mainNs: mainThreadCpuNs() };
   const opened = [];
-  // Changes read after 'go': cluster and type index, sent and received (ms since the epoch).
-  const seen = { cluster: [], type: [], sent: [], received: [] };
+  // Changes read after 'go': cluster and informer index, sent and received (ms since the epoch).
+  const seen = { cluster: [], informer: [], sent: [], received: [] };
   let going = false;
   // ADDED events the consumers have read: the initial lists, drained before 'ready'.
   let added = 0;
   let onChange = () => {};
-  config.urls.forEach((url, c) => {
-    config.types.forEach((type, t) => {
-      const informer = watcher.informer(
-        {
-          clusterDetails: { name: `c${c}`, url, caData: config.caData },
-          credential: { type: 'bearer token', token: config.token },
-          group: type.group,
-          apiVersion: type.version,
-          plural: type.plural,
-        },
-        { ...(config.strip && { strip: STRIP }), ...(config.compress === false && { compress: false }) },
-      );
-      opened.push({ informer, cluster: c, plural: type.plural });
-      (async () => {
-        for await (const event of informer) {
-          if (event.type === 'ADDED') added++;
-          if (!going || event.type !== 'MODIFIED') continue;
-          const sent = event.object.metadata?.annotations?.[SENT];
-          if (sent === undefined) continue;
-          seen.cluster.push(c);
-          seen.type.push(t);
-          seen.sent.push(Number(sent));
-          seen.received.push(Date.now());
-          onChange();
-        }
-      })();
-    });
+  config.informers.forEach(({ cluster, namespace, ...type }, k) => {
+    const endpoint = { name: `c${cluster}`, url: config.urls[cluster], token: config.token, caData: CA_DATA };
+    const params = resourceParams(endpoint, type);
+    const options = {
+      ...(namespace !== undefined && { namespace }),
+      ...(config.strip && { strip: STRIP }),
+      ...(config.compress === false && { compress: false }),
+    };
+    const onEvent = (event) => {
+      if (event.type === 'ADDED') added++;
+      if (!going || event.type !== 'MODIFIED') return;
+      const sent = event.object.metadata?.annotations?.[SENT];
+      if (sent === undefined && event.object.data?.round === undefined) return;
+      seen.cluster.push(cluster);
+      seen.informer.push(k);
+      seen.sent.push(Number(sent));
+      seen.received.push(Date.now());
+      onChange();
+    };
+    if (config.watches) {
+      opened.push({ informer: openWatch(watcher, params, options, onEvent), cluster, plural: type.plural });
+      return;
+    }
+    const informer = watcher.informer(params, options);
+    opened.push({ informer, cluster, plural: type.plural });
+    (async () => {
+      for await (const event of informer) onEvent(event);
+    })();
   });
   await Promise.all(opened.map((o) => o.informer.synced));
   const syncSeconds = (performance.now() - started) / 1000;
@@ -147,31 +132,28 @@ async function main(config) {
   const used = process.cpuUsage(cpuAtStart.process);
   const syncCpu = {
     processSeconds: (used.user + used.system) / 1e6,
-    mainThreadSeconds: (mainThreadNs() - cpuAtStart.mainNs) / 1e9,
+    mainThreadSeconds: (mainThreadCpuNs() - cpuAtStart.mainNs) / 1e9,
   };
   // Every consumer reads its initial ADDED events before anything is measured: with half a
   // million objects that takes a while after the last sync, and a window opened before would
   // bill it to the changes (and read 'go' late, missing the first changes).
-  const cached = opened.reduce((n, o) => n + o.informer.size, 0);
+  const cached = opened.reduce((n, o) => n + (o.informer.size ?? 0), 0);
   while (added < cached) await new Promise((r) => setTimeout(r, 100));
   const drainSeconds = (performance.now() - started) / 1000 - syncSeconds;
   await new Promise((r) => setTimeout(r, 1000));
   const rssGrowth = (await settledRss()) - rssBefore;
   const atSync = snapshot();
-  const go = new Promise((resolve) => process.once('message', resolve));
-  process.send({
-    cmd: 'ready',
+  const { changes } = await ready({
     syncSeconds,
     syncCpu,
     drainSeconds,
     rssGrowth,
     informers: opened.length,
-    threads: threads(),
+    threads: threadCount(),
     connections: connectionsPerOrigin(atSync.clusters),
     memory: memoryFigures(atSync.memory),
-    objects: opened.reduce((n, o) => n + o.informer.size, 0),
+    objects: cached,
   });
-  const { changes } = await go;
   const cpuChanges = Math.min(changes, config.cpuChanges ?? changes);
   const delayChanges = config.delayChanges ?? 0;
 
@@ -187,7 +169,7 @@ async function main(config) {
     onChange = () => {
       const n = seen.cluster.length;
       if (n === cpuChanges && cpu === null) {
-        cpu = { ns: mainThreadNs() - cpu0, elu: performance.eventLoopUtilization(elu0).utilization };
+        cpu = { ns: mainThreadCpuNs() - cpu0, elu: performance.eventLoopUtilization(elu0).utilization };
         if (delayChanges > 0) {
           histogram = monitorEventLoopDelay({ resolution: 1 });
           histogram.enable();
@@ -207,53 +189,41 @@ async function main(config) {
       }
       if (n >= changes) resolve();
     };
-    setTimeout(resolve, (config.deadlineSeconds ?? 120) * 1000).unref();
+    setTimeout(resolve, config.deadlineSeconds * 1000).unref();
   });
-  const cpu0 = mainThreadNs();
+  const cpu0 = mainThreadCpuNs();
   const elu0 = performance.eventLoopUtilization();
   going = true;
   await finished;
   clearInterval(sampler);
-  if (cpu === null) {
-    // The deadline came first: the window is what was read.
-    cpu = { ns: mainThreadNs() - cpu0, elu: performance.eventLoopUtilization(elu0).utilization };
-  }
+  // The deadline came first: the window is what was read.
+  cpu ??= { ns: mainThreadCpuNs() - cpu0, elu: performance.eventLoopUtilization(elu0).utilization };
   const atEnd = snapshot();
-  const rssEnd = (await settledRss()) - rssBefore;
-  const done = {
-    cmd: 'done',
+  process.send({
+    type: 'done',
     cpuPerChangeUs: cpu.ns / 1000 / Math.max(1, Math.min(cpuChanges, seen.cluster.length)),
     elu: cpu.elu,
     changes: seen.cluster.length,
     cpuChanges: Math.min(cpuChanges, seen.cluster.length),
     loopDelay: delay,
     pendingMax,
-    rssEnd,
-    threadsEnd: threads(),
+    rssEnd: (await settledRss()) - rssBefore,
+    threadsEnd: threadCount(),
     connectionsEnd: connectionsPerOrigin(atEnd.clusters),
     warnings,
     seen,
-  };
-  process.send(done);
+  });
+  const checked = {};
   if (config.check) {
-    const { clusters } = await new Promise((resolve) => process.once('message', resolve));
-    const counts = {};
-    const digests = {};
+    const { clusters } = await nextMessage();
+    const counts = (checked.counts = {});
+    const digests = (checked.digests = {});
     for (const { informer, cluster, plural } of opened) {
       (counts[cluster] ??= {})[plural] = informer.size;
       if (clusters.includes(cluster)) (digests[cluster] ??= {})[plural] = digest(informer.list());
     }
-    const synced = atEnd.series.every((s) => s.synced !== false);
-    process.send({ cmd: 'checked', counts, digests, synced });
+    checked.synced = atEnd.series.every((s) => s.synced !== false);
   }
   for (const { informer } of opened) informer.close();
-  process.exit(0);
-}
-
-/** sha1 of the sorted `namespace/name=resourceVersion` lines of `objects` (as the servers do). */
-function digest(objects) {
-  const lines = objects.map(
-    (o) => `${o.metadata.namespace}/${o.metadata.name}=${o.metadata.resourceVersion}`,
-  );
-  return crypto.createHash('sha1').update(lines.sort().join('\n')).digest('hex');
-}
+  return checked;
+});

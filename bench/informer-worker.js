@@ -1,5 +1,6 @@
 'use strict';
-// One measurement of bench/informer.js in a fresh process: one client (native | clientnode),
+// One measurement of bench/informer.js in a fresh process (bench/child.js's worker protocol): one
+// client (native | clientnode),
 // one scenario (sync | iterate | memory | fields | relist | get). Main-thread CPU comes from
 // /proc/self/task/<pid>/schedstat (bench/measure.js), whole-process CPU from
 // process.cpuUsage(); both are taken from just before the informer is made to the moment its
@@ -7,8 +8,10 @@
 // relist's events).
 
 const { performance } = require('node:perf_hooks');
-const { mainThreadCpuNs } = require('./measure');
-const certs = require('../packages/kube-watch-native/sim/certs');
+const { runAsWorker, ask: askParent } = require('./child');
+const { CA_DATA, kubeConfig, resourceParams } = require('./kube');
+const { settledRss } = require('./measure');
+const { mainThreadCpuNs } = require('../testbed/proc');
 
 const TOKEN = 'bench-token';
 const NAMESPACE = 'bench';
@@ -19,26 +22,10 @@ const FIELDS = ['metadata.labels', 'spec.nodeName', 'status.phase'];
 const WARM_UP_SELECTOR = 'bench.example.com/warm-up=none';
 const quietLogger = { warn() {}, error() {}, info() {}, debug() {} };
 
-let askId = 0;
-const answers = new Map();
-process.on('message', (m) => answers.get(m.id)?.(m.answer));
 /** Asks the driver to pass `request` to the server; resolves with the server's answer. */
-const ask = (request) =>
-  new Promise((resolve) => {
-    const id = ++askId;
-    answers.set(id, resolve);
-    process.send({ type: 'ask', id, request });
-  });
+const ask = (request) => askParent({ request });
 
 const delay = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function settledRss() {
-  for (let i = 0; i < 3; i++) {
-    global.gc();
-    await delay(50);
-  }
-  return process.memoryUsage.rss();
-}
 
 function window() {
   const cpu0 = process.cpuUsage();
@@ -60,48 +47,34 @@ function window() {
 
 function nativeClient(task, { fields, onEvent } = {}) {
   const { NativeKubernetesWatcher } = require('kube-watch-native');
-  const params = {
-    clusterDetails: { name: 'bench', url: task.url, caData: Buffer.from(certs.ca).toString('base64') },
-    credential: { type: 'bearer token', token: TOKEN },
-    group: '',
-    apiVersion: 'v1',
-    plural: 'pods',
-  };
-  const options = { namespace: NAMESPACE };
-  if (fields) options.fields = fields;
+  const cluster = { name: 'bench', url: task.url, token: TOKEN, caData: CA_DATA };
+  const params = resourceParams(cluster, { plural: 'pods' });
+  const options = { namespace: NAMESPACE, ...(fields && { fields }) };
   let watcher;
   const theWatcher = () => (watcher ??= new NativeKubernetesWatcher({ logger: quietLogger }));
-  return {
+  const client = {
     /** An informer of the same pods whose selector matches none, kept open (see `memory`). */
     async warmUp() {
-      this.warm = theWatcher().informer(params, { ...options, labelSelector: WARM_UP_SELECTOR });
-      await this.warm.synced;
+      client.warm = theWatcher().informer(params, { ...options, labelSelector: WARM_UP_SELECTOR });
+      await client.warm.synced;
     },
     start() {
-      this.informer = theWatcher().informer(params, options);
+      const informer = (client.informer = theWatcher().informer(params, options));
       if (onEvent) {
-        this.consumed = (async () => {
-          for await (const e of this.informer) if (onEvent(e) === false) return;
+        client.consumed = (async () => {
+          for await (const e of informer) if (onEvent(e) === false) return;
         })();
       }
-      return this.informer.synced;
+      return informer.synced;
     },
-    size() {
-      return this.informer.size;
-    },
-    get(name) {
-      return this.informer.get(name, NAMESPACE);
-    },
-    names() {
-      return this.informer.list().map((o) => o.metadata.name);
-    },
-    projectedJsonBytes() {
-      return this.informer.list().reduce((n, o) => n + Buffer.byteLength(JSON.stringify(o)), 0);
-    },
-    close() {
-      this.informer.close();
-    },
+    size: () => client.informer.size,
+    get: (name) => client.informer.get(name, NAMESPACE),
+    names: () => client.informer.list().map((o) => o.metadata.name),
+    projectedJsonBytes: () =>
+      client.informer.list().reduce((n, o) => n + Buffer.byteLength(JSON.stringify(o)), 0),
+    close: () => client.informer.close(),
   };
+  return client;
 }
 
 /**
@@ -112,16 +85,11 @@ function nativeClient(task, { fields, onEvent } = {}) {
  */
 function clientnodeClient(task, { onEvent } = {}) {
   const k8s = require('@kubernetes/client-node');
-  let lists = 0;
   const listed = [];
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'bench', server: task.url, caData: Buffer.from(certs.ca).toString('base64') }],
-    users: [{ name: 'bench', token: TOKEN }],
-    contexts: [{ name: 'bench', cluster: 'bench', user: 'bench' }],
-    currentContext: 'bench',
-  });
+  const kc = kubeConfig(k8s, { name: 'bench', server: task.url, token: TOKEN, caData: CA_DATA });
   const path = `/api/v1/namespaces/${NAMESPACE}/pods`;
+  let informer;
+  let warm; // kept open
   return {
     /** An informer of the same pods whose selector matches none, kept open (see `memory`). */
     async warmUp() {
@@ -133,9 +101,9 @@ function clientnodeClient(task, { onEvent } = {}) {
         setImmediate(first);
         return page;
       };
-      this.warm = k8s.makeInformer(kc, path, listFn, WARM_UP_SELECTOR);
-      this.warm.on('error', () => {});
-      this.warm.start();
+      warm = k8s.makeInformer(kc, path, listFn, WARM_UP_SELECTOR);
+      warm.on('error', () => {});
+      warm.start();
       await done;
     },
     start() {
@@ -150,39 +118,27 @@ function clientnodeClient(task, { onEvent } = {}) {
           _continue = page.metadata?._continue;
         } while (_continue);
         page.items = items;
-        lists++;
         // The ListWatch caches the items synchronously after this promise resolves.
         setImmediate(() => listed.shift()?.());
         return page;
       };
-      this.informer = k8s.makeInformer(kc, path, listFn);
+      informer = k8s.makeInformer(kc, path, listFn);
       if (onEvent) {
-        this.informer.on('add', (object) => onEvent({ type: 'ADDED', object }));
-        this.informer.on('update', (object) => onEvent({ type: 'MODIFIED', object }));
-        this.informer.on('delete', (object) => onEvent({ type: 'DELETED', object }));
+        informer.on('add', (object) => onEvent({ type: 'ADDED', object }));
+        informer.on('update', (object) => onEvent({ type: 'MODIFIED', object }));
+        informer.on('delete', (object) => onEvent({ type: 'DELETED', object }));
       }
-      this.informer.on('error', () => {});
+      informer.on('error', () => {});
       const synced = this.nextList();
-      this.informer.start();
+      informer.start();
       return synced;
     },
     /** Resolves once the next list's items are cached. */
-    nextList() {
-      return new Promise((resolve) => listed.push(resolve));
-    },
-    lists: () => lists,
-    size() {
-      return this.informer.list().length;
-    },
-    get(name) {
-      return this.informer.get(name, NAMESPACE);
-    },
-    names() {
-      return this.informer.list().map((o) => o.metadata.name);
-    },
-    close() {
-      this.informer.stop();
-    },
+    nextList: () => new Promise((resolve) => listed.push(resolve)),
+    size: () => informer.list().length,
+    get: (name) => informer.get(name, NAMESPACE),
+    names: () => informer.list().map((o) => o.metadata.name),
+    close: () => informer.stop(),
   };
 }
 
@@ -308,15 +264,7 @@ const SCENARIOS = {
   get,
 };
 
-async function run(task) {
-  let result;
-  try {
-    if (!Object.hasOwn(SCENARIOS, task.scenario)) throw new Error(`unknown scenario ${task.scenario}`);
-    result = await SCENARIOS[task.scenario](task);
-  } catch (err) {
-    result = { error: String(err?.stack ?? err) };
-  }
-  process.send({ type: 'result', result }, () => process.exit(0));
-}
-
-module.exports = { run, FIELDS };
+runAsWorker((task) => {
+  if (!Object.hasOwn(SCENARIOS, task.scenario)) throw new Error(`unknown scenario ${task.scenario}`);
+  return SCENARIOS[task.scenario](task);
+});

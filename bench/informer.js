@@ -5,83 +5,46 @@
 //                                    [--clients=native,clientnode] [--json=file]
 //
 // watcher.informer() side by side with @kubernetes/client-node's makeInformer over the same
-// simulated API server (bench/informer-server.js, its own process: `count` medium pods of
+// simulated API server (bench/clusters/informer.js, its own process: `count` medium pods of
 // ~9 KiB JSON each, HTTPS with h2 offered). Every measurement runs in a fresh process
-// (this file with --worker, forked with --expose-gc), clients alternating and their order
+// (bench/informer-worker.js, forked with --expose-gc), clients alternating and their order
 // rotating run by run; the report gives medians over the runs and ratios from the same run.
 // Progress goes to stderr, the markdown report to stdout. Every child dies with this process.
 
-const { fork } = require('node:child_process');
-const fs = require('node:fs');
 const os = require('node:os');
-const path = require('node:path');
+const { cluster, work, failRun } = require('./children');
+const { machineBusySeconds } = require('../testbed/proc');
+const { options } = require('./options');
+const { fmt: format, median } = require('./report/measurements');
 
-if (process.argv[2] === '--worker') {
-  require('./informer-worker').run(JSON.parse(process.argv[3]));
-  return;
-}
-
-const argv = process.argv.slice(2);
-const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-for (const a of argv) {
-  if (!/^--(runs=\d+|count=\d+|only=.+|clients=.+|json=.+)$/.test(a)) {
-    console.error(`unknown option ${a}; see the header of bench/informer.js`);
-    process.exit(2);
-  }
-}
-const RUNS = Number(opt('runs') ?? 3);
-const COUNT = Number(opt('count') ?? 10000);
+const { opt, num, saveJson } = options(
+  process.argv.slice(2),
+  /runs=\d+|count=\d+|only=.+|clients=.+|json=.+/,
+  'informer.js',
+);
+const RUNS = num('runs', 3);
+const COUNT = num('count', 10000);
 const SCENARIOS = (opt('only') ?? 'sync,iterate,memory,fields,relist,get').split(',');
 const CLIENTS = (opt('clients') ?? 'native,clientnode').split(',');
 const log = (...a) => console.error(...a);
-
-const { track, failRun, child } = require('./children');
-const { machineBusySeconds } = require('./measure');
-
-const startServer = () => child('informer-server.js', [String(COUNT)], { startMs: 120_000 });
+const fmt = (x, d = 2) => format(x, d);
 
 async function measure(server, task) {
-  const worker = track(
-    fork(__filename, ['--worker', JSON.stringify(task)], {
-      execArgv: ['--expose-gc'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
-  );
   const t0 = Date.now();
   const busy0 = machineBusySeconds();
-  const result = await new Promise((resolve) => {
-    const timer = setTimeout(() => (worker.kill('SIGKILL'), resolve({ error: 'timed out' })), 300000);
-    worker.on('message', async (msg) => {
-      if (msg.type === 'result') (clearTimeout(timer), resolve(msg.result));
-      else if (msg.type === 'ask') worker.send({ id: msg.id, answer: await server.request(msg.request) });
-    });
-    worker.on(
-      'exit',
-      (code, signal) => (clearTimeout(timer), resolve({ error: `worker exited (${code ?? signal})` })),
-    );
+  const result = await work('informer-worker.js', task, {
+    timeoutMs: 300000,
+    execArgv: ['--expose-gc'],
+    onAsk: (msg) => server.request(msg.request),
   });
-  if (worker.exitCode === null) worker.kill('SIGKILL');
-  const wall = (Date.now() - t0) / 1000;
-  result.machineBusyCores = (machineBusySeconds() - busy0) / wall;
+  result.machineBusyCores = (machineBusySeconds() - busy0) / ((Date.now() - t0) / 1000);
   return result;
 }
 
-const median = (xs) => {
-  const v = xs.filter((x) => typeof x === 'number' && !Number.isNaN(x)).sort((a, b) => a - b);
-  if (!v.length) return NaN;
-  const m = v.length >> 1;
-  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-};
-const fmt = (x, d = 2) =>
-  x === undefined || Number.isNaN(x)
-    ? '—'
-    : x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
-
 async function main() {
   const t0 = Date.now();
-  const server = startServer();
-  await server.ready;
-  const info = await server.request({ cmd: 'info' });
+  const server = cluster('informer', { count: COUNT }, { startMs: 120_000 });
+  const info = await server.ready;
   log(`server ${info.url}: ${info.count} pods, ${fmt(info.jsonBytes / info.count / 1024, 2)} KiB JSON each`);
   const rows = [];
   for (let run = 0; run < RUNS; run++) {
@@ -92,15 +55,15 @@ async function main() {
         const r = await measure(server, task);
         rows.push({ run, scenario, client, r });
         log(
-          `[run ${run + 1}/${RUNS}] ${scenario} ${client}: ${r.error ?? brief(r)} (busy ${fmt(r.machineBusyCores)} cores)`,
+          `[run ${run + 1}/${RUNS}] ${scenario} ${client}: ${r.error?.detail ?? brief(r)} (busy ${fmt(r.machineBusyCores)} cores)`,
         );
       }
     }
   }
-  server.proc.send({ cmd: 'stop' });
+  server.stop();
   const out = report(rows, info, (Date.now() - t0) / 1000);
   console.log(out);
-  if (opt('json')) fs.writeFileSync(opt('json'), JSON.stringify({ info, rows }, null, 1));
+  saveJson({ info, rows });
 }
 
 function brief(r) {
@@ -114,6 +77,9 @@ function brief(r) {
   if (r.size !== undefined) parts.push(`size ${r.size}`);
   return parts.join(', ');
 }
+
+const mainMs = (r) => r.mainMs;
+const processMs = (r) => r.processMs;
 
 function report(rows, info, seconds) {
   const pick = (scenario, client, f) =>
@@ -152,18 +118,15 @@ function report(rows, info, seconds) {
           `(the warm-up informer before it: +${fmt(m((r) => r.warmUpBytes) / 2 ** 20, 1)} MiB)`;
       if (scenario === 'get')
         other = `get ${fmt(m((r) => r.getUs))} µs/call; JSON.parse of its text ${fmt(m((r) => r.parseUs))} µs`;
-      lines.push(
-        `| ${scenario} | ${client} | ${fmt(
-          m((r) => r.mainMs),
-          1,
-        )} | ${fmt(
-          m((r) => r.processMs),
-          1,
-        )} | ${fmt(
+      const cells = [
+        fmt(m(mainMs), 1),
+        fmt(m(processMs), 1),
+        fmt(
           m((r) => r.events),
           0,
-        )} | ${other} |`,
-      );
+        ),
+      ];
+      lines.push(`| ${scenario} | ${client} | ${cells.join(' | ')} | ${other} |`);
     }
   }
   lines.push('', '| target | measured (median, min–max over runs) | goal | met |', '|---|---|---|---|');
@@ -171,23 +134,11 @@ function report(rows, info, seconds) {
   const target = (name, xs, goal) =>
     lines.push(`| ${name} | ${range(xs)} | ≤ ${goal} | ${met(median(xs), goal)} |`);
   if (SCENARIOS.includes('sync')) {
-    target(
-      'sync: main-thread CPU ÷ client-node',
-      perRun('sync', (r) => r.mainMs),
-      0.25,
-    );
-    target(
-      'sync: process CPU ÷ client-node',
-      perRun('sync', (r) => r.processMs),
-      0.6,
-    );
+    target('sync: main-thread CPU ÷ client-node', perRun('sync', mainMs), 0.25);
+    target('sync: process CPU ÷ client-node', perRun('sync', processMs), 0.6);
   }
   if (SCENARIOS.includes('iterate'))
-    target(
-      'iterate ADDED: main-thread CPU ÷ client-node',
-      perRun('iterate', (r) => r.mainMs),
-      0.7,
-    );
+    target('iterate ADDED: main-thread CPU ÷ client-node', perRun('iterate', mainMs), 0.7);
   if (SCENARIOS.includes('memory')) {
     target(
       'memory: RSS growth ÷ JSON cached (native)',
@@ -216,11 +167,7 @@ function report(rows, info, seconds) {
       if (a && b && !a.r.error && !b.r.error) own.push(a.r.mainMs / b.r.mainMs);
     }
     target('relist: main-thread CPU ÷ its own full delivery (iterate)', own, 0.1);
-    target(
-      'relist: main-thread CPU ÷ client-node relist',
-      perRun('relist', (r) => r.mainMs),
-      0.05,
-    );
+    target('relist: main-thread CPU ÷ client-node relist', perRun('relist', mainMs), 0.05);
   }
   if (SCENARIOS.includes('get'))
     lines.push(

@@ -1,71 +1,12 @@
 'use strict';
-// What a worker measures about itself: CPU (process and main thread), event-loop utilization
-// and delay, RSS (sampled every 5 ms, and the kernel's high-water mark), native threads.
+// What a benchmark's worker measures about itself (its /proc readers are testbed/proc.js's): CPU
+// (process and main thread), event-loop utilisation and delay over a window of events, and RSS
+// (sampled every 5 ms, settled after collections, and the kernel's high-water mark).
 
-const fs = require('node:fs');
 const { performance, monitorEventLoopDelay } = require('node:perf_hooks');
+const { mainThreadCpuNs, statusBytes } = require('../testbed/proc');
 
 const MiB = 1024 * 1024;
-
-/** Seconds of CPU the whole machine has been busy since boot (/proc/stat, all but idle/iowait). */
-function machineBusySeconds() {
-  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, , , irq, softirq, steal] = f;
-  return (user + nice + system + irq + softirq + steal) / 100; // USER_HZ
-}
-
-const nap = new Int32Array(new SharedArrayBuffer(4));
-
-/**
- * Nanoseconds the main thread (tid = pid) has spent on a CPU (Linux schedstat, field 1).
- * The kernel brings a running thread's figure up to date only when it is switched out (or at a
- * tick, 4 ms here), so a thread that reads its own would see a value up to a tick stale; a 20 µs
- * futex nap first makes the figure exact (it costs wall time, no CPU).
- */
-function mainThreadCpuNs() {
-  Atomics.wait(nap, 0, 0, 0.02);
-  try {
-    return Number(fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
-  } catch {
-    return NaN;
-  }
-}
-
-/**
- * The main thread's CPU for one wake-up that does nothing (a `ms` interval timer, `ticks` times),
- * in µs: the floor under any figure per change that costs a wake-up, which on a loaded machine
- * (or a VM) is far from nothing (the scheduler, cold caches; see bench/investigations/wake-floor.js).
- */
-async function emptyWakeUpUs(ticks = 100, ms = 10) {
-  const cpu0 = mainThreadCpuNs();
-  await new Promise((resolve) => {
-    let n = 0;
-    const timer = setInterval(() => {
-      if (++n < ticks) return;
-      clearInterval(timer);
-      resolve();
-    }, ms);
-  });
-  return (mainThreadCpuNs() - cpu0) / 1000 / ticks;
-}
-
-/** A field of /proc/self/status in bytes (VmHWM, VmRSS …). */
-function statusBytes(field) {
-  try {
-    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync('/proc/self/status', 'utf8'));
-    return m ? Number(m[1]) * 1024 : NaN;
-  } catch {
-    return NaN;
-  }
-}
-
-function threadCount() {
-  try {
-    return fs.readdirSync('/proc/self/task').length;
-  } catch {
-    return NaN;
-  }
-}
 
 /** Samples RSS every `everyMs` on the event loop (VmHWM catches what a blocked loop misses). */
 class RssSampler {
@@ -124,24 +65,13 @@ class Window {
   }
 }
 
-/** Resets VmHWM to the current RSS (Linux: `5` into clear_refs); false where unsupported. */
-function resetPeakRss() {
-  try {
-    fs.writeFileSync('/proc/self/clear_refs', '5');
-    return true;
-  } catch {
-    return false;
+/** RSS after a few full collections, when `--expose-gc` allows them. */
+async function settledRss() {
+  for (let i = 0; i < 3 && globalThis.gc; i++) {
+    globalThis.gc();
+    await new Promise((r) => setTimeout(r, 50));
   }
+  return process.memoryUsage.rss();
 }
 
-module.exports = {
-  MiB,
-  machineBusySeconds,
-  mainThreadCpuNs,
-  emptyWakeUpUs,
-  statusBytes,
-  threadCount,
-  resetPeakRss,
-  RssSampler,
-  Window,
-};
+module.exports = { MiB, settledRss, RssSampler, Window };

@@ -1,6 +1,4 @@
 'use strict';
-
-const { seeded } = require('../packages/kube-watch-native/sim/random');
 // Deterministic, realistic Pod objects for the benchmark, in three sizes.
 //
 // Every pod looks like what the API server sends for a Deployment's pod: metadata with labels,
@@ -11,71 +9,32 @@ const { seeded } = require('../packages/kube-watch-native/sim/random');
 // describe them — never from one big padding string — so JSON.parse sees the shape of real
 // traffic. The same seed gives byte-identical output in every process.
 
+const { seeded } = require('../packages/kube-watch-native/sim/random');
+
 /** Target sizes of one watch line (`JSON.stringify({type, object}) + '\n'`), in bytes. */
 const SIZES = {
   // A pod just scheduled: one container, status still Pending (how most ADDED events look).
-  small: {
-    target: 1400,
-    containers: 1,
-    volumes: 0,
-    annotations: 1,
-    labels: 2,
-    managed: false,
-    pending: true,
-  },
+  small: { target: 1400, containers: 1, volumes: 0, annotations: 1, labels: 2, pending: true },
   medium: { target: 9216, containers: 2, volumes: 1, annotations: 2, labels: 4, managed: true },
   large: { target: 100 * 1024, containers: 8, volumes: 10, annotations: 16, labels: 10, managed: true },
 };
 
-function hex(rand, n) {
-  let s = '';
-  for (let i = 0; i < n; i++) s += '0123456789abcdef'[Math.floor(rand() * 16)];
-  return s;
-}
-
-function alnum(rand, n) {
-  let s = '';
-  for (let i = 0; i < n; i++) s += 'bcdfghjklmnpqrstvwxz2456789'[Math.floor(rand() * 27)];
-  return s;
-}
+/** `n` characters of `alphabet`, each drawn with `rand`. */
+const draw = (alphabet) => (rand, n) =>
+  Array.from({ length: n }, () => alphabet[Math.floor(rand() * alphabet.length)]).join('');
+const hex = draw('0123456789abcdef');
+const alnum = draw('bcdfghjklmnpqrstvwxz2456789');
 
 const uid = (rand) => `${hex(rand, 8)}-${hex(rand, 4)}-4${hex(rand, 3)}-a${hex(rand, 3)}-${hex(rand, 12)}`;
 
-const WORDS = [
-  'payments',
-  'checkout',
-  'catalog',
-  'search',
-  'inventory',
-  'billing',
-  'auth',
-  'gateway',
-  'orders',
-  'shipping',
-  'ledger',
-  'profile',
-  'notifications',
-  'recommendations',
-  'cart',
-];
-const ENV_NAMES = [
-  'LOG_LEVEL',
-  'DATABASE_URL',
-  'REDIS_HOST',
-  'KAFKA_BROKERS',
-  'OTEL_EXPORTER_OTLP_ENDPOINT',
-  'FEATURE_FLAGS',
-  'HTTP_PORT',
-  'GRPC_PORT',
-  'JAVA_OPTS',
-  'NODE_OPTIONS',
-  'TZ',
-  'REGION',
-  'CACHE_TTL_SECONDS',
-  'MAX_CONNECTIONS',
-  'UPSTREAM_TIMEOUT_MS',
-  'SENTRY_DSN',
-];
+const WORDS = (
+  'payments checkout catalog search inventory billing auth gateway orders shipping ledger profile ' +
+  'notifications recommendations cart'
+).split(' ');
+const ENV_NAMES = (
+  'LOG_LEVEL DATABASE_URL REDIS_HOST KAFKA_BROKERS OTEL_EXPORTER_OTLP_ENDPOINT FEATURE_FLAGS HTTP_PORT ' +
+  'GRPC_PORT JAVA_OPTS NODE_OPTIONS TZ REGION CACHE_TTL_SECONDS MAX_CONNECTIONS UPSTREAM_TIMEOUT_MS SENTRY_DSN'
+).split(' ');
 
 const ts = (rand, base) =>
   new Date(base + Math.floor(rand() * 86_400_000)).toISOString().replace(/\.\d+Z$/, 'Z');
@@ -101,16 +60,10 @@ function envVar(rand, i) {
   }
 }
 
-function probe(path, port, initial) {
-  return {
-    httpGet: { path, port, scheme: 'HTTP' },
-    initialDelaySeconds: initial,
-    timeoutSeconds: 1,
-    periodSeconds: 10,
-    successThreshold: 1,
-    failureThreshold: 3,
-  };
-}
+const probe = (path, port, initialDelaySeconds) => ({
+  httpGet: { path, port, scheme: 'HTTP' },
+  ...{ initialDelaySeconds, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 },
+});
 
 function container(rand, app, c, envCount, volumes, rich) {
   const name = c === 0 ? app : `${app}-sidecar-${c}`;
@@ -155,6 +108,12 @@ function fieldsOf(value) {
   return {};
 }
 
+/** An Update's managedFields entry by `manager` at `time`. */
+const managedBy = (manager, time, fieldsV1, subresource) => ({
+  ...{ manager, operation: 'Update', apiVersion: 'v1', time, fieldsType: 'FieldsV1', fieldsV1 },
+  ...(subresource && { subresource }),
+});
+
 function buildPod(profile, index, envCount, seed) {
   const rand = seeded(seed * 7919 + index);
   const app = `${WORDS[index % WORDS.length]}`;
@@ -187,20 +146,10 @@ function buildPod(profile, index, envCount, seed) {
   if (rich) {
     spec.volumes = volumes.map((v) => ({ name: v, configMap: { name: v, defaultMode: 420 } }));
     spec.securityContext = { fsGroup: 2000, runAsUser: 1000 };
-    spec.tolerations = [
-      {
-        key: 'node.kubernetes.io/not-ready',
-        operator: 'Exists',
-        effect: 'NoExecute',
-        tolerationSeconds: 300,
-      },
-      {
-        key: 'node.kubernetes.io/unreachable',
-        operator: 'Exists',
-        effect: 'NoExecute',
-        tolerationSeconds: 300,
-      },
-    ];
+    spec.tolerations = ['not-ready', 'unreachable'].map((taint) => ({
+      key: `node.kubernetes.io/${taint}`,
+      ...{ operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+    }));
     spec.enableServiceLinks = true;
     spec.preemptionPolicy = 'PreemptLowerPriority';
   }
@@ -254,43 +203,17 @@ function buildPod(profile, index, envCount, seed) {
       },
     ],
   };
-  if (profile.managed) {
-    metadata.managedFields = [
-      {
-        manager: 'kube-controller-manager',
-        operation: 'Update',
-        apiVersion: 'v1',
-        time: created,
-        fieldsType: 'FieldsV1',
-        fieldsV1: {
+  const kubelet = (fields) => managedBy('kubelet', created, { 'f:status': fields }, 'status');
+  metadata.managedFields = profile.managed
+    ? [
+        managedBy('kube-controller-manager', created, {
           'f:metadata': fieldsOf({ generateName: 1, labels, annotations, ownerReferences: 1 }),
           'f:spec': fieldsOf(spec),
-        },
-      },
-      {
-        manager: 'kubelet',
-        operation: 'Update',
-        apiVersion: 'v1',
-        time: created,
-        fieldsType: 'FieldsV1',
-        fieldsV1: { 'f:status': fieldsOf(status) },
-        subresource: 'status',
-      },
-    ];
-  } else {
-    // Even a small pod carries kubelet's status entry; keep it short.
-    metadata.managedFields = [
-      {
-        manager: 'kubelet',
-        operation: 'Update',
-        apiVersion: 'v1',
-        time: created,
-        fieldsType: 'FieldsV1',
-        fieldsV1: { 'f:status': { 'f:phase': {}, 'f:podIP': {} } },
-        subresource: 'status',
-      },
-    ];
-  }
+        }),
+        kubelet(fieldsOf(status)),
+      ]
+    : // Even a small pod carries kubelet's status entry; keep it short.
+      [kubelet({ 'f:phase': {}, 'f:podIP': {} })];
   return { apiVersion: 'v1', kind: 'Pod', metadata, spec, status };
 }
 
@@ -330,11 +253,3 @@ function lines(size, count = 32, seed = 1) {
 }
 
 module.exports = { SIZES, SENT_AT, pods, lines, lineOf };
-
-if (require.main === module) {
-  for (const size of Object.keys(SIZES)) {
-    const ls = lines(size, 8);
-    const bytes = ls.map((l) => Buffer.byteLength(l));
-    console.log(size, 'bytes per line:', Math.min(...bytes), '…', Math.max(...bytes));
-  }
-}

@@ -11,17 +11,12 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { fmt, measurements } = require('./report/measurements');
-const { commitOf } = require('./commit');
+const { ROOT, commitOf } = require('./builds');
 
-const ROOT = path.join(__dirname, '..');
 const README = path.join(ROOT, 'README.md');
 const BEGIN = '<!-- bench:readme begin -->';
 const END = '<!-- bench:readme end -->';
-const SIZES = [
-  ['small', '~1.4 KB'],
-  ['medium', '~9 KB'],
-  ['large', '~100 KB'],
-];
+const SIZES = Object.entries({ small: '~1.4 KB', medium: '~9 KB', large: '~100 KB' });
 const MiB = 1024 * 1024;
 
 /** The section's text for a bench/run.js JSON (`{ env, plan, rows }`) measured at `commit`. */

@@ -4,22 +4,20 @@
 //                                     [--only=throughput,paired,interleaved,trickle,slow,idle]
 //                                     [--sizes=small,medium,large] [--protos=http,https]
 //                                     [--clients=baseline,clientnode,native,native-fields]
-//                                     [--json=results.json] [--against=<package directory>]
+//                                     [--json=results.json] [--against=<checkout, built>]
 //
-// Starts the load server (bench/load-server.js) once, then measures every client in its own
+// Starts the load server (bench/clusters/load.js) once, then measures every client in its own
 // fresh process (bench/worker.js), all clients interleaved cell by cell and run by run, so they
 // share the same conditions. Progress goes to stderr; the markdown tables (medians over the
 // runs, ratios = median of the per-run ratios) go to stdout. Every load is bounded in count and
 // time; every child is killed on exit, on error and on Ctrl-C.
 
-const { fork } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
-const path = require('node:path');
 const { lines } = require('./pods');
-const { startLoadServer } = require('./load-client');
 const { report, fmt } = require('./report');
-const { commitOf } = require('./commit');
+const { ROOT, commitOf, build } = require('./builds');
+const { options } = require('./options');
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -28,16 +26,12 @@ const GiB = 1024 * MiB;
 // Options
 
 const argv = process.argv.slice(2);
-const flag = (name) => argv.includes(`--${name}`);
-const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const { opt, flag, saveJson } = options(
+  argv,
+  /quick|only=.+|runs=\d+|sizes=.+|protos=.+|clients=.+|json=.+|against=.+|help/,
+  'run.js',
+);
 const list = (name, all) => (opt(name) ? opt(name).split(',') : all);
-
-for (const a of argv) {
-  if (!/^--(quick|only=.+|runs=\d+|sizes=.+|protos=.+|clients=.+|json=.+|against=.+|help)$/.test(a)) {
-    console.error(`unknown option ${a}; see the header of bench/run.js`);
-    process.exit(2);
-  }
-}
 if (flag('help')) {
   console.error(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 11).join('\n'));
   process.exit(0);
@@ -49,11 +43,10 @@ const SIZES = list('sizes', ['small', 'medium', 'large']);
 // Quick mode measures over HTTPS only (where the targets are set) unless --protos says otherwise.
 const PROTOS = list('protos', flag('quick') ? ['https'] : ['http', 'https']);
 const CLIENTS = list('clients', ['baseline', 'clientnode', 'native', 'native-fields']);
-// --against adds `native-against`: the native client of another build of the package (a directory
-// holding its index.js, lib/ and built addon, e.g. an export of main), in its own worker processes
-// like every client (not in `paired`, whose one process would load both addons).
+// --against adds `native-against`: the native client of another build (bench/builds.js), in its
+// own worker processes like every client (not in `paired`, whose one process would load both addons).
 if (opt('against')) {
-  process.env.KWN_BENCH_AGAINST = path.resolve(opt('against'));
+  process.env.KWN_BENCH_AGAINST = build(opt('against')).watcher;
   if (!CLIENTS.includes('native-against')) CLIENTS.push('native-against');
 }
 const runsOpt = opt('runs') ? Number(opt('runs')) : undefined;
@@ -83,90 +76,50 @@ const SLOW_ABORT_ABOVE = 1 * GiB;
 // Children: the load server and the workers; all of them die with us.
 
 // bench/children.js kills them on exit and on SIGINT, SIGTERM and SIGHUP; here also on a crash.
-const { track, killAll, failRun } = require('./children');
-const { machineBusySeconds } = require('./measure');
+const { cluster, work, killAll, failRun } = require('./children');
+const { machineBusySeconds } = require('../testbed/proc');
 process.on('uncaughtException', failRun);
 process.on('unhandledRejection', failRun);
 
 const log = (...a) => console.error(...a);
 
 let server;
+let ports;
+let shuttingDown = false;
 
 async function startServer() {
-  server = await startLoadServer((child) => {
-    track(child);
-    child.on('exit', (code, signal) => {
-      if (!shuttingDown) {
-        log(`load server exited (${code ?? signal})`);
-        killAll();
-        process.exit(1);
-      }
-    });
+  server = cluster('load', {}, { startMs: 20000, answerMs: 20000 });
+  server.exited.then((code) => {
+    if (shuttingDown) return;
+    log(`load server exited (${code})`);
+    killAll();
+    process.exit(1);
   });
+  ports = await server.ready;
 }
-
-const request = (msg) => server.request(msg);
-
-let shuttingDown = false;
 
 let jobCounter = 0;
 
 /** Runs one worker for `task` against a fresh server job; resolves with its result. */
 async function measure(task, job, timeoutMs) {
   const jobId = `j${++jobCounter}`;
-  await request({ cmd: 'job', job: { ...job, id: jobId, maxMs: timeoutMs } });
-  const origin = server.origin(task.proto);
-  const full = { ...task, target: { origin, jobId, proto: task.proto } };
-  const worker = track(
-    fork(path.join(__dirname, 'worker.js'), [JSON.stringify(full)], {
-      execArgv: ['--expose-gc'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
-  );
+  await server.request({ cmd: 'job', job: { ...job, id: jobId, maxMs: timeoutMs } });
+  const origin =
+    task.proto === 'https' ? `https://127.0.0.1:${ports.httpsPort}` : `http://127.0.0.1:${ports.httpPort}`;
+  const stats = async () => (await server.request({ cmd: 'stats', jobId })).stats;
   const t0 = Date.now();
   const busy0 = machineBusySeconds();
-  let result;
-  try {
-    result = await new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        worker.kill('SIGKILL');
-        resolve({ error: { detail: `timed out after ${timeoutMs} ms` } });
-      }, timeoutMs);
-      worker.on('message', async (msg) => {
-        if (msg.type === 'result') {
-          clearTimeout(timer);
-          resolve(msg.result);
-        } else if (msg.type === 'ask') {
-          const { stats } = await request({ cmd: 'stats', jobId });
-          if (worker.connected) worker.send({ id: msg.id, answer: stats });
-        }
-      });
-      worker.on('exit', (code, signal) => {
-        clearTimeout(timer);
-        resolve({ error: { detail: `worker exited (${code ?? signal}) without a result` } });
-      });
-    });
-  } finally {
-    if (worker.exitCode === null && worker.signalCode === null) {
-      await new Promise((resolve) => {
-        const t = setTimeout(() => {
-          worker.kill('SIGKILL');
-          resolve();
-        }, 5000);
-        worker.once('exit', () => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
-  }
+  const result = await work(
+    'worker.js',
+    { ...task, target: { origin, jobId, proto: task.proto } },
+    { timeoutMs, execArgv: ['--expose-gc'], onAsk: stats },
+  );
   const busy = machineBusySeconds() - busy0;
-  const { stats } = await request({ cmd: 'stats', jobId });
-  await request({ cmd: 'end-job', jobId });
-  result.server = stats;
+  result.server = await stats();
+  await server.request({ cmd: 'end-job', jobId });
   result.wallSeconds = (Date.now() - t0) / 1000;
   // CPU the rest of the machine used meanwhile (other processes), in cores: how noisy it was.
-  const ours = (result.workerCpuSeconds ?? 0) + (stats.serverCpuMs ?? 0) / 1000;
+  const ours = (result.workerCpuSeconds ?? 0) + (result.server.serverCpuMs ?? 0) / 1000;
   result.otherLoadCores = Math.max(0, busy - ours) / result.wallSeconds;
   return result;
 }
@@ -180,117 +133,70 @@ const lineBytes = Object.fromEntries(
 );
 lineBytes.medium ??= lines('medium', 64).reduce((a, l) => a + l.length, 0) / 64;
 
-function rotate(arr, by) {
-  const k = by % arr.length;
-  return arr.slice(k).concat(arr.slice(0, k));
-}
+const rotate = (arr, by) => [...arr.slice(by % arr.length), ...arr.slice(0, by % arr.length)];
+
+/** A cell per size and protocol; `make(size)` gives its clients, task, job and time bound. */
+const perSize = (make) =>
+  SIZES.flatMap((size) => PROTOS.map((proto) => ({ key: `${size}/${proto}`, size, proto, ...make(size) })));
 
 function cellsFor(scenario) {
   const streamClients = CLIENTS.filter((c) => c !== 'native-fields');
+  const { counts, ownBoundMs, paired, interleaved, trickle, slow } = PLAN;
+  const httpsOnly = (key, size, cell) => [{ key, size, proto: 'https', clients: streamClients, ...cell }];
   switch (scenario) {
     case 'throughput':
-      return SIZES.flatMap((size) =>
-        PROTOS.map((proto) => ({
-          key: `${size}/${proto}`,
-          size,
-          proto,
-          clients: ['bound', ...CLIENTS],
-          task: {
-            scenario: 'throughput',
-            size,
-            count: PLAN.counts[size],
-            warmup: Math.round(PLAN.counts[size] * WARMUP),
-            ownBoundMs: PLAN.ownBoundMs,
-          },
-          job: { mode: 'stream', size, count: PLAN.counts[size] },
-          timeoutMs: 120000,
-        })),
-      );
+      return perSize((size) => ({
+        clients: ['bound', ...CLIENTS],
+        task: { scenario, size, count: counts[size], warmup: Math.round(counts[size] * WARMUP), ownBoundMs },
+        job: { mode: 'stream', size, count: counts[size] },
+        timeoutMs: 120000,
+      }));
     case 'paired':
-      return SIZES.flatMap((size) =>
-        PROTOS.map((proto) => {
-          const slice = PLAN.paired.slices[size];
-          const warmup = Math.round(slice * WARMUP);
-          return {
-            key: `${size}/${proto}`,
-            size,
-            proto,
-            clients: ['all'],
-            task: {
-              scenario: 'paired',
-              size,
-              slice,
-              warmup,
-              rounds: PLAN.paired.rounds + 1,
-              clients: ['bound', ...CLIENTS.filter((c) => c !== 'native-against')],
-            },
-            job: { mode: 'stream', size, count: slice + warmup },
-            timeoutMs: 600000,
-          };
-        }),
-      );
+      return perSize((size) => {
+        const [slice, warmup] = [paired.slices[size], Math.round(paired.slices[size] * WARMUP)];
+        // Not `native-against`: one process would load both addons.
+        const clients = ['bound', ...CLIENTS.filter((c) => c !== 'native-against')];
+        return {
+          clients: ['all'],
+          task: { scenario, size, slice, warmup, rounds: paired.rounds + 1, clients },
+          job: { mode: 'stream', size, count: slice + warmup },
+          timeoutMs: 600000,
+        };
+      });
     case 'interleaved':
       // Only clients whose paused stream does no main-thread work: the pure-JS ones keep reading
       // and splitting their socket in the bound's turns of the event loop (client-node cannot
       // even pause), which would bill part of their work to the bound.
-      return SIZES.flatMap((size) =>
-        PROTOS.map((proto) => {
-          const segment = PLAN.interleaved.segments[size];
-          const count = segment * (PLAN.interleaved.rounds + 2);
-          return {
-            key: `${size}/${proto}`,
-            size,
-            proto,
-            clients: CLIENTS.filter((c) => c.startsWith('native')),
-            task: { scenario: 'interleaved', size, segment, rounds: PLAN.interleaved.rounds },
-            job: { mode: 'stream', size, count },
-            timeoutMs: 600000,
-          };
-        }),
-      );
+      return perSize((size) => ({
+        clients: CLIENTS.filter((c) => c.startsWith('native')),
+        task: { scenario, size, segment: interleaved.segments[size], rounds: interleaved.rounds },
+        job: { mode: 'stream', size, count: interleaved.segments[size] * (interleaved.rounds + 2) },
+        timeoutMs: 600000,
+      }));
     case 'trickle':
       return PROTOS.map((proto) => ({
         key: `small/${proto}`,
         size: 'small',
         proto,
         clients: streamClients,
-        task: { scenario: 'trickle', count: PLAN.trickle.count },
-        job: {
-          mode: 'trickle',
-          size: 'small',
-          count: PLAN.trickle.count,
-          intervalMs: PLAN.trickle.intervalMs,
-        },
-        timeoutMs: PLAN.trickle.count * PLAN.trickle.intervalMs + 30000,
+        task: { scenario, count: trickle.count },
+        job: { mode: 'trickle', size: 'small', count: trickle.count, intervalMs: trickle.intervalMs },
+        timeoutMs: trickle.count * trickle.intervalMs + 30000,
       }));
-    case 'slow':
-      return [
-        {
-          key: `${PLAN.slow.size}/https`,
-          size: PLAN.slow.size,
-          proto: 'https',
-          clients: streamClients,
-          task: {
-            scenario: 'slow',
-            durationMs: PLAN.slow.durationMs,
-            lineBytes: lineBytes[PLAN.slow.size],
-            abortAboveBytes: SLOW_ABORT_ABOVE,
-          },
-          job: { mode: 'bytes', size: PLAN.slow.size, bytes: PLAN.slow.bytes },
-          timeoutMs: PLAN.slow.durationMs + 60000,
-        },
-      ];
+    case 'slow': {
+      const { size, durationMs } = slow;
+      return httpsOnly(`${size}/https`, size, {
+        task: { scenario, durationMs, lineBytes: lineBytes[size], abortAboveBytes: SLOW_ABORT_ABOVE },
+        job: { mode: 'bytes', size, bytes: slow.bytes },
+        timeoutMs: durationMs + 60000,
+      });
+    }
     case 'idle':
-      return [
-        {
-          key: 'https',
-          proto: 'https',
-          clients: streamClients,
-          task: { scenario: 'idle', watches: PLAN.idle.watches },
-          job: { mode: 'idle' },
-          timeoutMs: 180000,
-        },
-      ];
+      return httpsOnly('https', undefined, {
+        task: { scenario, watches: PLAN.idle.watches },
+        job: { mode: 'idle' },
+        timeoutMs: 180000,
+      });
     default:
       throw new Error(`unknown scenario ${scenario} (throughput, paired, interleaved, trickle, slow, idle)`);
   }
@@ -323,7 +229,7 @@ async function main() {
   const t0 = Date.now();
   await startServer();
   log(
-    `load server: http :${server.ready.httpPort}, https(h2+h1) :${server.ready.httpsPort}; ${quick ? 'quick' : 'full'} mode`,
+    `load server: http :${ports.httpPort}, https(h2+h1) :${ports.httpsPort}; ${quick ? 'quick' : 'full'} mode`,
   );
   const plan = SCENARIOS.map((s) => ({ scenario: s, cells: cellsFor(s) }));
   const maxRuns = Math.max(PLAN.runs, PLAN.longRuns);
@@ -356,8 +262,7 @@ async function main() {
   const seconds = (Date.now() - t0) / 1000;
   const out = report(reportContext(plan, seconds));
   console.log(out);
-  if (opt('json'))
-    fs.writeFileSync(opt('json'), JSON.stringify({ env: environment(seconds), plan: PLAN, rows }, null, 1));
+  saveJson({ env: environment(seconds), plan: PLAN, rows });
   log(`done in ${fmt(seconds, 0)} s`);
 }
 
@@ -373,7 +278,7 @@ function environment(seconds) {
     cpu: model,
     node: process.version,
     command: `node bench/run.js ${argv.join(' ')}`.trim(),
-    commit: commitOf(path.join(__dirname, '..')),
+    commit: commitOf(ROOT),
     seconds,
   };
 }

@@ -1,18 +1,14 @@
 'use strict';
 // One measurement of one client in a fresh process (clean RSS, threads and JIT state), forked by
-// run.js with the task as JSON in argv[2]. The result goes back over IPC as {type:'result'}.
-//
-// Scenarios:
-//   throughput  consume `count` events flat out; measure after `warmup` events
-//   bound       JSON.parse the same lines in a tight loop (no network): the floor for JS
-//               (bench/investigations/floor.js breaks the native path's JavaScript side down further)
-//   trickle     one event every 50 ms; delay from the server's write to the loop body
-//   slow        the consumer sleeps 1 ms per event for `durationMs`; RSS growth over the start
-//   idle        `watches` concurrent idle watches; RSS per watch, threads, (server) connections
+// bench/run.js (bench/child.js's worker protocol). Scenarios:
+//   throughput  `count` events flat out, measured after `warmup` events
+//   bound       JSON.parse of the same lines in a tight loop (no network): the floor for JS
+//   trickle     one event every 50 ms: the delay from the server's write to the loop body
+//   slow        the consumer sleeps 1 ms per event for `durationMs`: RSS growth
+//   idle        `watches` concurrent idle watches: RSS per watch, threads, (server) connections
 //   paired      all clients and the bound in one process, alternating slices (tighter ratios)
-//   interleaved one client's stream with a bound segment run inline every `segment` events, the
-//               stream paused meanwhile: the tightest main ÷ bound ratio this machine allows
-//
+//   interleaved one client's stream paused every `segment` events for a bound segment run
+//               inline: the tightest main ÷ bound ratio this machine allows
 // Every bound loop lets the event loop turn every TURN_MS (one setImmediate, ~1 µs), as the
 // clients' streams do: V8 runs the scavenges a loop's garbage makes due as tasks on the event
 // loop, and a loop that never yields leaves its own collections to be billed to whatever runs
@@ -20,37 +16,14 @@
 
 const { performance } = require('node:perf_hooks');
 const { setTimeout: sleep } = require('node:timers/promises');
+const { runAsWorker, ask } = require('./child');
+const { median, quantile } = require('./report/measurements');
 const { clients, STOP, FIELDS, quietLogger } = require('./clients');
 const { lines, SENT_AT } = require('./pods');
-const {
-  MiB,
-  RssSampler,
-  Window,
-  threadCount,
-  statusBytes,
-  resetPeakRss,
-  mainThreadCpuNs,
-} = require('./measure');
+const { MiB, RssSampler, Window } = require('./measure');
+const { threadCount, statusBytes, resetPeakRss, mainThreadCpuNs } = require('../testbed/proc');
 
-const task = JSON.parse(process.argv[2]);
-
-// Orphaned (the parent died): go too.
-process.on('disconnect', () => process.exit(3));
-
-/** Asks the parent something (it answers with the load server's counters). */
-let asked = 0;
-function ask(what) {
-  const id = ++asked;
-  return new Promise((resolve) => {
-    const onMessage = (msg) => {
-      if (msg.id !== id) return;
-      process.off('message', onMessage);
-      resolve(msg.answer);
-    };
-    process.on('message', onMessage);
-    process.send({ type: 'ask', id, what });
-  });
-}
+let task;
 
 const gc = () => globalThis.gc?.();
 
@@ -79,10 +52,8 @@ async function parseLines(texts, count, onEvent) {
   return names;
 }
 
-function fieldsCheck(object) {
-  // With options.fields honoured, the object holds only the projected paths.
-  return object.spec === undefined && object.metadata?.managedFields === undefined;
-}
+/** Whether options.fields was honoured: the object holds only the projected paths. */
+const fieldsCheck = (object) => object.spec === undefined && object.metadata?.managedFields === undefined;
 
 /** The watch lines of `size` as strings without their newline (what a line splitter yields). */
 const textsOf = (size) => lines(size, 64).map((l) => l.slice(0, -1));
@@ -182,22 +153,16 @@ async function trickle(client) {
   });
   const end = await watch.done;
   const w = window.stop(delays.length - 1);
-  delays.sort((a, b) => a - b);
-  const q = (p) => delays[Math.min(delays.length - 1, Math.floor((p / 100) * delays.length))];
+  const q = (p) => quantile(delays, p / 100);
   return {
     events: delays.length,
     expected: task.count,
     error:
       end.error ??
       (delays.length !== task.count ? { detail: `got ${delays.length} of ${task.count}` } : undefined),
-    latencyP50Ms: q(50),
-    latencyP90Ms: q(90),
-    latencyP99Ms: q(99),
-    latencyMaxMs: delays[delays.length - 1],
-    latencyMinMs: delays[0],
-    mainUsPerEvent: w.mainUsPerEvent,
-    cpuUsPerEvent: w.cpuUsPerEvent,
-    elu: w.elu,
+    ...{ latencyP50Ms: q(50), latencyP90Ms: q(90), latencyP99Ms: q(99) },
+    ...{ latencyMaxMs: Math.max(...delays), latencyMinMs: Math.min(...delays) },
+    ...{ mainUsPerEvent: w.mainUsPerEvent, cpuUsPerEvent: w.cpuUsPerEvent, elu: w.elu },
   };
 }
 
@@ -235,15 +200,13 @@ async function slow(client) {
   const seconds = (performance.now() - t0) / 1000;
   const peakRss = sampler.stop();
   bytes = n * task.lineBytes;
-  const stats = await ask('stats');
+  const stats = await ask({ what: 'stats' });
   return {
     events: n,
     seconds,
     consumedMiB: bytes / MiB,
     serverWroteMiB: stats.bytesWritten / MiB,
-    startRssMiB: startRss / MiB,
-    peakRssMiB: peakRss / MiB,
-    growthMiB: (peakRss - startRss) / MiB,
+    ...{ startRssMiB: startRss / MiB, peakRssMiB: peakRss / MiB, growthMiB: (peakRss - startRss) / MiB },
     overLimit,
     queued: watch.queued?.(),
     error: end.error,
@@ -277,7 +240,7 @@ async function idle(client) {
   await settle();
   const rss1 = process.memoryUsage.rss();
   const threads1 = threadCount();
-  const stats1 = await ask('stats');
+  const stats1 = await ask({ what: 'stats' });
   const t0 = performance.now();
   for (let i = 1; i < task.watches; i += 50) {
     const batch = [];
@@ -290,7 +253,7 @@ async function idle(client) {
   gc();
   const rssN = process.memoryUsage.rss();
   const threadsN = threadCount();
-  const statsN = await ask('stats');
+  const statsN = await ask({ what: 'stats' });
   // The Backstage-style baseline does not end on abort while its stream is idle (node-fetch emits
   // the abort on the body, which pipe() does not forward to split2), so do not wait long.
   let ended = 0;
@@ -300,21 +263,16 @@ async function idle(client) {
   }
   await Promise.race([Promise.all(opened.map((w) => w.done)), sleep(1000)]);
   return {
-    endedWithin1sOfCancel: ended,
-    watches: task.watches,
-    openSeconds,
-    rssBaseMiB: rss0 / MiB,
-    rssOneMiB: rss1 / MiB,
-    rssAllMiB: rssN / MiB,
+    ...{ endedWithin1sOfCancel: ended, watches: task.watches, openSeconds },
+    ...{ rssBaseMiB: rss0 / MiB, rssOneMiB: rss1 / MiB, rssAllMiB: rssN / MiB },
     kibPerWatch: (rssN - rss1) / 1024 / (task.watches - 1),
-    threads0,
-    threads1,
-    threadsN,
-    connectionsAtOne: stats1.connectionsOpen,
-    connectionsAtAll: statsN.connectionsOpen,
-    h2SessionsAtAll: statsN.h2SessionsOpen,
-    h2Requests: statsN.h2Requests,
-    h1Requests: statsN.h1Requests,
+    ...{ threads0, threads1, threadsN },
+    ...{ connectionsAtOne: stats1.connectionsOpen, connectionsAtAll: statsN.connectionsOpen },
+    ...{
+      h2SessionsAtAll: statsN.h2SessionsOpen,
+      h2Requests: statsN.h2Requests,
+      h1Requests: statsN.h1Requests,
+    },
   };
 }
 
@@ -359,31 +317,23 @@ async function paired() {
     if (r > 0) rounds.push(round);
     gc();
   }
-  const median = (xs) => {
-    const v = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-    const m = v.length >> 1;
-    return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-  };
   const out = {};
+  const toBound = (name) => rounds.map((r) => r[name].mainUsPerEvent / r.bound.mainUsPerEvent);
+  /** The median over rounds of `name`'s `metric` ÷ the baseline's. */
+  const toBaseline = (name, metric) =>
+    rounds[0]?.baseline ? median(rounds.map((r) => r[name][metric] / r.baseline[metric])) : NaN;
   for (const name of task.clients) {
     const per = rounds.map((r) => r[name]);
+    const ratios = toBound(name).sort((a, b) => a - b);
     out[name] = {
       mainUsPerEvent: median(per.map((x) => x.mainUsPerEvent)),
       eventsPerSec: median(per.map((x) => x.eventsPerSec)),
-      mainVsBound: median(rounds.map((r) => r[name].mainUsPerEvent / r.bound.mainUsPerEvent)),
-      mainVsBaseline: r0(rounds, name, 'mainUsPerEvent'),
-      eventsPerSecVsBaseline: r0(rounds, name, 'eventsPerSec'),
-      spread: spread(rounds.map((r) => r[name].mainUsPerEvent / r.bound.mainUsPerEvent)),
+      mainVsBound: median(ratios),
+      mainVsBaseline: toBaseline(name, 'mainUsPerEvent'),
+      eventsPerSecVsBaseline: toBaseline(name, 'eventsPerSec'),
+      spread: [ratios[0], ratios.at(-1)],
       fieldsHonoured: name === 'native-fields' ? per.every((x) => x.fieldsHonoured) : undefined,
     };
-  }
-  function r0(rs, name, metric) {
-    if (!rs[0]?.baseline) return NaN;
-    return median(rs.map((r) => r[name][metric] / r.baseline[metric]));
-  }
-  function spread(xs) {
-    const v = xs.slice().sort((a, b) => a - b);
-    return [v[0], v[v.length - 1]];
   }
   return { rounds: rounds.length, clients: out };
 }
@@ -439,7 +389,8 @@ async function interleaved(client) {
   };
 }
 
-async function main() {
+runAsWorker(async (config) => {
+  task = config;
   let result;
   if (task.scenario === 'bound') {
     result = await bound();
@@ -448,20 +399,11 @@ async function main() {
   } else {
     const client = clients[task.client];
     client.load();
-    if (task.scenario === 'throughput') result = await throughput(client);
-    else if (task.scenario === 'trickle') result = await trickle(client);
-    else if (task.scenario === 'slow') result = await slow(client);
-    else if (task.scenario === 'idle') result = await idle(client);
-    else if (task.scenario === 'interleaved') result = await interleaved(client);
-    else throw new Error(`unknown scenario ${task.scenario}`);
+    const scenarios = { throughput, trickle, slow, idle, interleaved };
+    if (!Object.hasOwn(scenarios, task.scenario)) throw new Error(`unknown scenario ${task.scenario}`);
+    result = await scenarios[task.scenario](client);
   }
   const cpu = process.cpuUsage();
   result.workerCpuSeconds = (cpu.user + cpu.system) / 1e6;
-  process.send({ type: 'result', result }, () => process.exit(0));
-}
-
-main().catch((err) => {
-  process.send({ type: 'result', result: { error: { detail: String(err?.stack ?? err) } } }, () =>
-    process.exit(1),
-  );
+  return result;
 });

@@ -111,7 +111,7 @@ async function main(argv) {
     );
     for (const [k, us] of r.profile.rows) console.log(`  ${(us / 1e3).toFixed(1).padStart(8)}  ${k}`);
   }
-  clusters.proc.send({ cmd: 'stop' });
+  clusters.stop();
 }
 
 main(process.argv.slice(2)).catch(failRun);

@@ -5,9 +5,9 @@
 //                                 [--pkg=<package directory>] [--profile=<file>] [--count]
 //
 // Where the main thread's time goes per change in the fleet benchmark's steady state (issue 18):
-// the same fleet as bench/fleet.js (its servers, bench/fleet-server.js), one worker process,
+// the same fleet as bench/fleet.js (its servers, bench/clusters/fleet.js), one worker process,
 // one measurement. With --types=N, the full fleet's shape instead (bench/fleet-full.js): per
-// cluster `objects` objects of each of the first N types of bench/fleet-objects.js over 20
+// cluster `objects` objects of each of the first N types of testbed/fleet-objects.js over 20
 // namespaces, one informer per cluster × type (all namespaces; --informers is then
 // clusters × N), with `strip` of managedFields and last-applied given --strip.
 // Before the window it measures, informers open and synced and nothing changing, what the
@@ -38,9 +38,10 @@ const STRIP = [
 ];
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 
-const { runAsWorker, giveUpAfter, stderrWatcher, readyForChanges } = require('../worker-main');
+const { runAsWorker, giveUpAfter, stderrWatcher, ready } = require('../child');
 // Required above the line below: in a worker, this module's body ends there.
-const { mainThreadCpuNs, emptyWakeUpUs } = require('../measure');
+const { mainThreadCpuNs } = require('../../testbed/proc');
+const { emptyWakeUpUs } = require('./wake-floor');
 
 if (runAsWorker(worker)) return;
 
@@ -55,7 +56,7 @@ for (const a of argv) {
   }
 }
 
-const { track } = require('../children');
+const { track, cluster } = require('../children');
 
 async function main() {
   const types = opt('types') === undefined ? 0 : Number(opt('types'));
@@ -66,41 +67,21 @@ async function main() {
   const rate = Number(opt('rate') ?? 100);
   const pkg = path.resolve(opt('pkg') ?? path.join(__dirname, '..', '..', 'packages', 'kube-watch-native'));
   const namespaces = Math.ceil(informers / clusters);
-  const serverArgs = types
-    ? [
-        `--json=${JSON.stringify({ clusters: [...Array(clusters).keys()], types, objects, namespaces: 20, bytes: 1500 })}`,
-      ]
-    : [clusters, namespaces, objects].map(String);
-  const servers = track(
-    fork(path.join(__dirname, '..', 'fleet-server.js'), serverArgs, {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
+  const servers = cluster(
+    'fleet',
+    types
+      ? { clusters: [...Array(clusters).keys()], types, objects, namespaces: 20, bytes: 1500 }
+      : { legacy: true, clusters: [...Array(clusters).keys()], namespaces, perNamespace: objects },
+    { startMs: 120000 },
   );
-  const replies = new Map();
-  let nextId = 0;
-  const ask = (cmd) =>
-    new Promise((resolve) => {
-      const id = nextId++;
-      replies.set(id, resolve);
-      servers.send({ ...cmd, id });
-    });
-  await new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('fleet servers did not start within 120 s')), 120000);
-    servers.on('message', (msg) => {
-      if (msg.ready) {
-        clearTimeout(t);
-        resolve();
-      } else replies.get(msg.id)?.(msg);
-    });
-  });
-  const { urls } = await ask({ cmd: 'info' });
+  const { urls } = await servers.ready;
   const config = {
     pkg,
     urls,
     namespaces,
     informers,
     types: types
-      ? require('../fleet-objects')
+      ? require('../../testbed/fleet-objects')
           .TYPES.slice(0, types)
           .map(({ group, version, plural }) => ({ group, version, plural }))
       : null,
@@ -119,7 +100,7 @@ async function main() {
     );
     let out = null;
     child.on('message', (msg) => {
-      if (msg.cmd === 'ready') {
+      if (msg.type === 'ready') {
         if (perf) {
           const seconds = String(Math.max(1, Math.floor(changes / rate) - 1));
           const args = [
@@ -137,12 +118,12 @@ async function main() {
           track(spawn('perf', [...args, '--', 'sleep', seconds], { stdio: 'ignore' }));
         }
         child.send({ cmd: 'go', changes });
-        ask({ cmd: 'changes', count: changes, perSecond: rate });
-      } else out = msg;
+        servers.request({ cmd: 'changes', count: changes, perSecond: rate });
+      } else if (msg.type === 'result') out = msg.result;
     });
     child.on('exit', (code) => (out ? resolve(out) : reject(new Error(`worker exited (${code})`))));
   });
-  servers.send({ cmd: 'stop' });
+  servers.stop();
   console.log(
     `${informers} informers, ${clusters} clusters, ${changes} changes at ${rate}/s, ${path.relative(process.cwd(), pkg) || '.'}: ` +
       `${result.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change, ${result.sleepsPerChange.toFixed(2)} wake-ups of it per change; ` +
@@ -321,7 +302,7 @@ async function worker({ pkg, urls, namespaces, informers, types, strip, idleSeco
   const done = new Promise((resolve) => {
     reached = resolve;
   });
-  const changes = await readyForChanges();
+  const { changes } = await ready();
   received = 0;
   wanted = changes;
   measuring = true;

@@ -19,7 +19,7 @@
 // collections V8 schedules as tasks run in the variant that made the garbage.
 
 const { lines } = require('../pods');
-const { mainThreadCpuNs } = require('../measure');
+const { mainThreadCpuNs } = require('../../testbed/proc');
 const { EventStream } = require('../../packages/kube-watch-native/lib/event-stream');
 
 const argv = process.argv.slice(2);

@@ -24,7 +24,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const v8 = require('node:v8');
 
-const { runAsWorker, giveUpAfter, stderrWatcher } = require('../worker-main');
+const { runAsWorker, giveUpAfter, stderrWatcher } = require('../child');
 
 if (runAsWorker(worker)) return;
 
@@ -46,7 +46,7 @@ if (INFORMERS < 2) {
   process.exit(2);
 }
 
-const { track } = require('../children');
+const { track, cluster } = require('../children');
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -54,23 +54,10 @@ const median = (xs) => {
 };
 
 /** The server: one cluster, `INFORMERS` namespaces of one ConfigMap each. */
-function startServer() {
-  const child = track(
-    fork(path.join(__dirname, '..', 'fleet-server.js'), ['1', String(INFORMERS), '1'], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
-  );
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('the server did not start within 60 s')), 60000);
-    child.on('exit', (code) => reject(new Error(`the server exited (${code})`)));
-    child.on('message', (msg) => {
-      if (msg.ready) child.send({ cmd: 'info', id: 0 });
-      else if (msg.id === 0) {
-        clearTimeout(t);
-        resolve({ url: msg.urls[0], stop: () => child.send({ cmd: 'stop' }) });
-      }
-    });
-  });
+async function startServer() {
+  const server = cluster('fleet', { legacy: true, clusters: [0], namespaces: INFORMERS, perNamespace: 1 });
+  const { urls } = await server.ready;
+  return { url: urls[0], stop: server.stop };
 }
 
 function measure(pkg, url) {
@@ -86,7 +73,7 @@ function measure(pkg, url) {
       ),
     );
     let out = null;
-    child.on('message', (msg) => (out = msg));
+    child.on('message', (msg) => (out = msg.result));
     child.on('exit', (code) => (out ? resolve(out) : reject(new Error(`worker exited (${code})`))));
   });
 }

@@ -4,7 +4,7 @@
 //   node bench/investigations/sync-cpu.js [--clusters=5] [--types=20] [--objects=500] [--bytes=1500]
 //        [--strip] [--repeats=3] [--pkg=<package directory>]… [--perf=<file prefix>]
 //
-// One fleet-server.js process (bench/fleet-server.js, the fleet benchmark's simulators) holds
+// One process of the fleet benchmark's simulators (bench/clusters/fleet.js) holds
 // `clusters` × `types` × `objects` objects. Then, `repeats` times, each build (this checkout,
 // then every --pkg, interleaved) syncs the whole fleet in a fresh client process: one informer
 // per cluster × type through one watcher, one consumer each that reads every ADDED event. The
@@ -101,19 +101,10 @@ async function client(config) {
   process.exit(0);
 }
 
-function ask(child, msg) {
-  return new Promise((resolve) => {
-    const id = Math.random();
-    const on = (m) => m.id === id && (child.off('message', on), resolve(m));
-    child.on('message', on);
-    child.send({ ...msg, id });
-  });
-}
-
 async function driver() {
-  const { track } = require('../children');
+  const { track, cluster } = require('../children');
   const certs = require('../../packages/kube-watch-native/sim/certs');
-  const { TYPES } = require('../fleet-objects');
+  const { TYPES } = require('../../testbed/fleet-objects');
   const arg = (name, dflt) => {
     const a = process.argv.find((x) => x.startsWith(`--${name}=`));
     return a === undefined ? dflt : a.slice(name.length + 3);
@@ -134,14 +125,8 @@ async function driver() {
     namespaces: 20,
     bytes: Number(arg('bytes', 1500)),
   };
-  const server = track(
-    fork(path.join(__dirname, '..', 'fleet-server.js'), [`--json=${JSON.stringify(serverConfig)}`], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      execArgv: ['--max-old-space-size=8192'],
-    }),
-  );
-  await new Promise((resolve) => server.once('message', resolve));
-  const info = await ask(server, { cmd: 'info' });
+  const server = cluster('fleet', serverConfig, { execArgv: ['--max-old-space-size=8192'] });
+  const info = await server.ready;
   console.error(
     `${info.objects} objects, ${(info.jsonBytes / 2 ** 20).toFixed(0)} MiB JSON (${(info.strippedBytes / 2 ** 20).toFixed(0)} MiB stripped), strip ${strip}`,
   );
@@ -204,6 +189,6 @@ async function driver() {
         `CPU ${median(cpu).toFixed(2)} s, main ${median(main).toFixed(2)} s, native ${median(cpu.map((c, i) => c - main[i])).toFixed(2)} s`,
     );
   }
-  server.send({ cmd: 'stop' });
+  server.stop();
   process.exit(0);
 }

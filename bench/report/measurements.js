@@ -1,6 +1,7 @@
 'use strict';
-// What every part of the report shares: number formatting, the markdown table, the clients'
-// labels, the targets' verdicts, and the medians over a run's recorded measurements.
+// What every part of the report shares: number formatting, medians and quantiles (every suite's),
+// the markdown table, the clients' labels, the targets' verdicts, and the medians over a run's
+// recorded measurements.
 
 function fmt(x, digits = 1) {
   if (x === undefined || x === null || Number.isNaN(x)) return '—';
@@ -13,6 +14,13 @@ function median(xs) {
   if (!v.length) return NaN;
   const m = v.length >> 1;
   return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+/** The `q` quantile of `xs` (the value a `q` share of them lie below); NaN when there are none. */
+function quantile(xs, q) {
+  if (!xs.length) return NaN;
+  const s = Float64Array.from(xs).sort();
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 }
 
 function table(header, body) {
@@ -88,4 +96,4 @@ function measurements(rows) {
 /** "no result", with the first failure's detail when there was one. */
 const noResult = (errs) => `no result${errs.length ? `: ${errs[0].result.error.detail}` : ''}`;
 
-module.exports = { fmt, median, table, LABEL, le, ge, target, measurements, noResult };
+module.exports = { fmt, median, quantile, table, LABEL, le, ge, target, measurements, noResult };

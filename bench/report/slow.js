@@ -5,16 +5,8 @@ const { fmt, table, LABEL, le, target, noResult } = require('./measurements');
 
 const MiB = 1024 * 1024;
 
-const HEADER = [
-  'pods/proto',
-  'client',
-  'start RSS MiB',
-  'peak RSS MiB',
-  'growth MiB',
-  'consumed MiB',
-  'server wrote MiB',
-  'events',
-];
+const HEADER =
+  'pods/proto|client|start RSS MiB|peak RSS MiB|growth MiB|consumed MiB|server wrote MiB|events'.split('|');
 
 function slow({ plan, clients, slowAbortAbove }, m) {
   const body = [];

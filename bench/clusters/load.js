@@ -1,9 +1,9 @@
 'use strict';
-// The load server: a child process (`child_process.fork`) that serves Kubernetes-style watch
-// streams of pre-generated Pods on 127.0.0.1, over HTTP/1.1 and over TLS (HTTP/2 for clients
-// that offer it by ALPN, like the native client and a real API server; HTTP/1.1 for node-fetch).
+// `npm run bench`'s server (bench/clusters/index.js load): Kubernetes-style watch streams of
+// pre-generated Pods on 127.0.0.1, over HTTP/1.1 and over TLS (HTTP/2 for clients that offer it
+// by ALPN, like the native client and a real API server; HTTP/1.1 for node-fetch).
 //
-// The parent registers a *job* over IPC, then points clients at
+// The parent registers a *job*, then points clients at
 // `<origin>/job/<id>/api/v1/namespaces/bench/pods?watch=true` (the job id travels in the
 // cluster URL's path prefix, which every client keeps). Each watch request of a job is served
 // according to its mode:
@@ -14,54 +14,41 @@
 //            job is ended, the client goes away or `maxMs` passes
 // Every response also ends after `maxMs`, so no load outlives its run.
 //
-// IPC: {id, cmd:'job', job} → {id, ok}; {id, cmd:'stats', jobId} → {id, stats};
-//      {id, cmd:'end-job', jobId} → {id, ok}; {cmd:'stop'} → exits.
-// The first message sent is {type:'ready', httpPort, httpsPort}.
+// Ready: { httpPort, httpsPort }. Commands: { cmd: 'job', job } → { ok }; { cmd: 'stats', jobId }
+// → { stats }; { cmd: 'end-job', jobId } → { ok }.
 
 const http = require('node:http');
 const http2 = require('node:http2');
 const { performance } = require('node:perf_hooks');
-const certs = require('../packages/kube-watch-native/sim/certs');
-const { lines, pods, lineOf, SENT_AT } = require('./pods');
+const certs = require('../../packages/kube-watch-native/sim/certs');
+const { lines, pods, lineOf, SENT_AT } = require('../pods');
 
 /** Distinct pods per size the server cycles through. */
 const POOL = 64;
 const SAFETY_MS = 300_000;
 
 const pools = new Map();
-function poolOf(size) {
-  if (!pools.has(size))
-    pools.set(
+const poolOf = (size) =>
+  pools.get(size) ??
+  pools
+    .set(
       size,
       lines(size, POOL).map((l) => Buffer.from(l)),
-    );
-  return pools.get(size);
-}
+    )
+    .get(size);
 
 /** Per-job configuration and counters. */
 const jobs = new Map();
 /** Open responses per job, so 'end-job' can finish idle watches. */
 const openResponses = new Map();
 
-const counters = {
-  connectionsOpen: 0,
-  connectionsOpened: 0,
-  h2SessionsOpen: 0,
-};
+const counters = { connectionsOpen: 0, connectionsOpened: 0, h2SessionsOpen: 0 };
 
-function newStats() {
-  return {
-    requests: 0,
-    h1Requests: 0,
-    h2Requests: 0,
-    eventsWritten: 0,
-    bytesWritten: 0,
-    responsesEnded: 0,
-    clientsGone: 0,
-    connectionsOpenedSinceJob: 0,
-    cpu0: process.cpuUsage(),
-  };
-}
+/** A job's counters, from zero. */
+const newStats = () => ({
+  ...{ requests: 0, h1Requests: 0, h2Requests: 0, eventsWritten: 0, bytesWritten: 0, responsesEnded: 0 },
+  ...{ clientsGone: 0, connectionsOpenedSinceJob: 0, cpu0: process.cpuUsage() },
+});
 
 function trackConnections(server) {
   server.on('connection', (socket) => {
@@ -82,8 +69,7 @@ function handler(req, res) {
     return;
   }
   job.stats.requests++;
-  if (req.httpVersionMajor === 2) job.stats.h2Requests++;
-  else job.stats.h1Requests++;
+  job.stats[req.httpVersionMajor === 2 ? 'h2Requests' : 'h1Requests']++;
 
   let gone = false;
   const open = openResponses.get(job.id);
@@ -118,13 +104,8 @@ function handler(req, res) {
   };
   const drained = () =>
     new Promise((resolve) => {
-      const done = () => {
-        res.off('drain', done);
-        res.off('close', done);
-        resolve();
-      };
-      res.on('drain', done);
-      res.on('close', done);
+      const done = () => (res.off('drain', done), res.off('close', done), resolve());
+      res.on('drain', done).on('close', done);
     });
 
   if (job.mode === 'stream' || job.mode === 'bytes') {
@@ -163,79 +144,66 @@ function handler(req, res) {
   }
 }
 
-const httpServer = http.createServer(handler);
-httpServer.keepAliveTimeout = 60_000;
-const httpsServer = http2.createSecureServer(
-  {
-    cert: certs.server,
-    key: certs.serverKey,
-    allowHTTP1: true,
-    // What kube-apiserver announces; the native client must open another connection past it.
-    // kube-apiserver's default since the 2023 rapid-reset fix (DESIGN §4).
-    settings: { maxConcurrentStreams: 100 },
-  },
-  handler,
-);
-trackConnections(httpServer);
-trackConnections(httpsServer);
-httpsServer.on('session', (session) => {
-  counters.h2SessionsOpen++;
-  session.on('close', () => counters.h2SessionsOpen--);
-});
-
-function reply(msg) {
-  if (process.connected) process.send(msg);
-}
-
-process.on('message', (msg) => {
-  switch (msg.cmd) {
-    case 'job': {
-      const job = { ...msg.job, stats: newStats() };
-      jobs.set(job.id, job);
-      openResponses.set(job.id, new Set());
-      if (job.size) poolOf(job.size);
-      reply({ id: msg.id, ok: true });
-      break;
-    }
-    case 'stats': {
-      const job = jobs.get(msg.jobId);
-      const stats = job ? { ...job.stats } : {};
-      if (job) {
-        const cpu = process.cpuUsage(job.stats.cpu0);
-        stats.serverCpuMs = (cpu.user + cpu.system) / 1000;
-        delete stats.cpu0;
-      }
-      reply({ id: msg.id, stats: { ...stats, ...counters } });
-      break;
-    }
-    case 'end-job': {
-      for (const res of openResponses.get(msg.jobId) ?? []) res.end();
-      openResponses.delete(msg.jobId);
-      jobs.delete(msg.jobId);
-      reply({ id: msg.id, ok: true });
-      break;
-    }
-    case 'stop':
-      shutdown();
-      break;
-    default:
-      reply({ id: msg.id, error: `unknown command ${msg.cmd}` });
-  }
-});
-
-function shutdown() {
-  for (const set of openResponses.values()) for (const res of set) res.destroy?.();
-  httpServer.closeAllConnections?.();
-  httpServer.close();
-  httpsServer.close();
-  process.exit(0);
-}
-
-// Orphaned (the parent died): go too.
-process.on('disconnect', () => process.exit(0));
-
-httpServer.listen(0, '127.0.0.1', () => {
-  httpsServer.listen(0, '127.0.0.1', () => {
-    reply({ type: 'ready', httpPort: httpServer.address().port, httpsPort: httpsServer.address().port });
+/** Starts both servers; their ports go with the ready message. */
+async function start() {
+  const httpServer = http.createServer(handler);
+  httpServer.keepAliveTimeout = 60_000;
+  const httpsServer = http2.createSecureServer(
+    {
+      cert: certs.server,
+      key: certs.serverKey,
+      allowHTTP1: true,
+      // What kube-apiserver announces; the native client must open another connection past it.
+      // kube-apiserver's default since the 2023 rapid-reset fix (DESIGN §4).
+      settings: { maxConcurrentStreams: 100 },
+    },
+    handler,
+  );
+  trackConnections(httpServer);
+  trackConnections(httpsServer);
+  httpsServer.on('session', (session) => {
+    counters.h2SessionsOpen++;
+    session.on('close', () => counters.h2SessionsOpen--);
   });
-});
+  const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await listen(httpServer);
+  await listen(httpsServer);
+  return {
+    ready: { httpPort: httpServer.address().port, httpsPort: httpsServer.address().port },
+    commands: { job, stats, 'end-job': endJob },
+    stop() {
+      for (const set of openResponses.values()) for (const res of set) res.destroy?.();
+      httpServer.closeAllConnections?.();
+      httpServer.close();
+      httpsServer.close();
+    },
+  };
+}
+
+function job(msg) {
+  const job = { ...msg.job, stats: newStats() };
+  jobs.set(job.id, job);
+  openResponses.set(job.id, new Set());
+  if (job.size) poolOf(job.size);
+  return { ok: true };
+}
+
+function stats(msg) {
+  const job = jobs.get(msg.jobId);
+  const stats = job ? { ...job.stats } : {};
+  if (job) {
+    const cpu = process.cpuUsage(job.stats.cpu0);
+    stats.serverCpuMs = (cpu.user + cpu.system) / 1000;
+    delete stats.cpu0;
+  }
+  return { stats: { ...stats, ...counters } };
+}
+
+function endJob(msg) {
+  for (const res of openResponses.get(msg.jobId) ?? []) res.end();
+  openResponses.delete(msg.jobId);
+  jobs.delete(msg.jobId);
+  return { ok: true };
+}
+
+module.exports = { start };

@@ -1,6 +1,6 @@
 'use strict';
-// The fleet benchmark's objects, shaped as `kubectl apply` and a real API server leave them:
-// `metadata.managedFields` (one FieldsV1 entry per field manager: the client-side apply's fields,
+// The fleet benchmark's objects (and the ConfigMaps of the strip and metadataOnly tests), shaped
+// as `kubectl apply` and a real API server leave them: `metadata.managedFields` (one FieldsV1 entry per field manager: the client-side apply's fields,
 // and a controller's status subresource where the kind has a status) and the
 // `kubectl.kubernetes.io/last-applied-configuration` annotation repeating the applied object, the
 // two parts that `strip` removes.
@@ -44,6 +44,12 @@ const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 const APPLIED_AT = '2026-11-30T12:00:00Z';
 const STATUS_AT = '2026-11-30T12:00:07Z';
 
+/** An Update's managedFields entry by `manager` at `time`. */
+const managedBy = (manager, apiVersion, time, fieldsV1, subresource) => ({
+  ...{ manager, operation: 'Update', apiVersion, time, fieldsType: 'FieldsV1', fieldsV1 },
+  ...(subresource && { subresource }),
+});
+
 /** A ConfigMap `name` in `namespace` whose data is about `dataBytes` long. */
 function configMap(namespace, name, dataBytes = 600) {
   const data = { 'config.yaml': filler(name, dataBytes), round: '0' };
@@ -56,24 +62,15 @@ function configMap(namespace, name, dataBytes = 600) {
       name,
       namespace,
       labels,
-      annotations: {
-        [LAST_APPLIED]: `${JSON.stringify(applied)}\n`,
-      },
+      annotations: { [LAST_APPLIED]: `${JSON.stringify(applied)}\n` },
       managedFields: [
-        {
-          manager: 'kubectl-client-side-apply',
-          operation: 'Update',
-          apiVersion: 'v1',
-          time: APPLIED_AT,
-          fieldsType: 'FieldsV1',
-          fieldsV1: {
-            'f:data': { '.': {}, 'f:config.yaml': {}, 'f:round': {} },
-            'f:metadata': {
-              'f:annotations': { '.': {}, [`f:${LAST_APPLIED}`]: {} },
-              'f:labels': { '.': {}, 'f:app': {}, 'f:tier': {} },
-            },
+        managedBy('kubectl-client-side-apply', 'v1', APPLIED_AT, {
+          'f:data': { '.': {}, 'f:config.yaml': {}, 'f:round': {} },
+          'f:metadata': {
+            'f:annotations': { '.': {}, [`f:${LAST_APPLIED}`]: {} },
+            'f:labels': { '.': {}, 'f:app': {}, 'f:tier': {} },
           },
-        },
+        }),
       ],
     },
     data,
@@ -144,6 +141,22 @@ const condition = (type, status = 'True') => ({
   reason: type === 'Available' ? 'MinimumReplicasAvailable' : 'AsExpected',
   message: `${type} is ${status}`,
 });
+
+function typed(group, version, plural, kind, make) {
+  return { key: `${group}/${version}/${plural}`, group, version, plural, kind, crd: false, make };
+}
+const core = (plural, kind, make) => ({
+  key: plural,
+  group: '',
+  version: 'v1',
+  plural,
+  kind,
+  crd: false,
+  make,
+});
+const apps = (plural, kind, make) => typed('apps', 'v1', plural, kind, make);
+const batch = (plural, kind, make) => typed('batch', 'v1', plural, kind, make);
+const crd = (...args) => ({ ...typed(...args), crd: true });
 
 /**
  * The 20 types: `key` as the simulator names it, the informer's `group`/`version`/`plural`, the
@@ -484,22 +497,6 @@ const TYPES = [
   })),
 ];
 
-function core(plural, kind, make) {
-  return { key: plural, group: '', version: 'v1', plural, kind, crd: false, make };
-}
-function apps(plural, kind, make) {
-  return typed('apps', 'v1', plural, kind, make);
-}
-function batch(plural, kind, make) {
-  return typed('batch', 'v1', plural, kind, make);
-}
-function typed(group, version, plural, kind, make) {
-  return { key: `${group}/${version}/${plural}`, group, version, plural, kind, crd: false, make };
-}
-function crd(group, version, plural, kind, make) {
-  return { ...typed(group, version, plural, kind, make), crd: true };
-}
-
 const sha = (s) => crypto.createHash('sha256').update(s).digest('hex');
 const uuid = (s) => {
   const h = sha(s);
@@ -509,24 +506,12 @@ const uuid = (s) => {
 // Fields the API server fills in (defaults, allocations) where the applied manifest is silent:
 // they are in the stored object, but neither in the last-applied annotation nor among the
 // fields kubectl's manager owns. `restartPolicy` only as its default, `Always`.
-const SERVER_SET = new Set([
-  'imagePullPolicy',
-  'protocol',
-  'revisionHistoryLimit',
-  'strategy',
-  'updateStrategy',
-  'podManagementPolicy',
-  'completionMode',
-  'backoffLimit',
-  'sessionAffinity',
-  'clusterIP',
-  'clusterIPs',
-  'ipFamilies',
-  'ipFamilyPolicy',
-  'internalTrafficPolicy',
-  'volumeMode',
-  'volumeName',
-]);
+const SERVER_SET = new Set(
+  (
+    'imagePullPolicy protocol revisionHistoryLimit strategy updateStrategy podManagementPolicy completionMode ' +
+    'backoffLimit sessionAffinity clusterIP clusterIPs ipFamilies ipFamilyPolicy internalTrafficPolicy volumeMode volumeName'
+  ).split(' '),
+);
 
 /** `value` as its manifest wrote it: without the fields the server set (SERVER_SET). */
 function asApplied(value) {
@@ -583,26 +568,15 @@ function build(type, namespace, name, i, pad) {
     annotations: { ...annotations, [LAST_APPLIED]: `${JSON.stringify(lastApplied)}\n` },
     generation: 1,
   };
+  const owned = { metadata: { annotations: metadata.annotations, labels }, ...applied };
   metadata.managedFields = [
-    {
-      manager: 'kubectl-client-side-apply',
-      operation: 'Update',
-      apiVersion,
-      time: APPLIED_AT,
-      fieldsType: 'FieldsV1',
-      fieldsV1: shared(fieldsOf({ metadata: { annotations: metadata.annotations, labels }, ...applied })),
-    },
+    managedBy('kubectl-client-side-apply', apiVersion, APPLIED_AT, shared(fieldsOf(owned))),
   ];
   if (status) {
-    metadata.managedFields.push({
-      manager: type.kind === 'Pod' ? 'kubelet' : 'kube-controller-manager',
-      operation: 'Update',
-      apiVersion,
-      time: STATUS_AT,
-      fieldsType: 'FieldsV1',
-      fieldsV1: shared(fieldsOf({ status })),
-      subresource: 'status',
-    });
+    const manager = type.kind === 'Pod' ? 'kubelet' : 'kube-controller-manager';
+    metadata.managedFields.push(
+      managedBy(manager, apiVersion, STATUS_AT, shared(fieldsOf({ status })), 'status'),
+    );
   }
   return { apiVersion, kind: type.kind, metadata, ...spec, ...(status && { status }) };
 }
@@ -634,4 +608,12 @@ function strippedBytes(obj) {
   return Buffer.byteLength(JSON.stringify({ ...obj, metadata: { ...metadata, annotations: rest } }));
 }
 
-module.exports = { configMap, fleetObject, strippedBytes, TYPES, LAST_APPLIED };
+/** sha1 of the sorted `namespace/name=resourceVersion` lines of `objects`: a cache against its server. */
+function digest(objects) {
+  const lines = objects.map(
+    (o) => `${o.metadata.namespace}/${o.metadata.name}=${o.metadata.resourceVersion}`,
+  );
+  return crypto.createHash('sha1').update(lines.sort().join('\n')).digest('hex');
+}
+
+module.exports = { configMap, fleetObject, strippedBytes, digest, TYPES, LAST_APPLIED };

@@ -1,0 +1,16 @@
+'use strict';
+// One process of simulated clusters, forked by a benchmark (bench/children.js `cluster`) so that
+// none of their work is billed to the client it measures: `node bench/clusters/index.js <kind>
+// <config JSON>` starts bench/clusters/<kind>.js and serves its commands (bench/child.js).
+
+const { serve } = require('../child');
+
+const KINDS = {
+  load: () => require('./load'),
+  informer: () => require('./informer'),
+  fleet: () => require('./fleet'),
+  backstage: () => require('./backstage'),
+};
+const [kind, config] = process.argv.slice(2);
+if (!Object.hasOwn(KINDS, kind)) throw new Error(`no clusters of kind ${kind}`);
+serve(KINDS[kind]().start(JSON.parse(config)));
