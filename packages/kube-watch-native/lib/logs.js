@@ -4,8 +4,9 @@
 //
 // The native side (src/logs/) requests the log, cuts it into lines on a Rust thread, resumes a
 // follow the server ends from the last line delivered, and hands over batches as a plain watch
-// does: one JSON array text per batch whose items are a line (a string), a piece of a longer
-// line that goes on in the next item (an array holding its string) or an ERROR event. Here one
+// does: one JSON array text per batch whose items are a run of whole lines (one string, the
+// lines joined by newlines), a piece of a longer line that goes on in the next item (an array
+// holding its string), a SKIPPED marker or an ERROR event. Here one
 // JSON.parse per batch, then its lines are gathered into one LINES item: a Promise per batch,
 // never per line.
 
@@ -84,7 +85,9 @@ function logItems(items) {
   let continued = null;
   for (const item of items) {
     if (typeof item === 'string') {
-      (lines ??= []).push(item);
+      // A run of whole lines, joined by newlines (which no line holds).
+      if (lines === null) lines = item.split('\n');
+      else for (const line of item.split('\n')) lines.push(line);
     } else if (Array.isArray(item)) {
       lines ??= [];
       (continued ??= []).push(lines.length);

@@ -49,6 +49,8 @@ pub(crate) struct BatchBuilder {
     warnings: Vec<String>,
     held: usize,
     count: usize,
+    /// The last item is a JSON string of joined lines that the next one may join (a log's).
+    joining: bool,
 }
 
 /// An ADDED event line with a `pad`-byte string in its object, for tests.
@@ -133,7 +135,32 @@ impl BatchBuilder {
         self.warnings.push(text);
     }
 
+    /// Adds a line (its JSON string body, escaped, without the quotes) to the string of lines the
+    /// batch ends with, joined by `\n`, or starts one: a run of a log's lines crosses as one
+    /// string that JavaScript splits, not a string each to parse. Holds `held` of the budget.
+    pub(crate) fn push_joined(&mut self, escaped: &[u8], held: usize) {
+        if self.joining {
+            // The run's closing quote goes; the line follows a newline, then the quote again.
+            self.events.pop();
+            self.events.extend_from_slice(b"\\n");
+            self.non_ascii |= !escaped.is_ascii();
+            self.events.extend_from_slice(escaped);
+            self.events.push(b'"');
+        } else {
+            self.count += 1;
+            self.events
+                .push(if self.events.is_empty() { b'[' } else { b',' });
+            self.events.push(b'"');
+            self.non_ascii |= !escaped.is_ascii();
+            self.events.extend_from_slice(escaped);
+            self.events.push(b'"');
+            self.joining = true;
+        }
+        self.held += held;
+    }
+
     fn push_event(&mut self, json: &[u8]) {
+        self.joining = false;
         self.count += 1;
         self.non_ascii |= !json.is_ascii();
         self.events

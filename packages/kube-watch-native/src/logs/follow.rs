@@ -231,6 +231,8 @@ pub(crate) trait LogSink: Send + 'static {
     /// A piece of a line, `skip` bytes of it delivered before (a resumed line): true once
     /// nothing more is wanted (a reader's `limitBytes` delivered).
     fn piece(&mut self, piece: &Piece, skip: usize) -> impl Future<Output = bool> + Send;
+    /// What it holds goes on (the lines of a chunk, gathered).
+    fn flush(&mut self) -> impl Future<Output = ()> + Send;
     /// A warning for the logger.
     fn warn(&mut self, message: String);
     /// The stream's one ERROR (JSON text), its last item.
@@ -242,6 +244,10 @@ impl LogSink for Reader {
     async fn piece(&mut self, piece: &Piece, skip: usize) -> bool {
         let stamp = piece.stamp_text.as_deref().filter(|_| skip == 0);
         self.line(stamp, &piece.text[skip..], piece.last).await
+    }
+
+    async fn flush(&mut self) {
+        self.flush().await;
     }
 
     fn warn(&mut self, message: String) {
@@ -301,13 +307,25 @@ impl<S: LogSink> Delivery<S> {
         stamped: bool,
         mut resume: Resume,
     ) -> Outcome {
+        let outcome = self.read_chunks(&mut body, stamped, &mut resume).await;
+        self.sink.flush().await;
+        outcome
+    }
+
+    /// [`Delivery::read`]'s loop: each chunk's lines handed on, then flushed together.
+    async fn read_chunks<B: LogBody>(
+        &mut self,
+        body: &mut B,
+        stamped: bool,
+        resume: &mut Resume,
+    ) -> Outcome {
         let mut framer = LogFramer::new(stamped);
         loop {
             let chunk = match body.chunk().await {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => {
                     if let Some(piece) = framer.finish()
-                        && self.hand_on(piece, &mut resume).await
+                        && self.hand_on(piece, resume).await
                     {
                         return Outcome::Done;
                     }
@@ -317,10 +335,12 @@ impl<S: LogSink> Delivery<S> {
             };
             framer.push(&chunk);
             while let Some(piece) = framer.next_piece() {
-                if self.hand_on(piece, &mut resume).await {
+                if self.hand_on(piece, resume).await {
                     return Outcome::Done;
                 }
             }
+            // A chunk's lines cross to JavaScript together: one wake-up, not one a line.
+            self.sink.flush().await;
         }
     }
 

@@ -1,10 +1,12 @@
 //! One reader's view of a log: its options applied to the lines (the timestamp kept or not,
 //! `limitBytes` counted as it sees them), the text made safe for JavaScript, and the items
-//! queued for it: a line as a JSON string, a piece that goes on as an array holding one, the
+//! queued for it: a run of whole lines as one JSON string joined by `\n` (lines hold no
+//! newline: the framer cut them there), a piece that goes on as an array holding its string, the
 //! lines a slow reader of a shared follow missed as `{"type":"SKIPPED","lines":n}`.
 
 use std::sync::Arc;
 
+use crate::batch::MAX_BATCH_BYTES;
 use crate::watch::Outbox;
 
 /// One reader's queue and what it asked for.
@@ -19,6 +21,8 @@ pub(crate) struct Reader {
     warned_utf8: bool,
     /// Named in warnings.
     what: String,
+    /// Whole lines not queued yet, as the body of one JSON string joined by `\n` (see `flush`).
+    pending: Vec<u8>,
 }
 
 impl Reader {
@@ -36,6 +40,7 @@ impl Reader {
             left: limit,
             warned_utf8: false,
             what,
+            pending: Vec::new(),
         }
     }
 
@@ -67,7 +72,8 @@ impl Reader {
     }
 
     /// Queues the marker of `lines` a slow reader missed.
-    pub(crate) fn skipped(&self, lines: u64) {
+    pub(crate) async fn skipped(&mut self, lines: u64) {
+        self.flush().await;
         self.outbox
             .push_generated(&format!(r#"{{"type":"SKIPPED","lines":{lines}}}"#));
     }
@@ -87,9 +93,28 @@ impl Reader {
         }
         // A string always serializes.
         let _ = serde_json::to_writer(&mut item, &*string);
-        if !last {
+        if last {
+            // A whole line joins the run of lines gathered (one string, split in JavaScript).
+            if !self.pending.is_empty() {
+                self.pending.extend_from_slice(b"\\n");
+            }
+            self.pending.extend_from_slice(&item[1..item.len() - 1]);
+            // A batch stays about its size: a run is queued once it is half of one.
+            if self.pending.len() >= MAX_BATCH_BYTES / 2 {
+                self.flush().await;
+            }
+        } else {
+            self.flush().await;
             item.push(b']');
+            self.outbox.push_line(&item, None).await;
         }
-        self.outbox.push_line(&item, None).await;
+    }
+
+    /// Queues the lines gathered, in one push (one wake-up of JavaScript's for a chunk's lines).
+    pub(crate) async fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            self.outbox.push_joined(&self.pending).await;
+            self.pending.clear();
+        }
     }
 }

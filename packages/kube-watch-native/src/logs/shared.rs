@@ -239,6 +239,8 @@ impl LogSink for RingSink {
         false
     }
 
+    async fn flush(&mut self) {}
+
     fn warn(&mut self, message: String) {
         self.0.update(|ring| ring.push(Entry::Warning(message)));
     }
@@ -358,7 +360,7 @@ async fn read_from(shared: Arc<SharedLog>, mut reader: Reader, mut next: u64) {
             (entries, skipped, ring.end.clone().filter(|_| drained))
         };
         if skipped > 0 {
-            reader.skipped(skipped);
+            reader.skipped(skipped).await;
         }
         let empty = entries.is_empty();
         for entry in entries {
@@ -371,12 +373,14 @@ async fn read_from(shared: Arc<SharedLog>, mut reader: Reader, mut next: u64) {
                     ..
                 } => {
                     if reader.line(stamp_text.as_deref(), &text, last).await {
+                        reader.flush().await;
                         return;
                     }
                 }
                 Entry::Warning(message) => reader.outbox.push_warning(message),
             }
         }
+        reader.flush().await;
         if !empty {
             continue;
         }

@@ -99,6 +99,18 @@ impl Outbox {
         self.update(|open| open.push_line(line, resource_version, cost));
     }
 
+    /// Queues a log's line (its JSON string body, escaped, without quotes), joined to the run of
+    /// lines the open batch ends with, first waiting until the budget has room for it.
+    pub(crate) async fn push_joined(&self, escaped: &[u8]) {
+        let cost = (escaped.len() + 2).clamp(1, self.limit);
+        // The budget is never closed, and its size bounds `cost`, so this cannot fail.
+        let Ok(permit) = self.budget.acquire_many(cost as u32).await else {
+            return;
+        };
+        permit.forget();
+        self.update(|open| open.push_joined(escaped, cost));
+    }
+
     /// Queues the watch's ERROR event.
     pub(crate) fn push_failure(&self, failure: &Failure) {
         self.push_generated(&failure.event_json(&self.resource_path));

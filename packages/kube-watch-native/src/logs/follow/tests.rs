@@ -99,10 +99,12 @@ async fn run(
     (items, warnings, urls)
 }
 
+/// The whole lines of `items`: each string item is a run of them joined by newlines.
 fn lines(items: &[serde_json::Value]) -> Vec<String> {
     items
         .iter()
-        .filter_map(|item| item.as_str().map(str::to_owned))
+        .filter_map(serde_json::Value::as_str)
+        .flat_map(|run| run.split('\n').map(str::to_owned))
         .collect()
 }
 
