@@ -97,8 +97,8 @@ class EventStream extends AsyncGeneratorShape {
    * @param {() => Source} start
    * @param {AbortSignal | undefined} signal
    * @param {(message: string) => void} warn
-   * @param {((items: unknown[]) => unknown[]) | null} [shape] what a batch's parsed array
-   *   becomes, once per batch (a log stream groups its lines); the array as it is by default
+   * @param {((text: string) => unknown[]) | null} [shape] what a batch's text becomes, once per
+   *   batch (a log stream's reads its own kind of batch); its JSON array by default
    */
   constructor(start, signal, warn, shape = null) {
     super();
@@ -267,8 +267,7 @@ class EventStream extends AsyncGeneratorShape {
   }
 
   #parse(text) {
-    const items = JSON.parse(text);
-    return this.#shape === null ? items : this.#shape(items);
+    return this.#shape === null ? JSON.parse(text) : this.#shape(text);
   }
 
   /** Ends the stream for good: the source is cancelled, buffered events are dropped. */

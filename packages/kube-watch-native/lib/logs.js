@@ -74,6 +74,16 @@ function toLogSpec(params, options, serviceAccountDir) {
 }
 
 /**
+ * A batch's text as the stream yields it: a newline then lines joined by newlines (a batch of
+ * lines that needed no escape crosses so, without JSON: src/batch.rs, `plain_run`) is one LINES
+ * item; any other is a JSON array, see `logItems`.
+ */
+function logBatch(text) {
+  if (text.charCodeAt(0) === 10) return [{ type: 'LINES', lines: text.slice(1).split('\n'), continued: [] }];
+  return logItems(JSON.parse(text));
+}
+
+/**
  * A batch's items as the stream yields them: its lines (strings, and the pieces of longer
  * lines, arrays of one string) gathered into `{ type: 'LINES', lines, continued }`, where
  * `continued` holds the indexes of the pieces whose line goes on in the next one; ERROR events
@@ -102,4 +112,4 @@ function logItems(items) {
   return out;
 }
 
-module.exports = { toLogSpec, logItems };
+module.exports = { toLogSpec, logBatch };

@@ -12,7 +12,7 @@
 
 const native = require('./native');
 const { EventStream } = require('./event-stream');
-const { logItems, toLogSpec } = require('./logs');
+const { logBatch, toLogSpec } = require('./logs');
 const { HUB, Hub } = require('./hub');
 const { openInformer } = require('./informer');
 const { registerMetrics, SNAPSHOT } = require('./metrics');
@@ -87,7 +87,7 @@ class NativeKubernetesWatcher {
    */
   streamLogs(params, options = {}) {
     const spec = toLogSpec(params, options ?? {}, this.#serviceAccountDir);
-    return this.#stream((hub) => hub.logs(spec), options, logItems);
+    return this.#stream((hub) => hub.logs(spec), options, logBatch);
   }
 
   /** The generator of a native stream `open(hub)` starts on the first next(), ended by `options.signal`. */

@@ -51,6 +51,8 @@ pub(crate) struct BatchBuilder {
     count: usize,
     /// The last item is a JSON string of joined lines that the next one may join (a log's).
     joining: bool,
+    /// That run's lines needed no escape: its only backslashes are the `\n` that join them.
+    plain: bool,
 }
 
 /// An ADDED event line with a `pad`-byte string in its object, for tests.
@@ -138,7 +140,8 @@ impl BatchBuilder {
     /// Adds a line (its JSON string body, escaped, without the quotes) to the string of lines the
     /// batch ends with, joined by `\n`, or starts one: a run of a log's lines crosses as one
     /// string that JavaScript splits, not a string each to parse. Holds `held` of the budget.
-    pub(crate) fn push_joined(&mut self, escaped: &[u8], held: usize) {
+    pub(crate) fn push_joined(&mut self, escaped: &[u8], held: usize, plain: bool) {
+        self.plain = plain && (self.plain || !self.joining);
         if self.joining {
             // The run's closing quote goes; the line follows a newline, then the quote again.
             self.events.pop();
@@ -186,7 +189,9 @@ impl BatchBuilder {
 
     /// The batch (not yet marked `done`) and the queue budget its events held.
     pub(crate) fn finish(mut self) -> (Batch, usize) {
-        if !self.events.is_empty() {
+        if self.count == 1 && self.joining && self.plain {
+            self.events = plain_run(&self.events);
+        } else if !self.events.is_empty() {
             self.events.push(b']');
         }
         if self.events.capacity() > self.events.len() + RESERVE_SLACK {
@@ -205,10 +210,46 @@ impl BatchBuilder {
     }
 }
 
+/// A batch that is one run of plain lines (`["a\\nb"]`, the `[` and the string's quotes
+/// included, no `]` yet) as JavaScript takes it without JSON.parse: a newline, then the lines
+/// joined by newlines (a batch of JSON always starts with `[`).
+fn plain_run(events: &[u8]) -> Vec<u8> {
+    let body = &events[2..events.len() - 1];
+    let mut out = Vec::with_capacity(body.len() + 1);
+    out.push(b'\n');
+    let mut rest = body;
+    while let Some(at) = memchr::memchr(b'\\', rest) {
+        out.extend_from_slice(&rest[..at]);
+        out.push(b'\n');
+        rest = &rest[at + 2..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::Failure;
+
+    #[test]
+    fn a_batch_of_one_plain_run_of_lines_crosses_as_text_and_any_other_as_json() {
+        let mut plain = BatchBuilder::default();
+        plain.push_joined(b"one", 3, true);
+        plain.push_joined(b"[two]", 5, true);
+        assert_eq!(plain.finish().0.events_text(), "\none\n[two]");
+        let mut escaped = BatchBuilder::default();
+        escaped.push_joined(b"one", 3, true);
+        escaped.push_joined(br#"a \"quote\""#, 11, false);
+        assert_eq!(escaped.finish().0.events_text(), r#"["one\na \"quote\""]"#);
+        let mut mixed = BatchBuilder::default();
+        mixed.push_joined(b"one", 3, true);
+        mixed.push_generated(r#"{"type":"ERROR"}"#);
+        assert_eq!(
+            mixed.finish().0.events_text(),
+            r#"["one",{"type":"ERROR"}]"#
+        );
+    }
 
     #[test]
     fn batches_are_json_arrays_in_order() {

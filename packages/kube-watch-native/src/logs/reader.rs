@@ -23,6 +23,8 @@ pub(crate) struct Reader {
     what: String,
     /// Whole lines not queued yet, as the body of one JSON string joined by `\n` (see `flush`).
     pending: Vec<u8>,
+    /// No line of `pending` needed an escape.
+    plain: bool,
 }
 
 impl Reader {
@@ -41,6 +43,7 @@ impl Reader {
             warned_utf8: false,
             what,
             pending: Vec::new(),
+            plain: true,
         }
     }
 
@@ -98,7 +101,9 @@ impl Reader {
             if !self.pending.is_empty() {
                 self.pending.extend_from_slice(b"\\n");
             }
-            self.pending.extend_from_slice(&item[1..item.len() - 1]);
+            let body = &item[1..item.len() - 1];
+            self.plain &= memchr::memchr(b'\\', body).is_none();
+            self.pending.extend_from_slice(body);
             // A batch stays about its size: a run is queued once it is half of one.
             if self.pending.len() >= MAX_BATCH_BYTES / 2 {
                 self.flush().await;
@@ -113,8 +118,9 @@ impl Reader {
     /// Queues the lines gathered, in one push (one wake-up of JavaScript's for a chunk's lines).
     pub(crate) async fn flush(&mut self) {
         if !self.pending.is_empty() {
-            self.outbox.push_joined(&self.pending).await;
+            self.outbox.push_joined(&self.pending, self.plain).await;
             self.pending.clear();
+            self.plain = true;
         }
     }
 }

@@ -101,14 +101,15 @@ impl Outbox {
 
     /// Queues a log's line (its JSON string body, escaped, without quotes), joined to the run of
     /// lines the open batch ends with, first waiting until the budget has room for it.
-    pub(crate) async fn push_joined(&self, escaped: &[u8]) {
+    /// `plain`: the line needed no escape.
+    pub(crate) async fn push_joined(&self, escaped: &[u8], plain: bool) {
         let cost = (escaped.len() + 2).clamp(1, self.limit);
         // The budget is never closed, and its size bounds `cost`, so this cannot fail.
         let Ok(permit) = self.budget.acquire_many(cost as u32).await else {
             return;
         };
         permit.forget();
-        self.update(|open| open.push_joined(escaped, cost));
+        self.update(|open| open.push_joined(escaped, cost, plain));
     }
 
     /// Queues the watch's ERROR event.

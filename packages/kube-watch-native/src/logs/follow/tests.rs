@@ -86,7 +86,10 @@ async fn run(
     let (mut items, mut warnings) = (Vec::new(), Vec::new());
     loop {
         let batch = sink.take().expect("closed: something to take");
-        if !batch.events.is_empty() {
+        if batch.events.first() == Some(&b'\n') {
+            // A batch of plain lines alone crosses as text (`batch::plain_run`).
+            items.push(serde_json::Value::from(&batch.events_text()[1..]));
+        } else if !batch.events.is_empty() {
             let parsed: Vec<serde_json::Value> = serde_json::from_slice(&batch.events).unwrap();
             items.extend(parsed);
         }
