@@ -97,6 +97,11 @@ test('50 callers following one container cost one request to the API server, and
   });
   assert.ok(Date.now() - written < 1000, 'within a second');
   assert.equal(logRequests(sim).length - before, 1, 'one upstream follow for 50 callers');
+  const dialog = await proxyGet(native, `${LOG}?container=main&tailLines=1`);
+  assert.equal(await dialog.text(), 'live line\n');
+  assert.equal(logRequests(sim).length - before, 1, "a one-shot read from the follow's kept lines");
+  const stockDialog = await proxyGet(stock, `${LOG}?container=main&tailLines=1`);
+  assert.equal(await stockDialog.text(), 'live line\n', 'as the stock proxy answers it');
   controller.abort();
   await until(() => sim.logs.follows.size === 0, { what: 'the follow closed after its callers', ms: 3000 });
 });

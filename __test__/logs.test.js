@@ -375,6 +375,13 @@ test('shared: 50 followers of one container cost one request; each gets its own 
   });
   assert.equal(logRequests().length, 1, 'one upstream request for 50 followers');
   assert.equal(sim.logs.follows.size, 1);
+  const read = await collect(w.streamLogs(logParams(), { share: true, tailLines: 2, limitBytes: 12 }));
+  assert.deepEqual(
+    linesOf(read),
+    ['old 4', 'new li'],
+    'a one-shot read from the kept lines, its own limit (6 + 6 bytes)',
+  );
+  assert.equal(logRequests().length, 1, 'and no request of its own');
   for (const { i, events } of readers) {
     const lines = linesOf(events);
     const expected = [...Array.from({ length: 5 }, (_, k) => `old ${k}`).slice(5 - (i % 5)), 'new line'];

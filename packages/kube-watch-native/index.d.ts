@@ -436,7 +436,8 @@ export interface KubernetesLogOptions {
    * pod and container: one request to the API server for all of them, its last 4 MiB kept off
    * the V8 heap; each stream still gets its own `tailLines`, `sinceTime`, `sinceSeconds`,
    * `timestamps` and `limitBytes`, from the kept lines when they cover it, else from a follow of
-   * its own. A stream that reads too slowly skips ahead with a SKIPPED item. Only with `follow`.
+   * its own. A stream that reads too slowly skips ahead with a SKIPPED item. Without `follow`, a
+   * read is answered from such a follow's kept lines when one runs and covers it (no request).
    */
   share?: boolean;
 }

@@ -10,8 +10,9 @@
 // clusters whose credential is the backend's own (a server-side provider, ./credential.js), which
 // the API server answers the same for every caller the proxy lets through: a follow is a shared
 // native stream, one upstream follow of the container for all of them, each caller from its own
-// tailLines / sinceTime / sinceSeconds / timestamps / limitBytes. A one-shot request is a stream
-// of its own.
+// tailLines / sinceTime / sinceSeconds / timestamps / limitBytes. A one-shot request (the stock
+// dialog's) is answered from a running shared follow's kept lines when they cover it, else by a
+// request of its own.
 //
 // What goes to the plugin's proxy instead, untouched: other methods and paths, a cluster this
 // route cannot resolve (the proxy says why), a caller's own credential (a client-side provider,
@@ -141,7 +142,8 @@ async function serveLog(context, req, res, match, toStock) {
       pod: decodeURIComponent(pod),
       container: typeof req.query.container === 'string' ? req.query.container : undefined,
     },
-    { ...options, share: Boolean(options.follow && !options.previous), signal: controller.signal },
+    // A follow is shared; a one-shot read is answered from a shared follow that covers it.
+    { ...options, share: !options.previous, signal: controller.signal },
   );
   let error;
   try {

@@ -57,7 +57,7 @@ pub(super) fn start(spec: LogSpec, hub: &LogHub, back: Arc<WayBack>) -> Result<N
             let api = PoolListWatch(POOL.clone());
             within_runtime_if_available(|| {
                 let runtime = tokio::runtime::Handle::current();
-                match spec.share_key.filter(|_| config.following()) {
+                match spec.share_key.filter(|_| !config.options.previous) {
                     Some(key) => hub.open(key, config, api, &runtime),
                     None => crate::logs::start(config, api, &runtime),
                 }

@@ -278,12 +278,21 @@ impl LogHub {
         let mut logs = self.logs.lock().unwrap_or_else(PoisonError::into_inner);
         logs.retain(|_, log| log.strong_count() > 0);
         if let Some(shared) = logs.get(&key).and_then(Weak::upgrade) {
-            let at = shared.state.lock().start(&start);
-            if let Some(at) = at {
-                drop(logs);
-                return read(shared, config, at, runtime);
-            }
-            // Not covered: a follow of its own.
+            let (at, until) = {
+                let ring = shared.state.lock();
+                // A one-shot read takes what the follow has brought so far.
+                (ring.start(&start), ring.next())
+            };
+            drop(logs);
+            let until = (!config.following()).then_some(until);
+            return match at {
+                Some(at) => read(shared, config, at, until, runtime),
+                // Not covered: a follow (or a read) of its own.
+                None => super::start(config, api, runtime),
+            };
+        }
+        if !config.following() {
+            // Only a follow is shared: a one-shot read is read from one that runs, or alone.
             drop(logs);
             return super::start(config, api, runtime);
         }
@@ -321,29 +330,38 @@ impl LogHub {
             });
         });
         let at = shared.state.lock().start(&start).unwrap_or(0);
-        read(shared, config, at, runtime)
+        read(shared, config, at, None, runtime)
     }
 }
 
-/// A reader of `shared` from entry `at` on, with `config`'s options.
+/// A reader of `shared` from entry `at` on (up to `until`, for a one-shot read), with
+/// `config`'s options, its `limitBytes` counted by it.
 fn read(
     shared: Arc<SharedLog>,
     config: LogConfig,
     at: u64,
+    until: Option<u64>,
     runtime: &tokio::runtime::Handle,
 ) -> Watch {
     let counters = config.counters.clone();
     let outbox = Outbox::with_budget(config.target.path(), READER_QUEUE_BYTES);
+    let limit = config.options.range.limit_bytes;
     Watch::spawn(outbox, counters, runtime, move |outbox| {
-        let reader = config.reader(outbox);
-        read_from(shared, reader, at)
+        let limit = limit.map(|n| u64::try_from(n).unwrap_or(0));
+        let reader = Reader::new(outbox, config.options.timestamps, limit, config.what());
+        read_from(shared, reader, at, until)
     })
 }
 
-/// Hands `reader` the ring's entries from `next` on, as they come, to the follow's end.
-async fn read_from(shared: Arc<SharedLog>, mut reader: Reader, mut next: u64) {
+/// Hands `reader` the ring's entries from `next` on, as they come, to the follow's end (or to
+/// entry `until`, a one-shot read's).
+async fn read_from(shared: Arc<SharedLog>, mut reader: Reader, mut next: u64, until: Option<u64>) {
     let mut changed = shared.state.changed.subscribe();
     loop {
+        if until.is_some_and(|until| next >= until) {
+            reader.flush().await;
+            return;
+        }
         let (entries, skipped, end) = {
             let ring = shared.state.lock();
             // Behind the ring: what fell off it is missed (entries: lines, and pieces of one).
@@ -353,7 +371,7 @@ async fn read_from(shared: Arc<SharedLog>, mut reader: Reader, mut next: u64) {
             let entries: Vec<Entry> = ring
                 .entries
                 .range(from..)
-                .take(READ_AT_ONCE)
+                .take(READ_AT_ONCE.min(until.map_or(usize::MAX, |u| (u - next) as usize)))
                 .cloned()
                 .collect();
             let drained = from + entries.len() >= ring.entries.len();
