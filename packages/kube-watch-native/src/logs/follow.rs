@@ -170,7 +170,10 @@ pub(crate) async fn follow<A: LogApi, S: LogSink>(config: LogConfig, api: A, sin
                     Resume::fresh()
                 };
                 answered = true;
-                delivery.read(body, query.options.timestamps, resume).await
+                delivery.sink.streaming(true);
+                let outcome = delivery.read(body, query.options.timestamps, resume).await;
+                delivery.sink.streaming(false);
+                outcome
             }
             Err(fault) => Outcome::Failed(fault),
         };
@@ -235,6 +238,8 @@ pub(crate) trait LogSink: Send + 'static {
     fn flush(&mut self) -> impl Future<Output = ()> + Send;
     /// A warning for the logger.
     fn warn(&mut self, message: String);
+    /// A body is being read (`true`), or none is (the follow is between requests or over).
+    fn streaming(&mut self, _open: bool) {}
     /// The stream's one ERROR (JSON text), its last item.
     fn fail(&mut self, error: String);
 }

@@ -84,6 +84,8 @@ struct Ring {
     origin: Option<Start>,
     /// Nothing has come yet: a reader asking for the follow's own start gets what the first does.
     waiting: bool,
+    /// The follow is reading a body now: what the ring holds is the log up to now.
+    streaming: bool,
 }
 
 impl Ring {
@@ -106,6 +108,12 @@ impl Ring {
             self.whole = false;
             self.since = None;
         }
+    }
+
+    /// Where a one-shot read of `start` begins, if the ring covers it and is current: a follow
+    /// between requests (dropped, backing off) has not brought what was written meanwhile.
+    fn read_once(&self, start: &Start) -> Option<u64> {
+        self.start(start).filter(|_| self.streaming)
     }
 
     /// Where a reader asking for `start` begins, if the ring covers it.
@@ -245,6 +253,10 @@ impl LogSink for RingSink {
         self.0.update(|ring| ring.push(Entry::Warning(message)));
     }
 
+    fn streaming(&mut self, open: bool) {
+        self.0.update(|ring| ring.streaming = open);
+    }
+
     fn fail(&mut self, error: String) {
         self.0.update(|ring| ring.end = Some(Some(error)));
     }
@@ -280,8 +292,14 @@ impl LogHub {
         if let Some(shared) = logs.get(&key).and_then(Weak::upgrade) {
             let (at, until) = {
                 let ring = shared.state.lock();
-                // A one-shot read takes what the follow has brought so far.
-                (ring.start(&start), ring.next())
+                // A one-shot read takes what the follow has brought so far, and only while the
+                // follow reads a body: between requests (a drop, a backoff) the ring is behind.
+                let at = if config.following() {
+                    ring.start(&start)
+                } else {
+                    ring.read_once(&start)
+                };
+                (at, ring.next())
             };
             drop(logs);
             let until = (!config.following()).then_some(until);
@@ -486,6 +504,19 @@ mod tests {
             Some(1),
             "then its own last line"
         );
+    }
+
+    #[test]
+    fn a_one_shot_read_is_served_only_while_the_follow_reads_a_body() {
+        let mut ring = ring_of(false, &[1, 2, 3]);
+        assert_eq!(
+            ring.read_once(&Start::Tail(2)),
+            None,
+            "between requests: behind"
+        );
+        ring.streaming = true;
+        assert_eq!(ring.read_once(&Start::Tail(2)), Some(1));
+        assert_eq!(ring.read_once(&Start::Tail(5)), None, "not covered");
     }
 
     #[test]
