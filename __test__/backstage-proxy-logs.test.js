@@ -106,7 +106,7 @@ test('50 callers following one container cost one request to the API server, and
   await until(() => sim.logs.follows.size === 0, { what: 'the follow closed after its callers', ms: 3000 });
 });
 
-test('every other proxy request is the stock proxy: a list of pods, a log through a caller token', async () => {
+test('every other proxy request is the stock proxy (a list of pods); a log asked with a caller token is sent with it', async () => {
   const pods = await proxyGet(native, '/api/v1/namespaces/default/pods');
   assert.equal(pods.status, 200);
   assert.ok((await pods.json()).items.some((p) => p.metadata.name === 'web'));
@@ -114,7 +114,11 @@ test('every other proxy request is the stock proxy: a list of pods, a log throug
   const own = await proxyGet(native, `${LOG}?container=main`, {
     headers: { 'backstage-kubernetes-authorization': 'Bearer not-the-token' },
   });
-  assert.equal(own.status, 401, 'the caller token went to the API server, as the stock proxy sends it');
+  assert.equal(
+    own.status,
+    401,
+    'the caller token went to the API server, as the stock proxy sends it, and its 401 came back',
+  );
   const sent = logRequests(sim).slice(before.length);
   assert.equal(sent.length, 1);
   assert.equal(sent[0].headers.authorization, 'Bearer not-the-token');

@@ -47,6 +47,17 @@ test('a paginated list (no streaming lists here) fills in kind/apiVersion and sy
     ['c1', 'c2'],
   );
   assert.throws(() => informer.list({ labelSelector: 'a in (' }), /labelSelector is not valid/);
+  // A field selector is read natively from the cached text, with the label selector.
+  const names = (options) => informer.list(options).map((o) => o.metadata.name);
+  assert.deepEqual(names({ fieldSelector: 'data.v=1,metadata.name=c3' }), ['c3']);
+  assert.deepEqual(names({ fieldSelector: 'data.v=2' }), []);
+  assert.deepEqual(names({ fieldSelector: 'data.v!=2,metadata.name!=c0', labelSelector: 'i in (0,3,4)' }), [
+    'c3',
+    'c4',
+  ]);
+  assert.deepEqual(names({ fieldSelector: 'data.none=' }).length, 7, 'an absent field is empty');
+  assert.equal(JSON.parse(informer.listText({ fieldSelector: 'metadata.name=c5' }))[0].metadata.name, 'c5');
+  assert.throws(() => informer.list({ fieldSelector: 'data.v' }), /fieldSelector is not valid.*'data.v'/);
   assert.ok(
     log.info.some((m) => /listing in pages/.test(m)),
     'the fallback is noted',

@@ -243,7 +243,8 @@ const catalogReads = (entities) =>
  * defaults) and, for the stock backend, `native: false` (no kube-watch-native-backstage);
  * `native: 'discovered'` adds no line for it: Backstage's discovery (`backend.packages: all`)
  * must find it among the dependencies of the package.json closest to the running script.
- * With `catalog`, the `entities` are read over HTTP too (catalogReads), as an entity page reads them.
+ * With `catalog`, the `entities` are read over HTTP too (catalogReads), as an entity page reads them;
+ * `permission: 'DENY'` refuses every permission.
  * @returns {Promise<{ url: string, port: number, signals: { publish(signal: object): Promise<void> }, stop(): Promise<void> }>}
  */
 async function startLiveBackend(
@@ -255,6 +256,7 @@ async function startLiveBackend(
     objectTypes = LIVE_TYPES,
     native = true,
     catalog = false,
+    permission,
   } = {},
 ) {
   const captured = {};
@@ -269,7 +271,13 @@ async function startLiveBackend(
   const routing = webSocketRouting();
   const backend = createSpecializedBackend({
     defaultServiceFactories: [
-      ...MOCK_SERVICES,
+      // `permission: 'DENY'`: every permission refused (the proxy's `kubernetes.proxy` among them).
+      ...(permission
+        ? [
+            ...MOCK_SERVICES.filter((f) => f.service.id !== 'core.permissions'),
+            mockServices.permissions.factory({ result: permission }),
+          ]
+        : MOCK_SERVICES),
       ...routing.features,
       mockServices.rootConfig.factory({ data: config }),
     ],

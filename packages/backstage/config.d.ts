@@ -14,10 +14,17 @@ export interface Config {
       enabled?: boolean;
       /**
        * Whether the plugin's proxy route for a pod's log (`/proxy/api/v1/namespaces/{ns}/pods/{pod}/log`)
-       * is answered from the native log stream, a follow shared by the callers of a cluster with a
-       * server-side credential; false leaves every proxy request to the stock proxy. Default true.
+       * is answered from the native log stream, a follow shared by the callers the API server
+       * answers the same (one cluster connection and credential); false leaves it to the stock
+       * proxy. Default true.
        */
       proxyLogs?: boolean;
+      /**
+       * Whether the plugin's proxy route for an object's events (`/proxy/api/v1/namespaces/{ns}/events
+       * ?fieldSelector=involvedObject.…`) is answered from one events informer per identity and
+       * cluster, within the informers' bounds; false leaves it to the stock proxy. Default true.
+       */
+      proxyEvents?: boolean;
       /**
        * An informer that no tab load has used for this long closes (its cache is freed and its
        * watch ends). A HumanDuration object or a string such as '10m' or 'PT10M'. Default 10 minutes.

@@ -46,6 +46,7 @@ const DEFAULT_ROTATING_PROVIDERS = ['aws', 'azure', 'googleServiceAccount', 'ser
 const DEFAULTS = {
   enabled: true,
   proxyLogs: true,
+  proxyEvents: true,
   idleTimeoutMs: 10 * 60_000,
   syncTimeoutMs: 5_000,
   stripManagedFields: false,
@@ -141,6 +142,7 @@ function readNativeInformersConfig(config) {
     customResources,
     enabled: section.getOptionalBoolean('enabled') ?? DEFAULTS.enabled,
     proxyLogs: section.getOptionalBoolean('proxyLogs') ?? DEFAULTS.proxyLogs,
+    proxyEvents: section.getOptionalBoolean('proxyEvents') ?? DEFAULTS.proxyEvents,
     idleTimeoutMs: duration('idleTimeout', DEFAULTS.idleTimeoutMs),
     syncTimeoutMs: duration('syncTimeout', DEFAULTS.syncTimeoutMs),
     stripManagedFields: section.getOptionalBoolean('stripManagedFields') ?? DEFAULTS.stripManagedFields,

@@ -31,7 +31,7 @@ const { setUpLive, loadSignalsNode } = require('./following/provider');
 const { eventsModuleEndPollsOnShutdown } = require('./events-polls');
 const { preloadKubernetesClient } = require('./preload');
 const { clusterRetryLogger } = require('./cluster-log');
-const { proxyLogsRouter } = require('./serving/proxy-logs');
+const { proxyRouter } = require('./serving/proxy');
 
 /** The live tab's dependencies, only where the app has @backstage/plugin-signals-node (./following/provider.js). */
 const signalsNode = loadSignalsNode();
@@ -112,22 +112,31 @@ const kubernetesModuleNativeInformers = createBackendModule({
           return;
         }
         await preloadKubernetesClient(logger);
-        // The proxy's route for a pod's log, from shared native follows (./serving/proxy-logs.js).
-        if (options.proxyLogs) {
+        // The proxy's routes for a pod's log and an object's events, from shared native
+        // streams and informers (./serving/proxy.js).
+        let fetcher;
+        if (options.proxyLogs || options.proxyEvents) {
           try {
             routers.addRouter(
-              proxyLogsRouter({ watcher, permissions, httpAuth: proxyAuth, auditor, logger }),
+              proxyRouter({
+                watcher,
+                fetcher: () => fetcher,
+                permissions,
+                httpAuth: proxyAuth,
+                auditor,
+                logger,
+                routes: { logs: options.proxyLogs, events: options.proxyEvents },
+              }),
             );
           } catch (err) {
             // The plugin takes one custom router: another module's stays, with the stock proxy.
-            logger.warn(`kube-watch-native: the proxy's log route is the stock one: ${err.message}`);
+            logger.warn(`kube-watch-native: the proxy's routes are the stock ones: ${err.message}`);
           }
         }
         // Two wings: serving loads (./serving/), and following them for the live tab
         // (./following/), which meet at the fetcher's `follower` (./serving/fetcher.js).
         const { publisher, follower } =
           (await setUpLive({ options: options.live, logger, config, ...live })) ?? {};
-        let fetcher;
         let metrics;
         fetchers.addFetcher(async ({ getDefault }) => {
           fetcher = new NativeInformerFetcher({

@@ -267,6 +267,18 @@ export interface KubernetesInformerOptions {
   signal?: AbortSignal;
 }
 
+/** Which cached objects {@link KubernetesInformer.list}, `listText` and `fingerprint` read. */
+export interface KubernetesInformerReadOptions {
+  namespace?: string;
+  labelSelector?: string;
+  /**
+   * `path=value`, `path==value`, `path!=value` joined by commas, the path dotted into the
+   * object (`involvedObject.name=web-1`): evaluated natively on the cached text, a number or
+   * boolean compared as its text and an absent field as `''`.
+   */
+  fieldSelector?: string;
+}
+
 /** What a consumer of a {@link KubernetesInformer} sees. */
 export type KubernetesInformerEvent =
   | { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: JsonObject; resourceVersion: string }
@@ -353,7 +365,7 @@ export interface KubernetesInformer extends AsyncIterable<KubernetesInformerEven
   /** The cached object (a copy), or undefined; `namespace` defaults to the informer's. */
   get(name: string, namespace?: string): JsonObject | undefined;
   /** Cached objects (copies), optionally of one namespace and matching a label selector. */
-  list(options?: { namespace?: string; labelSelector?: string }): JsonObject[];
+  list(options?: KubernetesInformerReadOptions): JsonObject[];
   /** Objects cached. */
   readonly size: number;
   /** The last resourceVersion seen, bookmarks included. */
@@ -376,13 +388,13 @@ export interface KubernetesInformer extends AsyncIterable<KubernetesInformerEven
    */
   armChangeNotice(generation: number): boolean;
   /** The JSON array text `list(options)` parses: for a reader that only compares answers. */
-  listText(options?: { namespace?: string; labelSelector?: string }): string;
+  listText(options?: KubernetesInformerReadOptions): string;
   /**
    * A SHA-256, in hex, of the objects `listText(options)` would join, taken natively without
    * making that text: equal for equal answers, different when a selected object changed, came
    * or went. For a reader that only compares answers.
    */
-  fingerprint(options?: { namespace?: string; labelSelector?: string }): string;
+  fingerprint(options?: KubernetesInformerReadOptions): string;
   /** Ends this handle's consumers normally; the last handle stops the list-watch. */
   close(): void;
 }

@@ -36,9 +36,12 @@ const { sharedCredential, SERVER_SIDE_PROVIDERS } = require('./credential');
 const { DefaultAnswers } = require('./default-answers');
 const { ViewerAccess, cachedAs } = require('./access');
 const { Pool } = require('./pool');
-const { BUILT_IN_GROUPS, resourcePathFor } = require('./answers');
+const { BUILT_IN_GROUPS, resourcePathFor, transform } = require('./answers');
 const { Opening, ID_LABEL } = require('./opening');
 const { Serving } = require('./serving');
+
+/** The core events type, as the proxy's events route reads it (./proxy-events.js). */
+const EVENTS = { objectType: 'events', group: '', apiVersion: 'v1', plural: 'events' };
 
 class NativeInformerFetcher {
   #default;
@@ -137,7 +140,8 @@ class NativeInformerFetcher {
       syncTimeoutMs,
       livenessMs,
       stripManagedFields,
-      objectTypes,
+      // The proxy's events are asked of the fetcher only when its route is on (../index.js).
+      objectTypes: new Set([...objectTypes, EVENTS.objectType]),
       customResources,
     });
     this.#serving = new Serving({ defaultAnswers: this.#default, pool: this.#pool, follower });
@@ -184,6 +188,54 @@ class NativeInformerFetcher {
       return this.#default.all(params);
     }
     return this.#serving.answerAll(request, entries);
+  }
+
+  /**
+   * The EventList the API server would answer for `GET /api/v1/namespaces/{namespace}/events?
+   * fieldSelector=…` sent with `params.credential` to `params.clusterDetails`, from one events
+   * informer per identity and cluster, the selector read natively from its cache; undefined where
+   * it cannot answer so (the caller asks the API server): a credential not shared and not viewer
+   * checked, a viewer not allowed to list events there, an informer not servable now.
+   * @param {{ clusterDetails: object, credential: object }} params
+   * @param {string} namespace
+   * @param {string} fieldSelector
+   * @param {string | null} owner the user asking (the pool's share of one user)
+   */
+  async eventsAnswer(params, namespace, fieldSelector, owner) {
+    const { viewerChecked, clusterDetails, cacheCredential } = cachedAs(params);
+    if (this.#closed || (!viewerChecked && !sharedCredential(clusterDetails, params.credential))) {
+      return undefined;
+    }
+    const request = {
+      params,
+      clusterDetails,
+      viewerChecked,
+      types: [EVENTS],
+      resources: [EVENTS],
+      whole: true,
+      selector: '',
+      namespace,
+      owner,
+    };
+    const opened = [];
+    let entry;
+    try {
+      [entry] = await this.#opening.open(request, cacheCredential, opened);
+    } catch (err) {
+      for (const one of opened) this.#pool.drop(one);
+      this.#logger?.warn(`kube-watch-native: cannot cache cluster ${clusterDetails.name}: ${err.message}`);
+      return undefined;
+    }
+    const state = entry && this.#serving.usable(entry);
+    if (!state) return undefined;
+    entry.touch();
+    const text = entry.informer.listText({ namespace, fieldSelector });
+    return {
+      kind: 'EventList',
+      apiVersion: 'v1',
+      metadata: { resourceVersion: entry.informer.resourceVersion ?? '' },
+      items: transform(EVENTS, JSON.parse(text)).resources,
+    };
   }
 
   /** Viewers' access decisions: allowed, refused, failed, answered from memory, remembered now. */

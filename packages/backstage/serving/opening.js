@@ -14,6 +14,9 @@
 // of its own (per selector and namespace), shared by the entities that write the same selector.
 // A selector whose every requirement is negative (`a!=b`, `!a`, `a notin (b)`, or none) selects
 // unlabelled objects too, so it would cache the whole type: the default fetcher answers it.
+// A request for a whole type (`whole`: the proxy's events, ./proxy-events.js, read by field
+// from the native cache) gets one informer per identity and type with no selector, cluster-wide
+// as well, and namespaced where that is refused.
 
 const { Entry } = require('./entry');
 const { isSecrets } = require('./answers');
@@ -63,26 +66,31 @@ class Opening {
    * answers; every entry it opens is pushed to `opened`.
    */
   async open(request, cacheCredential, opened) {
-    const { clusterDetails, viewerChecked, types, resources, byId, selector, namespace, viewer } = request;
+    const { clusterDetails, viewerChecked, types, resources, byId, whole, selector, namespace, viewer } =
+      request;
+    // One informer per type and identity, cluster-wide (namespaced where that is refused).
+    const wide = byId || whole;
     const identity = await this.#identities.resolve(clusterDetails, cacheCredential);
     const entryFor = (resource, i, namespaced) =>
       this.#entryFor(identity, clusterDetails, resource, opened, {
         byId,
+        whole,
         selector,
         namespace,
         namespaced,
-        owner: viewer?.userEntityRef ?? null,
+        owner: viewer?.userEntityRef ?? request.owner ?? null,
         fromBody: i >= types.length && this.#fromBody(resource, clusterDetails),
       });
     const decisions = viewerChecked ? await this.#viewerDecisions(request, identity) : [];
     const entries = resources.map((resource, i) => {
       if (!this.#cached(resource) || (viewerChecked && decisions[i] !== 'allowed')) return null;
       // A credential refused the cluster-wide list of a type: namespaced informers answer.
-      const refused = byId && namespace && this.#pool.avoided(this.#entryKey(identity, resource, ID_LABEL));
+      const refused =
+        wide && namespace && this.#pool.avoided(this.#entryKey(identity, resource, byId ? ID_LABEL : ''));
       return entryFor(resource, i, Boolean(refused));
     });
     await this.#settle(entries);
-    return byId && namespace ? this.#namespacedWhereRefused(entries, resources, entryFor) : entries;
+    return wide && namespace ? this.#namespacedWhereRefused(entries, resources, entryFor) : entries;
   }
 
   /** Configured to be cached; secrets only when named, whatever route asks for them. */
@@ -147,9 +155,9 @@ class Opening {
 
   /** The entry that answers `resource`, opened if need be; null when none may be opened. */
   #entryFor(identity, clusterDetails, resource, opened, how) {
-    const { byId, selector, namespace, namespaced, owner, fromBody } = how;
-    const informerSelector = byId ? ID_LABEL : selector;
-    const informerNamespace = byId && !namespaced ? undefined : namespace;
+    const { byId, whole, selector, namespace, namespaced, owner, fromBody } = how;
+    const informerSelector = byId ? ID_LABEL : whole ? '' : selector;
+    const informerNamespace = (byId || whole) && !namespaced ? undefined : namespace;
     const key = this.#entryKey(identity, resource, informerSelector, informerNamespace);
     const found = this.#pool.entries.get(key);
     if (found && !found.state().finished) {

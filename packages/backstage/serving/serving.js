@@ -55,14 +55,17 @@ class Serving {
     }));
   }
 
-  /** One resource's answer: from the cache when it equals the default's, else the default's. */
-  #answer(params, resource, custom, entry, selector, namespace) {
-    const live = () => this.#default.one(params, resource, custom);
-    if (!entry) return live();
+  /**
+   * The entry's state when its cache may answer now, else null: not when it ended (dropped),
+   * failed (dropped and avoided for a while when refused before it synced), is not synced yet,
+   * is between watches or only just watching again, was silent too long, or its credential is
+   * not confirmed.
+   */
+  usable(entry) {
     const state = entry.state();
     if (state.finished) {
       this.#pool.drop(entry);
-      return live();
+      return null;
     }
     if (state.error) {
       // Refused (401, 403) or not served (404) before it synced: closed now, and not opened
@@ -74,7 +77,7 @@ class Serving {
       // Any other failure not yet over (the informer retries): the default's fresh answer,
       // whatever it is, until a successful request, an event or a bookmark shows the cache
       // is live again.
-      return live();
+      return null;
     }
     // Not synced yet, between watches (a backoff, a reconnect, a relist), silent too long, or
     // its credential not confirmed: the cache may be behind the server or not ours to show.
@@ -84,8 +87,16 @@ class Serving {
       Date.now() - state.watchingSince < WATCH_SETTLE_MS ||
       !entry.servable().servable
     ) {
-      return live();
+      return null;
     }
+    return state;
+  }
+
+  /** One resource's answer: from the cache when it equals the default's, else the default's. */
+  #answer(params, resource, custom, entry, selector, namespace) {
+    const live = () => this.#default.one(params, resource, custom);
+    const state = entry && this.usable(entry);
+    if (!state) return live();
     // A cluster-wide informer asked for a namespace: the default's namespaced LIST of a
     // cluster-scoped type is a 404, learnt from its answer once.
     if (namespace && !entry.description.namespace && entry.scope !== 'namespaced') {

@@ -184,18 +184,10 @@ class KubernetesInformer {
     return text === null || text === undefined ? undefined : JSON.parse(text);
   }
 
-  /** The cached objects, optionally of one namespace and matching a label selector. */
+  /** The cached objects, optionally of one namespace and matching label and field selectors. */
   list(options = {}) {
-    if (options === null || typeof options !== 'object') throw fail('list() options', 'an object', options);
-    const namespace = spec.optionalString(options.namespace, 'list() options.namespace');
-    const labelSelector = spec.optionalString(options.labelSelector, 'list() options.labelSelector');
-    if (!this.#native) return [];
-    try {
-      return JSON.parse(this.#native.list(namespace, labelSelector));
-    } catch (err) {
-      if (err instanceof SyntaxError) throw err;
-      throw new TypeError(err.message);
-    }
+    const text = this.#read('list', 'list', '[]', options);
+    return JSON.parse(text);
   }
 
   /**
@@ -262,9 +254,10 @@ class KubernetesInformer {
       throw fail(`${method}() options`, 'an object', options);
     const namespace = spec.optionalString(options.namespace, `${method}() options.namespace`);
     const labelSelector = spec.optionalString(options.labelSelector, `${method}() options.labelSelector`);
+    const fieldSelector = spec.optionalString(options.fieldSelector, `${method}() options.fieldSelector`);
     if (!this.#native) return closed;
     try {
-      return this.#native[native](namespace, labelSelector);
+      return this.#native[native](namespace, labelSelector, fieldSelector);
     } catch (err) {
       throw new TypeError(err.message);
     }

@@ -15,6 +15,7 @@ use super::way_back::{WayBack, next_waiter};
 use super::{Crossing, crossing};
 use crate::batch::Batch;
 use crate::informer::fanout::Cursor;
+use crate::informer::fields::FieldSelector;
 use crate::informer::registry::Handle;
 use crate::informer::selector::Selector;
 
@@ -101,19 +102,21 @@ impl NativeInformer {
     }
 
     /// The JSON array text of the cached objects in `namespace` (all when absent) that
-    /// `label_selector` selects.
+    /// `label_selector` and `field_selector` select.
     #[napi]
     pub fn list(
         &self,
         namespace: Option<String>,
         label_selector: Option<String>,
+        field_selector: Option<String>,
     ) -> Result<String> {
         let selector = selector_of(label_selector, "list()")?;
+        let fields = fields_of(field_selector, "list()")?;
         let text = self
             .handle
             .reflector()
             .cache()
-            .list(namespace.as_deref(), &selector);
+            .list(namespace.as_deref(), &selector, &fields);
         String::from_utf8(text).map_err(|err| Error::from_reason(err.to_string()))
     }
 
@@ -124,13 +127,15 @@ impl NativeInformer {
         &self,
         namespace: Option<String>,
         label_selector: Option<String>,
+        field_selector: Option<String>,
     ) -> Result<String> {
         let selector = selector_of(label_selector, "fingerprint()")?;
+        let fields = fields_of(field_selector, "fingerprint()")?;
         Ok(self
             .handle
             .reflector()
             .cache()
-            .fingerprint(namespace.as_deref(), &selector))
+            .fingerprint(namespace.as_deref(), &selector, &fields))
     }
 
     /// Objects cached.
@@ -267,6 +272,15 @@ impl NativeInformerConsumer {
         self.cancel.cancel();
         self.cursor.close();
     }
+}
+
+/// The field selector `method` was given (none selects everything).
+fn fields_of(field_selector: Option<String>, method: &str) -> Result<FieldSelector> {
+    FieldSelector::parse(field_selector.as_deref().unwrap_or("")).map_err(|err| {
+        invalid(format!(
+            "kube-watch-native: {method} fieldSelector is not valid: {err}"
+        ))
+    })
 }
 
 /// The label selector `method` was given (none selects everything).

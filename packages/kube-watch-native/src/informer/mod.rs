@@ -9,6 +9,7 @@
 //!   bounded by the cache, never by the event rate; SYNCED is a barrier.
 //! - [`cache`]: the store and fanout under one lock order, with `get`/`list` for readers.
 //! - [`selector`]: Kubernetes label selectors evaluated on the labels read from the text.
+//! - [`fields`]: field selectors for reads, evaluated on the paths they name in the text.
 //! - [`memory`]: where their native memory goes, from sizes and capacities.
 //!
 //! Built on these and on the list-watch engine ([`crate::engine`]), with I/O:
@@ -18,6 +19,7 @@
 
 pub mod cache;
 pub mod fanout;
+pub mod fields;
 pub mod memory;
 pub mod object;
 pub mod reflector;

@@ -231,7 +231,8 @@ fn run(initial: usize, early_consumers: usize, ops: Vec<Op>) -> Result<(), TestC
     }
     let cached: BTreeMap<String, String> = {
         let listed: Vec<serde_json::Value> =
-            serde_json::from_slice(&cache.list(None, &Default::default())).unwrap();
+            serde_json::from_slice(&cache.list(None, &Default::default(), &Default::default()))
+                .unwrap();
         listed
             .into_iter()
             .map(|o| {

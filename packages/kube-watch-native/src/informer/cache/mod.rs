@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::fanout::{Cursor, Fanout};
+use super::fields::FieldSelector;
 use super::memory::{Footprint, arc_bytes};
 use super::selector::Selector;
 use super::store::{ChangeKind, Listed, Object, ObjectKey, Store};
@@ -191,16 +192,26 @@ impl Cache {
         self.read().get(&key).cloned()
     }
 
-    /// The JSON array text of the objects in `namespace` (all when `None`) that `selector`
-    /// selects.
-    pub fn list(&self, namespace: Option<&str>, selector: &Selector) -> Vec<u8> {
-        self.read().list_json(namespace, selector)
+    /// The JSON array text of the objects in `namespace` (all when `None`) that `selector` and
+    /// `fields` select.
+    pub fn list(
+        &self,
+        namespace: Option<&str>,
+        selector: &Selector,
+        fields: &FieldSelector,
+    ) -> Vec<u8> {
+        self.read().list_json(namespace, selector, fields)
     }
 
     /// The SHA-256 of the texts [`Cache::list`] would join (see [`Store::fingerprint`]), in
     /// hex.
-    pub fn fingerprint(&self, namespace: Option<&str>, selector: &Selector) -> String {
-        let digest = self.read().fingerprint(namespace, selector);
+    pub fn fingerprint(
+        &self,
+        namespace: Option<&str>,
+        selector: &Selector,
+        fields: &FieldSelector,
+    ) -> String {
+        let digest = self.read().fingerprint(namespace, selector, fields);
         digest.iter().map(|byte| format!("{byte:02x}")).collect()
     }
 

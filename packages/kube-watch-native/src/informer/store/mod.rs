@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 
+use super::fields::FieldSelector;
 use super::memory::{Footprint, btree_bytes};
 use super::selector::Selector;
 
@@ -150,12 +151,13 @@ impl Store {
         self.objects.iter()
     }
 
-    /// The objects in `namespace` (every namespace when `None`) that `selector` selects, in
-    /// key order.
+    /// The objects in `namespace` (every namespace when `None`) that `selector` and `fields`
+    /// select, in key order.
     fn selected<'a>(
         &'a self,
         namespace: Option<&'a str>,
         selector: &'a Selector,
+        fields: &'a FieldSelector,
     ) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
         let objects: Box<dyn Iterator<Item = &Object>> = match namespace {
             // The keys of one namespace are one contiguous range.
@@ -166,14 +168,19 @@ impl Store {
             ),
             None => Box::new(self.objects.iter()),
         };
-        Box::new(objects.filter(move |o| o.selected_by(selector)))
+        Box::new(objects.filter(move |o| o.selected_by(selector) && fields.matches(o)))
     }
 
     /// The JSON array text of the objects in `namespace` (every namespace when `None`) that
-    /// `selector` selects, in key order.
-    pub fn list_json(&self, namespace: Option<&str>, selector: &Selector) -> Vec<u8> {
+    /// `selector` and `fields` select, in key order.
+    pub fn list_json(
+        &self,
+        namespace: Option<&str>,
+        selector: &Selector,
+        fields: &FieldSelector,
+    ) -> Vec<u8> {
         let mut out = vec![b'['];
-        for object in self.selected(namespace, selector) {
+        for object in self.selected(namespace, selector, fields) {
             if out.len() > 1 {
                 out.push(b',');
             }
@@ -186,9 +193,14 @@ impl Store {
     /// A SHA-256 of the texts [`Store::list_json`] would join, taken without joining or
     /// unpacking them: equal for equal answers (of caches that pack alike), different when a
     /// selected object changed, came or went. For a reader that only compares answers.
-    pub fn fingerprint(&self, namespace: Option<&str>, selector: &Selector) -> [u8; 32] {
+    pub fn fingerprint(
+        &self,
+        namespace: Option<&str>,
+        selector: &Selector,
+        fields: &FieldSelector,
+    ) -> [u8; 32] {
         let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
-        for object in self.selected(namespace, selector) {
+        for object in self.selected(namespace, selector, fields) {
             object.digest_text(&mut digest);
         }
         let mut out = [0; 32];

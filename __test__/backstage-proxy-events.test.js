@@ -1,0 +1,156 @@
+'use strict';
+// Issue 50: the Kubernetes plugin's own proxy route for an object's events, `GET /proxy/api/v1/
+// namespaces/{ns}/events?fieldSelector=involvedObject.…` (the stock events drawer's), answered by
+// the module from one events informer per identity and cluster (packages/backstage/serving/
+// proxy-events.js), against the same backend without the module (the stock proxy): the answer
+// equal to the stock one after JSON parsing, for every involvedObject field; no request to the
+// API server once warm; a change shows in the next answer; other queries and refused callers get
+// the stock proxy's answer.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { startLiveBackend, TOKEN } = require('../testbed/live-helpers');
+const { createSimulator } = require('kube-watch-native/sim');
+const { podOfContainers } = require('./sim-helpers');
+const { until } = require('../testbed/wait');
+
+/** GET `path` under the plugin's proxy on `backend`, as the mock user, for cluster `sim`. */
+function proxyGet(backend, path, { headers = {} } = {}) {
+  return fetch(`${backend.url}/api/kubernetes/proxy${path}`, {
+    headers: { authorization: 'Bearer mock-user-token', 'backstage-kubernetes-cluster': 'sim', ...headers },
+  });
+}
+
+/** An Event of `pod` (in `namespace`) as the kubelet records one. */
+function podEvent(namespace, pod, n, { reason = 'BackOff', type = 'Warning', uid = `uid-${pod}` } = {}) {
+  const at = new Date(Date.UTC(2026, 11, 6, 8, 0, n)).toISOString().replace('.000Z', 'Z');
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: `${pod}.${String(n).padStart(16, '0')}`, namespace },
+    involvedObject: {
+      kind: 'Pod',
+      namespace,
+      name: pod,
+      uid,
+      apiVersion: 'v1',
+      resourceVersion: '1',
+      fieldPath: n % 2 ? 'spec.containers{main}' : undefined,
+    },
+    reason,
+    message: `Back-off restarting failed container main in pod ${pod} (${n})`,
+    source: { component: 'kubelet', host: 'node-1' },
+    firstTimestamp: at,
+    lastTimestamp: at,
+    count: n + 1,
+    type,
+    reportingComponent: 'kubelet',
+  };
+}
+
+const eventRequests = (sim) => sim.requests.filter((r) => r.path.endsWith('/events'));
+const EVENTS = '/api/v1/namespaces/default/events';
+
+let sim;
+let native;
+let stock;
+let denied;
+test.before(async () => {
+  sim = await createSimulator({ tls: true, token: TOKEN, bookmarkIntervalMs: 100 });
+  sim.create('pods', podOfContainers('web'));
+  sim.create('pods', podOfContainers('db'));
+  for (let n = 0; n < 6; n++) sim.create('events', podEvent('default', n % 3 ? 'web' : 'db', n));
+  sim.create('events', podEvent('other', 'web', 9));
+  native = await startLiveBackend(sim);
+  stock = await startLiveBackend(sim, { native: false });
+  denied = await startLiveBackend(sim, { permission: 'DENY' });
+});
+test.after(async () => {
+  await native?.stop();
+  await stock?.stop();
+  await denied?.stop();
+  await sim?.close();
+});
+
+/** Both answers, parsed, once the module's is from its warm informer (its resourceVersion current). */
+async function bothAnswers(query) {
+  const [ours, theirs] = await Promise.all([
+    proxyGet(native, `${EVENTS}?${query}`),
+    proxyGet(stock, `${EVENTS}?${query}`),
+  ]);
+  assert.equal(ours.status, theirs.status, query);
+  return [await ours.json(), await theirs.json()];
+}
+
+test('the answer is the stock proxy answer for each involvedObject field, and asks nothing of the API server once warm', async () => {
+  const queries = [
+    'fieldSelector=involvedObject.name=web',
+    'fieldSelector=involvedObject.name%3Ddb',
+    'fieldSelector=involvedObject.name==web,involvedObject.kind=Pod',
+    'fieldSelector=involvedObject.uid=uid-db',
+    'fieldSelector=involvedObject.name!=web',
+    'fieldSelector=involvedObject.fieldPath=spec.containers%7Bmain%7D',
+    'fieldSelector=involvedObject.fieldPath=',
+    'fieldSelector=involvedObject.name=nobody',
+  ];
+  // Warm: the first answers may be the stock one's while the informer lists.
+  await until(
+    async () => {
+      const before = eventRequests(sim).length;
+      await proxyGet(native, `${EVENTS}?${queries[0]}`);
+      return eventRequests(sim).length === before;
+    },
+    { what: 'the events informer answers', ms: 10_000 },
+  );
+  // Its resourceVersion current (a bookmark after the last write), as the stock LIST's.
+  await until(async () => {
+    const [ours, theirs] = await bothAnswers(queries[0]);
+    return ours.metadata.resourceVersion === theirs.metadata.resourceVersion;
+  });
+  const before = eventRequests(sim).length;
+  for (const query of queries) {
+    const [ours, theirs] = await bothAnswers(query);
+    assert.deepEqual(ours, theirs, query);
+  }
+  const [web] = await bothAnswers(queries[0]);
+  assert.equal(web.items.length, 4, 'four events of web in default, none of other namespaces');
+  assert.equal(web.items[0].kind, undefined, 'list items carry no kind, as the server sends them');
+  // The stock answers' requests only: one per query.
+  assert.equal(eventRequests(sim).length - before, queries.length + 1, 'the module sent none');
+});
+
+test('an event recorded or changed shows in the next answer', async () => {
+  const event = podEvent('default', 'web', 7, { reason: 'Pulled', type: 'Normal' });
+  sim.create('events', event);
+  await until(async () => {
+    const res = await proxyGet(native, `${EVENTS}?fieldSelector=involvedObject.name=web`);
+    return (await res.json()).items.some((e) => e.reason === 'Pulled');
+  });
+  sim.update('events', { ...event, count: 42 });
+  await until(async () => {
+    const res = await proxyGet(native, `${EVENTS}?fieldSelector=involvedObject.name=web`);
+    return (await res.json()).items.some((e) => e.count === 42);
+  });
+});
+
+test('other queries go to the stock proxy: a label selector, a limit, another field; so does a caller refused kubernetes.proxy', async () => {
+  for (const query of [
+    'labelSelector=a%3Db',
+    'fieldSelector=involvedObject.name=web&limit=1',
+    'fieldSelector=reason=BackOff',
+    'fieldSelector=involvedObject.nope=x',
+  ]) {
+    const before = eventRequests(sim).length;
+    const [ours, theirs] = await bothAnswers(query);
+    assert.equal(eventRequests(sim).length - before, 2, `${query}: both went to the API server`);
+    if (ours.items) assert.deepEqual(ours.items, theirs.items, query);
+    else assert.deepEqual(ours, theirs, query);
+  }
+  const before = eventRequests(sim).length;
+  const refused = await proxyGet(denied, `${EVENTS}?fieldSelector=involvedObject.name=web`);
+  assert.equal(refused.status, 403);
+  assert.deepEqual(await refused.json(), { error: { name: 'NotAllowedError', message: 'Unauthorized' } });
+  const log = await proxyGet(denied, '/api/v1/namespaces/default/pods/web/log?container=main');
+  assert.equal(log.status, 403, 'the log route refuses as the stock proxy does');
+  assert.equal(eventRequests(sim).length, before, 'nothing reached the API server');
+});
