@@ -154,3 +154,57 @@ test('other queries go to the stock proxy: a label selector, a limit, another fi
   assert.equal(log.status, 403, 'the log route refuses as the stock proxy does');
   assert.equal(eventRequests(sim).length, before, 'nothing reached the API server');
 });
+
+test("a caller's own token: answered from the cache only when the API server lets that caller list the events (a second identity gets its own answer)", async (t) => {
+  const tokens = {
+    'tok-sa': { user: 'system:serviceaccount:backstage:cache' },
+    'tok-alice': { user: 'alice' },
+    'tok-bob': { user: 'bob', rules: [{ namespaces: ['team'] }] },
+  };
+  const viewers = await createSimulator({ tls: true, tokens, bookmarkIntervalMs: 100 });
+  t.after(() => viewers.close());
+  for (let n = 0; n < 3; n++) viewers.create('events', podEvent('default', 'web', n));
+  // A client-side provider with a service account token: the module's opt-in to a shared cache
+  // whose every caller is checked with their own token.
+  const clusters = [
+    {
+      name: 'sim',
+      url: viewers.url,
+      authProvider: 'oidc',
+      oidcTokenProvider: 'okta',
+      serviceAccountToken: 'tok-sa',
+      caData: Buffer.from(require('kube-watch-native/sim').certs.ca).toString('base64'),
+      skipMetricsLookup: true,
+    },
+  ];
+  const ours = await startLiveBackend(viewers, { clusters });
+  const theirs = await startLiveBackend(viewers, { clusters, native: false });
+  t.after(() => Promise.all([ours.stop(), theirs.stop()]));
+  const as = (backend, token) =>
+    proxyGet(backend, `${EVENTS}?fieldSelector=involvedObject.name=web`, {
+      headers: { 'backstage-kubernetes-authorization': `Bearer ${token}` },
+    });
+  const sentWith = (token) =>
+    eventRequests(viewers).filter((r) => r.headers.authorization === `Bearer ${token}`).length;
+  await until(
+    async () => {
+      const before = sentWith('tok-alice');
+      await as(ours, 'tok-alice');
+      return sentWith('tok-alice') === before;
+    },
+    { what: "alice's answer from the shared cache", ms: 10_000 },
+  );
+  const [alice, aliceStock] = await Promise.all([as(ours, 'tok-alice'), as(theirs, 'tok-alice')]);
+  assert.equal(alice.status, 200);
+  assert.deepEqual((await alice.json()).items, (await aliceStock.json()).items);
+  // Bob may list events in `team` only: the API server's 403 for him, with his token, as the stock proxy's.
+  const before = sentWith('tok-bob');
+  const [bob, bobStock] = await Promise.all([as(ours, 'tok-bob'), as(theirs, 'tok-bob')]);
+  assert.equal(bob.status, 403);
+  assert.deepEqual(await bob.json(), await bobStock.json());
+  assert.equal(sentWith('tok-bob') - before, 2, "bob's own LIST, from each backend");
+  // A token the API server does not know: its 401.
+  const [nobody, nobodyStock] = await Promise.all([as(ours, 'tok-nobody'), as(theirs, 'tok-nobody')]);
+  assert.equal(nobody.status, 401);
+  assert.deepEqual(await nobody.json(), await nobodyStock.json());
+});
