@@ -8,7 +8,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { startLiveBackend, TOKEN } = require('../testbed/live-helpers');
-const { createSimulator } = require('kube-watch-native/sim');
+const { createSimulator, certs } = require('kube-watch-native/sim');
 const { podOfContainers } = require('./sim-helpers');
 const { until } = require('../testbed/wait');
 
@@ -122,4 +122,78 @@ test('every other proxy request is the stock proxy (a list of pods); a log asked
   const sent = logRequests(sim).slice(before.length);
   assert.equal(sent.length, 1);
   assert.equal(sent[0].headers.authorization, 'Bearer not-the-token');
+});
+
+test("viewers' own tokens share one follow (the service account's) while the API server lets each get the pod's log; a viewer refused gets the stock answer, one revoked mid-follow is ended", async (t) => {
+  const tokens = {
+    'tok-sa': { user: 'system:serviceaccount:backstage:cache' },
+    'tok-alice': { user: 'alice', rules: [{ resources: ['pods', 'pods/log'] }] },
+    'tok-dave': { user: 'dave', rules: [{ resources: ['pods', 'pods/log'] }] },
+    'tok-bob': { user: 'bob', rules: [{ resources: ['pods'] }] },
+  };
+  const viewers = await createSimulator({ tls: true, tokens });
+  t.after(() => viewers.close());
+  viewers.create('pods', podOfContainers('web'));
+  viewers.writeLog('default', 'web', 'main', 'first', { time: new Date(T0) });
+  // A client-side provider with a service account token: the opt-in to sharing, each viewer checked.
+  const clusters = [
+    {
+      name: 'sim',
+      url: viewers.url,
+      authProvider: 'oidc',
+      oidcTokenProvider: 'okta',
+      serviceAccountToken: 'tok-sa',
+      caData: Buffer.from(certs.ca).toString('base64'),
+      skipMetricsLookup: true,
+    },
+  ];
+  const ours = await startLiveBackend(viewers, { clusters, nativeInformers: { authorizationTtl: '1s' } });
+  const theirs = await startLiveBackend(viewers, { clusters, native: false });
+  const controller = new AbortController();
+  t.after(() => {
+    controller.abort();
+    return Promise.all([ours.stop(), theirs.stop()]);
+  });
+  const as = (backend, token, query = 'container=main&follow=true') =>
+    proxyGet(backend, `${LOG}?${query}`, {
+      signal: controller.signal,
+      headers: { 'backstage-kubernetes-authorization': `Bearer ${token}` },
+    });
+  const follow = (res) => {
+    const seen = { text: '', ended: false };
+    (async () => {
+      const decoder = new TextDecoder();
+      try {
+        for await (const chunk of res.body) seen.text += decoder.decode(chunk, { stream: true });
+        seen.ended = true;
+      } catch {
+        // Aborted at the end of the test.
+      }
+    })();
+    return seen;
+  };
+  const before = logRequests(viewers).length;
+  const [alice, dave] = await Promise.all([as(ours, 'tok-alice'), as(ours, 'tok-dave')]);
+  assert.equal(alice.status, 200);
+  assert.equal(dave.status, 200);
+  const [aliceSeen, daveSeen] = [follow(alice), follow(dave)];
+  await until(() => aliceSeen.text === 'first\n' && daveSeen.text === 'first\n', {
+    what: 'both see the log',
+  });
+  const sent = logRequests(viewers).slice(before);
+  assert.equal(sent.length, 1, 'one follow for both viewers');
+  assert.equal(sent[0].headers.authorization, 'Bearer tok-sa', "the service account's");
+  // Bob may read pods, not their logs: the API server's 403 with his token, as the stock proxy's.
+  const [bob, bobStock] = await Promise.all([
+    as(ours, 'tok-bob', 'container=main'),
+    as(theirs, 'tok-bob', 'container=main'),
+  ]);
+  assert.equal(bob.status, 403);
+  assert.deepEqual(await bob.json(), await bobStock.json());
+  // Alice loses the log: her follow ends within the decision's TTL (1 s) and its renewal; Dave's goes on.
+  viewers.options.tokens['tok-alice'] = { user: 'alice', rules: [{ resources: ['pods'] }] };
+  await until(() => aliceSeen.ended, { what: "alice's follow ended", ms: 5000 });
+  viewers.writeLog('default', 'web', 'main', 'second');
+  await until(() => daveSeen.text === 'first\nsecond\n', { what: "dave's next line" });
+  assert.equal(aliceSeen.text, 'first\n', 'nothing after the revocation');
 });

@@ -196,3 +196,47 @@ test('pods/log: a 10 MiB line and output that is not UTF-8 come back byte for by
     body.subarray((10 << 20) + 1).equals(Buffer.from([0x61, 0xff, 0xfe, 0x62, 0x0a, 0xc3, 0x28, 0x0a])),
   );
 });
+
+test('pods/log is its own resource to RBAC: a grant of pods does not reach it; reviews of get pods/log answer the same', async (t) => {
+  const s = await sim(t, {
+    tokens: {
+      'tok-pods': { user: 'pods-only', rules: [{ resources: ['pods'] }] },
+      'tok-logs': {
+        user: 'log-reader',
+        rules: [{ resources: ['pods', 'pods/log'], namespaces: ['default'] }],
+      },
+    },
+  });
+  s.create('pods', pod('web'));
+  s.writeLog('default', 'web', 'main', 'hello');
+  const get = (token) =>
+    fetch(`${s.url}/api/v1/namespaces/default/pods/web/log?container=main`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+  const refused = await get('tok-pods');
+  assert.equal(refused.status, 403);
+  assert.equal(
+    (await refused.json()).message,
+    'pods "web" is forbidden: User "pods-only" cannot get resource "pods/log" in API group "" in the namespace "default"',
+  );
+  const allowed = await get('tok-logs');
+  assert.equal(allowed.status, 200);
+  assert.equal(await allowed.text(), 'hello\n');
+  const review = async (token, namespace) => {
+    const res = await fetch(`${s.url}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        kind: 'SelfSubjectAccessReview',
+        apiVersion: 'authorization.k8s.io/v1',
+        spec: {
+          resourceAttributes: { verb: 'get', resource: 'pods', subresource: 'log', name: 'web', namespace },
+        },
+      }),
+    });
+    return (await res.json()).status.allowed;
+  };
+  assert.equal(await review('tok-pods', 'default'), false);
+  assert.equal(await review('tok-logs', 'default'), true);
+  assert.equal(await review('tok-logs', 'other'), false);
+});

@@ -161,7 +161,10 @@ const LIVE_TYPES = ['pods', 'services', 'deployments', 'replicasets'];
  * the CA as base64 `caData`) unless `clusters` are given. Also what replica-backend.js, which
  * has no simulator object in its process, configures.
  */
-function kubernetesConfig({ url, token, caData }, { clusters, objectTypes = LIVE_TYPES, live } = {}) {
+function kubernetesConfig(
+  { url, token, caData },
+  { clusters, objectTypes = LIVE_TYPES, live, nativeInformers } = {},
+) {
   return {
     serviceLocatorMethod: { type: 'multiTenant' },
     clusterLocatorMethods: [
@@ -183,6 +186,7 @@ function kubernetesConfig({ url, token, caData }, { clusters, objectTypes = LIVE
     nativeInformers: {
       ...(objectTypes && { objectTypes }),
       ...(live && { live }),
+      ...nativeInformers,
     },
   };
 }
@@ -244,7 +248,7 @@ const catalogReads = (entities) =>
  * `native: 'discovered'` adds no line for it: Backstage's discovery (`backend.packages: all`)
  * must find it among the dependencies of the package.json closest to the running script.
  * With `catalog`, the `entities` are read over HTTP too (catalogReads), as an entity page reads them;
- * `permission: 'DENY'` refuses every permission.
+ * `permission: 'DENY'` refuses every permission; `nativeInformers` adds to the module's config.
  * @returns {Promise<{ url: string, port: number, signals: { publish(signal: object): Promise<void> }, stop(): Promise<void> }>}
  */
 async function startLiveBackend(
@@ -257,6 +261,7 @@ async function startLiveBackend(
     native = true,
     catalog = false,
     permission,
+    nativeInformers,
   } = {},
 ) {
   const captured = {};
@@ -265,7 +270,7 @@ async function startLiveBackend(
     kubernetes: kubernetesConfig(
       // No simulator when the caller gives its own clusters (bench/backstage-live-backend.js).
       { url: sim?.url, token: TOKEN, caData: Buffer.from(certs.ca).toString('base64') },
-      { clusters, objectTypes, live },
+      { clusters, objectTypes, live, nativeInformers },
     ),
   };
   const routing = webSocketRouting();

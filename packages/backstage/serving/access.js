@@ -33,7 +33,7 @@ function secretOf(credential) {
 
 /**
  * Asks the API server, with `credential`, whether it may list each of `accesses`
- * (`{ group, resource, namespace }`): one SelfSubjectAccessReview each, sent together by one
+ * (`{ group, resource, namespace }`; another `verb`, of a `subresource` of the object `name`): one SelfSubjectAccessReview each, sent together by one
  * native call on the cluster's own connection (its CA, TLS, proxy and server name). Resolves to
  * 'allowed', 'refused' or 'failed' for each, in order.
  */
@@ -41,6 +41,21 @@ function reviewListAccess(clusterDetails, credential, accesses) {
   const spec = toSpec({ clusterDetails, credential, group: '', apiVersion: 'v1', plural: 'check' }, {});
   return native.reviewListAccess(spec, accesses, REVIEW_TIMEOUT_MS);
 }
+
+/**
+ * What is asked of `resource` (`{ group, plural }`, and for one object's subresource `verb`,
+ * `subresource` and `name`) in `namespace`: as a decision's key, and as the review's access.
+ */
+const what = ({ group = '', plural, verb = 'list', subresource = '', name = '' }, namespace) =>
+  JSON.stringify([group, plural, namespace ?? '', verb, subresource, name]);
+const accessOf = ({ group = '', plural, verb, subresource, name }, namespace) => ({
+  group,
+  resource: plural,
+  namespace,
+  ...(verb && { verb }),
+  ...(subresource && { subresource }),
+  ...(name && { name }),
+});
 
 class ViewerAccess {
   #ttlMs;
@@ -72,7 +87,8 @@ class ViewerAccess {
   }
 
   /**
-   * Whether the viewer's credential may list each of `resources` in `namespace` (cluster-wide
+   * Whether the viewer's credential may list each of `resources` (or `verb` its `subresource`
+   * of the object `name`, as a log follow asks) in `namespace` (cluster-wide
    * when undefined) on the cluster whose cache `identity` owns: 'allowed', 'refused' or
    * 'failed' for each, in order. The reviews a load needs go to the API server in one call.
    */
@@ -91,8 +107,9 @@ class ViewerAccess {
     const viewer = keyedHash(JSON.stringify([secret, identity.key]));
     const now = this.#now();
     const asks = [];
-    const decisions = resources.map(({ group = '', plural }) => {
-      const key = `${viewer}\n${JSON.stringify([group, plural, namespace ?? ''])}`;
+    const decisions = resources.map((resource) => {
+      const key = `${viewer}\n${what(resource, namespace)}`;
+      const access = accessOf(resource, namespace);
       const known = this.#decisions.get(key);
       if (known instanceof Promise) return known;
       const age = known ? now - known.at : Infinity;
@@ -103,11 +120,11 @@ class ViewerAccess {
         // within the TTL (the renewal's answer replaces this one).
         if (age >= this.#ttlMs / 2 && !known.renewing) {
           known.renewing = true;
-          asks.push({ key, access: { group, resource: plural, namespace }, remember: false });
+          asks.push({ key, access, remember: false });
         }
         return known.decision;
       }
-      const ask = { key, access: { group, resource: plural, namespace }, remember: true };
+      const ask = { key, access, remember: true };
       asks.push(ask);
       return ask;
     });
@@ -115,9 +132,9 @@ class ViewerAccess {
     const answered = await Promise.all(decisions.map((d) => (d?.access ? d.decision : d)));
     // Read once answered: a decision asked now was remembered as of its answer.
     let until = Infinity;
-    resources.forEach(({ group = '', plural }, i) => {
+    resources.forEach((resource, i) => {
       if (answered[i] !== 'allowed') return;
-      const known = this.#decisions.get(`${viewer}\n${JSON.stringify([group, plural, namespace ?? ''])}`);
+      const known = this.#decisions.get(`${viewer}\n${what(resource, namespace)}`);
       until = Math.min(until, known && !(known instanceof Promise) ? known.at + this.#ttlMs : this.#now());
     });
     return { decisions: answered, until };

@@ -238,6 +238,29 @@ class NativeInformerFetcher {
     };
   }
 
+  /**
+   * The cluster and credential a log of `pod` asked for with `params.credential` is read with,
+   * and until when that holds (ms since the epoch): the request's own, or, for a viewer-checked
+   * cluster, its service account's while the API server lets the viewer `get` the pod's `log`
+   * (a SelfSubjectAccessReview, remembered per `authorizationTtl`), so that one follow serves
+   * every viewer allowed. Null when the viewer is refused or no decision could be had.
+   */
+  async logAccess(params, namespace, pod) {
+    const { viewerChecked, clusterDetails, cacheCredential } = cachedAs(params);
+    if (!viewerChecked) return { clusterDetails, credential: params.credential, until: Infinity };
+    if (this.#closed) return null;
+    const identity = await this.#identities.resolve(clusterDetails, cacheCredential);
+    const log = { group: '', plural: 'pods', verb: 'get', subresource: 'log', name: pod };
+    const { decisions, until } = await this.#access.decide(
+      clusterDetails,
+      params.credential,
+      identity,
+      [log],
+      namespace,
+    );
+    return decisions[0] === 'allowed' ? { clusterDetails, credential: cacheCredential, until } : null;
+  }
+
   /** Viewers' access decisions: allowed, refused, failed, answered from memory, remembered now. */
   decisions() {
     return this.#access.counts();

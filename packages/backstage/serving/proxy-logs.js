@@ -5,13 +5,17 @@
 //
 // A follow is a shared native stream: one upstream follow of the container for every caller
 // the API server answers the same (the same cluster connection and credential, the stream's
-// share key), each caller from its own tailLines / sinceTime / sinceSeconds / timestamps /
+// share key; on a viewer-checked cluster, the service account's, for each viewer the API server
+// lets `get` the pod's log, asked again per authorizationTtl while it follows), each caller from its own tailLines / sinceTime / sinceSeconds / timestamps /
 // limitBytes. A one-shot request (the stock dialog's) is answered from a running shared
 // follow's kept lines when they cover it, else by a request of its own. Query values it does
 // not read as the API server does go to the stock proxy (the API server says why).
 
 const { proxyCredential, auditProxy } = require('./proxy-request');
+const { isViewerChecked } = require('./credential');
 
+/** A viewer's access to a follow is asked again at most this often (an authorizationTtl of 0). */
+const RECHECK_MIN_MS = 1000;
 /** A follow's headers go out at its first line, or after this long without one. */
 const HEADERS_WITHIN_MS = 1000;
 const REASONS = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound' };
@@ -48,29 +52,62 @@ async function serveLog(context, { cluster }, req, res, match, toStock) {
   if (!cluster || !options) return toStock();
   const credential = await proxyCredential(context, req, cluster);
   if (!credential) return toStock();
+  const [namespace, pod] = [match[1], match[2]].map(decodeURIComponent);
+  const params = { clusterDetails: cluster, credential };
+  const access = () => logAccess(context, params, namespace, pod);
+  const granted = await access();
+  if (!granted) return toStock();
   const done = await auditProxy(context, req, cluster);
   const controller = new AbortController();
   res.once('close', () => controller.abort());
-  const [, namespace, pod] = match;
   const stream = context.watcher.streamLogs(
     {
-      clusterDetails: cluster,
-      credential,
-      namespace: decodeURIComponent(namespace),
-      pod: decodeURIComponent(pod),
+      clusterDetails: granted.clusterDetails,
+      credential: granted.credential,
+      namespace,
+      pod,
       container: typeof req.query.container === 'string' ? req.query.container : undefined,
     },
     // A follow is shared; a one-shot read is answered from a shared follow that covers it.
     { ...options, share: !options.previous, signal: controller.signal },
   );
+  const recheck = granted.until === Infinity ? null : keepChecking(granted.until, access, controller);
   let error;
   try {
     error = await writeLog(stream, res, Boolean(options.follow));
   } finally {
     controller.abort();
+    recheck?.stop();
   }
   done(error);
   return undefined;
+}
+
+/**
+ * `{ clusterDetails, credential, until }` the log is read with (the fetcher's logAccess: a
+ * viewer-checked cluster's service account while the viewer may read the log), or null (the
+ * stock proxy answers).
+ */
+function logAccess(context, params, namespace, pod) {
+  if (!isViewerChecked(params.clusterDetails)) return { ...params, until: Infinity };
+  return context.fetcher()?.logAccess(params, namespace, pod) ?? null;
+}
+
+/** A follow shown to a viewer only while its access is proven: asked again at `until`, ended once refused. */
+function keepChecking(until, access, controller) {
+  let timer;
+  const schedule = (at) => {
+    timer = setTimeout(
+      async () => {
+        const again = await access().catch(() => null);
+        if (!again) controller.abort();
+        else if (!controller.signal.aborted) schedule(again.until);
+      },
+      Math.max(RECHECK_MIN_MS, at - Date.now()),
+    );
+  };
+  schedule(until);
+  return { stop: () => clearTimeout(timer) };
 }
 
 /**

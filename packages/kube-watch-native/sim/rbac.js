@@ -8,7 +8,8 @@
 
 /**
  * @typedef {object} Rule what one grant lets a token read (list, watch, get)
- * @property {string[]} [resources] plurals, or `group/plural`; `'*'` (default) for every one
+ * @property {string[]} [resources] plurals, or `group/plural`; a subresource only by its own name
+ *   (`pods/log`, `group/plural/sub`), as RBAC reads it; `'*'` (default) for every one
  * @property {string[]} [namespaces] namespaces; `'*'` (default) for every one and the cluster scope
  */
 
@@ -79,7 +80,8 @@ function matches(list, value) {
  */
 function forbidden(identity, route, verb) {
   if (!identity.rules || route.type !== 'resource') return null;
-  const { group, plural, namespace } = route;
+  const { group, namespace, subresource, name } = route;
+  const plural = subresource ? `${route.plural}/${subresource}` : route.plural;
   const allowed = identity.rules.some(
     (rule) =>
       (matches(rule.resources, plural) || matches(rule.resources, `${group}/${plural}`)) &&
@@ -90,8 +92,8 @@ function forbidden(identity, route, verb) {
   if (allowed) return null;
   const scope = namespace === undefined ? 'at the cluster scope' : `in the namespace "${namespace}"`;
   return {
-    message: `${plural} is forbidden: User "${identity.user}" cannot ${verb} resource "${plural}" in API group "${group}" ${scope}`,
-    details: { ...(group && { group }), kind: plural },
+    message: `${name ? `${route.plural} "${name}"` : route.plural} is forbidden: User "${identity.user}" cannot ${verb} resource "${plural}" in API group "${group}" ${scope}`,
+    details: { ...(name && { name }), ...(group && { group }), kind: route.plural },
   };
 }
 

@@ -98,6 +98,8 @@ function selfSubjectAccessReview(identity, review) {
     group: attributes.group ?? '',
     plural: attributes.resource,
     namespace: attributes.namespace || undefined,
+    subresource: attributes.subresource || undefined,
+    name: attributes.name || undefined,
   };
   const refusal = forbidden(identity, route, attributes.verb ?? '');
   const status = { allowed: refusal === null };

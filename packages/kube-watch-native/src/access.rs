@@ -1,7 +1,8 @@
-//! A viewer's access to the LISTs a cache answers for it, asked of the API server with the
-//! viewer's own credential: one `SelfSubjectAccessReview` of verb `list` per group, resource and
-//! namespace, all of one viewer and cluster sent together on the pool's connections, so that a
-//! tab load's reviews cost JavaScript one call and one answer instead of one each.
+//! A viewer's access to what a shared cache or stream answers for it, asked of the API server
+//! with the viewer's own credential: one `SelfSubjectAccessReview` per group, resource and
+//! namespace (verb `list` for the LISTs a cache answers; `get` of a pod's `log` subresource for a
+//! shared log follow), all of one viewer and cluster sent together on the pool's connections, so
+//! that a tab load's reviews cost JavaScript one call and one answer instead of one each.
 //!
 //! The decisions are what the default fetcher's LIST with that credential would meet: 401 (a
 //! token the server does not accept) is a refusal, as the LIST's 401 is; any other answer that
@@ -22,8 +23,9 @@ pub const REVIEW_PATH: &str = "/apis/authorization.k8s.io/v1/selfsubjectaccessre
 /// A review's answer larger than this is not a review.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
-/// The LIST whose access is asked: cluster-wide when `namespace` is `None`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The request whose access is asked: a LIST unless `verb` says otherwise; cluster-wide when
+/// `namespace` is `None`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ListAccess {
     /// The API group, `""` for the core group.
     pub group: String,
@@ -31,6 +33,12 @@ pub struct ListAccess {
     pub resource: String,
     /// The namespace listed, if any.
     pub namespace: Option<String>,
+    /// The verb, `list` when `None`.
+    pub verb: Option<String>,
+    /// The subresource (`log`), if any.
+    pub subresource: Option<String>,
+    /// The object's name, for a request of one object.
+    pub name: Option<String>,
 }
 
 /// What the API server said of one [`ListAccess`].
@@ -58,12 +66,19 @@ impl Decision {
 /// The review's JSON body for `access`.
 pub fn review_body(access: &ListAccess) -> String {
     let mut attributes = serde_json::json!({
-        "verb": "list",
+        "verb": access.verb.as_deref().unwrap_or("list"),
         "group": access.group,
         "resource": access.resource,
     });
-    if let Some(namespace) = access.namespace.as_deref().filter(|n| !n.is_empty()) {
-        attributes["namespace"] = namespace.into();
+    let optional = [
+        ("namespace", &access.namespace),
+        ("subresource", &access.subresource),
+        ("name", &access.name),
+    ];
+    for (field, value) in optional {
+        if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
+            attributes[field] = value.into();
+        }
     }
     serde_json::json!({
         "apiVersion": "authorization.k8s.io/v1",
@@ -127,7 +142,26 @@ mod tests {
             group: "apps".into(),
             resource: "deployments".into(),
             namespace: namespace.map(Into::into),
+            ..ListAccess::default()
         }
+    }
+
+    #[test]
+    fn the_body_asks_for_get_of_a_pods_log() {
+        let log = ListAccess {
+            resource: "pods".into(),
+            namespace: Some("shop".into()),
+            verb: Some("get".into()),
+            subresource: Some("log".into()),
+            name: Some("web-1".into()),
+            ..ListAccess::default()
+        };
+        let body: serde_json::Value = serde_json::from_str(&review_body(&log)).unwrap();
+        assert_eq!(
+            body["spec"]["resourceAttributes"],
+            serde_json::json!({ "verb": "get", "group": "", "resource": "pods", "namespace": "shop",
+                "subresource": "log", "name": "web-1" })
+        );
     }
 
     #[test]

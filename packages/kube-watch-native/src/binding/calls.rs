@@ -115,7 +115,8 @@ pub fn fetch_text(
     .build(env)
 }
 
-/// One LIST whose access [`review_list_access`] asks: cluster-wide without `namespace`.
+/// One request whose access [`review_list_access`] asks (a LIST unless `verb` says otherwise):
+/// cluster-wide without `namespace`.
 #[napi(object)]
 pub struct ListAccessSpec {
     /// The API group, `""` for the core group.
@@ -124,6 +125,12 @@ pub struct ListAccessSpec {
     pub resource: String,
     /// The namespace listed, if any.
     pub namespace: Option<String>,
+    /// The verb, `list` when absent.
+    pub verb: Option<String>,
+    /// The subresource (`log`), if any.
+    pub subresource: Option<String>,
+    /// The object's name, for a request of one object.
+    pub name: Option<String>,
 }
 
 /// Whether the spec's credential may list each of `accesses` on the spec's cluster: one
@@ -143,6 +150,9 @@ pub fn review_list_access(
             group: a.group,
             resource: a.resource,
             namespace: a.namespace,
+            verb: a.verb,
+            subresource: a.subresource,
+            name: a.name,
         })
         .collect();
     AsyncBlockBuilder::new(async move {
