@@ -240,3 +240,37 @@ test('pods/log is its own resource to RBAC: a grant of pods does not reach it; r
   assert.equal(await review('tok-logs', 'default'), true);
   assert.equal(await review('tok-logs', 'other'), false);
 });
+
+test("a crash-looping container: the kubelet's BackOff event counted at each crash, and its log is the ended instance's (a follow ends after it)", async (t) => {
+  const s = await cluster(t);
+  s.crashLoop('default', 'web', 'main');
+  const status = s.get('pods', 'default', 'web').status.containerStatuses.find((c) => c.name === 'main');
+  assert.equal(status.state.waiting.reason, 'CrashLoopBackOff');
+  assert.equal(status.lastState.terminated.exitCode, 1);
+  assert.equal(status.restartCount, 1);
+  const lines = ['line 0', 'line 1', 'line 2', 'line 3', 'line 4'].map((l) => `${l}\n`).join('');
+  assert.deepEqual(await logOf(s, 'container=main'), { status: 200, type: 'text/plain', text: lines });
+  const followed = await logOf(s, 'container=main&follow=true');
+  assert.equal(followed.text, lines, 'the follow ended after the ended instance');
+  assert.equal((await logOf(s, 'container=main&previous=true')).text, lines);
+  const events = async () => {
+    const res = await fetch(
+      `${s.url}/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dweb`,
+      {
+        headers: { authorization: 'Bearer tok' },
+      },
+    );
+    return (await res.json()).items;
+  };
+  const [first] = await events();
+  assert.equal(first.reason, 'BackOff');
+  assert.equal(first.type, 'Warning');
+  assert.equal(first.count, 1);
+  assert.equal(first.involvedObject.fieldPath, 'spec.containers{main}');
+  assert.equal(first.involvedObject.uid, s.get('pods', 'default', 'web').metadata.uid);
+  s.crashLoop('default', 'web', 'main');
+  const again = await events();
+  assert.equal(again.length, 1, 'the same event counted again');
+  assert.equal(again[0].count, 2);
+  assert.equal(s.get('pods', 'default', 'web').status.containerStatuses[0].restartCount, 2);
+});

@@ -98,6 +98,8 @@ class Simulator extends EventEmitter {
     this.http2 = new Http2Sessions(this.options.maxConcurrentStreams);
     /** What the containers wrote (sim/logs.js); a deleted pod's go with it. */
     this.logs = new Logs();
+    /** Makes the names of the events recordEvent creates unique. */
+    this.eventSeq = 0;
     this.followStore();
   }
 
@@ -121,6 +123,84 @@ class Simulator extends EventEmitter {
   /** The container restarts: what it wrote is its previous instance's (`previous=true`); its follows end. */
   restartContainer(namespace, name, container) {
     this.logs.restart(`${namespace}/${name}/${container}`);
+  }
+
+  /**
+   * The container crashes and the kubelet backs off, as a crash-looping container does: its
+   * instance ends (exit code 1), its status is waiting in `CrashLoopBackOff` with that instance
+   * as its last state and one more restart, and the kubelet records (or counts again) its
+   * `BackOff` Warning event for the pod. A log request without `previous` then gets the ended
+   * instance's lines, as the kubelet serves them, and a follow ends after them.
+   */
+  crashLoop(namespace, name, container) {
+    this.restartContainer(namespace, name, container);
+    const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const pod = this.patch('pods', namespace, name, (p) => {
+      const status = (p.status ??= {});
+      const statuses = (status.containerStatuses ??= []);
+      let cs = statuses.find((c) => c.name === container);
+      if (!cs) statuses.push((cs = { name: container, restartCount: 0, ready: false }));
+      cs.restartCount = (cs.restartCount ?? 0) + 1;
+      cs.ready = false;
+      cs.lastState = { terminated: { exitCode: 1, reason: 'Error', startedAt: at, finishedAt: at } };
+      cs.state = { waiting: { reason: 'CrashLoopBackOff', message: `back-off restarting failed container` } };
+    });
+    this.recordEvent(pod, {
+      reason: 'BackOff',
+      type: 'Warning',
+      message: `Back-off restarting failed container ${container} in pod ${name}_${namespace}(${pod.metadata.uid})`,
+      fieldPath: `spec.containers{${container}}`,
+    });
+  }
+
+  /**
+   * The kubelet's event recorder: an Event of `object` with `reason`, counted again (count,
+   * lastTimestamp) when one of the same reason, message and field is there, as the recorder
+   * aggregates; else a new one named `{object}.{hex}`.
+   */
+  recordEvent(object, { reason, type = 'Normal', message, fieldPath }) {
+    const { namespace, name, uid } = object.metadata;
+    const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const same = this.store
+      .snapshot('events', { namespace })
+      .find(
+        (e) =>
+          e.involvedObject?.uid === uid &&
+          e.reason === reason &&
+          e.message === message &&
+          e.involvedObject?.fieldPath === fieldPath,
+      );
+    if (same) {
+      return this.patch('events', namespace, same.metadata.name, (e) => {
+        e.count = (e.count ?? 1) + 1;
+        e.lastTimestamp = at;
+      });
+    }
+    return this.create('events', {
+      metadata: {
+        name: `${name}.${Date.now().toString(16)}${String(this.eventSeq++).padStart(6, '0')}`,
+        namespace,
+      },
+      involvedObject: {
+        kind: object.kind ?? 'Pod',
+        namespace,
+        name,
+        uid,
+        apiVersion: object.apiVersion ?? 'v1',
+        resourceVersion: object.metadata.resourceVersion,
+        ...(fieldPath && { fieldPath }),
+      },
+      reason,
+      message,
+      source: { component: 'kubelet', host: object.spec?.nodeName ?? 'sim-node' },
+      firstTimestamp: at,
+      lastTimestamp: at,
+      count: 1,
+      type,
+      eventTime: null,
+      reportingComponent: 'kubelet',
+      reportingInstance: object.spec?.nodeName ?? 'sim-node',
+    });
   }
 
   /**

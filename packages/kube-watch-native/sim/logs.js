@@ -174,6 +174,9 @@ function serveLog(sim, res, route, params) {
   const key = `${route.namespace}/${route.name}/${container}`;
   const status = (pod.status?.containerStatuses ?? []).find((s) => s.name === container);
   const waiting = status?.state?.waiting;
+  // A container waiting after an instance ended (CrashLoopBackOff): the kubelet serves that
+  // instance's log, and a follow ends after it, the container not running.
+  const ended = Boolean(waiting && status?.lastState?.terminated && sim.logs.previous.has(key));
   if (options.previous) {
     if (!sim.logs.previous.has(key))
       return sendStatus(
@@ -182,7 +185,7 @@ function serveLog(sim, res, route, params) {
         `previous terminated container "${container}" in pod "${route.name}" not found`,
         'BadRequest',
       );
-  } else if (waiting) {
+  } else if (waiting && !ended) {
     return sendStatus(
       res,
       400,
@@ -190,7 +193,7 @@ function serveLog(sim, res, route, params) {
       'BadRequest',
     );
   }
-  const log = options.previous ? sim.logs.previous.get(key) : sim.logs.log(key);
+  const log = options.previous || ended ? sim.logs.previous.get(key) : sim.logs.log(key);
   const since =
     options.sinceTime ??
     (options.sinceSeconds === undefined ? null : Date.now() - options.sinceSeconds * 1000);
@@ -215,7 +218,7 @@ function serveLog(sim, res, route, params) {
     return left > 0;
   };
   if (!write(lines)) return res.end();
-  if (!options.follow || options.previous) return res.end();
+  if (!options.follow || options.previous || ended) return res.end();
   const follower = (batch) => {
     if (batch === null || !write(batch)) {
       log.followers.delete(follower);
