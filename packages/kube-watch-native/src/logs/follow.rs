@@ -10,7 +10,8 @@
 //!   stopped for good); when `limitBytes` are delivered; or after [`MAX_FAILURES`] failed
 //!   resumes in a row (network, 429, 5xx), each waited out on the engine's backoff.
 //! - The first request's failure of any kind is the stream's one ERROR, as a watch's is: a
-//!   cluster that never answered has nothing to resume.
+//!   cluster that never answered has nothing to resume. A one-shot body silent for
+//!   [`ONE_SHOT_IDLE`] is such a failure (a server that hangs mid-answer).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -33,6 +34,9 @@ use crate::watch::{Outbox, Watch, WatchCounters};
 pub const QUICK_END: Duration = Duration::from_secs(2);
 /// Failed resumes in a row after which the stream ends with its ERROR.
 pub const MAX_FAILURES: u32 = 5;
+/// A one-shot read whose body brings nothing for this long has failed (a follow may be quiet as
+/// long as its container is).
+pub const ONE_SHOT_IDLE: Duration = Duration::from_secs(30);
 /// What a log request accepts: the API server answers `text/plain`.
 const ACCEPT: &str = "text/plain, */*";
 
@@ -272,6 +276,8 @@ struct Delivery<S: LogSink> {
     cursor: Cursor,
     /// Named in warnings.
     what: String,
+    /// How long a body may bring nothing (a one-shot read's); none for a follow.
+    idle: Option<Duration>,
 }
 
 impl<S: LogSink> Delivery<S> {
@@ -281,6 +287,7 @@ impl<S: LogSink> Delivery<S> {
             lines: 0,
             cursor: Cursor::default(),
             what: config.what(),
+            idle: (!config.following()).then_some(ONE_SHOT_IDLE),
         }
     }
 
@@ -326,7 +333,15 @@ impl<S: LogSink> Delivery<S> {
     ) -> Outcome {
         let mut framer = LogFramer::new(stamped);
         loop {
-            let chunk = match body.chunk().await {
+            let next = match self.idle {
+                Some(idle) => tokio::time::timeout(idle, body.chunk())
+                    .await
+                    .unwrap_or(Err(Error::Idle {
+                        seconds: idle.as_secs_f64(),
+                    })),
+                None => body.chunk().await,
+            };
+            let chunk = match next {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => {
                     if let Some(piece) = framer.finish()

@@ -50,10 +50,30 @@ impl Reader {
     /// Queues a piece of a line (`stamp`: its timestamp's text, on a line's first piece): true
     /// once `limitBytes` are all delivered.
     pub(crate) async fn line(&mut self, stamp: Option<&[u8]>, text: &[u8], last: bool) -> bool {
-        let mut out = Vec::with_capacity(text.len() + 40);
-        if self.timestamps
-            && let Some(stamp) = stamp
+        let stamp = stamp.filter(|_| self.timestamps);
+        let stamp_text = stamp.map(std::str::from_utf8);
+        // The common case, a whole line with no byte count: escaped straight into the run of
+        // lines gathered, with no buffer of its own.
+        if last
+            && self.left.is_none()
+            && let Ok(text) = std::str::from_utf8(text)
+            && !matches!(stamp_text, Some(Err(_)))
         {
+            if !self.pending.is_empty() {
+                self.pending.extend_from_slice(b"\\n");
+            }
+            if let Some(Ok(stamp)) = stamp_text {
+                self.plain &= !escape_into(&mut self.pending, stamp);
+                self.pending.push(b' ');
+            }
+            self.plain &= !escape_into(&mut self.pending, text);
+            if self.pending.len() >= MAX_BATCH_BYTES / 2 {
+                self.flush().await;
+            }
+            return false;
+        }
+        let mut out = Vec::with_capacity(text.len() + 40);
+        if let Some(stamp) = stamp {
             out.extend_from_slice(stamp);
             out.push(b' ');
         }
@@ -121,6 +141,58 @@ impl Reader {
             self.outbox.push_joined(&self.pending, self.plain).await;
             self.pending.clear();
             self.plain = true;
+        }
+    }
+}
+
+/// Appends `text` to `out` escaped as the inside of a JSON string (as serde_json escapes it:
+/// `"`, `\\` and the control characters; everything else as it is); true when anything needed an
+/// escape.
+fn escape_into(out: &mut Vec<u8>, text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut escaped = false;
+    let mut start = 0;
+    for (i, &byte) in bytes.iter().enumerate() {
+        let escape: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..=0x1f => {
+                out.extend_from_slice(&bytes[start..i]);
+                out.extend_from_slice(format!("\\u{byte:04x}").as_bytes());
+                start = i + 1;
+                escaped = true;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(escape);
+        start = i + 1;
+        escaped = true;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_into;
+
+    #[test]
+    fn escapes_as_serde_json_does() {
+        let mut texts: Vec<String> = (0u8..=0x7f).map(|b| format!("a{}b", b as char)).collect();
+        texts.extend(["", "plain", "é ü 日本 🦀", "\"q\" \\ \u{7}\u{1b}[31m"].map(String::from));
+        for text in texts {
+            let mut out = Vec::new();
+            let escaped = escape_into(&mut out, &text);
+            let json = serde_json::to_string(&text).unwrap();
+            assert_eq!(out, json.as_bytes()[1..json.len() - 1], "{text:?}");
+            assert_eq!(escaped, json.contains('\\'), "{text:?}");
         }
     }
 }

@@ -8,10 +8,12 @@ use crate::engine::connect::test_cluster;
 use crate::logs::LogRange;
 use crate::watch::Outbox;
 
-/// One scripted answer: a status fault, or a body of chunks that ends cleanly or breaks.
+/// One scripted answer: a status fault, or a body of chunks that ends cleanly or breaks, or
+/// that then hangs (brings nothing more, ever).
 enum Answer {
     Refuse(u16, &'static str),
     Body(Vec<&'static [u8]>, bool),
+    Hang(Vec<&'static [u8]>),
 }
 
 /// The requests made, and the answers still to give.
@@ -23,14 +25,23 @@ struct Script {
 
 struct Api(Arc<Script>);
 
-struct Body(VecDeque<&'static [u8]>, bool);
+/// What a scripted body does after its chunks.
+#[derive(Clone, Copy)]
+enum Then {
+    End,
+    Break,
+    Hang,
+}
+
+struct Body(VecDeque<&'static [u8]>, Then);
 
 impl LogBody for Body {
     async fn chunk(&mut self) -> Result<Option<Bytes>, Error> {
-        match self.0.pop_front() {
-            Some(chunk) => Ok(Some(Bytes::from_static(chunk))),
-            None if self.1 => Err(Error::Body("connection reset".into())),
-            None => Ok(None),
+        match (self.0.pop_front(), self.1) {
+            (Some(chunk), _) => Ok(Some(Bytes::from_static(chunk))),
+            (None, Then::Break) => Err(Error::Body("connection reset".into())),
+            (None, Then::End) => Ok(None),
+            (None, Then::Hang) => std::future::pending().await,
         }
     }
 }
@@ -42,7 +53,11 @@ impl LogApi for Api {
         self.0.urls.lock().unwrap().push(request.get.url.clone());
         let answer = self.0.answers.lock().unwrap().pop_front();
         match answer {
-            Some(Answer::Body(chunks, breaks)) => Ok(Body(chunks.into(), breaks)),
+            Some(Answer::Body(chunks, breaks)) => Ok(Body(
+                chunks.into(),
+                if breaks { Then::Break } else { Then::End },
+            )),
+            Some(Answer::Hang(chunks)) => Ok(Body(chunks.into(), Then::Hang)),
             Some(Answer::Refuse(status, body)) => Err(Fault::Status {
                 status,
                 retry_after: None,
@@ -327,4 +342,33 @@ async fn bytes_that_are_not_utf8_are_replaced_and_said_once() {
     assert_eq!(lines(&items), ["ok \u{fffd}", "\u{fffd}"]);
     assert_eq!(warnings.len(), 1);
     assert!(warnings[0].contains("not UTF-8"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_one_shot_body_that_hangs_fails_after_the_idle_bound_and_a_quiet_follow_does_not() {
+    let started = Instant::now();
+    let once = run(LogOptions::default(), vec![Answer::Hang(vec![b"a\nb\n"])]);
+    let (items, warnings, urls) = tokio::time::timeout(ONE_SHOT_IDLE * 2, once)
+        .await
+        .expect("ended at the idle bound");
+    assert_eq!(started.elapsed(), ONE_SHOT_IDLE, "failed at the bound");
+    assert_eq!(lines(&items), ["a", "b"], "the lines before it kept");
+    let error = items.last().unwrap();
+    assert_eq!(error["type"], "ERROR");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("idle timeout"),
+        "{error}"
+    );
+    assert_eq!((warnings.len(), urls.len()), (1, 1));
+    // A follow of a quiet container waits as long as it is quiet.
+    let quiet = run(FOLLOW, vec![Answer::Hang(vec![b"a\n"])]);
+    assert!(
+        tokio::time::timeout(ONE_SHOT_IDLE * 20, quiet)
+            .await
+            .is_err(),
+        "still following"
+    );
 }
