@@ -197,3 +197,68 @@ test("viewers' own tokens share one follow (the service account's) while the API
   await until(() => daveSeen.text === 'first\nsecond\n', { what: "dave's next line" });
   assert.equal(aliceSeen.text, 'first\n', 'nothing after the revocation');
 });
+
+test('a caller that stops reading holds nothing in the backend: it skips ahead with a marker line, and a caller that reads gets every line', async () => {
+  const http = require('node:http');
+  const url = new URL(`${native.url}/api/kubernetes/proxy${LOG}?container=main&follow=true&tailLines=0`);
+  const headers = { authorization: 'Bearer mock-user-token', 'backstage-kubernetes-cluster': 'sim' };
+  // The slow caller: its socket paused as soon as the headers come.
+  const slow = await new Promise((resolve, reject) => {
+    const req = http.get(url, { headers }, (res) => (res.pause(), resolve({ req, res })));
+    req.once('error', reject);
+  });
+  const controller = new AbortController();
+  const fast = await proxyGet(native, `${LOG}?container=main&follow=true&tailLines=0`, {
+    signal: controller.signal,
+  });
+  let fastLines = 0;
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    let carry = '';
+    try {
+      for await (const chunk of fast.body) {
+        const lines = (carry + decoder.decode(chunk, { stream: true })).split('\n');
+        carry = lines.pop();
+        fastLines += lines.length;
+      }
+    } catch {
+      // Aborted below.
+    }
+  })();
+  // 24 MiB of lines at 20 MiB a second: past the socket buffers, the slow caller's native queue
+  // and the kept 4 MiB, at a pace a reader keeps up with.
+  const LINES = 24 * 1024;
+  const line = 'y'.repeat(1023);
+  for (let i = 0; i < LINES; i += 1024) {
+    sim.writeLog('default', 'web', 'main', Array.from({ length: 1024 }, () => line).join('\n'));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await until(() => fastLines === LINES, { what: 'the fast caller read every line', ms: 30_000 });
+  let text = '';
+  slow.res.setEncoding('utf8');
+  slow.res.on('data', (chunk) => (text += chunk));
+  slow.res.resume();
+  await until(() => /lines skipped: this reader fell behind the follow\]\n/.test(text), {
+    what: 'the marker',
+    ms: 10_000,
+  });
+  const [, skipped] = /\[kube-watch-native: (\d+) lines skipped/.exec(text);
+  assert.ok(Number(skipped) > 0);
+  assert.ok(text.length < 20 * 1024 * 1024, 'it did not get all 24 MiB');
+  slow.req.destroy();
+  controller.abort();
+  await reading;
+});
+
+test("the backend's shutdown ends the follows it answers (an HTTP server waits for open responses)", async () => {
+  const backend = await startLiveBackend(sim);
+  const res = await proxyGet(backend, `${LOG}?container=main&follow=true&tailLines=1`);
+  assert.equal(res.status, 200);
+  const body = res.text();
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('the backend was still stopping after 5 s')), 5000);
+  });
+  await Promise.race([backend.stop(), late]).finally(() => clearTimeout(timer));
+  assert.match(await body, /\n$/, 'the follow ended, with what it had');
+});

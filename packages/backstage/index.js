@@ -115,19 +115,20 @@ const kubernetesModuleNativeInformers = createBackendModule({
         // The proxy's routes for a pod's log and an object's events, from shared native
         // streams and informers (./serving/proxy.js).
         let fetcher;
-        if (options.proxyLogs || options.proxyEvents) {
+        const proxy =
+          (options.proxyLogs || options.proxyEvents) &&
+          proxyRouter({
+            watcher,
+            fetcher: () => fetcher,
+            permissions,
+            httpAuth: proxyAuth,
+            auditor,
+            logger,
+            routes: { logs: options.proxyLogs, events: options.proxyEvents },
+          });
+        if (proxy) {
           try {
-            routers.addRouter(
-              proxyRouter({
-                watcher,
-                fetcher: () => fetcher,
-                permissions,
-                httpAuth: proxyAuth,
-                auditor,
-                logger,
-                routes: { logs: options.proxyLogs, events: options.proxyEvents },
-              }),
-            );
+            routers.addRouter(proxy);
           } catch (err) {
             // The plugin takes one custom router: another module's stays, with the stock proxy.
             logger.warn(`kube-watch-native: the proxy's routes are the stock ones: ${err.message}`);
@@ -152,7 +153,11 @@ const kubernetesModuleNativeInformers = createBackendModule({
         // With replicas, the publisher hands its viewers to the others (./following/signals.js) before
         // any plugin shuts down: the plugin's events service refuses to publish once its own
         // shutdown hook, run beside this plugin's others, has begun.
-        rootLifecycle.addBeforeShutdownHook?.(() => publisher?.close());
+        rootLifecycle.addBeforeShutdownHook?.(() => {
+          // The follows being answered end first: the HTTP server waits for open responses.
+          if (proxy) proxy.close();
+          return publisher?.close();
+        });
         lifecycle.addShutdownHook(async () => {
           await publisher?.close();
           metrics?.close();

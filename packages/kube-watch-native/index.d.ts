@@ -452,6 +452,19 @@ export interface KubernetesLogOptions {
    * read is answered from such a follow's kept lines when one runs and covers it (no request).
    */
   share?: boolean;
+  /**
+   * Yield the text itself (`{ type: 'TEXT', text }`: whole lines with their newlines, a piece of
+   * a longer line without) rather than LINES: for a reader that passes the log on (a proxy's
+   * body), at one string per batch however many lines it holds.
+   */
+  text?: boolean;
+}
+
+/** A batch of a log's text, with `text: true`. */
+export interface KubernetesLogText {
+  type: 'TEXT';
+  /** Whole lines each with its `\n`, a piece of a longer line without; bytes that are not UTF-8 become U+FFFD. */
+  text: string;
 }
 
 /** Lines a shared stream's reader missed because it fell behind what the follow keeps. */
@@ -480,7 +493,8 @@ export interface KubernetesLogError {
 }
 
 /** What a log stream yields. */
-export type KubernetesLogEvent = KubernetesLogLines | KubernetesLogSkipped | KubernetesLogError;
+export type KubernetesLogEvent =
+  KubernetesLogLines | KubernetesLogText | KubernetesLogSkipped | KubernetesLogError;
 
 /** Backstage's KubernetesWatcher, implemented natively. */
 export declare class NativeKubernetesWatcher implements KubernetesWatcher {

@@ -59,6 +59,7 @@ async function serveLog(context, { cluster }, req, res, match, toStock) {
   if (!granted) return toStock();
   const done = await auditProxy(context, req, cluster);
   const controller = new AbortController();
+  context.open.add(controller);
   res.once('close', () => controller.abort());
   const stream = context.watcher.streamLogs(
     {
@@ -69,7 +70,7 @@ async function serveLog(context, { cluster }, req, res, match, toStock) {
       container: typeof req.query.container === 'string' ? req.query.container : undefined,
     },
     // A follow is shared; a one-shot read is answered from a shared follow that covers it.
-    { ...options, share: !options.previous, signal: controller.signal },
+    { ...options, share: !options.previous, text: true, signal: controller.signal },
   );
   const recheck = granted.until === Infinity ? null : keepChecking(granted.until, access, controller);
   let error;
@@ -77,6 +78,7 @@ async function serveLog(context, { cluster }, req, res, match, toStock) {
     error = await writeLog(stream, res, Boolean(options.follow));
   } finally {
     controller.abort();
+    context.open.delete(controller);
     recheck?.stop();
   }
   done(error);
@@ -111,7 +113,8 @@ function keepChecking(until, access, controller) {
 }
 
 /**
- * Writes the stream out as the API server would: the lines as text/plain; an ERROR before any
+ * Writes the stream out as the API server would: the lines as text/plain (lines a slow caller
+ * missed as one marker line that says how many); an ERROR before any
  * line as the API server's Status (a failure below HTTP as the stock proxy's 500); one after the
  * headers ends the body. Resolves to the ERROR's error, if any.
  */
@@ -128,13 +131,17 @@ async function writeLog(stream, res, follow) {
         if (!res.headersSent) writeStatus(res, event.error);
         return event.error;
       }
-      if (event.type !== 'LINES') continue;
+      const text =
+        event.type === 'TEXT'
+          ? event.text
+          : event.type === 'SKIPPED'
+            ? `[kube-watch-native: ${event.lines} lines skipped: this reader fell behind the follow]\n`
+            : null;
+      if (text === null) continue;
       start();
-      let text = '';
-      event.lines.forEach((line, i) => {
-        text += event.continued.includes(i) ? line : `${line}\n`;
-      });
-      res.write(text);
+      // A caller that reads slowly holds its stream's reading here (its native queue, bounded,
+      // then skips ahead), never a buffer in this process.
+      if (!res.write(text)) await drained(res);
     }
     return undefined;
   } finally {
@@ -144,6 +151,19 @@ async function writeLog(stream, res, follow) {
       res.end();
     }
   }
+}
+
+/** Resolves once `res` can take more (or is closed). */
+function drained(res) {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 /** The API server's Status body for `error`, or the stock proxy's 500 for one below HTTP. */

@@ -23,12 +23,14 @@ const HEADER_CLUSTER = 'backstage-kubernetes-cluster';
 
 /**
  * The plugin's custom router factory: the routes `routes` names (`logs`, `events`) in front of
- * `getDefault()`. `fetcher()` is the module's NativeInformerFetcher once made (the events' informers
+ * `getDefault()` (its `close()` ends the answers being written). `fetcher()` is the module's NativeInformerFetcher once made (the events' informers
  * are its own, within its bounds), or undefined.
  * @param {{ watcher: any, fetcher: () => any, permissions: any, httpAuth: any, auditor?: any, logger: any, routes: { logs: boolean, events: boolean } }} deps
  */
 function proxyRouter({ watcher, fetcher, permissions, httpAuth, auditor, logger, routes }) {
-  return ({ getDefault, clusterSupplier, authStrategyMap }) => {
+  /** The answers being written (their streams' AbortControllers): `close()` ends them. */
+  const open = new Set();
+  const factory = ({ getDefault, clusterSupplier, authStrategyMap }) => {
     const stock = getDefault();
     const context = {
       watcher,
@@ -39,6 +41,7 @@ function proxyRouter({ watcher, fetcher, permissions, httpAuth, auditor, logger,
       logger,
       clusterSupplier,
       authStrategyMap,
+      open,
     };
     return (req, res, next) => {
       const toStock = () => stock(req, res, next);
@@ -52,6 +55,12 @@ function proxyRouter({ watcher, fetcher, permissions, httpAuth, auditor, logger,
       return undefined;
     };
   };
+  // The backend's shutdown ends every follow being answered, as the stock proxy's connections
+  // end: an HTTP server waits for open responses, so one left open would hold it.
+  factory.close = () => {
+    for (const controller of open) controller.abort();
+  };
+  return factory;
 }
 
 /**

@@ -84,6 +84,28 @@ function logBatch(text) {
 }
 
 /**
+ * A batch as the `text: true` stream yields it: its lines as one `{ type: 'TEXT', text }`, each
+ * whole line with its newline and a piece of a longer line without (the log's text as the API
+ * server sent it, timestamps as asked), never split into lines; SKIPPED and ERROR as they are.
+ */
+function textBatch(text) {
+  if (text.charCodeAt(0) === 10) return [{ type: 'TEXT', text: `${text.slice(1)}\n` }];
+  const out = [];
+  let joined = null;
+  for (const item of JSON.parse(text)) {
+    if (typeof item === 'string') joined = `${joined ?? ''}${item}\n`;
+    else if (Array.isArray(item)) joined = `${joined ?? ''}${item[0]}`;
+    else {
+      if (joined !== null) out.push({ type: 'TEXT', text: joined });
+      joined = null;
+      out.push(item);
+    }
+  }
+  if (joined !== null) out.push({ type: 'TEXT', text: joined });
+  return out;
+}
+
+/**
  * A batch's items as the stream yields them: its lines (strings, and the pieces of longer
  * lines, arrays of one string) gathered into `{ type: 'LINES', lines, continued }`, where
  * `continued` holds the indexes of the pieces whose line goes on in the next one; ERROR events
@@ -112,4 +134,4 @@ function logItems(items) {
   return out;
 }
 
-module.exports = { toLogSpec, logBatch };
+module.exports = { toLogSpec, logBatch, textBatch };

@@ -12,11 +12,19 @@
 
 const native = require('./native');
 const { EventStream } = require('./event-stream');
-const { logBatch, toLogSpec } = require('./logs');
+const { logBatch, textBatch, toLogSpec } = require('./logs');
 const { HUB, Hub } = require('./hub');
 const { openInformer } = require('./informer');
 const { registerMetrics, SNAPSHOT } = require('./metrics');
-const { fail, requireObject, optionalNumber, optionalString, signalOf, toSpec } = require('./spec');
+const {
+  fail,
+  requireObject,
+  optionalBoolean,
+  optionalNumber,
+  optionalString,
+  signalOf,
+  toSpec,
+} = require('./spec');
 
 /** The longest a change may be held for others to share its wake-up (options.gatherMs). */
 const MAX_GATHER_MS = 1000;
@@ -87,7 +95,8 @@ class NativeKubernetesWatcher {
    */
   streamLogs(params, options = {}) {
     const spec = toLogSpec(params, options ?? {}, this.#serviceAccountDir);
-    return this.#stream((hub) => hub.logs(spec), options, logBatch);
+    const shape = optionalBoolean(options?.text, 'options.text') ? textBatch : logBatch;
+    return this.#stream((hub) => hub.logs(spec), options, shape);
   }
 
   /** The generator of a native stream `open(hub)` starts on the first next(), ended by `options.signal`. */
