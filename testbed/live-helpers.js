@@ -395,6 +395,9 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
         },
       );
       upstream.on('error', () => res.destroy());
+      // The browser gave up on it (an aborted fetch, the page closed): so does the backend, as
+      // behind a real proxy (a log follow would go on and hold the backend's server open).
+      res.once('close', () => res.writableFinished || upstream.destroy());
       req.pipe(upstream);
       return;
     }
