@@ -201,6 +201,9 @@ export function followLog({
     if (!response.ok) throw await readError(response);
     onStatus({ state: follow ? 'following' : 'ended', error: null });
     const reader = response.body.getReader();
+    // Whether or not the fetch honours the signal, an abort ends the read.
+    const cancel = () => reader.cancel().catch(() => {});
+    signal.addEventListener('abort', cancel, { once: true });
     const decoder = new TextDecoder();
     let partial = '';
     let overlong = false;
@@ -224,6 +227,7 @@ export function followLog({
         if (shown > before) onChange();
       }
     } finally {
+      signal.removeEventListener('abort', cancel);
       reader.releaseLock?.();
     }
     // Text after the last newline when the body ended is a line cut short: the next read has it whole.
