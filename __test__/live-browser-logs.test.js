@@ -5,7 +5,7 @@
 // whose proxy log route answers from a shared native follow) and a simulated cluster.
 //
 // A line the container writes shows in the DOM within 1 s; after the network is lost and comes
-// back, and after the backend's follow is cut, the log goes on with no line repeated and none
+// back, after the page's follow is cut, and after the backend's is, the log goes on with no line repeated and none
 // lost (the LogViewer's whole text compared, each line unique); the picker switches container and
 // shows a previous instance; a crash-looping pod's events show as they happen. Runs on one
 // Node.js line only (it takes ~30 s).
@@ -137,13 +137,37 @@ test(
     );
     assert.deepEqual(await shown(), expected, 'after the network came back');
 
+    // The page's connection is cut mid-follow (the network lost below the browser): it reads
+    // again after a pause, from the last stamp's second; the lines written meanwhile show once.
+    const requests = logRequests().length;
+    const errorsBeforeCut = pageErrors.length;
+    assert.equal(origin.cutResponses('/log?'), 1, 'one follow open');
+    for (let i = 1; i <= 3; i++) {
+      write(`while-cut-${i}`);
+      expected.push(`while-cut-${i}`);
+    }
+    const cutAt = Date.now();
+    await waitForText('while-cut-3', 10_000);
+    t.diagnostic(
+      `the page's follow cut: the lines written meanwhile in ${Date.now() - cutAt} ms, ${logRequests().length - requests} request(s)`,
+    );
+    assert.deepEqual(await shown(), expected, 'after the follow was cut');
+    assert.deepEqual(pageErrors.splice(errorsBeforeCut), [
+      'Failed to load resource: net::ERR_INCOMPLETE_CHUNKED_ENCODING',
+    ]);
+
     // The backend's follow of the container is cut (cleanly, then abruptly): the same.
     for (const abrupt of [false, true]) {
+      const requests = logRequests().length;
       sim.endLogFollows({ abrupt });
       const line = `cut-${abrupt ? 'abrupt' : 'clean'}`;
       write(line);
       expected.push(line);
+      const at = Date.now();
       await waitForText(line, 10_000);
+      t.diagnostic(
+        `${abrupt ? 'dropped' : 'ended'} follow: the line after it in ${Date.now() - at} ms, ${logRequests().length - requests} request(s) of the page`,
+      );
       assert.deepEqual(await shown(), expected, `after a ${abrupt ? 'dropped' : 'ended'} follow`);
     }
 

@@ -194,9 +194,11 @@ export function followLog({
       };
     });
 
-  /** One read: resolves to the lines it showed when its body ends; throws its failure (an abort too). */
-  async function read(signal) {
-    let shown = 0;
+  /**
+   * One read: resolves when its body ends; throws its failure (an abort too). `progress.shown`:
+   * the lines it showed, whichever way it ended.
+   */
+  async function read(signal, progress) {
     const response = await open(lines.resume(tailLines), signal);
     if (!response.ok) throw await readError(response);
     onStatus({ state: follow ? 'following' : 'ended', error: null });
@@ -211,27 +213,26 @@ export function followLog({
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        const before = shown;
+        const before = progress.shown;
         const parts = (partial + decoder.decode(value, { stream: true })).split('\n');
         partial = parts.pop();
         for (const part of parts) {
           // The end of a line cut at MAX_LINE_CHARS: its start was shown.
           if (overlong) overlong = false;
-          else if (lines.push(part)) shown += 1;
+          else if (lines.push(part)) progress.shown += 1;
         }
         if (partial.length > MAX_LINE_CHARS && !overlong) {
-          if (lines.push(partial.slice(0, MAX_LINE_CHARS))) shown += 1;
+          if (lines.push(partial.slice(0, MAX_LINE_CHARS))) progress.shown += 1;
           overlong = true;
         }
         if (overlong) partial = '';
-        if (shown > before) onChange();
+        if (progress.shown > before) onChange();
       }
     } finally {
       signal.removeEventListener('abort', cancel);
       reader.releaseLock?.();
     }
     // Text after the last newline when the body ended is a line cut short: the next read has it whole.
-    return shown;
   }
 
   (async () => {
@@ -240,9 +241,9 @@ export function followLog({
       controller = new AbortController();
       onStatus({ state: 'connecting', error: null });
       let error = null;
-      let shown = 0;
+      const progress = { shown: 0 };
       try {
-        shown = await read(controller.signal);
+        await read(controller.signal, progress);
       } catch (caught) {
         error = caught;
       }
@@ -255,9 +256,10 @@ export function followLog({
       }
       // Woken (a sleep, the network back): read again at once, from where the lines end.
       if (woken) continue;
-      // A body that ended after new lines (a proxy's timeout, a restart) is read again soon; a
-      // failure, or a body with nothing new (a container that exited), after a growing pause.
-      failures = !error && shown > 0 ? 0 : failures + 1;
+      // A body that brought new lines and then ended (a proxy's timeout, a restart) or broke (the
+      // network, a moment) is read again soon; a failure to read, or a body with nothing new (a
+      // container that exited), after a growing pause.
+      failures = progress.shown > 0 ? 0 : failures + 1;
       const ms = failures === 0 ? REOPEN_MS : Math.min(maxRetryMs, retryMs * 2 ** (failures - 1));
       onStatus({ state: 'retrying', error });
       await pause(ms);
