@@ -119,7 +119,6 @@ function usePodEvents(kubernetesApi, pods, intervalMs) {
       onRows: (rows, errors) => setEvents({ rows, errors }),
     });
     // The pods by identity, not the array made at each render.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [kubernetesApi, podsKey, intervalMs]);
   return events;
 }
@@ -205,7 +204,6 @@ export function EntityLiveLogsContent({
   const text = useMemo(
     () => log.lines.text({ timestamps }),
     // log.version: the lines changed in place.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
     [log.lines, log.version, timestamps],
   );
   const events = usePodEvents(kubernetesApi, pods, eventsIntervalMs);
