@@ -11,7 +11,8 @@
 // The app discovers kube-watch-native-live-frontend/alpha among its dependencies, and the tab it
 // renders is the live module's (the Kubernetes plugin's Router asking every 500 ms), not the
 // stock content on its 10 s timer: once live it sends no request to /api/kubernetes for 12 s, and
-// a pod added, changed and deleted in the simulator shows in the DOM within 1 s. Runs on one
+// a pod added, changed and deleted in the simulator shows in the DOM within 1 s; its logs tab
+// (the module's `entity-content:kubernetes/live-logs`) shows a line as it is written. Runs on one
 // Node.js line only (it takes ~45 s).
 
 const test = require('node:test');
@@ -72,6 +73,9 @@ test(
     assert.deepEqual(app.versions['@backstage/frontend-defaults'], ['0.5.6']);
 
     const sim = await startCluster(t);
+    // The page goes first: a log it follows would hold the backend's server open.
+    let closePage = null;
+    t.after(() => closePage?.());
     const backend = await startLiveBackend(sim, { catalog: true });
     t.after(() => backend.stop());
     const origin = await startOrigin(app.files, backend.port, () => ({}));
@@ -80,6 +84,7 @@ test(
       failedShot: 'live-tab-nfs-failed.png',
       consoleErrors: true,
     });
+    closePage = () => page.close();
 
     await page.goto(`${origin.url}/catalog/default/component/live-svc/kubernetes`);
     await waitForText('1 pod', 20_000); // the cluster's summary: live-svc-1
@@ -102,6 +107,15 @@ test(
 
     await goesQuiet(t, { page, origin }, { idleMs: IDLE_MS });
     await addChangeDelete(changeShows(t, { origin, page, waitForText }), sim, 'live-svc-2');
+
+    // The module's third extension: the entity's live logs, a line written shown as it comes.
+    sim.writeLog('default', 'live-svc-1', 'main', 'before the logs tab');
+    await page.goto(`${origin.url}/catalog/default/component/live-svc/kubernetes-logs`);
+    await waitForText('before the logs tab', 20_000);
+    const writtenAt = Date.now();
+    sim.writeLog('default', 'live-svc-1', 'main', 'on the logs tab');
+    await waitForText('on the logs tab', 5000);
+    t.diagnostic(`the logs tab: a line to DOM in ${Date.now() - writtenAt} ms`);
 
     assert.deepEqual(pageErrors, []);
     t.diagnostic(`test took ${Date.now() - started} ms`);

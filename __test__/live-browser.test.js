@@ -151,7 +151,7 @@ test(
 );
 
 test(
-  "the new frontend system: live-frontend/alpha's module replaces the Kubernetes plugin's own API and entity content extensions",
+  "the new frontend system: live-frontend/alpha's module replaces the Kubernetes plugin's own API and entity content extensions, and adds the live logs",
   { skip, timeout: 60_000 },
   async (t) => {
     const files = await bundle('alpha-ids.mjs');
@@ -162,14 +162,19 @@ test(
     assert.deepEqual(pageErrors, []);
     assert.equal(ids.module.type, '@backstage/FrontendModule');
     assert.equal(ids.module.pluginId, ids.plugin.pluginId, 'a module of the Kubernetes plugin');
-    assert.deepEqual(ids.module.extensions, ['api:kubernetes', 'entity-content:kubernetes/kubernetes']);
+    assert.deepEqual(ids.module.extensions, [
+      'api:kubernetes',
+      'entity-content:kubernetes/kubernetes',
+      'entity-content:kubernetes/live-logs',
+    ]);
     // The plugin's own factory of kubernetesApiRef and its entity content have those ids, so the
-    // module's replace them.
-    for (const id of ids.module.extensions) {
+    // module's replace them; the live logs are its own.
+    for (const id of ids.module.extensions.slice(0, 2)) {
       assert.ok(
         ids.plugin.extensions.includes(id),
         `${id} among the plugin extensions: ${ids.plugin.extensions}`,
       );
     }
+    assert.ok(!ids.plugin.extensions.includes('entity-content:kubernetes/live-logs'));
   },
 );

@@ -392,6 +392,8 @@ function tunnel(req, socket, head, port, { closeTogether = false } = {}) {
 async function startOrigin(files, firstBackendPort, pageConfig) {
   let backendPort = firstBackendPort;
   const kubernetesRequests = [];
+  /** The responses of /api/* still open, by their URL. */
+  const open = new Map();
   const page = (
     url,
   ) => `<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet" href="/app.css">
@@ -408,6 +410,11 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
         },
       );
       upstream.on('error', () => res.destroy());
+      // The browser gave up on it (an aborted fetch, the page closed): so does the backend, as
+      // behind a real proxy (a log follow would go on and hold the backend's server open).
+      res.once('close', () => res.writableFinished || upstream.destroy());
+      open.set(res, req.url);
+      res.once('close', () => open.delete(res));
       req.pipe(upstream);
       return;
     }
@@ -432,6 +439,15 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
     /** From now on /api/* goes to this backend. */
     setBackend: (port) => {
       backendPort = port;
+    },
+    /**
+     * Every response open now whose URL includes `part` is cut (the connection to the browser
+     * destroyed, as a network lost); returns how many.
+     */
+    cutResponses: (part) => {
+      const cut = [...open].filter(([, url]) => url.includes(part));
+      for (const [res] of cut) res.destroy();
+      return cut.length;
     },
     /**
      * Every WebSocket open now dies without the browser being told, as one does while a laptop

@@ -1,9 +1,10 @@
 // kube-watch-native-live-frontend/alpha: the live Kubernetes tab in Backstage's new frontend
-// system. A module of the `kubernetes` plugin whose two extensions have the plugin's own ids, so
+// system. A module of the `kubernetes` plugin. Two of its extensions have the plugin's own ids, so
 // they replace the plugin's: its `kubernetesApiRef` factory (`api:kubernetes`), answered by
 // LiveKubernetesApi, and its entity content (`entity-content:kubernetes/kubernetes`), which the
 // stock plugin renders on its own 10 s timer and this one asks of the API every 500 ms (answered
-// from memory while live, so no request leaves the browser):
+// from memory while live, so no request leaves the browser). A third adds the entity's live logs
+// and events (`entity-content:kubernetes/live-logs`, EntityLiveLogsContent):
 //
 //   // packages/app/src/App.tsx
 //   import { liveKubernetesModule } from 'kube-watch-native-live-frontend/alpha';
@@ -28,6 +29,14 @@ export const liveKubernetesApiExtension = ApiBlueprint.make({
     }),
 });
 
+/** The entities the Kubernetes tab is shown for: those with either annotation. */
+const KUBERNETES_ENTITIES = {
+  $any: [
+    { 'metadata.annotations.backstage.io/kubernetes-id': { $exists: true } },
+    { 'metadata.annotations.backstage.io/kubernetes-label-selector': { $exists: true } },
+  ],
+};
+
 /**
  * The `entity-content:kubernetes/kubernetes` extension: the plugin's own tab (its exported
  * `Router`, shown for the same entities), asking every LIVE_REFRESH_MS.
@@ -38,12 +47,7 @@ export const liveKubernetesEntityContent = EntityContentBlueprint.make({
     path: '/kubernetes',
     title: 'Kubernetes',
     group: 'deployment',
-    filter: {
-      $any: [
-        { 'metadata.annotations.backstage.io/kubernetes-id': { $exists: true } },
-        { 'metadata.annotations.backstage.io/kubernetes-label-selector': { $exists: true } },
-      ],
-    },
+    filter: KUBERNETES_ENTITIES,
     loader: () =>
       import('@backstage/plugin-kubernetes').then((m) =>
         createElement(m.Router, { refreshIntervalMs: LIVE_REFRESH_MS }),
@@ -51,10 +55,25 @@ export const liveKubernetesEntityContent = EntityContentBlueprint.make({
   },
 });
 
+/**
+ * The `entity-content:kubernetes/live-logs` extension: the entity's live logs and events
+ * (EntityLiveLogsContent), for the same entities.
+ */
+export const liveKubernetesLogsEntityContent = EntityContentBlueprint.make({
+  name: 'live-logs',
+  params: {
+    path: '/kubernetes-logs',
+    title: 'Logs',
+    group: 'deployment',
+    filter: KUBERNETES_ENTITIES,
+    loader: () => import('./live-logs.mjs').then((m) => createElement(m.EntityLiveLogsContent)),
+  },
+});
+
 /** Add to the app's features beside the Kubernetes and Signals plugins. */
 export const liveKubernetesModule = createFrontendModule({
   pluginId: 'kubernetes',
-  extensions: [liveKubernetesApiExtension, liveKubernetesEntityContent],
+  extensions: [liveKubernetesApiExtension, liveKubernetesEntityContent, liveKubernetesLogsEntityContent],
 });
 
 /** What Backstage's feature discovery (`app.packages: all`) installs. */

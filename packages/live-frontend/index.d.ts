@@ -4,6 +4,7 @@
 import type { AnyApiFactory, DiscoveryApi, FetchApi } from '@backstage/core-plugin-api';
 import type { KubernetesApi, KubernetesAuthProvidersApi } from '@backstage/plugin-kubernetes-react';
 import type { SignalApi } from '@backstage/plugin-signals-react';
+import type { JSX } from 'react';
 
 /** Options of {@link LiveKubernetesApi}. */
 export interface LiveKubernetesApiOptions {
@@ -127,6 +128,27 @@ export declare function liveAnswerFetch(fetchApi: FetchApi): {
   fetchApi: FetchApi;
   isLive: (value: unknown) => boolean;
 };
+
+/** Props of {@link EntityLiveLogsContent}. */
+export interface EntityLiveLogsContentProps {
+  /** The lines a follow starts with (its `tailLines`). Default 1000. */
+  tailLines?: number;
+  /** Lines kept in the browser; the oldest go first. Default 10 000. */
+  maxLines?: number;
+  /** How often the pods' events are asked while the page is shown. Default 1000. */
+  eventsIntervalMs?: number;
+  /** The log's height in pixels (Backstage's LogViewer fills its container). Default 480. */
+  height?: number;
+}
+
+/**
+ * An entity's live logs and events (an entity page's content): a picker of every container of
+ * the entity's pods (their previous instances too), the log following as it is written
+ * (Backstage's LogViewer, through the Kubernetes plugin's proxy route, resumed after a sleep or a
+ * network loss with no line repeated or lost), and the pods' events as they happen, newest first.
+ * Needs the entity (useEntity) and `kubernetesApiRef`.
+ */
+export declare function EntityLiveLogsContent(props: EntityLiveLogsContentProps): JSX.Element;
 
 /** The deps of the API factory. */
 export declare const liveKubernetesApiDeps: {

@@ -6,6 +6,9 @@
 //
 //   <EntityKubernetesContent refreshIntervalMs={500} />  // polls memory, not the network
 //
+//   // an entity's live logs and events, on the entity page
+//   <EntityLayout.Route path="/kubernetes-logs" title="Logs"><EntityLiveLogsContent /></EntityLayout.Route>
+//
 // The new frontend system: `kube-watch-native-live-frontend/alpha`. See README.md.
 
 import { createApiFactory, discoveryApiRef, fetchApiRef } from '@backstage/core-plugin-api';
@@ -26,6 +29,7 @@ export {
   liveAnswerFetch,
   LIVE_HEADER,
 } from './live-api.mjs';
+export { EntityLiveLogsContent } from './live-logs.mjs';
 
 /** The deps both frontend systems give the factory. */
 export const liveKubernetesApiDeps = {

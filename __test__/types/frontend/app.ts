@@ -3,7 +3,11 @@
 import type { AnyApiFactory, FetchApi } from '@backstage/core-plugin-api';
 import type { KubernetesApi } from '@backstage/plugin-kubernetes-react';
 import type { SignalApi } from '@backstage/plugin-signals-react';
+import { createElement } from 'react';
+import type { ExtensionDefinition } from '@backstage/frontend-plugin-api';
+import { liveKubernetesLogsEntityContent } from 'kube-watch-native-live-frontend/alpha';
 import {
+  EntityLiveLogsContent,
   Heartbeat,
   LiveKubernetesApi,
   browserWakes,
@@ -38,3 +42,7 @@ export function wrap(client: KubernetesApi, signalApi: SignalApi, fetchApi: Fetc
   console.log(watched, channelOf(entityRefOf({ kind: 'Component', metadata: { name: 'a' } })));
   return api;
 }
+
+// On the entity page: <EntityLiveLogsContent tailLines={200} />
+export const logsContent = createElement(EntityLiveLogsContent, { tailLines: 200, maxLines: 5000 });
+export const logsExtension: ExtensionDefinition = liveKubernetesLogsEntityContent;

@@ -1,0 +1,224 @@
+'use strict';
+// live-frontend's pod-log.mjs and pod-events.mjs, the live logs' parts that are not React: the
+// stamps, the resume that shows no line twice and loses none, the follow's reads (a line cut
+// across chunks or by a body's end, a wake, a failure's pause) over Responses made here, and the
+// events' rows and polling. The browser test (live-browser-logs.test.js) runs them for real.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+
+const loadLog = () => import('../packages/live-frontend/pod-log.mjs');
+const loadEvents = () => import('../packages/live-frontend/pod-events.mjs');
+
+/** A Response whose body is `chunks` (strings), then ends (or stays open with `open`). */
+function bodyOf(chunks, { open = false } = {}) {
+  const encoder = new TextEncoder();
+  const stream = new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk));
+      if (!open) controller.close();
+    },
+  });
+  return new Response(stream, { status: 200 });
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
+
+test('stamps: RFC3339Nano of any fraction and zone compare as instants; sinceTime is the whole second in UTC', async () => {
+  const { splitStamp, compareStamps, sinceTimeOf } = await loadLog();
+  const a = splitStamp('2026-01-02T03:04:05.5Z hello world');
+  assert.equal(a.text, 'hello world');
+  assert.equal(compareStamps(a.stamp, splitStamp('2026-01-02T03:04:05.500000000Z x').stamp), 0);
+  assert.ok(compareStamps(a.stamp, splitStamp('2026-01-02T03:04:05.49999Z x').stamp) > 0);
+  assert.equal(
+    compareStamps(
+      splitStamp('2026-01-02T04:04:05+01:00 x').stamp,
+      splitStamp('2026-01-02T03:04:05Z x').stamp,
+    ),
+    0,
+  );
+  assert.equal(sinceTimeOf(a.stamp), '2026-01-02T03:04:05Z');
+  assert.deepEqual(splitStamp('no stamp here'), { stamp: null, text: 'no stamp here' });
+});
+
+test('a resumed read drops the lines of its second shown already: those stamped earlier, and the first k at the last stamp', async () => {
+  const { LogLines } = await loadLog();
+  const lines = new LogLines();
+  assert.deepEqual(lines.resume(100), { tailLines: 100 });
+  for (const raw of [
+    '2026-01-02T03:04:04.9Z before',
+    '2026-01-02T03:04:05.1Z a',
+    '2026-01-02T03:04:05.2Z b',
+    '2026-01-02T03:04:05.2Z c',
+  ])
+    assert.ok(lines.push(raw));
+  assert.deepEqual(lines.resume(100), { sinceTime: '2026-01-02T03:04:05Z' });
+  // What the API server sends from the second's start: a, b, c again, then a fourth line at c's stamp.
+  const shown = ['a', 'b', 'c', 'd'].map((t, i) =>
+    lines.push(`2026-01-02T03:04:05.${i === 0 ? 1 : 2}Z ${t}`),
+  );
+  assert.deepEqual(shown, [false, false, false, true]);
+  assert.ok(lines.push('2026-01-02T03:04:06Z e'));
+  assert.equal(lines.text(), 'before\na\nb\nc\nd\ne');
+  assert.equal(lines.text({ timestamps: true }).split('\n')[1], '2026-01-02T03:04:05.1Z a');
+  // A read resumed at d's stamp (three shown at it: b, c, d) once e came: e's second.
+  assert.deepEqual(lines.resume(100), { sinceTime: '2026-01-02T03:04:06Z' });
+  assert.equal(lines.push('2026-01-02T03:04:06Z e'), false);
+});
+
+test('the lines kept are bounded; the count of lines shown is not', async () => {
+  const { LogLines } = await loadLog();
+  const lines = new LogLines(100);
+  for (let i = 0; i < 1000; i++) lines.push(`2026-01-02T03:04:05.${String(i).padStart(3, '0')}Z line-${i}`);
+  assert.ok(lines.lines.length <= 110);
+  assert.equal(lines.total, 1000);
+  const text = lines.text().split('\n');
+  assert.equal(text.length, 100);
+  assert.equal(text.at(-1), 'line-999');
+});
+
+test('followLog: a line split across chunks shows whole; one cut by the body’s end comes whole from the next read, resumed at its second', async () => {
+  const { LogLines, followLog } = await loadLog();
+  const lines = new LogLines();
+  const queries = [];
+  const bodies = [
+    ['2026-01-02T03:04:05.1Z on', 'e\n2026-01-02T03:04:05.2Z tw', 'o\n2026-01-02T03:04:05.3Z thr'],
+    ['2026-01-02T03:04:05.1Z one\n2026-01-02T03:04:05.2Z two\n2026-01-02T03:04:05.3Z three\n'],
+  ];
+  const timers = [];
+  const stop = followLog({
+    lines,
+    tailLines: 10,
+    open: async (query) => {
+      queries.push(query);
+      return bodies.length ? bodyOf(bodies.shift()) : bodyOf([], { open: true });
+    },
+    setTimer: (fn, ms) => {
+      timers.push(ms);
+      setTimeout(fn, 0);
+      return () => {};
+    },
+  });
+  await settle();
+  await settle();
+  stop();
+  assert.deepEqual(queries.slice(0, 2), [{ tailLines: 10 }, { sinceTime: '2026-01-02T03:04:05Z' }]);
+  assert.equal(lines.text(), 'one\ntwo\nthree');
+  assert.equal(timers[0], 250, 'a body that ended after new lines is read again soon');
+});
+
+test('followLog: a wake aborts the read out and reads again at once; a failure waits a growing pause; stop() ends it', async () => {
+  const { LogLines, followLog } = await loadLog();
+  const lines = new LogLines();
+  let wake;
+  const signals = [];
+  const answers = [
+    () => new Response(JSON.stringify({ message: 'container "main" is waiting to start' }), { status: 400 }),
+    () => new Response(JSON.stringify({ message: 'still waiting' }), { status: 400 }),
+    () => bodyOf(['2026-01-02T03:04:05Z up\n'], { open: true }),
+    () => bodyOf(['2026-01-02T03:04:05Z up\n2026-01-02T03:04:06Z later\n'], { open: true }),
+  ];
+  const pauses = [];
+  const statuses = [];
+  const stop = followLog({
+    lines,
+    open: async (query, signal) => {
+      signals.push(signal);
+      return answers.shift()();
+    },
+    wakes: (onWake) => {
+      wake = onWake;
+      return () => (wake = null);
+    },
+    onStatus: (s) => statuses.push(s.error ? `${s.state}: ${s.error.message}` : s.state),
+    setTimer: (fn, ms) => {
+      pauses.push(ms);
+      setTimeout(fn, 0);
+      return () => {};
+    },
+  });
+  for (let i = 0; i < 5; i++) await settle();
+  assert.deepEqual(pauses, [1000, 2000]);
+  assert.ok(statuses.includes('retrying: container "main" is waiting to start'));
+  assert.equal(lines.text(), 'up');
+  wake('online');
+  for (let i = 0; i < 3; i++) await settle();
+  assert.equal(signals[2].aborted, true, 'the read open across the wake is aborted');
+  assert.deepEqual(pauses, [1000, 2000], 'read again at once');
+  assert.equal(lines.text(), 'up\nlater');
+  stop();
+  stop();
+  assert.equal(signals[3].aborted, true);
+  assert.equal(wake, null, 'the wakes are stopped');
+});
+
+test('events: rows of the pods’ events, newest first, other kinds of the same name left out', async () => {
+  const { eventRows, podEventsPath } = await loadEvents();
+  assert.equal(
+    podEventsPath('default', 'web-1'),
+    '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dweb-1',
+  );
+  const event = (name, kind, lastTimestamp, extra = {}) => ({
+    metadata: { name, namespace: 'default' },
+    involvedObject: { kind, name: 'web-1' },
+    type: 'Warning',
+    reason: name,
+    message: `${name} happened`,
+    lastTimestamp,
+    ...extra,
+  });
+  const rows = eventRows([
+    {
+      clusterName: 'c',
+      pod: 'web-1',
+      items: [
+        event('Pulled', 'Pod', '2026-01-02T03:04:05Z', { type: 'Normal', count: 1 }),
+        event('BackOff', 'Pod', '2026-01-02T03:05:00Z', { count: 7 }),
+        event('Scaled', 'Deployment', '2026-01-02T03:06:00Z'),
+      ],
+    },
+  ]);
+  assert.deepEqual(
+    rows.map((r) => [r.reason, r.count, r.type]),
+    [
+      ['BackOff', 7, 'Warning'],
+      ['Pulled', 1, 'Normal'],
+    ],
+  );
+});
+
+test('events: polled every intervalMs while the page is shown, not while hidden, at once when shown again', async () => {
+  const { pollPodEvents } = await loadEvents();
+  const listeners = new Set();
+  const doc = {
+    visibilityState: 'visible',
+    addEventListener: (type, fn) => listeners.add(fn),
+    removeEventListener: (type, fn) => listeners.delete(fn),
+  };
+  let asked = 0;
+  const rounds = [];
+  const stop = pollPodEvents({
+    pods: [{ clusterName: 'c', namespace: 'default', pod: 'web-1' }],
+    fetchEvents: async () => {
+      asked += 1;
+      return [];
+    },
+    onRows: (rows, errors) => rounds.push(errors),
+    intervalMs: 20,
+    doc,
+  });
+  await new Promise((resolve) => setTimeout(resolve, 70));
+  assert.ok(asked >= 3, `asked ${asked} times in 70 ms`);
+  doc.visibilityState = 'hidden';
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  const hiddenAt = asked;
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  assert.equal(asked, hiddenAt, 'nothing asked while hidden');
+  doc.visibilityState = 'visible';
+  for (const fn of listeners) fn();
+  await settle();
+  assert.equal(asked, hiddenAt + 1, 'asked at once when shown');
+  stop();
+  assert.equal(listeners.size, 0);
+  assert.deepEqual(rounds[0], []);
+});
