@@ -152,6 +152,55 @@ test('followLog: a wake aborts the read out and reads again at once; a failure w
   assert.equal(wake, null, 'the wakes are stopped');
 });
 
+test('followLog: a hidden page holds no request; shown again, it reads on from where the lines end', async () => {
+  const { LogLines, followLog } = await loadLog();
+  const lines = new LogLines();
+  let visible = true;
+  let changed;
+  const queries = [];
+  const signals = [];
+  const statuses = [];
+  const answers = [
+    () => bodyOf(['2026-01-02T03:04:05Z before\n'], { open: true }),
+    () => bodyOf(['2026-01-02T03:04:05Z before\n2026-01-02T03:04:07Z after\n'], { open: true }),
+  ];
+  const stop = followLog({
+    lines,
+    tailLines: 10,
+    open: async (query, signal) => {
+      queries.push(query);
+      signals.push(signal);
+      return answers.shift()();
+    },
+    shown: () => visible,
+    visibility: (onChange) => {
+      changed = onChange;
+      return () => (changed = null);
+    },
+    onStatus: (s) => statuses.push(s.state),
+    setTimer: (fn, ms) => {
+      const timer = setTimeout(fn, Math.min(ms, 50));
+      return () => clearTimeout(timer);
+    },
+  });
+  for (let i = 0; i < 3; i++) await settle();
+  assert.equal(lines.text(), 'before');
+  visible = false;
+  changed();
+  for (let i = 0; i < 3; i++) await settle();
+  assert.equal(signals[0].aborted, true, 'the read is aborted when the page is hidden');
+  assert.equal(statuses.at(-1), 'paused');
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  assert.equal(queries.length, 1, 'no request while hidden');
+  visible = true;
+  changed();
+  for (let i = 0; i < 3; i++) await settle();
+  assert.deepEqual(queries, [{ tailLines: 10 }, { sinceTime: '2026-01-02T03:04:05Z' }]);
+  assert.equal(lines.text(), 'before\nafter');
+  stop();
+  assert.equal(changed, null, 'the visibility listener is removed');
+});
+
 test('events: rows of the pods’ events, newest first, other kinds of the same name left out', async () => {
   const { eventRows, podEventsPath } = await loadEvents();
   assert.equal(

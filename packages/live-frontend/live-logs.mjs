@@ -93,6 +93,11 @@ function usePodLog(kubernetesApi, target, { previous, tailLines, maxLines }) {
       onChange: () => setVersion((v) => v + 1),
       onStatus: setStatus,
       wakes: browserWakes,
+      shown: () => document.visibilityState !== 'hidden',
+      visibility: (onChange) => {
+        document.addEventListener('visibilitychange', onChange);
+        return () => document.removeEventListener('visibilitychange', onChange);
+      },
     });
   }, [kubernetesApi, clusterName, namespace, pod, container, previous, tailLines, maxLines]);
   return { lines: lines.current, version, status };
@@ -127,6 +132,7 @@ const STATUS_TEXT = {
   connecting: 'Connecting…',
   following: 'Following',
   retrying: 'Reconnecting…',
+  paused: 'Paused while the tab is hidden',
   ended: 'Read',
 };
 

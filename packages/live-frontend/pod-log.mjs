@@ -154,8 +154,13 @@ function defaultSetTimer(fn, ms) {
  * which returns its stop function: a read open across a sleep may be dead without a word). With
  * `follow: false` (a previous instance's log), one read.
  *
+ * While `shown()` is false (a hidden tab) a follow holds no request: its read is aborted when
+ * `visibility(onChange)` says the page was hidden, and a resumed one starts when it is shown
+ * again. A browser opens at most 6 HTTP/1.1 connections to an origin, so a follow in each
+ * background tab would soon leave none for the others' requests.
+ *
  * `onChange()` after each chunk that added lines; `onStatus({ state, error })`, `state` one of
- * `connecting`, `following`, `retrying`, `ended`.
+ * `connecting`, `following`, `retrying`, `paused`, `ended`.
  */
 export function followLog({
   open,
@@ -165,6 +170,8 @@ export function followLog({
   onChange = () => {},
   onStatus = () => {},
   wakes = () => () => {},
+  shown = () => true,
+  visibility = () => () => {},
   retryMs = 1000,
   maxRetryMs = 10_000,
   setTimer = defaultSetTimer,
@@ -174,12 +181,12 @@ export function followLog({
   let controller = null;
   /** Cancels the pause before the next read, and starts it at once. */
   let wakeNow = null;
-  const stopWakes = follow
-    ? wakes(() => {
-        controller?.abort();
-        wakeNow?.();
-      })
-    : () => {};
+  const interrupt = () => {
+    controller?.abort();
+    wakeNow?.();
+  };
+  const stopWakes = follow ? wakes(interrupt) : () => {};
+  const stopVisibility = follow ? visibility(interrupt) : () => {};
 
   const pause = (ms) =>
     new Promise((resolve) => {
@@ -238,6 +245,12 @@ export function followLog({
   (async () => {
     let failures = 0;
     while (!stopped) {
+      if (follow && !shown()) {
+        onStatus({ state: 'paused', error: null });
+        // Until shown again (visibility interrupts the pause).
+        await pause(2 ** 31 - 1);
+        continue;
+      }
       controller = new AbortController();
       onStatus({ state: 'connecting', error: null });
       let error = null;
@@ -254,7 +267,8 @@ export function followLog({
         onStatus({ state: 'ended', error });
         return;
       }
-      // Woken (a sleep, the network back): read again at once, from where the lines end.
+      // Woken (a sleep, the network back) or hidden: read again at once (or once shown), from
+      // where the lines end.
       if (woken) continue;
       // A body that brought new lines and then ended (a proxy's timeout, a restart) or broke (the
       // network, a moment) is read again soon; a failure to read, or a body with nothing new (a
@@ -270,6 +284,7 @@ export function followLog({
     if (stopped) return;
     stopped = true;
     stopWakes();
+    stopVisibility();
     controller?.abort();
     wakeNow?.();
   };
