@@ -26,15 +26,9 @@ const { startLiveBackend } = require('../testbed/live-helpers');
 const { entities: benchEntities, clusterConfigs } = require('./backstage-common');
 const { serve } = require('./child');
 
-const {
-  variant,
-  entities: entityCount,
-  info,
-  authorizationTtlMs,
-  viewers,
-  against,
-} = JSON.parse(process.argv[2]);
-const entities = benchEntities(entityCount);
+const config = JSON.parse(process.argv[2]);
+const { variant, info, authorizationTtlMs, viewers, against } = config;
+const entities = benchEntities(config.entities);
 
 /** The floor: each request's answer, asked of the default fetcher once (at warm-up), then kept. */
 const floorModule = initModule(

@@ -11,10 +11,7 @@ const ENTITIES = 300;
 
 const log = (...a) => console.error(...a);
 
-/**
- * Starts the six simulated clusters (bench/clusters/backstage.js, a process of their own) holding
- * the fleet, each knowing `viewers` viewers' tokens; resolves with them and the fleet's `info`.
- */
+/** The fleet's clusters (bench/clusters/backstage.js) knowing `viewers` viewers' tokens, and its `info`. */
 async function startFleet(viewers = 0) {
   // Not at the top: the backends (bench/backstage-backend.js) load this file too, and
   // bench/children.js's exit and signal handlers are for the parent only.
@@ -29,10 +26,7 @@ async function startFleet(viewers = 0) {
   return { clusters, info: await clusters.ready };
 }
 
-/**
- * A backend of `variant` over the fleet `info` (bench/backstage-backend.js, its own process), with
- * `options` ({ authorizationTtlMs, viewers, against }); `stop()` resolves once it has exited.
- */
+/** A backend (bench/backstage-backend.js) of `variant` and `options`; `stop()` resolves once it exited. */
 function startBackend(variant, info, options = {}) {
   const { child } = require('./children');
   const backend = child('backstage-backend.js', [
@@ -53,10 +47,8 @@ const entityOf = (name) => ({
 const entities = (count) => Array.from({ length: count }, (_, i) => entityOf(`svc-${i}`));
 
 /**
- * The Kubernetes plugin's config entries of the clusters `info` (bench/backstage-clusters.js)
- * describes. `viewers`: each viewer's own credential (`authProvider: oidc`, the token in the
- * request's `auth.oidc.okta`), with the clusters' token as `serviceAccountToken` too, which
- * Backstage ignores for oidc and kube-watch-native-backstage caches with (issue 35).
+ * The Kubernetes plugin's config entries of the clusters of `info`. `viewers` (issue 35): oidc, the
+ * viewer's token in the request's `auth.oidc.okta`, the clusters' as `serviceAccountToken` too.
  */
 const clusterConfigs = (info, { viewers = false } = {}) =>
   info.clusters.map(({ name, url }) => ({
@@ -99,43 +91,35 @@ async function measureRuns(runCount, orderOf, what, measure) {
 }
 
 /**
- * A report's markdown table: a row per `rows` entry (`[label, key or keys, decimals = 0, note]`),
- * a column per `columns` entry (`[heading, (key) => figure]`) with the row's decimals, then one
- * per `ratios` entry (the same, with three decimals).
+ * A report's markdown table of `runs` (measureRuns'): a row per `rows` entry (`[label, key or keys,
+ * decimals = 0, note]`), a column of the medians over the runs per `columns` entry (`[heading,
+ * variant]`) with the row's decimals, then one of the medians of each run's `of ÷ to` per `ratios`
+ * entry (`[heading, of, to]`) with three.
  */
-function reportTable(rows, columns, ratios) {
-  const headings = [...columns, ...ratios].map(([heading]) => heading);
+function reportTable(rows, runs, columns, ratios = []) {
+  const med = (f) => (key) => median(runs.map((r) => f(r, key)));
+  const figures = [
+    ...columns.map(([heading, v]) => [heading, med((r, key) => r[v][key])]),
+    ...ratios.map(([heading, of, to]) => [heading, med((r, key) => r[of][key] / r[to][key]), 3]),
+  ];
   return [
-    `| | ${headings.join(' | ')} | |`,
-    `|---|${headings.map(() => '---:').join('|')}|---|`,
+    `| | ${figures.map(([heading]) => heading).join(' | ')} | |`,
+    `|---|${figures.map(() => '---:').join('|')}|---|`,
     ...rows.map(([label, key, d = 0, note = '']) => {
       // Several keys (`[p50, p99]`) make one figure of theirs: `p50 / p99`.
-      const figure = (f, digits) =>
+      const figure = ([, f, digits = d]) =>
         [key]
           .flat()
           .map((k) => fmt(f(k), digits))
           .join(' / ');
-      const figures = [...columns.map(([, f]) => figure(f, d)), ...ratios.map(([, f]) => figure(f, 3))];
-      return `| ${label} | ${figures.join(' | ')} | ${note} |`;
+      return `| ${label} | ${figures.map(figure).join(' | ')} | ${note} |`;
     }),
   ];
 }
 
-/**
- * reportTable of `runs` for two variants, each `[heading, variant]`: a column of each's medians,
- * then one of the medians of `second ÷ first` headed `ratioHeading`.
- */
-function comparisonTable(rows, runs, [firstHeading, first], [secondHeading, second], ratioHeading) {
-  const med = (variant) => (key) => median(runs.map((r) => r[variant][key]));
-  return reportTable(
-    rows,
-    [
-      [firstHeading, med(first)],
-      [secondHeading, med(second)],
-    ],
-    [[ratioHeading, (key) => median(runs.map((r) => r[second][key] / r[first][key]))]],
-  );
-}
+/** reportTable of two variants (`[heading, variant]` each) and the ratio `second ÷ first`. */
+const comparisonTable = (rows, runs, first, second, ratioHeading) =>
+  reportTable(rows, runs, [first, second], [[ratioHeading, second[1], first[1]]]);
 
 module.exports = {
   OBJECTS,

@@ -3,27 +3,22 @@
 // `npm run bench:backstage -- --live --replicas=N [--seconds=S] [--runs=R] [--json=file]`
 //
 // The live Kubernetes tab against the stock one, side by side in one run: 20 headless Chromium
-// tabs (/usr/bin/chromium through playwright-core), each showing the real EntityKubernetesContent
-// of its own entity (testbed/fixtures/live-tab) over the clusters of bench/clusters/backstage.js.
-// Each variant has a fresh backend (bench/backstage-backend.js) and browser: `stock`, the plugin
-// as shipped (the default fetcher, tabs polling every 10 s), and `live`, kube-watch-native-backstage
-// with its signals and kube-watch-native-live-frontend's tabs (refreshIntervalMs 500 or --refresh,
-// answered from memory). The tabs load and settle; `idle` seconds (60) count what idle tabs ask;
-// then `seconds` (120) of 100 pod changes a second (annotations: a refetch, nothing to see) and,
-// every 600 ms, one tab's pod starting or stopping to crash-loop, which the tab shows as
-// "1 pod with errors": a MutationObserver in each page stamps when its count changes (page and
-// driver share the clock). Measured: change-to-DOM latency, requests a minute to /api/kubernetes
-// (counted by the page's origin), signals published, the backend's main-thread and process CPU
-// and the browser's (every Chromium process under this one) a minute. `--viewers` (issue 35):
-// each tab's cluster token its own (oidc, as clusters/backstage.js allows them), which the stock
-// tabs send with every LIST and the live backend has reviewed; one Backstage user
-// (fixtures/live-tab/app.jsx says why).
-// `--replicas=N [--seconds=S]`: the live tabs on N backend replicas against one instead: fresh
-// replicas each variant (testbed/replica-backend.js) on a throwaway PostgreSQL behind a
-// round-robin balancer, without the idle window. Measured besides: refetches per signal per tab,
-// bus rows a second (event_bus_events: one replica alone stores none), WATCHes the clusters saw
-// while the tabs opened, each replica's RSS and main-thread CPU. Loopback only; everything ends
-// with this process.
+// tabs (/usr/bin/chromium through playwright-core), each the real EntityKubernetesContent of its
+// own entity (testbed/fixtures/live-tab) over the clusters of bench/clusters/backstage.js, with a
+// fresh backend (bench/backstage-backend.js) and browser per variant: `stock`, the plugin as
+// shipped (tabs polling every 10 s), and `live`, kube-watch-native-backstage's signals and
+// kube-watch-native-live-frontend's tabs (refreshIntervalMs 500 or --refresh, answered from
+// memory). The tabs load and settle; `idle` seconds (60) count what idle tabs ask; then `seconds`
+// (120) of 100 pod changes a second (a refetch, nothing to see) and, every 600 ms, one tab's pod
+// starting or stopping to crash-loop, stamped by the page when its "pods with errors" count
+// changes (page and driver share the clock). Measured: change-to-DOM latency, requests a minute to
+// /api/kubernetes, signals published, the backend's main-thread and process CPU and the browser's
+// (every Chromium process under this one) a minute. `--viewers` (issue 35): each tab's cluster
+// token its own (oidc), which the stock tabs send with every LIST and the live backend has
+// reviewed. `--replicas=N`: the live tabs on N replicas (testbed/replica-backend.js, PostgreSQL, a
+// round-robin balancer) against one, without the idle window; besides: refetches per signal per
+// tab, bus rows a second, WATCHes while the tabs opened, each replica's RSS and main-thread CPU.
+// Loopback only; everything ends with this process.
 
 const fs = require('node:fs');
 const { chromium } = require('playwright-core');
@@ -80,10 +75,13 @@ function tabEntities(info) {
   return Array.from({ length: TABS }, (_, i) => info.withPods[i * step]);
 }
 
-/** Opens a tab of entity `name` from `origin` in `browser` and waits until it shows its pods. */
-const tabOpener =
-  (browser, origin) =>
-  async (name, viewer = 0) => {
+/**
+ * A headless Chromium on the page's `origin`: `tab(name, viewer)` opens a tab of entity `name` and
+ * waits until it shows its pods; `close()` ends the browser, then the origin.
+ */
+async function browse(origin) {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  const tab = async (name, viewer = 0) => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     await page.goto(`${origin.url}/?entity=${name}&viewer=${viewer}`);
@@ -93,6 +91,8 @@ const tabOpener =
     });
     return page;
   };
+  return { tab, close: async () => (await browser.close(), await origin.close()) };
+}
 
 /**
  * A variant's backend (its own process), the page's origin in front of it and a browser; `tab(name)`
@@ -109,14 +109,8 @@ async function startVariant(info, files, variant, refreshMs, { viewers = false }
       ? { entity: entityOf(query.get('entity')), refreshIntervalMs: refreshMs, ...viewer }
       : { entity: entityOf(query.get('entity')), stock: true, ...viewer };
   });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-  const tab = tabOpener(browser, origin);
-  const close = async () => {
-    await browser.close();
-    await origin.close();
-    await backend.stop();
-  };
-  return { backend, origin, tab, close };
+  const { tab, close } = await browse(origin);
+  return { backend, origin, tab, close: async () => (await close(), await backend.stop()) };
 }
 
 /** Opens a tab per entity of `tabEntities(info)`, each ready and showing no pod with errors. */
@@ -133,10 +127,7 @@ async function openTabs(clusters, info, openTab) {
   return tabs;
 }
 
-/**
- * `seconds` of CHURN_PER_SECOND changes across the fleet, plus each tab's pod toggling its
- * crash-loop every TOGGLE_EVERY_MS (the tabs take turns); resolves to the churn's change count.
- */
+/** `seconds` of churn, each tab's pod toggling its crash-loop in turn: resolves to the churn's changes. */
 async function churnAndToggle(clusters, tabs, seconds) {
   const churnStarted = Date.now();
   const churn = clusters.request({ cmd: 'churn', perSecond: CHURN_PER_SECOND, seconds });
@@ -185,9 +176,8 @@ const toggleRows = (p99Note) => [
 ];
 
 /**
- * `runCount` runs (measureRuns) over the fleet of simulated clusters with the tabs' page bundle,
- * each variant measured by `measure(clusters, info, files, variant)`: the runs, and the fleet's
- * `info`; the clusters know `viewers` viewers' tokens.
+ * measureRuns over the fleet (its clusters knowing `viewers` viewers' tokens) and the tabs' bundle,
+ * by `measure(clusters, info, files, variant)`: the runs and the fleet's `info`.
  */
 async function measureTabRuns(runCount, orderOf, what, measure, viewers = 0) {
   const { clusters, info } = await startFleet(viewers);
@@ -276,13 +266,8 @@ async function measureReplicas(clusters, info, files, count, seconds) {
     entity: entityOf(new URL(url, 'http://origin').searchParams.get('entity')),
     refreshIntervalMs: 500,
   }));
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox'],
-  });
+  const { tab: openTab, close } = await browse(origin);
   try {
-    const openTab = tabOpener(browser, origin);
     await clusters.request({ cmd: 'requests' }); // reset the clusters' counts
     const tabs = await openTabs(clusters, info, openTab);
     const { byKind } = await clusters.request({ cmd: 'requests' });
@@ -319,8 +304,7 @@ async function measureReplicas(clusters, info, files, count, seconds) {
       rssMiB: median(rss) / 1048576,
     };
   } finally {
-    await browser.close();
-    await origin.close();
+    await close();
     await db.destroy();
     await cluster.stop();
   }

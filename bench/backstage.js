@@ -9,31 +9,25 @@
 // (issue 35), below.
 //
 // Backstage's Kubernetes tab, with and without kube-watch-native-backstage, side by side in one
-// run. Six simulated clusters (bench/clusters/backstage.js: +20 ms an answer, HTTPS, h2) hold
-// 20 000 objects of the 13 default types and a custom resource, 3 000 labelled for 300 entities.
-// Each variant gets a fresh backend (bench/backstage-backend.js), warmed up with a load of every
-// entity; then 20 viewers each reload a tab every 10 s for `seconds` (120), each load another
-// entity. `floor` answers every load from the default fetcher's first answer to it, kept: what
-// is left is Backstage's own router, fan-out and JSON, so native ÷ floor shows what is ours.
-// Measured from outside the backend: API requests per load (the clusters count them), load
-// latency p50/p99, the backend's main-thread and process CPU per load and RSS at the end (/proc),
-// a change's main-thread CPU while nobody loads, and the time until a load shows a change (5,
-// after the viewers stop; not for the floor). Runs rotate the variants; the report gives medians
-// and the medians of each run's ratios. `--strip`: the module with stripManagedFields too;
-// `--against`: the module and watcher of another build too (bench/builds.js), and native ÷ it.
+// run: six simulated clusters (bench/clusters/backstage.js), a fresh backend per variant
+// (bench/backstage-backend.js) warmed up with a load of every entity, then 20 viewers each
+// reloading a tab every 10 s for `seconds` (120), each load another entity. `floor` answers every
+// load from the default fetcher's first answer to it, kept: what is left is Backstage's own
+// router, fan-out and JSON, so native ÷ floor shows what is ours. Measured from outside the
+// backend: API requests per load (the clusters count them), load latency p50/p99, the backend's
+// main-thread and process CPU per load and RSS at the end (/proc), a change's main-thread CPU
+// while nobody loads, and the time until a load shows a change (5, after the viewers stop; not for
+// the floor). Runs rotate the variants; the report gives medians and the medians of each run's
+// ratios. `--strip`: the module with stripManagedFields too; `--against`: the module and watcher
+// of another build too (bench/builds.js), and native ÷ it.
 //
-// `--viewers`: the same three variants with each cluster taking the viewer's own credential
-// (`authProvider: oidc`, `oidcTokenProvider: okta`) and the clusters' token as
-// `serviceAccountToken` (Backstage ignores it for oidc; the module caches with it). Each of the 20
-// viewers is a Backstage user of its own with its own cluster token in the body
-// (`auth: { oidc: { okta } }`), allowed to read every type. The default fetcher LISTs with it on
-// every load; the module answers from its cache once a SelfSubjectAccessReview allowed the type
-// (remembered `authorizationTtl`, 10 s or `--authorization-ttl=S`). The report adds the requests
-// by kind, the access reviews per viewer, type and cluster per 10 s (goal ≤ 1) and what a load
-// within the TTL costs (each viewer loads a tab and at once another; goal 0). Loads are measured
-// after two unmeasured periods (20 s), reported apart as "first loads after a pause": the warm-up
-// stamps every decision at once, so a load there may wait one access review.
-// Loopback only; every child dies with this process. Progress on stderr, the report on stdout.
+// `--viewers`: the same three variants, each cluster taking the viewer's own credential (oidc; the
+// clusters' token as serviceAccountToken, which the module caches with): each of the 20 viewers a
+// Backstage user with its own cluster token, allowed every type, which the module answers from its
+// cache once a SelfSubjectAccessReview allowed it (`authorizationTtl`, 10 s or
+// --authorization-ttl=S). The report adds the requests by kind, the access reviews per viewer,
+// type and cluster per 10 s (goal ≤ 1), a load within the TTL (goal 0) and the first loads after
+// a pause (see measure()). Loopback only; every child dies with this process.
 
 const path = require('node:path');
 const { build } = require('./builds');
@@ -54,9 +48,7 @@ const { options } = require('./options');
 const { quantile, median } = require('./report/measurements');
 
 const argv = process.argv.slice(2);
-/** `--live`: the live tab's benchmark instead (bench/backstage-live.js, its own options). */
 const LIVE = argv.includes('--live');
-/** `--bus`: the events bus on several replicas instead (bench/backstage-bus.js, its own options). */
 const BUS = argv.includes('--bus');
 const { opt, num, flag, saveJson } = options(
   LIVE || BUS ? [] : argv,
@@ -64,13 +56,9 @@ const { opt, num, flag, saveJson } = options(
   'backstage.js',
 );
 const SECONDS = num('seconds', 120);
-/** `--strip`: a fourth variant, the module with `stripManagedFields: true` (its RSS, mostly). */
 const STRIP = flag('strip');
-/** `--viewers`: the per-viewer variants (issue 35) instead of the others. */
 const VIEWER_MODE = flag('viewers');
-/** `--authorization-ttl=S`: the module's authorizationTtl in the per-viewer variants (default: its own, 10 s). */
 const AUTHORIZATION_TTL_S = num('authorization-ttl', undefined);
-/** `--against=<dir>`: the Backstage module of that build (bench/builds.js) as a variant of its own. */
 const AGAINST = opt('against') && build(opt('against')).backstage;
 /** Pod changes a second while nobody loads, for the main thread's CPU per change. */
 const CHURN_PER_SECOND = 100;
@@ -231,13 +219,7 @@ async function main() {
   const { clusters, info } = await startFleet(VIEWER_MODE ? VIEWERS : 0);
   const variants = VIEWER_MODE
     ? ['default-viewers', 'native-viewers', 'floor-viewers']
-    : [
-        'default',
-        'native',
-        'floor',
-        ...(STRIP ? ['native-strip'] : []),
-        ...(AGAINST ? ['native-against'] : []),
-      ];
+    : ['default', 'native', 'floor', STRIP && 'native-strip', AGAINST && 'native-against'].filter(Boolean);
   const runs = await measureRuns(
     RUNS,
     (run) => variants.map((_, i) => variants[(i + run) % variants.length]),
@@ -321,12 +303,11 @@ const VIEWER_ROWS = [
 function variantsTable(rows, runs, nameOf) {
   const others = ['default', 'floor', ...(runs[0][nameOf('native-against')] ? ['native-against'] : [])];
   const heading = (variant) => variant.replace('native-', '');
-  const med = (variant) => (key) => median(runs.map((r) => r[nameOf(variant)][key]));
-  const ratio = (to) => (key) => median(runs.map((r) => r[nameOf('native')][key] / r[nameOf(to)][key]));
   return reportTable(
     rows,
-    ['default', 'native', ...others.slice(1)].map((variant) => [heading(variant), med(variant)]),
-    others.map((to) => [`native ÷ ${heading(to)}`, ratio(to)]),
+    runs,
+    ['default', 'native', ...others.slice(1)].map((variant) => [heading(variant), nameOf(variant)]),
+    others.map((to) => [`native ÷ ${heading(to)}`, nameOf('native'), nameOf(to)]),
   );
 }
 

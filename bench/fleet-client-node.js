@@ -13,10 +13,10 @@ const { runAsWorker, ready, giveUpAfter } = require('./child');
 const { CA_DATA, kubeConfig } = require('./kube');
 const { settledRss } = require('./measure');
 const { mainThreadCpuNs } = require('../testbed/proc');
+const { LAST_APPLIED } = require('../testbed/fleet-objects');
 
 /** `limit` of each list page, the native informer's default `pageSize`. */
 const PAGE = 500;
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 /** The collection path of a type across all namespaces. */
 const collectionPath = ({ group, version, plural }) =>

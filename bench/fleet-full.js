@@ -7,12 +7,11 @@
 //   [--compare-runs=2] [--no-compress] [--gather-ms=N] [--server-processes=N]
 //   [--server-cpu-prof=<dir>] [--server-trace-gc] [--pkg=<checkout, built>] [--json=<file>]
 //
-// Servers (bench/clusters/fleet.js): `clusters` simulators over `server-processes` processes, each
-// cluster holding `objects` objects of each of the first `types` types of testbed/fleet-objects.js
-// over `namespaces` namespaces (~2.3 KB of JSON each), serialised once as stored and their
-// setup's garbage collected before the sync, so that they cost the client's cores as little as an
-// honest API server can; their CPU in each sync is reported (--server-cpu-prof: a V8 profile of
-// each into <dir>; --server-trace-gc: V8's GC trace lines among the report). The client
+// Servers (bench/clusters/fleet.js, as cheap as an honest API server can be): `clusters`
+// simulators over `server-processes` processes, each cluster holding `objects` objects (~2.3 KB of
+// JSON) of each of the first `types` types of testbed/fleet-objects.js over `namespaces`
+// namespaces; their CPU in each sync is reported (--server-cpu-prof: a V8 profile of each into
+// <dir>; --server-trace-gc: V8's GC trace lines among the report). The client
 // (bench/fleet-worker.js, a fresh process per measurement) opens one informer per cluster × type;
 // once all synced, the servers make `rate` changes a second for `seconds`, round-robin, each
 // stamped with the time it was sent; main-thread CPU and ELU are measured over the first 60 % of
@@ -86,9 +85,7 @@ function parseOptions(argv) {
 
 /**
  * Forks `processes` server processes holding `clusters` clusters between them (`shape`: the
- * per-namespace runs' { legacy, namespaces, perNamespace }, else the full fleet's of `o`);
- * resolves to `{ urls, jsonBytes, strippedBytes, objects, expected(count), changes(count,
- * perSecond), outage, restore, state, stop, cpuSeconds, mainThreadCpuSeconds }`.
+ * per-namespace runs' { legacy, namespaces, perNamespace }, else the full fleet's of `o`).
  */
 async function startServers(o, clusters, processes, shape) {
   const total = clusters * (shape ? shape.namespaces * shape.perNamespace : o.types * o.objects);
@@ -314,12 +311,7 @@ async function run(argv) {
     `fleet: ${o.clusters} clusters × ${o.types} types × ${o.objects} objects = ${total} objects, ` +
       `${o.clusters * o.types} informers, ${o.rate} changes/s for ${o.seconds} s, ${o.serverProcesses} server process(es)`,
   );
-  if (o.compareOnly) {
-    const compare = [];
-    for (const strip of o.strips) compare.push(await runCompare(o, strip));
-    report(o, null, [], compare, {});
-    return;
-  }
+  if (o.compareOnly) return report(o, null, [], await runCompares(o), {});
   const servers = await startServers(o, o.clusters, o.serverProcesses);
   log(
     `fleet: servers hold ${(servers.jsonBytes / MiB).toFixed(1)} MiB of JSON (${(servers.strippedBytes / MiB).toFixed(1)} MiB without managedFields and last-applied)`,
@@ -356,10 +348,16 @@ async function run(argv) {
   }
   // The side-by-side runs, with strip as the fleet's runs had it (both ways with --strip=both;
   // the client-node worker strips the same paths in its handlers, its leanest cache).
-  const compare = [];
-  if (o.compare) for (const strip of o.strips) compare.push(await runCompare(o, strip));
+  const compare = o.compare ? await runCompares(o) : [];
   await servers.stop();
   report(o, servers, results, compare, { stopped, throttled, count });
+}
+
+/** The side-by-side runs, one per strip setting of the fleet's. */
+async function runCompares(o) {
+  const compare = [];
+  for (const strip of o.strips) compare.push(await runCompare(o, strip));
+  return compare;
 }
 
 /** The side-by-side run on a tenth of the fleet: native and client-node, interleaved. */
@@ -473,10 +471,9 @@ function reportOutage(p, r, stopped, throttled) {
   p('|---|---|---|---|---|---|');
   for (const phase of ['before', 'during', 'after']) {
     const g = (who) => ph.groups[who]?.[phase] ?? [];
-    const both = (who) => `${ms(median(g(who)))} / ${ms(quantile(g(who), 0.99))}`;
+    const both = (who, between = ' / ') => `${ms(median(g(who)))}${between}${ms(quantile(g(who), 0.99))}`;
     p(
-      `| ${phase} | ${ms(median(g('others')))} | ${ms(quantile(g('others'), 0.99))} | ${ms(ph.worst[phase])} | ` +
-        `${both('stopped')} | ${both('throttled')} |`,
+      `| ${phase} | ${both('others', ' | ')} | ${ms(ph.worst[phase])} | ${both('stopped')} | ${both('throttled')} |`,
     );
   }
   const rec = (x) => `first informer ${x.first.toFixed(2)} s, last of ${x.informers} ${x.last.toFixed(2)} s`;

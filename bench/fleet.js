@@ -43,7 +43,6 @@ const WATCHES = flag('watches');
 const GATHER_MS = num('gather-ms', undefined);
 const PACKAGES = [['this', THIS.watcher]];
 if (opt('against')) PACKAGES.push(['against', build(opt('against')).watcher]);
-const log = (...a) => console.error(...a);
 
 /** One measurement: `informers` informers of package `pkg` against fresh servers. */
 async function measure(informers, pkg) {
@@ -73,7 +72,7 @@ async function main() {
         const result = await measure(informers, pkg);
         if (!results.has(cell(name, informers))) results.set(cell(name, informers), []);
         results.get(cell(name, informers)).push(result);
-        log(
+        console.error(
           `run ${run + 1}/${RUNS} ${name} informers=${informers}: ${result.cpuPerChangeUs.toFixed(1)} µs main-thread CPU per change, ` +
             `ELU ${(result.elu * 100).toFixed(2)} %, sync ${result.syncSeconds.toFixed(2)} s, RSS +${(result.rssGrowth / 2 ** 20).toFixed(0)} MiB`,
         );
@@ -87,11 +86,9 @@ async function main() {
       return {
         package: name,
         informers: n,
-        ...{
-          cpuPerChangeUs: med((r) => r.cpuPerChangeUs),
-          elu: med((r) => r.elu),
-          syncSeconds: med((r) => r.syncSeconds),
-        },
+        cpuPerChangeUs: med((r) => r.cpuPerChangeUs),
+        elu: med((r) => r.elu),
+        syncSeconds: med((r) => r.syncSeconds),
         rssGrowthMiB: med((r) => r.rssGrowth) / 2 ** 20,
         jsonMiB: rs[0].jsonBytes / 2 ** 20,
         runs: rs.map((r) => Number(r.cpuPerChangeUs.toFixed(1))),

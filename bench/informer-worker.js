@@ -1,14 +1,12 @@
 'use strict';
 // One measurement of bench/informer.js in a fresh process (bench/child.js's worker protocol): one
-// client (native | clientnode),
-// one scenario (sync | iterate | memory | fields | relist | get). Main-thread CPU comes from
-// /proc/self/task/<pid>/schedstat (bench/measure.js), whole-process CPU from
-// process.cpuUsage(); both are taken from just before the informer is made to the moment its
-// cache holds every object (or, for a relist, from the server's change to the end of the
-// relist's events).
+// client (native | clientnode), one scenario (sync | iterate | memory | fields | relist | get).
+// Main-thread CPU (schedstat, testbed/proc.js) and process CPU (process.cpuUsage()) from just
+// before the informer is made to the moment its cache holds every object (for a relist, from the
+// server's change to the end of the relist's events).
 
 const { performance } = require('node:perf_hooks');
-const { runAsWorker, ask: askParent } = require('./child');
+const { runAsWorker, ask } = require('./child');
 const { CA_DATA, kubeConfig, resourceParams } = require('./kube');
 const { settledRss } = require('./measure');
 const { mainThreadCpuNs } = require('../testbed/proc');
@@ -21,11 +19,6 @@ const FIELDS = ['metadata.labels', 'spec.nodeName', 'status.phase'];
 /** Matches none of the pods: the `memory` scenarios' warm-up informer. */
 const WARM_UP_SELECTOR = 'bench.example.com/warm-up=none';
 const quietLogger = { warn() {}, error() {}, info() {}, debug() {} };
-
-/** Asks the driver to pass `request` to the server; resolves with the server's answer. */
-const ask = (request) => askParent({ request });
-
-const delay = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function window() {
   const cpu0 = process.cpuUsage();
@@ -42,8 +35,7 @@ function window() {
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// The two clients, each with the same surface: start(), synced, size(), get(name), a consumer.
+// ---- The two clients: start(), synced, size(), get(name), a consumer each -----------------------
 
 function nativeClient(task, { fields, onEvent } = {}) {
   const { NativeKubernetesWatcher } = require('kube-watch-native');
@@ -78,10 +70,9 @@ function nativeClient(task, { fields, onEvent } = {}) {
 }
 
 /**
- * client-node as its README shows makeInformer: the list function is the generated
- * CoreV1Api's listNamespacedPod (here paginated with limit/continue like the native informer's
- * list, concatenating the pages); `onEvent` gets { type, object } from its add/update/delete
- * callbacks. `synced` resolves once a list's items are all in its cache.
+ * client-node as its README shows makeInformer, listing with CoreV1Api's listNamespacedPod (paged
+ * with limit/continue as the native informer lists); `onEvent` gets { type, object } from its
+ * add/update/delete callbacks. `synced` resolves once a list's items are all in its cache.
  */
 function clientnodeClient(task, { onEvent } = {}) {
   const k8s = require('@kubernetes/client-node');
@@ -145,8 +136,7 @@ function clientnodeClient(task, { onEvent } = {}) {
 const makeClient = (task, options) =>
   task.client === 'native' ? nativeClient(task, options) : clientnodeClient(task, options);
 
-// ---------------------------------------------------------------------------------------------
-// Scenarios
+// ---- Scenarios ----------------------------------------------------------------------------------
 
 async function sync(task) {
   const client = makeClient(task);
@@ -213,12 +203,12 @@ async function relist(task) {
   await client.start();
   // The native consumer has seen its initial ADDED events (client-node's came with the list).
   if (task.client === 'native') await consumerSynced;
-  await delay(500); // the watches open
+  await new Promise((r) => setTimeout(r, 500)); // the watches open
   await settledRss();
   counting = true;
   const next = task.client === 'native' ? relistDone : client.nextList();
   const stop = window();
-  const { changed } = await ask({ cmd: 'relist', fraction: 0.01 });
+  const { changed } = await ask({ request: { cmd: 'relist', fraction: 0.01 } });
   await next;
   // client-node calls its callbacks synchronously inside the list; the native consumer has
   // had every event before its SYNCED.

@@ -80,16 +80,17 @@ function brief(r) {
 
 const mainMs = (r) => r.mainMs;
 const processMs = (r) => r.processMs;
+const events = (r) => r.events;
 
 function report(rows, info, seconds) {
   const pick = (scenario, client, f) =>
     rows.filter((x) => x.scenario === scenario && x.client === client && !x.r.error).map((x) => f(x.r));
-  const perRun = (scenario, f) => {
-    // Ratios native ÷ client-node from the same run.
+  /** Ratios `f` of native's `scenario` ÷ `other`'s (client-node's `scenario`) from the same run. */
+  const perRun = (scenario, f, other = [scenario, 'clientnode']) => {
     const out = [];
     for (let run = 0; run < RUNS; run++) {
-      const n = rows.find((x) => x.run === run && x.scenario === scenario && x.client === 'native');
-      const c = rows.find((x) => x.run === run && x.scenario === scenario && x.client === 'clientnode');
+      const find = (s, client) => rows.find((x) => x.run === run && x.scenario === s && x.client === client);
+      const [n, c] = [find(scenario, 'native'), find(...other)];
       if (n && c && !n.r.error && !c.r.error) out.push(f(n.r) / f(c.r));
     }
     return out;
@@ -118,14 +119,7 @@ function report(rows, info, seconds) {
           `(the warm-up informer before it: +${fmt(m((r) => r.warmUpBytes) / 2 ** 20, 1)} MiB)`;
       if (scenario === 'get')
         other = `get ${fmt(m((r) => r.getUs))} µs/call; JSON.parse of its text ${fmt(m((r) => r.parseUs))} µs`;
-      const cells = [
-        fmt(m(mainMs), 1),
-        fmt(m(processMs), 1),
-        fmt(
-          m((r) => r.events),
-          0,
-        ),
-      ];
+      const cells = [fmt(m(mainMs), 1), fmt(m(processMs), 1), fmt(m(events), 0)];
       lines.push(`| ${scenario} | ${client} | ${cells.join(' | ')} | ${other} |`);
     }
   }
@@ -160,12 +154,7 @@ function report(rows, info, seconds) {
     lines.push(
       `| relist: exactly the changed objects' events (native) | ${ok.filter(Boolean).length} of ${ok.length} runs | all | ${ok.length && ok.every(Boolean) ? 'yes' : 'no'} |`,
     );
-    const own = [];
-    for (let run = 0; run < RUNS; run++) {
-      const a = rows.find((x) => x.run === run && x.scenario === 'relist' && x.client === 'native');
-      const b = rows.find((x) => x.run === run && x.scenario === 'iterate' && x.client === 'native');
-      if (a && b && !a.r.error && !b.r.error) own.push(a.r.mainMs / b.r.mainMs);
-    }
+    const own = perRun('relist', mainMs, ['iterate', 'native']);
     target('relist: main-thread CPU ÷ its own full delivery (iterate)', own, 0.1);
     target('relist: main-thread CPU ÷ client-node relist', perRun('relist', mainMs), 0.05);
   }

@@ -6,11 +6,13 @@
 const { spawn } = require('node:child_process');
 const { Writable } = require('node:stream');
 const { NativeKubernetesWatcher } = require('kube-watch-native');
+const { kubeConfig } = require('./kube');
 const { Window } = require('./measure');
+const { options } = require('./options');
+const { quantile } = require('./report/measurements');
 
-const arg = (name, value) =>
-  Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? value);
-const [LINES, RUNS] = [arg('lines', 200_000), arg('runs', 5)];
+const { num } = options(process.argv.slice(2), /lines=\d+|runs=\d+/, 'logs.js');
+const [LINES, RUNS] = [num('lines', 200_000), num('runs', 5)];
 const SIM = `require('kube-watch-native/sim').createSimulator({ token: 't' }).then((s) => {
   s.create('pods', { metadata: { name: 'web', namespace: 'default' }, spec: { containers: [{ name: 'main' }] } });
   const chunk = (i) => Array.from({ length: 1000 }, (_, k) => 'line ' + (i + k) + ' ' + 'x'.repeat(60)).join('\\n');
@@ -28,10 +30,7 @@ async function native(url, counted) {
 
 async function clientNode(url, counted) {
   const k8s = await import('@kubernetes/client-node');
-  const kc = new k8s.KubeConfig();
-  const clusters = [{ name: 's', server: url, skipTLSVerify: true }];
-  const contexts = [{ name: 'c', cluster: 's', user: 'u' }];
-  kc.loadFromOptions({ clusters, users: [{ name: 'u', token: 't' }], contexts, currentContext: 'c' });
+  const kc = kubeConfig(k8s, { name: 's', server: url, token: 't', skipTLSVerify: true });
   let [carry, done] = ['', null];
   const finished = new Promise((resolve) => (done = resolve));
   const write = (chunk, _, next) => {
@@ -59,8 +58,7 @@ async function clientNode(url, counted) {
       results[name].push(window.stop(seen).mainUsPerEvent);
     }
   }
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  const [n, c] = [median(results.native), median(results['client-node'])];
+  const [n, c] = [quantile(results.native, 0.5), quantile(results['client-node'], 0.5)];
   const line = `native ${n.toFixed(3)} µs, client-node ${c.toFixed(3)} µs, ratio ${(n / c).toFixed(2)}`;
   console.log(`main thread per line, median of ${RUNS} runs of ${LINES} lines: ${line}`);
   sim.kill();

@@ -236,10 +236,7 @@ function envCountFor(profile, seed) {
   return best;
 }
 
-/**
- * `count` distinct pods of `size` ('small' | 'medium' | 'large'), deterministic for a seed.
- * @returns {object[]}
- */
+/** `count` distinct pods of `size` ('small' | 'medium' | 'large'), deterministic for a seed. */
 function pods(size, count = 32, seed = 1) {
   const profile = SIZES[size];
   if (!profile) throw new Error(`unknown pod size ${size}`);

@@ -12,6 +12,7 @@ const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { fmt, measurements } = require('./report/measurements');
 const { ROOT, commitOf } = require('./builds');
+const { options } = require('./options');
 
 const README = path.join(ROOT, 'README.md');
 const BEGIN = '<!-- bench:readme begin -->';
@@ -94,15 +95,11 @@ function splice(readme, text) {
 }
 
 function main(argv) {
-  const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const { opt, flag } = options(argv, /quick|from=.+/, 'readme.js');
   let from = opt('from');
   if (!from) {
     from = path.join(os.tmpdir(), `kube-watch-bench-readme-${process.pid}.json`);
-    const args = [
-      path.join(__dirname, 'run.js'),
-      `--json=${from}`,
-      ...(argv.includes('--quick') ? ['--quick'] : []),
-    ];
+    const args = [path.join(__dirname, 'run.js'), `--json=${from}`, ...(flag('quick') ? ['--quick'] : [])];
     execFileSync(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   }
   const results = JSON.parse(fs.readFileSync(from, 'utf8'));

@@ -22,11 +22,10 @@ const { options } = require('./options');
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
-// ---------------------------------------------------------------------------------------------
-// Options
+// ---- Options ------------------------------------------------------------------------------------
 
 const argv = process.argv.slice(2);
-const { opt, flag, saveJson } = options(
+const { opt, num, flag, saveJson } = options(
   argv,
   /quick|only=.+|runs=\d+|sizes=.+|protos=.+|clients=.+|json=.+|against=.+|help/,
   'run.js',
@@ -49,7 +48,7 @@ if (opt('against')) {
   process.env.KWN_BENCH_AGAINST = build(opt('against')).watcher;
   if (!CLIENTS.includes('native-against')) CLIENTS.push('native-against');
 }
-const runsOpt = opt('runs') ? Number(opt('runs')) : undefined;
+const runsOpt = num('runs', undefined);
 
 /** A figure of the plan: quick mode's, else the full run's. */
 const quickOr = (quickValue, fullValue) => (quick ? quickValue : fullValue);
@@ -72,8 +71,7 @@ const WARMUP = 0.1;
 /** A client-node queue may not grow past this over the start RSS before the worker stops it. */
 const SLOW_ABORT_ABOVE = 1 * GiB;
 
-// ---------------------------------------------------------------------------------------------
-// Children: the load server and the workers; all of them die with us.
+// ---- Children: the load server and the workers, all dying with us -------------------------------
 
 // bench/children.js kills them on exit and on SIGINT, SIGTERM and SIGHUP; here also on a crash.
 const { cluster, work, killAll, failRun } = require('./children');
@@ -124,14 +122,12 @@ async function measure(task, job, timeoutMs) {
   return result;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The plan: cells (scenario × size × proto) × clients, interleaved, repeated.
+// ---- The plan: cells (scenario × size × proto) × clients, interleaved ---------------------------
 
 const rows = []; // { scenario, cell, client, run, result }
-const lineBytes = Object.fromEntries(
-  SIZES.map((s) => [s, lines(s, 64).reduce((a, l) => a + l.length, 0) / 64]),
-);
-lineBytes.medium ??= lines('medium', 64).reduce((a, l) => a + l.length, 0) / 64;
+const lineBytesOf = (size) => lines(size, 64).reduce((a, l) => a + l.length, 0) / 64;
+const lineBytes = Object.fromEntries(SIZES.map((s) => [s, lineBytesOf(s)]));
+lineBytes[PLAN.slow.size] ??= lineBytesOf(PLAN.slow.size);
 
 const rotate = (arr, by) => [...arr.slice(by % arr.length), ...arr.slice(0, by % arr.length)];
 
@@ -266,8 +262,7 @@ async function main() {
   log(`done in ${fmt(seconds, 0)} s`);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Report (bench/report/: one part per scenario)
+// ---- Report (bench/report/: one part per scenario) ----------------------------------------------
 
 function environment(seconds) {
   const model =

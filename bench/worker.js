@@ -31,10 +31,7 @@ const gc = () => globalThis.gc?.();
 const TURN_MS = 2;
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-/**
- * JSON.parse of `count` watch lines, each read like a client reads its event; `onEvent(i)` runs
- * before line i. Resolves with how many names were read.
- */
+/** JSON.parse of `count` watch lines as a client reads them (`onEvent(i)` before line i): names read. */
 async function parseLines(texts, count, onEvent) {
   let names = 0;
   // Look at the clock about every 0.2 ms of parsing: often enough to turn on time, rarely
@@ -181,7 +178,6 @@ async function slow(client) {
   });
   const deadline = setTimeout(() => (stop = true), task.durationMs);
   let n = 0;
-  let bytes = 0;
   const t0 = performance.now();
   const watch = client.open(
     task.target,
@@ -199,12 +195,11 @@ async function slow(client) {
   clearTimeout(deadline);
   const seconds = (performance.now() - t0) / 1000;
   const peakRss = sampler.stop();
-  bytes = n * task.lineBytes;
   const stats = await ask({ what: 'stats' });
   return {
     events: n,
     seconds,
-    consumedMiB: bytes / MiB,
+    consumedMiB: (n * task.lineBytes) / MiB,
     serverWroteMiB: stats.bytesWritten / MiB,
     ...{ startRssMiB: startRss / MiB, peakRssMiB: peakRss / MiB, growthMiB: (peakRss - startRss) / MiB },
     overLimit,
@@ -375,8 +370,8 @@ async function interleaved(client) {
     if (++n % segment === 0) await pauseForBound();
   }
   if (n !== total) throw new Error(`${task.client}: got ${n} of ${total} events`);
-  const sorted = (xs) => xs.slice().sort((a, b) => a - b);
-  const q = (xs, p) => sorted(xs)[Math.round(p * (xs.length - 1))];
+  // Quartiles, the nearest rank of the sorted rounds.
+  const q = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.round(p * (xs.length - 1))];
   return {
     rounds: per.ratio.length,
     mainUsPerEvent: q(per.client, 0.5),
@@ -389,20 +384,15 @@ async function interleaved(client) {
   };
 }
 
+const SCENARIOS = { bound, paired, throughput, trickle, slow, idle, interleaved };
+
 runAsWorker(async (config) => {
   task = config;
-  let result;
-  if (task.scenario === 'bound') {
-    result = await bound();
-  } else if (task.scenario === 'paired') {
-    result = await paired();
-  } else {
-    const client = clients[task.client];
-    client.load();
-    const scenarios = { throughput, trickle, slow, idle, interleaved };
-    if (!Object.hasOwn(scenarios, task.scenario)) throw new Error(`unknown scenario ${task.scenario}`);
-    result = await scenarios[task.scenario](client);
-  }
+  if (!Object.hasOwn(SCENARIOS, task.scenario)) throw new Error(`unknown scenario ${task.scenario}`);
+  // The one client measured (none for the bound; `paired` loads every client itself).
+  const client = clients[task.client];
+  client?.load();
+  const result = await SCENARIOS[task.scenario](client);
   const cpu = process.cpuUsage();
   result.workerCpuSeconds = (cpu.user + cpu.system) / 1e6;
   return result;

@@ -33,11 +33,7 @@ const TYPES = (
   'apps/v1/statefulsets apps/v1/daemonsets example.com/v1/widgets'
 ).split(' ');
 
-/**
- * An object of about 1.3 KiB of JSON: labels, annotations, managedFields, a spec and a status. A
- * pod is shaped as a pod (its containers in `spec.containers`, their statuses in the status), as
- * the Kubernetes tab's error detection reads it; the other types carry a workload's template.
- */
+/** The objects' one managedFields entry. */
 const MANAGED = {
   ...{
     manager: 'kube-controller-manager',
@@ -49,6 +45,11 @@ const MANAGED = {
   fieldsV1: { 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } }, 'f:spec': { 'f:replicas': {} } },
 };
 
+/**
+ * An object of about 1.3 KiB of JSON: labels, annotations, managedFields, a spec and a status. A
+ * pod is shaped as a pod (its containers and their statuses), as the Kubernetes tab's error
+ * detection reads it; the other types carry a workload's template.
+ */
 function object(index, labels, type) {
   const name = `obj-${index}`;
   const containers = [

@@ -5,10 +5,8 @@
 //     `perNamespace` ConfigMaps in each of `namespaces` namespaces;
 //   - `{ clusters: [global index…], types, objects, namespaces, bytes, incompressible }` (the full
 //     fleet, maybe over several processes): per cluster, `objects` objects of each of the first
-//     `types` types of testbed/fleet-objects.js over `namespaces` namespaces, loaded with
-//     Store#load (taken over, not copied) and serialised once as stored (sim/text.js); the setup's
-//     garbage is then collected (with --expose-gc) so that the sync the benchmark times pays for
-//     neither.
+//     `types` types of testbed/fleet-objects.js over `namespaces` namespaces, serialised once as
+//     stored (sim/text.js), the setup's garbage collected before any sync (see start()).
 // Ready: { urls, jsonBytes, strippedBytes, objects }. Commands:
 //   { cmd: 'changes', count, perSecond } → { changed } once `count` objects were modified,
 //       round-robin over this process's clusters, then types (or namespaces), then objects; a

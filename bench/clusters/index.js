@@ -5,12 +5,7 @@
 
 const { serve } = require('../child');
 
-const KINDS = {
-  load: () => require('./load'),
-  informer: () => require('./informer'),
-  fleet: () => require('./fleet'),
-  backstage: () => require('./backstage'),
-};
+const KINDS = ['load.js', 'informer.js', 'fleet.js', 'backstage.js'];
 const [kind, config] = process.argv.slice(2);
-if (!Object.hasOwn(KINDS, kind)) throw new Error(`no clusters of kind ${kind}`);
-serve(KINDS[kind]().start(JSON.parse(config)));
+if (!KINDS.includes(`${kind}.js`)) throw new Error(`no clusters of kind ${kind}`);
+serve(require(`./${kind}.js`).start(JSON.parse(config)));

@@ -28,14 +28,14 @@ const POOL = 64;
 const SAFETY_MS = 300_000;
 
 const pools = new Map();
-const poolOf = (size) =>
-  pools.get(size) ??
-  pools
-    .set(
+const poolOf = (size) => {
+  if (!pools.has(size))
+    pools.set(
       size,
       lines(size, POOL).map((l) => Buffer.from(l)),
-    )
-    .get(size);
+    );
+  return pools.get(size);
+};
 
 /** Per-job configuration and counters. */
 const jobs = new Map();

@@ -1,7 +1,7 @@
 'use strict';
 // Idle: many concurrent watches that carry no events; memory, threads and connections.
 
-const { fmt, table, LABEL, le, target, noResult } = require('./measurements');
+const { fmt, section, LABEL, le, target, noResult } = require('./measurements');
 
 const HEADER = (
   'proto|client|RSS KiB/watch|RSS MiB 1 → all|threads 0 / 1 / all|' +
@@ -28,12 +28,11 @@ function idle({ plan, clients }, m) {
     ]);
   }
   return {
-    lines: [
-      '',
-      `### ${plan.idle.watches} concurrent idle watches over https (TCP connections counted by the server)`,
-      '',
-      table(HEADER, body),
-    ],
+    lines: section(
+      `${plan.idle.watches} concurrent idle watches over https (TCP connections counted by the server)`,
+      HEADER,
+      body,
+    ),
     checks: checks(plan, m),
   };
 }

@@ -32,6 +32,12 @@ function table(header, body) {
   return lines.join('\n');
 }
 
+/** A part of the report's lines: its `### title` and its table, each after a blank line. */
+const section = (title, header, body) => ['', `### ${title}`, '', table(header, body)];
+
+/** The cells `size/proto` of every size and protocol, size by size. */
+const cellsOf = (sizes, protos) => sizes.flatMap((size) => protos.map((proto) => `${size}/${proto}`));
+
 const LABEL = {
   bound: 'JSON.parse bound',
   baseline: 'Backstage-style (node-fetch+split2)',
@@ -96,4 +102,17 @@ function measurements(rows) {
 /** "no result", with the first failure's detail when there was one. */
 const noResult = (errs) => `no result${errs.length ? `: ${errs[0].result.error.detail}` : ''}`;
 
-module.exports = { fmt, median, quantile, table, LABEL, le, ge, target, measurements, noResult };
+module.exports = {
+  fmt,
+  median,
+  quantile,
+  table,
+  section,
+  cellsOf,
+  LABEL,
+  le,
+  ge,
+  target,
+  measurements,
+  noResult,
+};

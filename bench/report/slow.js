@@ -1,7 +1,7 @@
 'use strict';
 // Slow consumer: a loop body slower than the server, and how far each client's memory grows.
 
-const { fmt, table, LABEL, le, target, noResult } = require('./measurements');
+const { fmt, section, LABEL, le, target, noResult } = require('./measurements');
 
 const MiB = 1024 * 1024;
 
@@ -32,12 +32,11 @@ function slow({ plan, clients, slowAbortAbove }, m) {
   }
   const g = m.med('slow', cell, 'native', 'growthMiB');
   return {
-    lines: [
-      '',
-      `### Slow consumer (${plan.slow.size} pods over https, server offers ${fmt(plan.slow.bytes / MiB, 0)} MiB, consumer sleeps 1 ms per event, stops after ${fmt(plan.slow.durationMs / 1000, 0)} s)`,
-      '',
-      table(HEADER, body),
-    ],
+    lines: section(
+      `Slow consumer (${plan.slow.size} pods over https, server offers ${fmt(plan.slow.bytes / MiB, 0)} MiB, consumer sleeps 1 ms per event, stops after ${fmt(plan.slow.durationMs / 1000, 0)} s)`,
+      HEADER,
+      body,
+    ),
     checks: [
       target('slow consumer: peak RSS − start RSS (native)', `${fmt(g, 1)} MiB`, le(g, 64), '≤ 64 MiB'),
     ],

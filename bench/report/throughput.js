@@ -2,7 +2,7 @@
 // Flat out: every client in its own process, as fast as the server writes; and the event-loop
 // delay target, judged here.
 
-const { fmt, table, LABEL, le, target, noResult } = require('./measurements');
+const { fmt, section, cellsOf, LABEL, target, noResult } = require('./measurements');
 
 const HEADER = (
   'size/proto|client|events/s|CPU µs/ev|main µs/ev|other threads µs/ev|ELU|p99 ELD ms|' +
@@ -11,38 +11,27 @@ const HEADER = (
 
 function throughput({ plan, sizes, protos, clients, lineBytes }, m) {
   const body = [];
-  for (const size of sizes) {
-    for (const proto of protos) {
-      const cell = `${size}/${proto}`;
-      for (const client of ['bound', ...clients]) body.push(row(m, cell, client));
-    }
-  }
   const checks = [];
-  for (const size of sizes) {
-    for (const proto of protos) {
-      const cell = `${size}/${proto}`;
-      const mine = m.med('throughput', cell, 'native', 'eldP99Ms');
-      const others = ['baseline', 'clientnode']
-        .filter((c) => clients.includes(c))
-        .map((c) => m.med('throughput', cell, c, 'eldP99Ms'));
-      const ok = Number.isFinite(mine)
-        ? mine <= 10 && others.every((o) => Number.isNaN(o) || mine <= o)
-        : undefined;
-      checks.push(
-        target(
-          `p99 event-loop delay flat out, ${cell}`,
-          `${fmt(mine, 1)} ms (baselines ${others.map((o) => fmt(o, 1)).join(', ')})`,
-          ok,
-          '≤ 10 ms and ≤ every baseline',
-        ),
-      );
-    }
+  for (const cell of cellsOf(sizes, protos)) {
+    for (const client of ['bound', ...clients]) body.push(row(m, cell, client));
+    const mine = m.med('throughput', cell, 'native', 'eldP99Ms');
+    const others = ['baseline', 'clientnode']
+      .filter((c) => clients.includes(c))
+      .map((c) => m.med('throughput', cell, c, 'eldP99Ms'));
+    const ok = Number.isFinite(mine)
+      ? mine <= 10 && others.every((o) => Number.isNaN(o) || mine <= o)
+      : undefined;
+    checks.push(
+      target(
+        `p99 event-loop delay flat out, ${cell}`,
+        `${fmt(mine, 1)} ms (baselines ${others.map((o) => fmt(o, 1)).join(', ')})`,
+        ok,
+        '≤ 10 ms and ≤ every baseline',
+      ),
+    );
   }
   const events = sizes.map((s) => `${s} ${plan.counts[s]} × ${fmt(lineBytes[s] / 1024, 1)} KiB`).join(', ');
-  return {
-    lines: ['', `### Flat out (events: ${events}; first 10% are warm-up)`, '', table(HEADER, body)],
-    checks,
-  };
+  return { lines: section(`Flat out (events: ${events}; first 10% are warm-up)`, HEADER, body), checks };
 }
 
 /** One client's row in one cell: medians over its runs, ratios against the same run's others. */

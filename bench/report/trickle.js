@@ -1,7 +1,7 @@
 'use strict';
 // Trickle: one small event at a time, the delay from the server's write to the loop body.
 
-const { fmt, table, LABEL, le, target } = require('./measurements');
+const { fmt, section, LABEL, le, target } = require('./measurements');
 
 const HEADER = ['proto', 'client', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'p50 − baseline ms', 'main µs/ev'];
 
@@ -39,12 +39,11 @@ function trickle({ plan, protos, clients }, m) {
     );
   }
   return {
-    lines: [
-      '',
-      `### Trickle (${plan.trickle.count} small events, one every ${plan.trickle.intervalMs} ms): delay from the server's write to the loop body`,
-      '',
-      table(HEADER, body),
-    ],
+    lines: section(
+      `Trickle (${plan.trickle.count} small events, one every ${plan.trickle.intervalMs} ms): delay from the server's write to the loop body`,
+      HEADER,
+      body,
+    ),
     checks,
   };
 }
