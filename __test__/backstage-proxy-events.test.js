@@ -9,7 +9,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startLiveBackend, TOKEN } = require('../testbed/live-helpers');
+const { startLiveBackend, viewerCheckedCluster, TOKEN } = require('../testbed/live-helpers');
 const { createSimulator } = require('kube-watch-native/sim');
 const { podOfContainers } = require('./sim-helpers');
 const { until } = require('../testbed/wait');
@@ -166,17 +166,7 @@ test("a caller's own token: answered from the cache only when the API server let
   for (let n = 0; n < 3; n++) viewers.create('events', podEvent('default', 'web', n));
   // A client-side provider with a service account token: the module's opt-in to a shared cache
   // whose every caller is checked with their own token.
-  const clusters = [
-    {
-      name: 'sim',
-      url: viewers.url,
-      authProvider: 'oidc',
-      oidcTokenProvider: 'okta',
-      serviceAccountToken: 'tok-sa',
-      caData: Buffer.from(require('kube-watch-native/sim').certs.ca).toString('base64'),
-      skipMetricsLookup: true,
-    },
-  ];
+  const clusters = [viewerCheckedCluster(viewers.url, 'tok-sa')];
   const ours = await startLiveBackend(viewers, { clusters });
   const theirs = await startLiveBackend(viewers, { clusters, native: false });
   t.after(() => Promise.all([ours.stop(), theirs.stop()]));

@@ -7,8 +7,8 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { startLiveBackend, TOKEN } = require('../testbed/live-helpers');
-const { createSimulator, certs } = require('kube-watch-native/sim');
+const { startLiveBackend, viewerCheckedCluster, TOKEN } = require('../testbed/live-helpers');
+const { createSimulator } = require('kube-watch-native/sim');
 const { podOfContainers } = require('./sim-helpers');
 const { until } = require('../testbed/wait');
 
@@ -136,17 +136,7 @@ test("viewers' own tokens share one follow (the service account's) while the API
   viewers.create('pods', podOfContainers('web'));
   viewers.writeLog('default', 'web', 'main', 'first', { time: new Date(T0) });
   // A client-side provider with a service account token: the opt-in to sharing, each viewer checked.
-  const clusters = [
-    {
-      name: 'sim',
-      url: viewers.url,
-      authProvider: 'oidc',
-      oidcTokenProvider: 'okta',
-      serviceAccountToken: 'tok-sa',
-      caData: Buffer.from(certs.ca).toString('base64'),
-      skipMetricsLookup: true,
-    },
-  ];
+  const clusters = [viewerCheckedCluster(viewers.url, 'tok-sa')];
   const ours = await startLiveBackend(viewers, { clusters, nativeInformers: { authorizationTtl: '1s' } });
   const theirs = await startLiveBackend(viewers, { clusters, native: false });
   const controller = new AbortController();

@@ -241,6 +241,17 @@ const catalogReads = (entities) =>
   });
 
 /**
+ * Config cluster `sim` at `url` whose auth provider takes each viewer's token (oidc) and which
+ * carries a `serviceAccountToken` as well: kube-watch-native-backstage's opt-in to a shared cache
+ * (or follow) read with that token, each viewer's access asked with their own.
+ */
+function viewerCheckedCluster(url, serviceAccountToken) {
+  const caData = Buffer.from(certs.ca).toString('base64');
+  const oidc = { authProvider: 'oidc', oidcTokenProvider: 'okta' };
+  return { name: 'sim', url, ...oidc, serviceAccountToken, caData, skipMetricsLookup: true };
+}
+
+/**
  * The real backend: Kubernetes + Signals backend plugins, kube-watch-native-backstage, a catalog
  * holding LIVE_SVC and OTHER_SVC, the cluster `sim`. The benchmark (bench/backstage-live.js)
  * gives its own `clusters` (config entries), `entities`, `objectTypes` (null: the plugin's
@@ -470,6 +481,7 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
 }
 
 module.exports = {
+  viewerCheckedCluster,
   tunnel,
   ID,
   TOKEN,

@@ -39,7 +39,7 @@ function secretOf(credential) {
  */
 function reviewListAccess(clusterDetails, credential, accesses) {
   const spec = toSpec({ clusterDetails, credential, group: '', apiVersion: 'v1', plural: 'check' }, {});
-  return native.reviewListAccess(spec, accesses, REVIEW_TIMEOUT_MS);
+  return native.reviewListAccess(spec, JSON.stringify(accesses), REVIEW_TIMEOUT_MS);
 }
 
 /**

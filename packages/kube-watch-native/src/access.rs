@@ -25,19 +25,23 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// The request whose access is asked: a LIST unless `verb` says otherwise; cluster-wide when
 /// `namespace` is `None`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
 pub struct ListAccess {
     /// The API group, `""` for the core group.
     pub group: String,
     /// The resource's plural name.
     pub resource: String,
     /// The namespace listed, if any.
+    #[serde(default)]
     pub namespace: Option<String>,
     /// The verb, `list` when `None`.
+    #[serde(default)]
     pub verb: Option<String>,
     /// The subresource (`log`), if any.
+    #[serde(default)]
     pub subresource: Option<String>,
     /// The object's name, for a request of one object.
+    #[serde(default)]
     pub name: Option<String>,
 }
 

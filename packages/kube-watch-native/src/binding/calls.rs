@@ -115,46 +115,25 @@ pub fn fetch_text(
     .build(env)
 }
 
-/// One request whose access [`review_list_access`] asks (a LIST unless `verb` says otherwise):
-/// cluster-wide without `namespace`.
-#[napi(object)]
-pub struct ListAccessSpec {
-    /// The API group, `""` for the core group.
-    pub group: String,
-    /// The resource's plural name.
-    pub resource: String,
-    /// The namespace listed, if any.
-    pub namespace: Option<String>,
-    /// The verb, `list` when absent.
-    pub verb: Option<String>,
-    /// The subresource (`log`), if any.
-    pub subresource: Option<String>,
-    /// The object's name, for a request of one object.
-    pub name: Option<String>,
-}
-
-/// Whether the spec's credential may list each of `accesses` on the spec's cluster: one
-/// `SelfSubjectAccessReview` each, sent together on the pool's connections; `'allowed'`,
-/// `'refused'` or `'failed'` in the same order (all `'failed'` when the spec cannot be used).
+/// Whether the spec's credential may do each of `accesses` on the spec's cluster (a JSON array
+/// of [`ListAccess`]: `{ group, resource, namespace?, verb?, subresource?, name? }`, a LIST
+/// unless `verb` says otherwise): one `SelfSubjectAccessReview` each, sent together on the
+/// pool's connections; `'allowed'`, `'refused'` or `'failed'` in the same order (all `'failed'`
+/// when the spec cannot be used). Accesses that are not such an array throw.
 #[napi(ts_return_type = "Promise<Array<'allowed' | 'refused' | 'failed'>>")]
 pub fn review_list_access(
     env: &Env,
     spec: WatchSpec,
-    accesses: Vec<ListAccessSpec>,
+    accesses: String,
     timeout_ms: u32,
 ) -> Result<AsyncBlock<Vec<&'static str>>> {
     let found = endpoint_for(&spec, "access review");
-    let accesses: Vec<ListAccess> = accesses
-        .into_iter()
-        .map(|a| ListAccess {
-            group: a.group,
-            resource: a.resource,
-            namespace: a.namespace,
-            verb: a.verb,
-            subresource: a.subresource,
-            name: a.name,
-        })
-        .collect();
+    let accesses: Vec<ListAccess> = serde_json::from_str(&accesses).map_err(|err| {
+        napi::Error::new(
+            napi::Status::InvalidArg,
+            format!("kube-watch-native: the accesses to review are not valid: {err}"),
+        )
+    })?;
     AsyncBlockBuilder::new(async move {
         let decisions = match found {
             Ok(endpoint) => {

@@ -110,8 +110,7 @@ impl NativeInformer {
         label_selector: Option<String>,
         field_selector: Option<String>,
     ) -> Result<String> {
-        let selector = selector_of(label_selector, "list()")?;
-        let fields = fields_of(field_selector, "list()")?;
+        let (selector, fields) = selectors_of(label_selector, field_selector, "list()")?;
         let text = self
             .handle
             .reflector()
@@ -129,8 +128,7 @@ impl NativeInformer {
         label_selector: Option<String>,
         field_selector: Option<String>,
     ) -> Result<String> {
-        let selector = selector_of(label_selector, "fingerprint()")?;
-        let fields = fields_of(field_selector, "fingerprint()")?;
+        let (selector, fields) = selectors_of(label_selector, field_selector, "fingerprint()")?;
         Ok(self
             .handle
             .reflector()
@@ -274,13 +272,19 @@ impl NativeInformerConsumer {
     }
 }
 
-/// The field selector `method` was given (none selects everything).
-fn fields_of(field_selector: Option<String>, method: &str) -> Result<FieldSelector> {
-    FieldSelector::parse(field_selector.as_deref().unwrap_or("")).map_err(|err| {
+/// The label and field selectors `method` was given (none selects everything).
+fn selectors_of(
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    method: &str,
+) -> Result<(Arc<Selector>, FieldSelector)> {
+    let selector = selector_of(label_selector, method)?;
+    let fields = FieldSelector::parse(field_selector.as_deref().unwrap_or("")).map_err(|err| {
         invalid(format!(
             "kube-watch-native: {method} fieldSelector is not valid: {err}"
         ))
-    })
+    })?;
+    Ok((selector, fields))
 }
 
 /// The label selector `method` was given (none selects everything).
