@@ -18,6 +18,7 @@ use crate::informer::fanout::Cursor;
 use crate::informer::fields::FieldSelector;
 use crate::informer::registry::Handle;
 use crate::informer::selector::Selector;
+use crate::informer::store::Query;
 
 /// What [`NativeInformer::state`] reports.
 #[napi(object)]
@@ -111,11 +112,11 @@ impl NativeInformer {
         field_selector: Option<String>,
     ) -> Result<String> {
         let (selector, fields) = selectors_of(label_selector, field_selector, "list()")?;
-        let text = self
-            .handle
-            .reflector()
-            .cache()
-            .list(namespace.as_deref(), &selector, &fields);
+        let text = self.handle.reflector().cache().list(Query {
+            namespace: namespace.as_deref(),
+            labels: &selector,
+            fields: &fields,
+        });
         String::from_utf8(text).map_err(|err| Error::from_reason(err.to_string()))
     }
 
@@ -129,11 +130,11 @@ impl NativeInformer {
         field_selector: Option<String>,
     ) -> Result<String> {
         let (selector, fields) = selectors_of(label_selector, field_selector, "fingerprint()")?;
-        Ok(self
-            .handle
-            .reflector()
-            .cache()
-            .fingerprint(namespace.as_deref(), &selector, &fields))
+        Ok(self.handle.reflector().cache().fingerprint(Query {
+            namespace: namespace.as_deref(),
+            labels: &selector,
+            fields: &fields,
+        }))
     }
 
     /// Objects cached.

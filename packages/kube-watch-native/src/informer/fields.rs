@@ -45,6 +45,11 @@ pub struct FieldSelector {
 }
 
 impl FieldSelector {
+    /// Selects everything.
+    pub const ALL: Self = Self {
+        requirements: Vec::new(),
+    };
+
     /// Parses `text` (empty or blank: everything).
     pub fn parse(text: &str) -> Result<Self, FieldSelectorError> {
         let mut requirements = Vec::new();

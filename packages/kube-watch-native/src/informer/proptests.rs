@@ -230,9 +230,10 @@ fn run(initial: usize, early_consumers: usize, ops: Vec<Op>) -> Result<(), TestC
         cache.replace(server.list(), &server.rv.to_string(), true);
     }
     let cached: BTreeMap<String, String> = {
-        let listed: Vec<serde_json::Value> =
-            serde_json::from_slice(&cache.list(None, &Default::default(), &Default::default()))
-                .unwrap();
+        let listed: Vec<serde_json::Value> = serde_json::from_slice(&cache.list(
+            crate::informer::store::Query::labels(None, &Default::default()),
+        ))
+        .unwrap();
         listed
             .into_iter()
             .map(|o| {

@@ -7,10 +7,8 @@
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::fanout::{Cursor, Fanout};
-use super::fields::FieldSelector;
 use super::memory::{Footprint, arc_bytes};
-use super::selector::Selector;
-use super::store::{ChangeKind, Listed, Object, ObjectKey, Store};
+use super::store::{ChangeKind, Listed, Object, ObjectKey, Query, Store};
 use crate::error::Failure;
 
 /// Where the informer stands, as its readers see it.
@@ -192,26 +190,15 @@ impl Cache {
         self.read().get(&key).cloned()
     }
 
-    /// The JSON array text of the objects in `namespace` (all when `None`) that `selector` and
-    /// `fields` select.
-    pub fn list(
-        &self,
-        namespace: Option<&str>,
-        selector: &Selector,
-        fields: &FieldSelector,
-    ) -> Vec<u8> {
-        self.read().list_json(namespace, selector, fields)
+    /// The JSON array text of the objects `query` selects.
+    pub fn list(&self, query: Query<'_>) -> Vec<u8> {
+        self.read().list_json(query)
     }
 
     /// The SHA-256 of the texts [`Cache::list`] would join (see [`Store::fingerprint`]), in
     /// hex.
-    pub fn fingerprint(
-        &self,
-        namespace: Option<&str>,
-        selector: &Selector,
-        fields: &FieldSelector,
-    ) -> String {
-        let digest = self.read().fingerprint(namespace, selector, fields);
+    pub fn fingerprint(&self, query: Query<'_>) -> String {
+        let digest = self.read().fingerprint(query);
         digest.iter().map(|byte| format!("{byte:02x}")).collect()
     }
 

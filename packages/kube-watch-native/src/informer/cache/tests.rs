@@ -2,6 +2,7 @@
 //! health readers see.
 
 use super::*;
+use crate::informer::selector::Selector;
 
 fn object(name: &str, uid: &str, rv: &str, app: &str) -> Object {
     let text = format!(
@@ -170,11 +171,10 @@ fn reads_return_the_cached_text() {
     let a = cache.get("ns", "a").unwrap();
     assert!(String::from_utf8_lossy(&a.text()).contains(r#""name":"a""#));
     assert!(cache.get("other", "a").is_none());
-    let listed = cache.list(
+    let listed = cache.list(Query::labels(
         Some("ns"),
         &Selector::parse("app=y").unwrap(),
-        &Default::default(),
-    );
+    ));
     let parsed: Vec<serde_json::Value> = serde_json::from_slice(&listed).unwrap();
     assert_eq!(parsed.len(), 1);
     assert_eq!(parsed[0]["metadata"]["name"], "b");

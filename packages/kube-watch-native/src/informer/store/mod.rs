@@ -99,6 +99,32 @@ impl Sums {
     }
 }
 
+/// Which cached objects a read selects: those of `namespace` (every namespace when `None`) that
+/// `labels` and `fields` select.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    /// One namespace, or all.
+    pub namespace: Option<&'a str>,
+    /// The label selector.
+    pub labels: &'a Selector,
+    /// The field selector.
+    pub fields: &'a FieldSelector,
+}
+
+/// A field selector that selects everything, for a [`Query`] by labels alone.
+pub static ALL_FIELDS: FieldSelector = FieldSelector::ALL;
+
+impl<'a> Query<'a> {
+    /// The objects of `namespace` (all when `None`) that `labels` selects.
+    pub fn labels(namespace: Option<&'a str>, labels: &'a Selector) -> Self {
+        Self {
+            namespace,
+            labels,
+            fields: &ALL_FIELDS,
+        }
+    }
+}
+
 /// The cached objects.
 #[derive(Debug, Default)]
 pub struct Store {
@@ -151,15 +177,9 @@ impl Store {
         self.objects.iter()
     }
 
-    /// The objects in `namespace` (every namespace when `None`) that `selector` and `fields`
-    /// select, in key order.
-    fn selected<'a>(
-        &'a self,
-        namespace: Option<&'a str>,
-        selector: &'a Selector,
-        fields: &'a FieldSelector,
-    ) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
-        let objects: Box<dyn Iterator<Item = &Object>> = match namespace {
+    /// The objects `query` selects, in key order.
+    fn selected<'a>(&'a self, query: Query<'a>) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
+        let objects: Box<dyn Iterator<Item = &Object>> = match query.namespace {
             // The keys of one namespace are one contiguous range.
             Some(ns) => Box::new(
                 self.objects
@@ -168,19 +188,13 @@ impl Store {
             ),
             None => Box::new(self.objects.iter()),
         };
-        Box::new(objects.filter(move |o| o.selected_by(selector) && fields.matches(o)))
+        Box::new(objects.filter(move |o| o.selected_by(query.labels) && query.fields.matches(o)))
     }
 
-    /// The JSON array text of the objects in `namespace` (every namespace when `None`) that
-    /// `selector` and `fields` select, in key order.
-    pub fn list_json(
-        &self,
-        namespace: Option<&str>,
-        selector: &Selector,
-        fields: &FieldSelector,
-    ) -> Vec<u8> {
+    /// The JSON array text of the objects `query` selects, in key order.
+    pub fn list_json(&self, query: Query<'_>) -> Vec<u8> {
         let mut out = vec![b'['];
-        for object in self.selected(namespace, selector, fields) {
+        for object in self.selected(query) {
             if out.len() > 1 {
                 out.push(b',');
             }
@@ -193,14 +207,9 @@ impl Store {
     /// A SHA-256 of the texts [`Store::list_json`] would join, taken without joining or
     /// unpacking them: equal for equal answers (of caches that pack alike), different when a
     /// selected object changed, came or went. For a reader that only compares answers.
-    pub fn fingerprint(
-        &self,
-        namespace: Option<&str>,
-        selector: &Selector,
-        fields: &FieldSelector,
-    ) -> [u8; 32] {
+    pub fn fingerprint(&self, query: Query<'_>) -> [u8; 32] {
         let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
-        for object in self.selected(namespace, selector, fields) {
+        for object in self.selected(query) {
             object.digest_text(&mut digest);
         }
         let mut out = [0; 32];

@@ -175,32 +175,28 @@ fn lists_filter_by_namespace_and_labels_in_key_order() {
     };
     let all = Selector::default();
     assert_eq!(
-        names(store.list_json(None, &all, &FieldSelector::default())),
+        names(store.list_json(Query::labels(None, &all))),
         ["/node", "a/x", "a/y", "ab/z", "b/x"]
     );
     assert_eq!(
-        names(store.list_json(Some("a"), &all, &FieldSelector::default())),
+        names(store.list_json(Query::labels(Some("a"), &all))),
         ["a/x", "a/y"]
     );
     assert_eq!(
-        names(store.list_json(Some("zz"), &all, &FieldSelector::default())),
+        names(store.list_json(Query::labels(Some("zz"), &all))),
         Vec::<String>::new()
     );
     let x = Selector::parse("app in (x, node)").unwrap();
     assert_eq!(
-        names(store.list_json(None, &x, &FieldSelector::default())),
+        names(store.list_json(Query::labels(None, &x))),
         ["/node", "a/x", "b/x"]
     );
     assert_eq!(
-        names(store.list_json(Some("b"), &x, &FieldSelector::default())),
+        names(store.list_json(Query::labels(Some("b"), &x))),
         ["b/x"]
     );
     assert_eq!(
-        store.list_json(
-            Some("a"),
-            &Selector::parse("app=q").unwrap(),
-            &FieldSelector::default()
-        ),
+        store.list_json(Query::labels(Some("a"), &Selector::parse("app=q").unwrap())),
         b"[]"
     );
 }
@@ -240,11 +236,10 @@ fn a_store_of_packed_objects_counts_and_lists_them_as_their_json() {
         listed[0].stored_text_bytes() + listed[1].stored_text_bytes() + bulky("c", "1").text_len(),
         "packed texts count as their blocks, the other as its JSON"
     );
-    let list = store.list_json(
+    let list = store.list_json(Query::labels(
         None,
         &Selector::parse("app in (b,c)").unwrap(),
-        &FieldSelector::default(),
-    );
+    ));
     let expected = [
         b"[".as_slice(),
         &bulky("b", "1").text(),
@@ -287,44 +282,35 @@ fn a_fingerprint_follows_the_selected_texts_without_unpacking_them() {
     // Equal answers, whichever order the objects came in.
     let other = fill(vec![object("ns", "b", "ub", "1"), packed(bulky("a", "1"))]);
     assert_eq!(
-        store.fingerprint(None, &all, &FieldSelector::default()),
-        other.fingerprint(None, &all, &FieldSelector::default())
+        store.fingerprint(Query::labels(None, &all)),
+        other.fingerprint(Query::labels(None, &all))
     );
     let (before_all, before_a) = (
-        store.fingerprint(None, &all, &FieldSelector::default()),
-        store.fingerprint(None, &a, &FieldSelector::default()),
+        store.fingerprint(Query::labels(None, &all)),
+        store.fingerprint(Query::labels(None, &a)),
     );
     assert_ne!(before_all, before_a, "the selector chooses what is hashed");
     assert_eq!(
-        Store::new().fingerprint(None, &a, &FieldSelector::default()),
-        fill(vec![]).fingerprint(Some("ns"), &all, &FieldSelector::default()),
+        Store::new().fingerprint(Query::labels(None, &a)),
+        fill(vec![]).fingerprint(Query::labels(Some("ns"), &all)),
         "nothing selected"
     );
     // An object the selector leaves out changes: its answer is the same.
     store.apply(ChangeKind::Modified, object("ns", "b", "ub", "2"));
+    assert_eq!(store.fingerprint(Query::labels(None, &a)), before_a);
+    assert_ne!(store.fingerprint(Query::labels(None, &all)), before_all);
     assert_eq!(
-        store.fingerprint(None, &a, &FieldSelector::default()),
-        before_a
-    );
-    assert_ne!(
-        store.fingerprint(None, &all, &FieldSelector::default()),
-        before_all
-    );
-    assert_eq!(
-        store.fingerprint(Some("other"), &all, &FieldSelector::default()),
-        Store::new().fingerprint(None, &all, &FieldSelector::default())
+        store.fingerprint(Query::labels(Some("other"), &all)),
+        Store::new().fingerprint(Query::labels(None, &all))
     );
     // A selected one changes (packed both times), then goes.
     store.apply(ChangeKind::Modified, packed(bulky("a", "2")));
-    let changed = store.fingerprint(None, &a, &FieldSelector::default());
+    let changed = store.fingerprint(Query::labels(None, &a));
     assert_ne!(changed, before_a);
     store.apply(ChangeKind::Deleted, packed(bulky("a", "2")));
-    assert_ne!(
-        store.fingerprint(None, &a, &FieldSelector::default()),
-        changed
-    );
+    assert_ne!(store.fingerprint(Query::labels(None, &a)), changed);
     assert_eq!(
-        store.fingerprint(None, &a, &FieldSelector::default()),
-        Store::new().fingerprint(None, &a, &FieldSelector::default())
+        store.fingerprint(Query::labels(None, &a)),
+        Store::new().fingerprint(Query::labels(None, &a))
     );
 }
