@@ -69,6 +69,33 @@ test('one-shot reads and the API server errors: the same status, type and body a
   assert.equal((await gone.json()).message, 'pods "gone" not found');
 });
 
+test('output that is not UTF-8 comes through byte for byte, as the stock proxy passes it, one-shot and followed', async () => {
+  sim.create('pods', podOfContainers('raw'));
+  const bytes = Buffer.from([0x61, 0xff, 0xfe, 0x62, 0x0a, 0x6f, 0x6b, 0x0a, 0xc3, 0x28]);
+  sim.writeLog('default', 'raw', 'main', bytes);
+  const path = '/api/v1/namespaces/default/pods/raw/log?container=main';
+  const [ours, theirs] = await Promise.all([proxyGet(native, path), proxyGet(stock, path)]);
+  const [ourBytes, theirBytes] = await Promise.all([ours.arrayBuffer(), theirs.arrayBuffer()]);
+  assert.deepEqual(Buffer.from(ourBytes), Buffer.from(theirBytes));
+  assert.deepEqual(Buffer.from(ourBytes), Buffer.concat([bytes, Buffer.from('\n')]));
+  // Followed: the same bytes, then a line written after.
+  const controller = new AbortController();
+  const follow = await proxyGet(native, `${path}&follow=true`, { signal: controller.signal });
+  const chunks = [];
+  const reading = (async () => {
+    try {
+      for await (const chunk of follow.body) chunks.push(Buffer.from(chunk));
+    } catch {
+      // Aborted below.
+    }
+  })();
+  sim.writeLog('default', 'raw', 'main', Buffer.from([0x7a, 0x80]));
+  const expected = Buffer.concat([bytes, Buffer.from([0x0a, 0x7a, 0x80, 0x0a])]);
+  await until(() => Buffer.concat(chunks).equals(expected), { what: 'the bytes followed' });
+  controller.abort();
+  await reading;
+});
+
 test('50 callers following one container cost one request to the API server, and each gets every new line', async () => {
   const before = logRequests(sim).length;
   const controller = new AbortController();

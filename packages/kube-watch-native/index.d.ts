@@ -463,8 +463,14 @@ export interface KubernetesLogOptions {
 /** A batch of a log's text, with `text: true`. */
 export interface KubernetesLogText {
   type: 'TEXT';
-  /** Whole lines each with its `\n`, a piece of a longer line without; bytes that are not UTF-8 become U+FFFD. */
+  /** Whole lines each with its `\n`, a piece of a longer line without. */
   text: string;
+}
+
+/** A line (or piece) that is not UTF-8, with `text: true`: its bytes as the server sent them. */
+export interface KubernetesLogBytes {
+  type: 'BYTES';
+  bytes: Buffer;
 }
 
 /** Lines a shared stream's reader missed because it fell behind what the follow keeps. */
@@ -494,7 +500,7 @@ export interface KubernetesLogError {
 
 /** What a log stream yields. */
 export type KubernetesLogEvent =
-  KubernetesLogLines | KubernetesLogText | KubernetesLogSkipped | KubernetesLogError;
+  KubernetesLogLines | KubernetesLogText | KubernetesLogBytes | KubernetesLogSkipped | KubernetesLogError;
 
 /** Backstage's KubernetesWatcher, implemented natively. */
 export declare class NativeKubernetesWatcher implements KubernetesWatcher {

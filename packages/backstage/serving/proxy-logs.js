@@ -134,9 +134,11 @@ async function writeLog(stream, res, follow) {
       const text =
         event.type === 'TEXT'
           ? event.text
-          : event.type === 'SKIPPED'
-            ? `[kube-watch-native: ${event.lines} lines skipped: this reader fell behind the follow]\n`
-            : null;
+          : event.type === 'BYTES'
+            ? event.bytes
+            : event.type === 'SKIPPED'
+              ? `[kube-watch-native: ${event.lines} lines skipped: this reader fell behind the follow]\n`
+              : null;
       if (text === null) continue;
       start();
       // A caller that reads slowly holds its stream's reading here (its native queue, bounded,

@@ -60,6 +60,8 @@ function toLogSpec(params, options, serviceAccountDir) {
     pod,
     container,
     shareKey,
+    // A reader of text passes the log on: lines that are not UTF-8 cross as their bytes.
+    raw: optionalBoolean(options.text, 'options.text') === true,
     // One definition of the options' fields, the native one (src/logs/query.rs).
     options: JSON.stringify({
       follow: optionalBoolean(options.follow, 'options.follow'),
@@ -86,7 +88,8 @@ function logBatch(text) {
 /**
  * A batch as the `text: true` stream yields it: its lines as one `{ type: 'TEXT', text }`, each
  * whole line with its newline and a piece of a longer line without (the log's text as the API
- * server sent it, timestamps as asked), never split into lines; SKIPPED and ERROR as they are.
+ * server sent it, timestamps as asked), never split into lines; a line that is not UTF-8 as
+ * `{ type: 'BYTES', bytes }` (a Buffer: the bytes the server sent); SKIPPED and ERROR as they are.
  */
 function textBatch(text) {
   if (text.charCodeAt(0) === 10) return [{ type: 'TEXT', text: `${text.slice(1)}\n` }];
@@ -98,7 +101,7 @@ function textBatch(text) {
     else {
       if (joined !== null) out.push({ type: 'TEXT', text: joined });
       joined = null;
-      out.push(item);
+      out.push(item.raw === undefined ? item : { type: 'BYTES', bytes: Buffer.from(item.raw, 'base64') });
     }
   }
   if (joined !== null) out.push({ type: 'TEXT', text: joined });

@@ -29,6 +29,8 @@ pub struct LogSpec {
     /// Shares one follow with the other streams of this watcher of the same key (the cluster,
     /// the credential, the pod and the container: `lib/logs.js`); `None` for one of its own.
     pub share_key: Option<String>,
+    /// Lines that are not UTF-8 cross as their bytes (`text: true`).
+    pub raw: Option<bool>,
 }
 
 /// Starts the log stream of `spec`, its wake-ups through `back`; a refused credential is its
@@ -53,6 +55,7 @@ pub(super) fn start(spec: LogSpec, hub: &LogHub, back: Arc<WayBack>) -> Result<N
                 options,
                 endpoint,
                 counters,
+                raw: spec.raw.unwrap_or(false),
             };
             let api = PoolListWatch(POOL.clone());
             within_runtime_if_available(|| {

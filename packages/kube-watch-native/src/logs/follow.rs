@@ -53,6 +53,9 @@ pub struct LogConfig {
     pub cluster: String,
     /// Requests, lines and bytes, for the metrics.
     pub counters: Arc<WatchCounters>,
+    /// Lines that are not UTF-8 cross as their bytes (a reader that passes the log on), not
+    /// with U+FFFD.
+    pub raw: bool,
 }
 
 impl LogConfig {
@@ -78,6 +81,7 @@ impl LogConfig {
             limit.map(|n| u64::try_from(n).unwrap_or(0)),
             self.what(),
         )
+        .raw(self.raw)
     }
 
     pub(crate) fn following(&self) -> bool {

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use base64::Engine as _;
+
 use crate::batch::MAX_BATCH_BYTES;
 use crate::watch::Outbox;
 
@@ -25,6 +27,8 @@ pub(crate) struct Reader {
     pending: Vec<u8>,
     /// No line of `pending` needed an escape.
     plain: bool,
+    /// A line that is not UTF-8 is queued as its bytes (`{"raw":"<base64>"}`), not with U+FFFD.
+    raw: bool,
 }
 
 impl Reader {
@@ -44,7 +48,14 @@ impl Reader {
             what,
             pending: Vec::new(),
             plain: true,
+            raw: false,
         }
+    }
+
+    /// Queues lines that are not UTF-8 as their bytes when `raw` (see the field).
+    pub(crate) fn raw(mut self, raw: bool) -> Self {
+        self.raw = raw;
+        self
     }
 
     /// Queues a piece of a line (`stamp`: its timestamp's text, on a line's first piece): true
@@ -102,6 +113,19 @@ impl Reader {
     }
 
     async fn push(&mut self, text: &[u8], last: bool) {
+        if self.raw && std::str::from_utf8(text).is_err() {
+            // In order with the lines before it; the newline of a whole line with its bytes.
+            self.flush().await;
+            let mut bytes = text.to_vec();
+            if last {
+                bytes.push(b'\n');
+            }
+            let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+            self.outbox
+                .push_line(format!(r#"{{"raw":"{encoded}"}}"#).as_bytes(), None)
+                .await;
+            return;
+        }
         let string = String::from_utf8_lossy(text);
         if matches!(string, std::borrow::Cow::Owned(_)) && !self.warned_utf8 {
             self.warned_utf8 = true;

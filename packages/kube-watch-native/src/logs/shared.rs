@@ -366,7 +366,8 @@ fn read(
     let limit = config.options.range.limit_bytes;
     Watch::spawn(outbox, counters, runtime, move |outbox| {
         let limit = limit.map(|n| u64::try_from(n).unwrap_or(0));
-        let reader = Reader::new(outbox, config.options.timestamps, limit, config.what());
+        let reader =
+            Reader::new(outbox, config.options.timestamps, limit, config.what()).raw(config.raw);
         read_from(shared, reader, at, until)
     })
 }

@@ -81,6 +81,7 @@ fn config(options: LogOptions) -> LogConfig {
         endpoint,
         cluster: "c".into(),
         counters: Arc::default(),
+        raw: false,
     }
 }
 
