@@ -80,6 +80,14 @@ impl FieldSelector {
         self.requirements.is_empty()
     }
 
+    /// The path and value of its first equality, which an index can answer.
+    pub fn equality(&self) -> Option<(&[String], &str)> {
+        self.requirements
+            .iter()
+            .find(|r| r.equal)
+            .map(|r| (r.path.as_slice(), r.value.as_str()))
+    }
+
     /// Whether `object` meets every requirement.
     pub fn matches(&self, object: &Object) -> bool {
         if self.requirements.is_empty() {
@@ -145,6 +153,11 @@ fn unescape(value: &str) -> String {
         }
     }
     out
+}
+
+/// The value at `path` in `object` as a field selector compares it (absent: `""`).
+pub fn value_of(object: &Object, path: &[String]) -> String {
+    value_at(&object.text(), path).unwrap_or_default()
 }
 
 /// The text of the value at `path` in the JSON `text`: a string as itself, a number or boolean

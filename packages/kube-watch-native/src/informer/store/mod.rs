@@ -5,6 +5,9 @@
 //! by key compares with a key-only [`Object::probe`].
 
 use std::collections::BTreeSet;
+use std::sync::{Mutex, PoisonError};
+
+use index::Indexes;
 
 use super::fields::FieldSelector;
 use super::memory::{Footprint, btree_bytes};
@@ -130,6 +133,8 @@ impl<'a> Query<'a> {
 pub struct Store {
     objects: BTreeSet<Object>,
     sums: Sums,
+    /// Objects by field values, built by the reads that select by them (`index.rs`).
+    indexes: Mutex<Indexes>,
 }
 
 impl Store {
@@ -179,6 +184,21 @@ impl Store {
 
     /// The objects `query` selects, in key order.
     fn selected<'a>(&'a self, query: Query<'a>) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
+        let selected = move |o: &&Object| o.selected_by(query.labels) && query.fields.matches(o);
+        // An equality of a field selector: the objects its index holds, in key order.
+        if let Some((path, value)) = query.fields.equality() {
+            let mut indexes = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(keys) = indexes.keys(path, value, self.objects.iter()) {
+                let objects = keys
+                    .into_iter()
+                    .filter(move |key| query.namespace.is_none_or(|ns| key.namespace() == ns))
+                    .filter_map(|key| {
+                        self.objects
+                            .get(&Object::probe(key.namespace(), key.name()))
+                    });
+                return Box::new(objects.filter(selected));
+            }
+        }
         let objects: Box<dyn Iterator<Item = &Object>> = match query.namespace {
             // The keys of one namespace are one contiguous range.
             Some(ns) => Box::new(
@@ -188,7 +208,7 @@ impl Store {
             ),
             None => Box::new(self.objects.iter()),
         };
-        Box::new(objects.filter(move |o| o.selected_by(query.labels) && query.fields.matches(o)))
+        Box::new(objects.filter(selected))
     }
 
     /// The JSON array text of the objects `query` selects, in key order.
@@ -219,6 +239,7 @@ impl Store {
 
     fn insert(&mut self, object: Object) -> Option<Object> {
         self.sums.add(&object);
+        self.indexes_mut().stored(&object);
         let old = self.objects.replace(object);
         if let Some(old) = &old {
             self.sums.sub(old);
@@ -229,6 +250,7 @@ impl Store {
     fn remove(&mut self, key: &Object) -> Option<Object> {
         let old = self.objects.take(key)?;
         self.sums.sub(&old);
+        self.indexes_mut().removed(&old.key());
         Some(old)
     }
 
@@ -275,6 +297,7 @@ impl Store {
         use std::cmp::Ordering::{Equal, Greater, Less};
         let mut fresh = listed.0;
         let mut count = 0;
+        self.indexes_mut().clear();
         let mut tell = |batch: &[Change]| {
             count += batch.len();
             changes(batch);
@@ -326,10 +349,20 @@ impl Store {
 
     /// Drops every object, returning nothing: for an informer that stopped.
     pub fn clear(&mut self) {
+        self.indexes_mut().clear();
         self.objects.clear();
         self.sums = Sums::default();
     }
+
+    /// The indexes, to keep as objects come and go (no read holds them then: `&mut self`).
+    fn indexes_mut(&mut self) -> &mut Indexes {
+        self.indexes
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
 }
+
+mod index;
 
 #[cfg(test)]
 mod tests;

@@ -314,3 +314,68 @@ fn a_fingerprint_follows_the_selected_texts_without_unpacking_them() {
         Store::new().fingerprint(Query::labels(None, &a))
     );
 }
+
+#[test]
+fn a_field_equality_reads_its_index_which_follows_every_change() {
+    use crate::informer::fields::FieldSelector;
+    let event = |ns: &str, name: &str, involved: &str, rv: &str| {
+        Object::parse(
+            format!(
+                r#"{{"metadata":{{"name":"{name}","namespace":"{ns}","uid":"u-{name}","resourceVersion":"{rv}"}},"involvedObject":{{"name":"{involved}"}}}}"#
+            )
+            .as_bytes(),
+        )
+        .unwrap()
+    };
+    let mut store = Store::new();
+    store.apply(ChangeKind::Added, event("a", "e1", "web", "1"));
+    store.apply(ChangeKind::Added, event("a", "e2", "db", "2"));
+    store.apply(ChangeKind::Added, event("b", "e3", "web", "3"));
+    let all = Selector::parse("").unwrap();
+    let names = |text: Vec<u8>| -> Vec<String> {
+        let items: Vec<serde_json::Value> = serde_json::from_slice(&text).unwrap();
+        let name = |v: &serde_json::Value| {
+            format!(
+                "{}/{}",
+                v["metadata"]["namespace"].as_str().unwrap(),
+                v["metadata"]["name"].as_str().unwrap()
+            )
+        };
+        items.iter().map(name).collect()
+    };
+    let by = |store: &Store, selector: &str, ns: Option<&str>| {
+        let fields = FieldSelector::parse(selector).unwrap();
+        names(store.list_json(Query {
+            namespace: ns,
+            labels: &all,
+            fields: &fields,
+        }))
+    };
+    // The first read builds the index; the namespace and the other requirements still apply.
+    assert_eq!(
+        by(&store, "involvedObject.name=web", None),
+        ["a/e1", "b/e3"]
+    );
+    assert_eq!(by(&store, "involvedObject.name=web", Some("b")), ["b/e3"]);
+    assert_eq!(
+        by(&store, "involvedObject.name=web,metadata.name!=e1", None),
+        ["b/e3"]
+    );
+    // Changes after it: an object moved to another value, one added, one deleted.
+    store.apply(ChangeKind::Modified, event("a", "e2", "web", "4"));
+    store.apply(ChangeKind::Added, event("a", "e4", "web", "5"));
+    store.apply(ChangeKind::Deleted, event("a", "e1", "web", "6"));
+    assert_eq!(
+        by(&store, "involvedObject.name=web", None),
+        ["a/e2", "a/e4", "b/e3"]
+    );
+    assert!(by(&store, "involvedObject.name=db", None).is_empty());
+    // A relist drops the indexes; the next read builds them from the new objects.
+    store.relist([event("c", "e5", "web", "7")].into_iter().collect(), |_| {});
+    assert_eq!(by(&store, "involvedObject.name=web", None), ["c/e5"]);
+    // Past MAX_INDEXES paths, a read looks at every object, with the same answer.
+    for path in ["a", "b", "c", "d", "e"] {
+        assert!(by(&store, &format!("{path}=x"), None).is_empty());
+    }
+    assert_eq!(by(&store, "metadata.uid=u-e5", None), ["c/e5"]);
+}
