@@ -51,7 +51,8 @@ pub struct Footprint {
     /// packed text, all of its metadata strings and labels), padding to 8 bytes. Each object's
     /// allocation size less its text as held, summed as objects come and go.
     pub header_bytes: usize,
-    /// The store's index: the nodes of its ordered set of 16-byte object pointers, as a tree of
+    /// The store's indexes: its field indexes (`store/index.rs`, an estimate), and the nodes of
+    /// its ordered set of 16-byte object pointers, as a tree of
     /// full nodes (see [`btree_bytes`]; a store grown by many ADDED events since its last list
     /// takes up to twice this).
     pub index_bytes: usize,

@@ -11,6 +11,9 @@ use crate::informer::fields::value_of;
 
 /// Paths indexed per store at most; a read by another path looks at every object.
 pub const MAX_INDEXES: usize = 4;
+/// What an entry takes besides its strings, in both maps and the set: their slots, the boxed
+/// key's and the value's headers (an estimate; the maps' spare capacity aside).
+const ENTRY_OVERHEAD: usize = 120;
 
 /// One path's index.
 #[derive(Debug)]
@@ -20,12 +23,20 @@ struct FieldIndex {
     by_value: HashMap<String, BTreeSet<ObjectKey>>,
     /// The value each key is indexed under.
     of_key: HashMap<ObjectKey, String>,
+    /// What its entries take (see [`ENTRY_OVERHEAD`]).
+    bytes: usize,
+}
+
+/// What one entry of `key` under `value` takes: the key twice, the value twice, the overhead.
+fn entry_bytes(key: &ObjectKey, value: &str) -> usize {
+    2 * key.len() + 2 * value.len() + ENTRY_OVERHEAD
 }
 
 impl FieldIndex {
     fn add(&mut self, object: &Object) {
         let (key, value) = (object.key(), value_of(object, &self.path));
         self.remove(&key);
+        self.bytes += entry_bytes(&key, &value);
         self.by_value
             .entry(value.clone())
             .or_default()
@@ -37,6 +48,7 @@ impl FieldIndex {
         let Some(value) = self.of_key.remove(key) else {
             return;
         };
+        self.bytes -= entry_bytes(key, &value);
         if let Some(keys) = self.by_value.get_mut(&value) {
             keys.remove(key);
             if keys.is_empty() {
@@ -67,6 +79,11 @@ impl Indexes {
         }
     }
 
+    /// What the indexes take (an estimate: see [`ENTRY_OVERHEAD`]).
+    pub fn bytes(&self) -> usize {
+        self.built.iter().map(|index| index.bytes).sum()
+    }
+
     /// Every index dropped (a relist replaced the objects).
     pub fn clear(&mut self) {
         self.built.clear();
@@ -88,6 +105,7 @@ impl Indexes {
                     path: path.to_vec(),
                     by_value: HashMap::new(),
                     of_key: HashMap::new(),
+                    bytes: 0,
                 };
                 for object in objects {
                     index.add(object);

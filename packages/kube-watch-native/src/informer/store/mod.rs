@@ -166,7 +166,12 @@ impl Store {
             json_bytes: self.sums.json,
             text_bytes: self.sums.text,
             header_bytes: self.sums.headers,
-            index_bytes: btree_bytes(self.objects.len(), std::mem::size_of::<Object>()),
+            index_bytes: btree_bytes(self.objects.len(), std::mem::size_of::<Object>())
+                + self
+                    .indexes
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .bytes(),
             ..Footprint::default()
         }
     }

@@ -351,11 +351,15 @@ fn a_field_equality_reads_its_index_which_follows_every_change() {
             fields: &fields,
         }))
     };
-    // The first read builds the index; the namespace and the other requirements still apply.
+    // The first read builds the index (counted in the footprint); the namespace and the other
+    // requirements still apply.
+    let before = store.footprint().index_bytes;
     assert_eq!(
         by(&store, "involvedObject.name=web", None),
         ["a/e1", "b/e3"]
     );
+    let indexed = store.footprint().index_bytes - before;
+    assert!((3 * 120..3 * 200).contains(&indexed), "{indexed}");
     assert_eq!(by(&store, "involvedObject.name=web", Some("b")), ["b/e3"]);
     assert_eq!(
         by(&store, "involvedObject.name=web,metadata.name!=e1", None),
@@ -373,6 +377,13 @@ fn a_field_equality_reads_its_index_which_follows_every_change() {
     // A relist drops the indexes; the next read builds them from the new objects.
     store.relist([event("c", "e5", "web", "7")].into_iter().collect(), |_| {});
     assert_eq!(by(&store, "involvedObject.name=web", None), ["c/e5"]);
+    store.apply(ChangeKind::Deleted, event("c", "e5", "web", "8"));
+    assert_eq!(
+        store.footprint().index_bytes,
+        0,
+        "no objects: the set's nodes and the index's entries gone"
+    );
+    store.apply(ChangeKind::Added, event("c", "e5", "web", "9"));
     // Past MAX_INDEXES paths, a read looks at every object, with the same answer.
     for path in ["a", "b", "c", "d", "e"] {
         assert!(by(&store, &format!("{path}=x"), None).is_empty());
