@@ -64,6 +64,40 @@ test('finding 3: a watch silent past the liveness bound is not served; the infor
   assert.deepEqual(names(again).sort(), ['p1', 'p2']);
 });
 
+/** Steps the process's wall clock (Date.now) by `ms` until the test ends, as NTP or a resumed VM would. */
+function stepWallClock(t, ms) {
+  const real = Date.now;
+  Date.now = () => real() + ms;
+  t.after(() => {
+    Date.now = real;
+  });
+}
+
+test('finding 3: a wall clock stepped on or back neither drops a live cache nor serves a silent one', async (t) => {
+  const { sim, fetcher, request } = await setUp(t, { sim: { token: 'tok-a' }, livenessMs: 1200 });
+  sim.create('pods', pod('p1'));
+  await fromCache(fetcher, request('tok-a'));
+  const served = async () => !fromDefault(await fetcher.fetchObjectsForService(request('tok-a')));
+  stepWallClock(t, 10 * 60_000);
+  await sleep(300);
+  assert.ok(await served(), 'ten minutes on by the wall clock, 300 ms by the monotonic one: still served');
+  // A watch reopened, then the wall clock stepped back: served again once the resumed watch settles.
+  sim.endWatches();
+  stepWallClock(t, -20 * 60_000);
+  sim.create('pods', pod('p2'));
+  await until(
+    async () => {
+      const answer = await fetcher.fetchObjectsForService(request('tok-a'));
+      return !fromDefault(answer) && names(answer).includes('p2');
+    },
+    { ms: 3000, what: 'the cache served with p2 after the reopened watch' },
+  );
+  // A silent watch is not served past the bound, whatever the wall clock says.
+  sim.nextWatchFault({ stallAfterEvents: 0 });
+  sim.endWatches();
+  await until(async () => !(await served()), { ms: 3000, what: 'the silent watch not served' });
+});
+
 test('finding 3: bytes that prove nothing (lines that are not events) do not keep a cache served', async (t) => {
   const { sim, fetcher, request } = await setUp(t, { sim: { token: 'tok-a' }, livenessMs: 1200 });
   sim.create('pods', pod('p1'));

@@ -49,7 +49,10 @@ test('a paginated list (no streaming lists here) fills in kind/apiVersion and sy
   assert.throws(() => informer.list({ labelSelector: 'a in (' }), /labelSelector is not valid/);
   // A field selector is read natively from the cached text, with the label selector.
   const names = (options) => informer.list(options).map((o) => o.metadata.name);
+  assert.equal(informer.state().indexBytes, 0, 'no field index before a field selector');
   assert.deepEqual(names({ fieldSelector: 'data.v=1,metadata.name=c3' }), ['c3']);
+  const indexBytes = informer.state().indexBytes;
+  assert.ok(indexBytes > 7 * 100, `the index of data.v over 7 objects counted: ${indexBytes} bytes`);
   assert.deepEqual(names({ fieldSelector: 'data.v=2' }), []);
   assert.deepEqual(names({ fieldSelector: 'data.v!=2,metadata.name!=c0', labelSelector: 'i in (0,3,4)' }), [
     'c3',

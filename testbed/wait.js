@@ -2,6 +2,7 @@
 // Waits of the tests and benchmarks: a plain sleep, and waits that fail, naming what they waited
 // for, instead of hanging.
 
+const { performance } = require('node:perf_hooks');
 const v8 = require('node:v8');
 const vm = require('node:vm');
 
@@ -22,18 +23,19 @@ async function within(promise, ms, what) {
 
 /**
  * The one way the tests and benchmarks wait for a condition: resolves with the first truthy value
- * of `check()` (sync or async), looking every `everyMs`; rejects naming `what` after `ms`.
+ * of `check()` (sync or async), looking every `everyMs`; rejects naming `what` after `ms`, on the
+ * monotonic clock (a wall clock stepped under a test is no timeout).
  * @template T
  * @param {() => T | Promise<T>} check
  * @param {{ ms?: number, what?: string, everyMs?: number }} [options]
  * @returns {Promise<T>}
  */
 async function until(check, { ms = 10_000, what = 'the condition', everyMs = 10 } = {}) {
-  const deadline = Date.now() + ms;
+  const deadline = performance.now() + ms;
   for (;;) {
     const value = await check();
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await sleep(everyMs);
   }
 }

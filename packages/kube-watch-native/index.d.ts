@@ -338,16 +338,32 @@ export interface KubernetesInformerState {
   /** Bytes of JSON cached. */
   cachedBytes: number;
   /**
+   * Bytes the field indexes take (an estimate): built at a `fieldSelector`'s first read of a
+   * path, dropped by a relist. A budget of the cache's memory counts them beside `cachedBytes`.
+   */
+  indexBytes: number;
+  /**
    * When (ms since the epoch) the watch being read now opened (0 for a streaming list's
    * stream, whose sync proves the cache current); null between watches (a backoff, a
    * reconnect, a relist), when the cache may be behind the server.
    */
   watchingSince: number | null;
   /**
+   * How long (ms, on the monotonic clock) the watch being read has been open (Infinity for a
+   * streaming list's); null between watches. Decide by this, not by `watchingSince`: a wall
+   * clock stepped (by NTP, a virtual machine resumed) moves `watchingSince`, never this.
+   */
+  watchingForMs: number | null;
+  /**
    * The last proof (ms since the epoch) that the cache is current with the server (a complete
    * list, an event, a bookmark, a probe answered: see `probeSeconds`); null before any.
    */
   aliveAt: number | null;
+  /**
+   * How long ago (ms, on the monotonic clock) that proof came, when `state()` was read; null
+   * before any. What to bound the staleness of a cache shown to someone by.
+   */
+  aliveAgoMs: number | null;
   /**
    * The failure not yet over: it lasts until a request succeeds or an event or bookmark
    * arrives. `statusCode` is 0 below HTTP; `retrying` is false once the informer gave up.

@@ -22,6 +22,7 @@
 
 const crypto = require('node:crypto');
 const { liveRequestContext, markFollowed, markNotLive } = require('./mark');
+const clock = require('../serving/clock');
 
 /**
  * A watch key as every replica names it: what the informer lists (cluster, type, its own
@@ -83,7 +84,7 @@ class InformerFollowing {
    * @param {ReturnType<import('./publisher').createLivePublisher>} options.publisher
    * @param {() => number} [options.now]
    */
-  constructor({ publisher, now = Date.now }) {
+  constructor({ publisher, now = clock.now }) {
     this.#publisher = publisher;
     this.#now = now;
   }

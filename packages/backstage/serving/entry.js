@@ -5,6 +5,7 @@
 // is the pool's (./pool.js), which only counts and closes entries.
 
 const { AnswerMemo } = require('./answers');
+const clock = require('./clock');
 
 /**
  * The event loop's turn, as far as the informers' states go: bumped by a microtask queued at the
@@ -54,7 +55,7 @@ class Entry {
     this.#servability = servability;
     /** Closed: its answers, and whatever follows them, are done with. */
     this.closed = false;
-    this.lastUsed = Date.now();
+    this.lastUsed = clock.now();
     /** Requests between choosing this entry and answering from it: the idle sweep leaves it be. */
     this.inUse = 0;
     /** Until when the first requests wait for the initial list; null before the first. */
@@ -72,14 +73,16 @@ class Entry {
    */
   servable() {
     const verifiedUntil = this.#servability.verifiedUntil(this.identity);
-    const { aliveAt } = this.state();
-    const aliveUntil = aliveAt === null || aliveAt === undefined ? 0 : aliveAt + this.#servability.livenessMs;
+    const { aliveAgoMs } = this.state();
+    const now = clock.now();
+    const aliveUntil =
+      aliveAgoMs === null || aliveAgoMs === undefined ? 0 : now - aliveAgoMs + this.#servability.livenessMs;
     const until = Math.min(verifiedUntil, aliveUntil);
-    return { servable: Date.now() < until, until: until > 0 ? until : Infinity };
+    return { servable: now < until, until: until > 0 ? until : Infinity };
   }
 
   touch() {
-    this.lastUsed = Date.now();
+    this.lastUsed = clock.now();
     this.identity.lastUsed = this.lastUsed;
   }
 
@@ -107,8 +110,8 @@ class Entry {
    */
   wait(syncTimeoutMs) {
     if (this.settled()) return Promise.resolve();
-    this.waitUntil ??= Date.now() + syncTimeoutMs;
-    const ms = this.waitUntil - Date.now();
+    this.waitUntil ??= clock.now() + syncTimeoutMs;
+    const ms = this.waitUntil - clock.now();
     if (ms <= 0) return Promise.resolve();
     return new Promise((resolve) => {
       let stop = () => {};
@@ -124,11 +127,12 @@ class Entry {
     });
   }
 
-  /** JSON this informer holds, or has read so far while it lists. */
+  /** JSON this informer holds, or has read so far while it lists, and its field indexes. */
   bytes() {
     const state = this.informer.state();
-    if (state.synced || state.finished) return state.cachedBytes;
-    return Math.max(state.cachedBytes, this.informer.stats().bytes ?? 0);
+    const indexes = state.indexBytes ?? 0;
+    if (state.synced || state.finished) return state.cachedBytes + indexes;
+    return Math.max(state.cachedBytes, this.informer.stats().bytes ?? 0) + indexes;
   }
 
   close() {

@@ -39,6 +39,7 @@ const { Pool } = require('./pool');
 const { BUILT_IN_GROUPS, resourcePathFor, transform } = require('./answers');
 const { Opening, ID_LABEL } = require('./opening');
 const { Serving } = require('./serving');
+const clock = require('./clock');
 
 /** The core events type, as the proxy's events route reads it (./proxy-events.js). */
 const EVENTS = { objectType: 'events', group: '', apiVersion: 'v1', plural: 'events' };
@@ -275,8 +276,9 @@ class NativeInformerFetcher {
         synced: state.synced,
         size: state.size,
         cachedBytes: state.cachedBytes,
+        indexBytes: state.indexBytes,
         error: state.error,
-        idleMs: Date.now() - entry.lastUsed,
+        idleMs: clock.now() - entry.lastUsed,
       };
     });
   }

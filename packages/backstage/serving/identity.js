@@ -23,6 +23,7 @@
 
 const { keyedHash, credentialSecret, connectionOf } = require('./credential');
 const { clusterRequest, Reviews } = require('./review');
+const clock = require('./clock');
 
 /**
  * A credential in use is checked again this often, and its caches are served only while the
@@ -36,7 +37,7 @@ class Identity {
     this.key = key;
     this.credential = credential;
     this.clusterDetails = clusterDetails;
-    this.lastUsed = Date.now();
+    this.lastUsed = clock.now();
     this.entries = new Set();
     /** When a check of the credential last passed, and when one last ended (0: never). */
     this.verifiedAt = 0;
@@ -78,7 +79,7 @@ class Identities {
     recheckMs = RECHECK_MS,
     onChange = () => {},
     request = clusterRequest,
-    now = Date.now,
+    now = clock.now,
   }) {
     this.#rotating = new Set(rotatingAuthProviders);
     this.#recheckMs = recheckMs;

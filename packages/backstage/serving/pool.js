@@ -5,17 +5,19 @@
 // Bounds that hold under concurrency and against one user:
 // - `maxInformers` open at most; a user (the viewer whose load opened it) at most `userShare` of
 //   them, and custom resources named in request bodies at most `bodyShare`;
-// - `maxCachedBytes` of JSON at most, counted as bytes arrive: a listing informer counts what it
-//   has read so far, and the count is taken again every GUARD_MS while any informer lists, so
-//   that forty informers opened in the same instant cannot each pass the check against a total
-//   that had none of them. An informer that takes the total (or its user's share) past the
-//   bound is closed and its key avoided for AVOID_MS: the default fetcher answers it;
+// - `maxCachedBytes` of JSON (and the field indexes built over it) at most, counted as bytes
+//   arrive: a listing informer counts what it has read so far, and the count is taken again
+//   every GUARD_MS while any informer lists, so that forty informers opened in the same instant
+//   cannot each pass the check against a total that had none of them. An informer that takes the
+//   total (or its user's share) past the bound is closed and its key avoided for AVOID_MS: the
+//   default fetcher answers it;
 // - an informer refused (401, 403) or not served (404) before it synced is closed at once and
 //   not opened again for AVOID_MS, so made-up types cannot pin informers or requests.
 //
 // Each informer, and what is kept of it, is an Entry (./entry.js).
 
 const { Entry } = require('./entry');
+const clock = require('./clock');
 
 /** How long a key closed for a refusal, a missing type or a bound is answered by the default fetcher. */
 const AVOID_MS = 60_000;
@@ -54,7 +56,7 @@ class Pool {
   avoided(key) {
     const avoid = this.#avoid.get(key);
     if (!avoid) return false;
-    const now = Date.now();
+    const now = clock.now();
     if (now >= avoid.until) {
       this.#avoid.delete(key);
       return false;
@@ -65,7 +67,7 @@ class Pool {
 
   /** Avoids `key` for `ms` (for `ms` after each use, with `refresh`). */
   avoid(key, ms, { refresh = false } = {}) {
-    this.#avoid.set(key, { until: Date.now() + ms, refreshMs: refresh ? ms : 0 });
+    this.#avoid.set(key, { until: clock.now() + ms, refreshMs: refresh ? ms : 0 });
   }
 
   /**
@@ -91,7 +93,7 @@ class Pool {
 
   /** Closes entries unused for `idleMs`, and forgets expired avoidances. */
   sweep(idleMs) {
-    const now = Date.now();
+    const now = clock.now();
     for (const entry of this.entries.values()) {
       if (entry.inUse === 0 && now - entry.lastUsed >= idleMs) {
         this.#logger?.debug?.(
@@ -143,7 +145,7 @@ class Pool {
    * counts once, not once per open; what crosses meanwhile the guard closes.
    */
   #recentBytes() {
-    const now = Date.now();
+    const now = clock.now();
     if (this.#counted === null || now - this.#counted.at >= COUNT_REUSE_MS) {
       this.#counted = { at: now, ...this.#bytes() };
     }
@@ -195,7 +197,7 @@ class Pool {
   }
 
   #full(bound, why) {
-    const now = Date.now();
+    const now = clock.now();
     if (now - (this.#warned.get(bound) ?? -Infinity) >= WARN_EVERY_MS) {
       this.#warned.set(bound, now);
       this.#logger?.warn(

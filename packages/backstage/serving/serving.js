@@ -83,8 +83,8 @@ class Serving {
     // its credential not confirmed: the cache may be behind the server or not ours to show.
     if (
       !state.synced ||
-      state.watchingSince === null ||
-      Date.now() - state.watchingSince < WATCH_SETTLE_MS ||
+      state.watchingForMs === null ||
+      state.watchingForMs < WATCH_SETTLE_MS ||
       !entry.servable().servable
     ) {
       return null;

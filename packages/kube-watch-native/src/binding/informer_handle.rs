@@ -33,14 +33,24 @@ pub struct InformerState {
     pub size: u32,
     /// Bytes of JSON cached.
     pub cached_bytes: f64,
+    /// Bytes the field indexes built over the cache take (an estimate; 0 until a field
+    /// selector's first read): what a budget of the cache's memory counts beside `cached_bytes`.
+    pub index_bytes: f64,
     /// Since when (ms since the epoch) a watch stream has been read, while one is (0 for a
     /// streaming list's, current once synced): absent between watches (a backoff, a
     /// reconnect), when the cache may be behind the server.
     pub watching_since: Option<f64>,
+    /// How long (ms, on the monotonic clock) the watch being read has been open: what a reader
+    /// decides by, since a stepped wall clock moves `watching_since` (Infinity for a streaming
+    /// list's).
+    pub watching_for_ms: Option<f64>,
     /// The last moment (ms since the epoch) the informer had proof its cache is current with
-    /// the server (a resumed watch answered 2xx, an event, a bookmark, a complete list):
-    /// absent before the first. A stream open but silent leaves it behind.
+    /// the server (a probe answered, an event, a bookmark, a complete list): absent before the
+    /// first. A stream open but silent leaves it behind.
     pub alive_at: Option<f64>,
+    /// How long ago (ms, on the monotonic clock) that proof came: what a reader bounds the
+    /// staleness of what it serves by.
+    pub alive_ago_ms: Option<f64>,
     /// The failure not yet over: until a request succeeds, or an event or bookmark comes.
     pub error: Option<InformerStateError>,
 }
@@ -173,8 +183,11 @@ impl NativeInformer {
             generation: health.generation as f64,
             size: cache.len() as u32,
             cached_bytes: cache.cached_bytes() as f64,
-            watching_since: health.watching_since.map(|ms| ms as f64),
-            alive_at: health.alive_at.map(|ms| ms as f64),
+            index_bytes: cache.field_index_bytes() as f64,
+            watching_since: health.watching_since.map(|since| since.epoch_ms as f64),
+            watching_for_ms: health.watching_since.map(|since| since.age_ms()),
+            alive_at: health.alive_at.map(|at| at.epoch_ms as f64),
+            alive_ago_ms: health.alive_at.map(|at| at.age_ms()),
             error: health.failure.map(|last| InformerStateError {
                 error_type: last.failure.error_type.as_str().to_owned(),
                 status_code: u32::from(last.failure.status_code),

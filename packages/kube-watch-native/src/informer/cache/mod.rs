@@ -26,15 +26,14 @@ struct Standing {
     failure: Option<LastFailure>,
     /// A reader asked to hear of the next change (see [`Cache::arm_change_notice`]).
     change_notice: bool,
-    /// Since when (ms since the epoch) a watch stream has been read, while one is; None
-    /// between watches (a backoff after a watch that ended, a reconnect), when the cache may
-    /// be behind the server.
-    watching_since: Option<u64>,
-    /// The last moment (ms since the epoch) the informer had proof its cache is current with
-    /// the server: a resumed watch answered 2xx, an event applied, a bookmark, a complete
-    /// list; None before the first. A stream that stays open but silent leaves it behind, so
-    /// a reader can bound how stale what it serves may be.
-    alive_at: Option<u64>,
+    /// Since when a watch stream has been read, while one is; None between watches (a
+    /// backoff after a watch that ended, a reconnect), when the cache may be behind the server.
+    watching_since: Option<Moment>,
+    /// The last moment the informer had proof its cache is current with the server: a probe
+    /// answered, an event applied, a bookmark, a complete list; None before the first. A stream
+    /// that stays open but silent leaves it behind, so a reader can bound how stale what it
+    /// serves may be.
+    alive_at: Option<Moment>,
 }
 
 /// Now, in ms since the Unix epoch (0 for a clock before it).
@@ -42,6 +41,40 @@ fn epoch_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as u64)
+}
+
+/// A moment on both clocks: the wall clock's reading, to show, and the monotonic clock's, to
+/// measure how long ago it was. Whoever decides by an age asks [`Moment::age_ms`]: a wall clock
+/// stepped (by NTP, or a virtual machine resumed) moves no age, so it neither serves an old
+/// cache as fresh nor refuses a fresh one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Moment {
+    /// Ms since the Unix epoch, as the wall clock read then.
+    pub epoch_ms: u64,
+    /// The monotonic clock then (tokio's, so tests on a paused clock move it); None for
+    /// [`Moment::DAWN`].
+    at: Option<tokio::time::Instant>,
+}
+
+impl Moment {
+    /// Before anything: an age longer than any bound.
+    pub const DAWN: Self = Self {
+        epoch_ms: 0,
+        at: None,
+    };
+
+    pub fn now() -> Self {
+        Self {
+            epoch_ms: epoch_ms(),
+            at: Some(tokio::time::Instant::now()),
+        }
+    }
+
+    /// Ms since this moment on the monotonic clock (infinite for [`Moment::DAWN`]).
+    pub fn age_ms(&self) -> f64 {
+        self.at
+            .map_or(f64::INFINITY, |at| at.elapsed().as_secs_f64() * 1000.0)
+    }
 }
 
 /// An informer's last failure, as readers see it until the informer shows it works again.
@@ -59,10 +92,10 @@ pub struct Health {
     pub synced: bool,
     pub generation: u64,
     pub failure: Option<LastFailure>,
-    pub watching_since: Option<u64>,
-    /// The last moment (ms since the epoch) the informer had proof its cache is current with
-    /// the server; None before the first.
-    pub alive_at: Option<u64>,
+    pub watching_since: Option<Moment>,
+    /// The last moment the informer had proof its cache is current with the server; None
+    /// before the first.
+    pub alive_at: Option<Moment>,
 }
 
 /// While it lives, the cache's health says a watch stream is being read (see
@@ -119,7 +152,7 @@ impl Cache {
             standing.generation += 1;
         }
         standing.failure = None;
-        standing.alive_at = Some(epoch_ms());
+        standing.alive_at = Some(Moment::now());
         if !applied.rv().is_empty() {
             standing.resource_version.clear();
             standing.resource_version.push_str(applied.rv());
@@ -131,7 +164,7 @@ impl Cache {
     pub fn bookmark(&self, rv: &str) {
         let mut standing = self.standing();
         standing.failure = None;
-        standing.alive_at = Some(epoch_ms());
+        standing.alive_at = Some(Moment::now());
         standing.resource_version.clear();
         standing.resource_version.push_str(rv);
     }
@@ -161,7 +194,7 @@ impl Cache {
         standing.synced = true;
         standing.generation += 1;
         standing.failure = None;
-        standing.alive_at = Some(epoch_ms());
+        standing.alive_at = Some(Moment::now());
         drop(standing);
         self.fanout.synced(rv, relist);
         drop(store);
@@ -228,6 +261,11 @@ impl Cache {
         self.read().cached_bytes()
     }
 
+    /// Bytes the field indexes over the cache take (an estimate).
+    pub fn field_index_bytes(&self) -> usize {
+        self.read().field_index_bytes()
+    }
+
     /// The last resourceVersion seen, bookmarks included.
     pub fn resource_version(&self) -> Option<String> {
         let standing = self.standing();
@@ -288,7 +326,7 @@ impl Cache {
 
     /// A watch stream is read from now until the guard is dropped. `initial`: the stream is a
     /// streaming list's, whose end (the initial-events-end bookmark) proves the cache current
-    /// by itself, so it counts as watching since 0; a resumed watch first replays what changed
+    /// by itself, so it counts as watching since [`Moment::DAWN`]; a resumed watch first replays what changed
     /// while it was closed, so readers count from when it opened.
     ///
     /// Opening a watch proves nothing by itself: a server whose resourceVersion went back (its
@@ -296,7 +334,7 @@ impl Cache {
     /// reached with 200 and stays silent. The runner says when the cache is shown current
     /// ([`Cache::proven`]).
     pub fn watching(self: &Arc<Self>, initial: bool) -> Watching {
-        self.standing().watching_since = Some(if initial { 0 } else { epoch_ms() });
+        self.standing().watching_since = Some(if initial { Moment::DAWN } else { Moment::now() });
         Watching(Arc::clone(self))
     }
 
@@ -304,7 +342,7 @@ impl Cache {
     /// resourceVersion is not older than the cache's (a probe), or took a resumed watch where
     /// nothing probes.
     pub fn proven(&self) {
-        self.standing().alive_at = Some(epoch_ms());
+        self.standing().alive_at = Some(Moment::now());
     }
 
     /// The informer stopped: consumers take what is pending, then end.

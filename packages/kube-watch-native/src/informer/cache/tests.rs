@@ -214,8 +214,8 @@ fn proof_of_life_is_none_at_first_then_set_by_a_probe_an_event_a_bookmark_and_a_
     );
     drop(streaming_list);
     // Each step waits for the clock to move on, so each must set the moment anew.
-    let later = |before: Option<u64>| {
-        let before = before.expect("set");
+    let later = |before: Option<Moment>| {
+        let before = before.expect("set").epoch_ms;
         while epoch_ms() <= before {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
@@ -249,4 +249,28 @@ fn proof_of_life_is_none_at_first_then_set_by_a_probe_an_event_a_bookmark_and_a_
         bookmarked,
         "a failure is no proof either way"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn ages_are_measured_on_the_monotonic_clock_not_the_wall_clock() {
+    let cache = Arc::new(Cache::new("/api/v1/pods".into()));
+    let streaming_list = cache.watching(true);
+    let since = cache.health().watching_since.expect("watching");
+    assert_eq!(
+        since.age_ms(),
+        f64::INFINITY,
+        "a streaming list's counts from the dawn"
+    );
+    drop(streaming_list);
+    cache.replace(a_and_b(), "10", false);
+    let _watching = cache.watching(false);
+    let alive = cache.health().alive_at.expect("a list proves life");
+    let opened = cache.health().watching_since.expect("watching");
+    // The wall clock moves on while the monotonic one (paused) does not: no age moves.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(alive.age_ms(), 0.0);
+    assert_eq!(opened.age_ms(), 0.0);
+    tokio::time::advance(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(alive.age_ms(), 1500.0, "the monotonic clock's 1.5 s");
+    assert_eq!(opened.age_ms(), 1500.0);
 }

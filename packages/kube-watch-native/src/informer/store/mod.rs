@@ -158,6 +158,15 @@ impl Store {
         self.sums.json
     }
 
+    /// What the field indexes built over the objects take (an estimate; 0 before a field
+    /// selector's first read).
+    pub fn field_index_bytes(&self) -> usize {
+        self.indexes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .bytes()
+    }
+
     /// What the objects take: their count, text, headers and the set's nodes (see
     /// [`Footprint`]); the sums are kept as objects come and go, so this walks nothing.
     pub fn footprint(&self) -> Footprint {
@@ -167,11 +176,7 @@ impl Store {
             text_bytes: self.sums.text,
             header_bytes: self.sums.headers,
             index_bytes: btree_bytes(self.objects.len(), std::mem::size_of::<Object>())
-                + self
-                    .indexes
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .bytes(),
+                + self.field_index_bytes(),
             ..Footprint::default()
         }
     }
