@@ -336,7 +336,7 @@ async function run(t, seed) {
       .map((x) => x.plural)
       .join(',')}`;
     log.push(what);
-    const deadline = Date.now() + (dirty ? 3000 : 0);
+    const deadline = performance.now() + (dirty ? 3000 : 0);
     for (;;) {
       const [ours, theirs] = await Promise.all([
         fetcher.fetchObjectsForService(params).then(asJson),
@@ -349,7 +349,7 @@ async function run(t, seed) {
         failure = err;
       }
       if (failure === null) break;
-      if (Date.now() >= deadline) {
+      if (performance.now() >= deadline) {
         failure.message = `seed ${seed}, step ${what}\n${log.slice(process.env.KWN_LOG ? 0 : -8).join('\n')}\n${failure.message}`;
         throw failure;
       }

@@ -43,11 +43,11 @@ test('chaos: every consumer and list() end equal to the store', { timeout: 120_0
   // Faults the chaos queued for the next requests (scripted 5xx/429 with Retry-After, watches
   // that stall or break) still hit the informer after the last write; each costs it a second or
   // so. The informer has 20 s to converge once the simulator has none left (bounded by 60 s).
-  const drained = Date.now() + 60_000;
-  while ((s.failures.length || s.faultQueue.length) && Date.now() < drained) await delay(50);
-  const deadline = Date.now() + 20_000;
+  const drained = performance.now() + 60_000;
+  while ((s.failures.length || s.faultQueue.length) && performance.now() < drained) await delay(50);
+  const deadline = performance.now() + 20_000;
   const equal = () => listed() === storeView(s) && consumers.every((c) => caughtUp(c, s));
-  while (!equal() && Date.now() < deadline) await delay(50);
+  while (!equal() && performance.now() < deadline) await delay(50);
   assert.equal(listed(), storeView(s), `seed ${seed}: list() equals the store`);
   for (const [i, c] of consumers.entries()) {
     assert.equal(viewOf(c.view), storeView(s), `seed ${seed}: consumer ${i} equals the store`);
