@@ -5,8 +5,9 @@
 // whose proxy log route answers from a shared native follow) and a simulated cluster.
 //
 // A line the container writes shows in the DOM within 1 s; after the network is lost and comes
-// back, after the page's follow is cut, and after the backend's is, the log goes on with no line repeated and none
-// lost (the LogViewer's whole text compared, each line unique); the picker switches container and
+// back, after the page's follow is cut, after the backend's is, and after the laptop sleeps, the
+// log goes on with no line repeated and none lost (the LogViewer's whole text compared, each line
+// unique); the picker switches container and
 // shows a previous instance; a crash-looping pod's events show as they happen. Runs on one
 // Node.js line only (it takes ~30 s).
 
@@ -34,7 +35,7 @@ function logViewerText() {
 }
 
 test(
-  'live logs: a line shows within 1 s, resumes after a network loss and a cut follow with none repeated or lost; the picker; a crash loop’s events as they happen',
+  'live logs: a line shows within 1 s, resumes after a network loss, a cut follow and a sleep with none repeated or lost; the picker; a crash loop’s events as they happen',
   { skip, timeout: 120_000 },
   async (t) => {
     const started = Date.now();
@@ -57,6 +58,8 @@ test(
     });
     ({ page } = opened);
     const { pageErrors, waitForText } = opened;
+    // The page's clock, so that the test can put it to sleep; it runs as the real one until then.
+    await page.clock.install();
     const shown = async () => ((await page.evaluate(logViewerText)) ?? '').split('\n');
     const logRequests = () => origin.kubernetesRequests.filter((r) => r.url.includes('/log?'));
 
@@ -150,6 +153,28 @@ test(
       );
       assert.deepEqual(await shown(), expected, `after a ${abrupt ? 'dropped' : 'ended'} follow`);
     }
+
+    // The laptop sleeps: the page's timers stop, and its follow dies without a word (the backend's
+    // end closes, the browser's hears nothing more). Lines written meanwhile cannot show. A minute
+    // later it wakes (the clock jumps, the timer that looks for sleeps fires late): the page reads
+    // again from the last stamp's second, and the lines show once each.
+    await page.clock.pauseAt(await page.evaluate(() => Date.now() + 1000));
+    assert.equal(origin.silenceResponses('/log?'), 1, 'one follow open, silenced');
+    for (let i = 1; i <= 3; i++) {
+      write(`asleep-${i}`);
+      expected.push(`asleep-${i}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.ok(!(await shown()).includes('asleep-1'), 'asleep, the dead follow showed nothing');
+    const sleptRequests = logRequests().length;
+    const woke = Date.now();
+    await page.clock.fastForward('01:00');
+    await page.clock.resume();
+    await waitForText('asleep-3', 5000);
+    t.diagnostic(
+      `after the sleep, the lines written meanwhile in ${Date.now() - woke} ms, ${logRequests().length - sleptRequests} request(s)`,
+    );
+    assert.deepEqual(await shown(), expected, 'after the sleep');
 
     // The picker: another container, then the previous instance of one that restarted.
     await page.selectOption('select[aria-label="Container"]', { label: 'live-svc-1 / sidecar' });

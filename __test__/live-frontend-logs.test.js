@@ -66,15 +66,74 @@ test('a resumed read drops the lines of its second shown already: those stamped 
   assert.equal(lines.push('2026-01-02T03:04:06Z e'), false);
 });
 
-test('the lines kept are bounded; the count of lines shown is not', async () => {
+test('the lines kept are bounded; the count of lines shown is not; the text grows by appending between drops', async () => {
   const { LogLines } = await loadLog();
   const lines = new LogLines(100);
-  for (let i = 0; i < 1000; i++) lines.push(`2026-01-02T03:04:05.${String(i).padStart(3, '0')}Z line-${i}`);
+  let [last, rewritten, drops] = ['', 0, 0];
+  for (let i = 0; i < 1000; i++) {
+    const kept = lines.lines.length;
+    lines.push(`2026-01-02T03:04:05.${String(i).padStart(3, '0')}Z line-${i}`);
+    if (lines.lines.length < kept) drops += 1;
+    const text = lines.text();
+    assert.equal(text, lines.lines.map((line) => line.text).join('\n'));
+    // The LogViewer reads an appended text by its new part: only the drops rewrite it.
+    if (!text.startsWith(last)) rewritten += 1;
+    last = text;
+  }
   assert.ok(lines.lines.length <= 110);
   assert.equal(lines.total, 1000);
+  assert.ok(drops <= 90, `${drops} drops: old lines go 10 at a time`);
+  assert.equal(rewritten, drops, 'the text rewritten only where old lines were dropped');
   const text = lines.text().split('\n');
-  assert.equal(text.length, 100);
+  assert.ok(text.length >= 100 && text.length <= 110, `${text.length} lines kept`);
   assert.equal(text.at(-1), 'line-999');
+  assert.equal(lines.text({ timestamps: true }).split('\n').at(-1), '2026-01-02T03:04:05.999Z line-999');
+});
+
+test('RenderPacer: one render for any number of changes, paced by what the last render cost, within 50–500 ms', async () => {
+  const { RenderPacer, RENDER_MIN_MS, RENDER_MAX_MS } = await loadLog();
+  let now = 0;
+  const timers = [];
+  const fire = () => {
+    const { fn, at } = timers.shift();
+    now = Math.max(now, at);
+    fn();
+  };
+  let renders = 0;
+  const pacer = new RenderPacer({
+    render: () => (renders += 1),
+    now: () => now,
+    setTimer: (fn, ms) => {
+      const timer = { fn, at: now + ms };
+      timers.push(timer);
+      return () => timers.splice(timers.indexOf(timer), 1);
+    },
+  });
+  // The first change renders at once; ten more meanwhile make one render.
+  pacer.changed();
+  assert.equal(timers[0].at, 0);
+  fire();
+  for (let i = 0; i < 10; i++) pacer.changed();
+  assert.equal(timers.length, 1, 'one render pending for ten changes');
+  now += 5;
+  pacer.rendered(); // a 5 ms render: the next waits the least
+  assert.equal(pacer.gapMs, RENDER_MIN_MS);
+  fire();
+  assert.equal(now, RENDER_MIN_MS);
+  assert.equal(renders, 2);
+  now += 30;
+  pacer.rendered(); // 30 ms (a loaded machine): the next waits ten times that
+  assert.equal(pacer.gapMs, 300);
+  pacer.changed();
+  assert.equal(timers[0].at, RENDER_MIN_MS + 300);
+  fire();
+  now += 200;
+  pacer.rendered();
+  assert.equal(pacer.gapMs, RENDER_MAX_MS, 'never put off more than the most');
+  pacer.changed();
+  pacer.stop();
+  assert.equal(timers.length, 0, 'stop() cancels the pending render');
+  assert.equal(renders, 3);
 });
 
 test('followLog: a line split across chunks shows whole; one cut by the body’s end comes whole from the next read, resumed at its second', async () => {

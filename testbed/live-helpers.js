@@ -405,6 +405,8 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
   const kubernetesRequests = [];
   /** The responses of /api/* still open, by their URL. */
   const open = new Map();
+  /** Of those whose answer has begun, what silences each (see silenceResponses). */
+  const silencers = new Map();
   const page = (
     url,
   ) => `<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet" href="/app.css">
@@ -418,6 +420,10 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
         (answer) => {
           res.writeHead(answer.statusCode, answer.headers);
           answer.pipe(res);
+          silencers.set(res, () => {
+            answer.unpipe(res);
+            upstream.destroy();
+          });
         },
       );
       upstream.on('error', () => res.destroy());
@@ -425,7 +431,7 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
       // behind a real proxy (a log follow would go on and hold the backend's server open).
       res.once('close', () => res.writableFinished || upstream.destroy());
       open.set(res, req.url);
-      res.once('close', () => open.delete(res));
+      res.once('close', () => (open.delete(res), silencers.delete(res)));
       req.pipe(upstream);
       return;
     }
@@ -459,6 +465,16 @@ async function startOrigin(files, firstBackendPort, pageConfig) {
       const cut = [...open].filter(([, url]) => url.includes(part));
       for (const [res] of cut) res.destroy();
       return cut.length;
+    },
+    /**
+     * Every response open now whose URL includes `part` dies without the browser being told, as
+     * one does while a laptop sleeps: the backend's end closes; the browser's stays open and
+     * hears nothing more. Returns how many.
+     */
+    silenceResponses: (part) => {
+      const silenced = [...open].filter(([res, url]) => url.includes(part) && silencers.has(res));
+      for (const [res] of silenced) silencers.get(res)();
+      return silenced.length;
     },
     /**
      * Every WebSocket open now dies without the browser being told, as one does while a laptop

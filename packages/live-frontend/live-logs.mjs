@@ -8,13 +8,13 @@
 // stream and resumed without a line repeated or lost (./pod-log.mjs); the events are the pods'
 // own, asked every second while the page is shown (./pod-events.mjs).
 
-import { createElement as h, useEffect, useMemo, useRef, useState } from 'react';
+import { createElement as h, memo, useEffect, useMemo, useRef, useState } from 'react';
 import { useApi } from '@backstage/core-plugin-api';
 import { InfoCard, LogViewer } from '@backstage/core-components';
 import { useEntity } from '@backstage/plugin-catalog-react';
 import { kubernetesApiRef, useKubernetesObjects } from '@backstage/plugin-kubernetes-react';
 import { browserWakes } from './signal-connection.mjs';
-import { LOG_TAIL_LINES, LogLines, MAX_LOG_LINES, followLog } from './pod-log.mjs';
+import { LOG_TAIL_LINES, LogLines, MAX_LOG_LINES, RenderPacer, followLog } from './pod-log.mjs';
 import { EVENTS_INTERVAL_MS, podEventsPath, pollPodEvents } from './pod-events.mjs';
 
 /** How often the pods are asked of kubernetesApiRef (answered from memory while live). */
@@ -65,6 +65,14 @@ function podsOf(containers) {
   return [...pods.values()];
 }
 
+/** `value`, or the previous render's when it serializes the same: a poll's equal answer renders nothing new. */
+function useStable(value) {
+  const kept = useRef({ text: undefined, value });
+  const text = JSON.stringify(value);
+  if (text !== kept.current.text) kept.current = { text, value };
+  return kept.current.value;
+}
+
 /**
  * The log of `target` (a container of containersOf, or undefined), followed (or, with
  * `previous`, read once): `{ lines, version, status }`, `version` bumped at each change.
@@ -73,14 +81,19 @@ function usePodLog(kubernetesApi, target, { previous, tailLines, maxLines }) {
   const [version, setVersion] = useState(0);
   const [status, setStatus] = useState({ state: 'connecting', error: null });
   const lines = useRef(new LogLines(maxLines));
+  const pacers = useRef(null);
   const { clusterName, namespace, pod, container } = target ?? {};
   useEffect(() => {
     lines.current = new LogLines(maxLines);
     setVersion((v) => v + 1);
     if (!pod) return undefined;
+    // Renders paced by their cost, however many chunks came: at 1 000 lines a second a render
+    // per chunk is most of a tab's CPU.
+    const pacer = new RenderPacer({ render: () => setVersion((v) => v + 1) });
+    pacers.current = pacer;
     const where = { namespace, pod, container };
     const mode = previous ? { previous: true } : { follow: true };
-    return followLog({
+    const stop = followLog({
       lines: lines.current,
       follow: !previous,
       tailLines,
@@ -90,7 +103,7 @@ function usePodLog(kubernetesApi, target, { previous, tailLines, maxLines }) {
           path: podLogPath(where, { ...mode, timestamps: true, ...query }),
           init: { signal },
         }),
-      onChange: () => setVersion((v) => v + 1),
+      onChange: () => pacer.changed(),
       onStatus: setStatus,
       wakes: browserWakes,
       shown: () => document.visibilityState !== 'hidden',
@@ -99,7 +112,13 @@ function usePodLog(kubernetesApi, target, { previous, tailLines, maxLines }) {
         return () => document.removeEventListener('visibilitychange', onChange);
       },
     });
+    return () => {
+      stop();
+      pacer.stop();
+    };
   }, [kubernetesApi, clusterName, namespace, pod, container, previous, tailLines, maxLines]);
+  // After the render's commit (and paint): its cost paces the next.
+  useEffect(() => pacers.current?.rendered(), [version]);
   return { lines: lines.current, version, status };
 }
 
@@ -121,7 +140,11 @@ function usePodEvents(kubernetesApi, pods, intervalMs) {
         if (!response.ok) throw new Error(`HTTP ${response.status}`);
         return (await response.json()).items ?? [];
       },
-      onRows: (rows, errors) => setEvents({ rows, errors }),
+      // A round that found what the last did renders nothing.
+      onRows: (rows, errors) =>
+        setEvents((last) =>
+          JSON.stringify(last) === JSON.stringify({ rows, errors }) ? last : { rows, errors },
+        ),
     });
     // The pods by identity, not the array made at each render.
   }, [kubernetesApi, podsKey, intervalMs]);
@@ -136,7 +159,12 @@ const STATUS_TEXT = {
   ended: 'Read',
 };
 
-function EventsTable({ rows, errors, many }) {
+/** The log's LogViewer, rendered again only when its text changed (not at every poll of the pods). */
+const LogPane = memo(function LogPane({ text, height }) {
+  return h('div', { style: { height } }, h(LogViewer, { text }));
+});
+
+const EventsTable = memo(function EventsTable({ rows, errors, many }) {
   const cell = { padding: '4px 8px', textAlign: 'left', verticalAlign: 'top' };
   return h(
     'div',
@@ -176,7 +204,7 @@ function EventsTable({ rows, errors, many }) {
           ),
         ),
   );
-}
+});
 
 /**
  * An entity's live logs and events: a container picker (every container of the entity's pods,
@@ -200,7 +228,7 @@ export function EntityLiveLogsContent({
   const lastAnswer = useRef(undefined);
   if (answer) lastAnswer.current = answer;
   const kubernetesObjects = answer ?? lastAnswer.current;
-  const containers = useMemo(() => containersOf(kubernetesObjects), [kubernetesObjects]);
+  const containers = useStable(useMemo(() => containersOf(kubernetesObjects), [kubernetesObjects]));
   const pods = useMemo(() => podsOf(containers), [containers]);
   const [chosen, setChosen] = useState(null);
   const [previous, setPrevious] = useState(false);
@@ -270,7 +298,7 @@ export function EntityLiveLogsContent({
   const body =
     containers.length === 0
       ? h('p', null, error ? `Pods not read: ${error}` : kubernetesObjects ? 'No pods.' : 'Loading pods…')
-      : h('div', { style: { height } }, h(LogViewer, { text }));
+      : h(LogPane, { text, height });
 
   return h(
     'div',

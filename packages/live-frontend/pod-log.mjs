@@ -59,6 +59,8 @@ export class LogLines {
   /** While a resumed read catches up: the stamp it started from and how many at it to drop. */
   #after = null;
   #skip = 0;
+  /** The texts of the lines kept, with and without stamps, kept as lines come; null to build again. */
+  #texts = null;
 
   constructor(maxLines = MAX_LOG_LINES) {
     this.#maxLines = maxLines;
@@ -105,18 +107,26 @@ export class LogLines {
     // Dropped in batches, not one by one at every line past the bound.
     if (this.lines.length > this.#maxLines + Math.ceil(this.#maxLines / 10)) {
       this.lines.splice(0, this.lines.length - this.#maxLines);
+      this.#texts = null;
+    } else if (this.#texts !== null) {
+      const joint = this.lines.length > 1 ? '\n' : '';
+      this.#texts.plain += joint + text;
+      this.#texts.stamped += joint + raw;
     }
     return true;
   }
 
-  /** The lines as text: without their stamps, unless `timestamps`. */
-  text({ timestamps = false, maxLines = this.#maxLines } = {}) {
-    const from = Math.max(0, this.lines.length - maxLines);
-    let out = '';
-    for (let i = from; i < this.lines.length; i++) {
-      out += (i > from ? '\n' : '') + (timestamps ? this.lines[i].raw : this.lines[i].text);
-    }
-    return out;
+  /**
+   * The lines kept as text, without their stamps unless `timestamps`. Between the drops of old
+   * lines (one per tenth of `maxLines` shown) a later text is an earlier one with lines appended,
+   * which Backstage's LogViewer reads by its new part alone; and it costs nothing to ask again.
+   */
+  text({ timestamps = false } = {}) {
+    this.#texts ??= {
+      plain: this.lines.map((line) => line.text).join('\n'),
+      stamped: this.lines.map((line) => line.raw).join('\n'),
+    };
+    return timestamps ? this.#texts.stamped : this.#texts.plain;
   }
 }
 
@@ -143,6 +153,63 @@ async function readError(response) {
 function defaultSetTimer(fn, ms) {
   const timer = setTimeout(fn, ms);
   return () => clearTimeout(timer);
+}
+
+/** The least time between two renders of a log, and the most a render is put off. */
+export const RENDER_MIN_MS = 50;
+export const RENDER_MAX_MS = 500;
+/** The share of a tab's time its log's renders may take: the pause after one is its cost over this. */
+const RENDER_SHARE = 0.1;
+
+/**
+ * Paces the renders of a log by what they cost. `changed()` says the lines changed: `render()` is
+ * called once for any number of changes, at least `RENDER_MIN_MS` after the last, and `rendered()`
+ * says it was committed, which measures its cost from the call. The next waits ten times that cost
+ * (at most `RENDER_MAX_MS`): Backstage's LogViewer takes ~10 ms a render on one core, so a lone tab
+ * renders every 100 ms, while twenty tabs on two cores, each render slowed by the others, render
+ * less often each rather than queue up seconds of work.
+ */
+export class RenderPacer {
+  #render;
+  #now;
+  #setTimer;
+  #cancel = null;
+  #lastAt = -Infinity;
+  #askedAt = null;
+  #gapMs = RENDER_MIN_MS;
+
+  constructor({ render, now = () => performance.now(), setTimer = defaultSetTimer }) {
+    this.#render = render;
+    this.#now = now;
+    this.#setTimer = setTimer;
+  }
+
+  changed() {
+    if (this.#cancel !== null) return;
+    const wait = Math.max(0, this.#lastAt + this.#gapMs - this.#now());
+    this.#cancel = this.#setTimer(() => {
+      this.#cancel = null;
+      this.#lastAt = this.#askedAt = this.#now();
+      this.#render();
+    }, wait);
+  }
+
+  rendered() {
+    if (this.#askedAt === null) return;
+    const cost = this.#now() - this.#askedAt;
+    this.#askedAt = null;
+    this.#gapMs = Math.min(RENDER_MAX_MS, Math.max(RENDER_MIN_MS, cost / RENDER_SHARE));
+  }
+
+  /** The pause after the last render, for tests. */
+  get gapMs() {
+    return this.#gapMs;
+  }
+
+  stop() {
+    this.#cancel?.();
+    this.#cancel = null;
+  }
 }
 
 /**
