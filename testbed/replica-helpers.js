@@ -47,6 +47,13 @@ function replica(index, params, { readyMs, stopMs }) {
     },
     /** Messages the child printed besides the replies: { ready }, { stopped }. */
     messages: [],
+    /** Before its first start: listen on `port` instead (the one chosen was taken meanwhile). */
+    movePort(port) {
+      if (child || self.messages.length) throw new Error(`replica ${name} has started: its port stays`);
+      params.port = port;
+      self.port = port;
+      self.url = `http://127.0.0.1:${port}`;
+    },
     async start() {
       if (child) throw new Error(`replica ${name} is already running`);
       stderr = '';
@@ -195,6 +202,22 @@ async function postgresFor(t) {
 }
 
 /**
+ * Starts replica `r` for the first time. A free port can be taken by another process between
+ * the check and the replica's listen (the suite runs two files at once): then on another, up to
+ * three tries, as startPostgres does.
+ */
+async function firstStart(r) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await r.start();
+    } catch (error) {
+      if (attempt >= 3 || !/EADDRINUSE/.test(error.message)) throw error;
+      r.movePort(await freePort());
+    }
+  }
+}
+
+/**
  * `count` replicas reading the simulated cluster `sim`, on the PostgreSQL `options.pg` (a
  * connection; else one started here and stopped with them), behind a balancer. Options: `live`
  * (kubernetes.nativeInformers.live), `entities`, `objectTypes`, `clusters` (config entries, instead of `sim`), `logLevel` (their logs on this
@@ -222,8 +245,8 @@ async function startReplicas(count, sim, options = {}) {
       };
       replicas.push(replica(i, params, { readyMs, stopMs }));
     }
-    await replicas[0].start();
-    await Promise.all(replicas.slice(1).map((r) => r.start()));
+    await firstStart(replicas[0]);
+    await Promise.all(replicas.slice(1).map(firstStart));
     balancer = await startBalancer(replicas);
   } catch (error) {
     await stopAll();
