@@ -232,15 +232,17 @@ test('an abort, a break or return() closes the follow within a second', async ()
   const { watcher: w } = watcher();
   const controller = new AbortController();
   const stream = w.streamLogs(logParams(), { follow: true, signal: controller.signal });
+  const got = [];
   const reading = (async () => {
-    const got = [];
     for await (const event of stream) got.push(event);
-    return got;
   })();
-  await until(() => sim.logs.follows.size === 1, { what: 'the follow open' });
+  // Read up to the line written: the follow is open and delivering.
+  await until(() => got.length > 0, { what: 'the first line' });
+  assert.equal(sim.logs.follows.size, 1);
   const aborted = Date.now();
   controller.abort();
-  assert.equal(linesOf(await reading)[0], 'one');
+  await reading;
+  assert.equal(linesOf(got)[0], 'one');
   await until(() => sim.logs.follows.size === 0, { what: 'the connection closed', ms: 1000 });
   assert.ok(Date.now() - aborted < 1000);
 

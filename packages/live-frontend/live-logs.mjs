@@ -81,7 +81,7 @@ function usePodLog(kubernetesApi, target, { previous, tailLines, maxLines }) {
   const [version, setVersion] = useState(0);
   const [status, setStatus] = useState({ state: 'connecting', error: null });
   const lines = useRef(new LogLines(maxLines));
-  const pacers = useRef(null);
+  const currentPacer = useRef(null);
   const { clusterName, namespace, pod, container } = target ?? {};
   useEffect(() => {
     lines.current = new LogLines(maxLines);
@@ -90,7 +90,7 @@ function usePodLog(kubernetesApi, target, { previous, tailLines, maxLines }) {
     // Renders paced by their cost, however many chunks came: at 1 000 lines a second a render
     // per chunk is most of a tab's CPU.
     const pacer = new RenderPacer({ render: () => setVersion((v) => v + 1) });
-    pacers.current = pacer;
+    currentPacer.current = pacer;
     const where = { namespace, pod, container };
     const mode = previous ? { previous: true } : { follow: true };
     const stop = followLog({
@@ -118,7 +118,7 @@ function usePodLog(kubernetesApi, target, { previous, tailLines, maxLines }) {
     };
   }, [kubernetesApi, clusterName, namespace, pod, container, previous, tailLines, maxLines]);
   // After the render's commit (and paint): its cost paces the next.
-  useEffect(() => pacers.current?.rendered(), [version]);
+  useEffect(() => currentPacer.current?.rendered(), [version]);
   return { lines: lines.current, version, status };
 }
 
