@@ -194,13 +194,14 @@ class KubernetesInformer {
    * The informer's health, read natively without following its events: `{ synced, finished,
    * generation, size, cachedBytes, indexBytes, watchingSince, watchingForMs, aliveAt, aliveAgoMs,
    * error }`. `generation` changes with every change to the cache. `indexBytes` is what the field
-   * indexes built by `fieldSelector` reads take beside the `cachedBytes` of JSON (an estimate). `watchingSince` is when the watch being
-   * read opened (null between watches). `aliveAt` is the last moment (ms since the epoch) the
-   * informer had proof its cache is current (a probe of the server's resourceVersion answered, an
-   * event, a bookmark, a complete list; null before the first: a watch taken proves nothing, since
-   * a server behind the informer takes one too). `watchingForMs` and `aliveAgoMs` are the same two
-   * as ages on the monotonic clock, what to decide by: a stepped wall clock moves neither. `error`
-   * is the failure not yet over (until a request succeeds, or an event or bookmark arrives).
+   * indexes built by `fieldSelector` reads take beside the `cachedBytes` of JSON (an estimate).
+   * `watchingSince` is when the watch being read opened (null between watches). `aliveAt` is the
+   * last moment (ms since the epoch) the informer had proof its cache is current (a probe of the
+   * server's resourceVersion answered, an event, a bookmark, a complete list; null before the
+   * first: a watch taken proves nothing, since a server behind the informer takes one too).
+   * `watchingForMs` and `aliveAgoMs` are the same two as ages on the monotonic clock, what to
+   * decide by: a stepped wall clock moves neither. `error` is the failure not yet over (until a
+   * request succeeds, or an event or bookmark arrives).
    */
   state() {
     if (!this.#native) {

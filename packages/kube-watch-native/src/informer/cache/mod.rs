@@ -326,8 +326,8 @@ impl Cache {
 
     /// A watch stream is read from now until the guard is dropped. `initial`: the stream is a
     /// streaming list's, whose end (the initial-events-end bookmark) proves the cache current
-    /// by itself, so it counts as watching since [`Moment::DAWN`]; a resumed watch first replays what changed
-    /// while it was closed, so readers count from when it opened.
+    /// by itself, so it counts as watching since [`Moment::DAWN`]; a resumed watch first
+    /// replays what changed while it was closed, so readers count from when it opened.
     ///
     /// Opening a watch proves nothing by itself: a server whose resourceVersion went back (its
     /// storage restored, the cluster recreated) takes a watch from a resourceVersion it never
