@@ -215,6 +215,33 @@ test("viewers' own tokens share one follow (the service account's) while the API
   assert.equal(aliceSeen.text, 'first\n', 'nothing after the revocation');
 });
 
+test("a follow's lines written in many small pieces reach a caller in a few larger chunks, every line once and in order", async () => {
+  const http = require('node:http');
+  const url = new URL(`${native.url}/api/kubernetes/proxy${LOG}?container=main&follow=true&tailLines=0`);
+  const headers = { authorization: 'Bearer mock-user-token', 'backstage-kubernetes-cluster': 'sim' };
+  const res = await new Promise((resolve, reject) => {
+    const req = http.get(url, { headers }, resolve);
+    req.once('error', reject);
+  });
+  assert.equal(res.statusCode, 200);
+  let [text, chunks] = ['', 0];
+  res.setEncoding('utf8');
+  res.on('data', (chunk) => ((text += chunk), (chunks += 1)));
+  await until(() => sim.logs.follows.size > 0, { what: 'the follow open' });
+  // 1 000 lines in 100 pieces over about a second, as a busy container writes them.
+  for (let piece = 0; piece < 100; piece++) {
+    const lines = Array.from({ length: 10 }, (_, i) => `piece ${piece} line ${i}`);
+    sim.writeLog('default', 'web', 'main', lines.join('\n'));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  await until(() => text.endsWith('piece 99 line 9\n'), { what: 'the last line' });
+  const expected = Array.from({ length: 1000 }, (_, n) => `piece ${Math.floor(n / 10)} line ${n % 10}\n`);
+  assert.equal(text, expected.join(''));
+  assert.ok(chunks <= 40, `${chunks} chunks for 100 pieces`);
+  res.destroy();
+  await until(() => sim.logs.follows.size === 0, { what: 'the follow closed', ms: 3000 });
+});
+
 test('a caller that stops reading holds nothing in the backend: it skips ahead with a marker line, and a caller that reads gets every line', async () => {
   const http = require('node:http');
   const url = new URL(`${native.url}/api/kubernetes/proxy${LOG}?container=main&follow=true&tailLines=0`);

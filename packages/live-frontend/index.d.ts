@@ -133,7 +133,7 @@ export declare function liveAnswerFetch(fetchApi: FetchApi): {
 export interface EntityLiveLogsContentProps {
   /** The lines a follow starts with (its `tailLines`). Default 1000. */
   tailLines?: number;
-  /** Lines kept in the browser; the oldest go first. Default 10 000. */
+  /** Lines kept in the browser, at least (up to half as many more); the oldest go first. Default 10 000. */
   maxLines?: number;
   /** How often the pods' events are asked while the page is shown. Default 1000. */
   eventsIntervalMs?: number;

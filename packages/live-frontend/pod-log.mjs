@@ -48,8 +48,8 @@ export function sinceTimeOf(stamp) {
 }
 
 /**
- * The lines shown, at most `maxLines` (`{ stamp, text, raw }`, oldest first), and where they
- * end, so that a resumed read shows only what comes after.
+ * The lines shown, the last `maxLines` to half as many more (`{ stamp, text, raw }`, oldest
+ * first), and where they end, so that a resumed read shows only what comes after.
  */
 export class LogLines {
   #maxLines;
@@ -104,8 +104,9 @@ export class LogLines {
     }
     this.lines.push({ stamp, text, raw });
     this.total += 1;
-    // Dropped in batches, not one by one at every line past the bound.
-    if (this.lines.length > this.#maxLines + Math.ceil(this.#maxLines / 10)) {
+    // Dropped in batches of half the bound: each drop rewrites the text, which Backstage's
+    // LogViewer then reads whole (10 000 lines, ~10 ms), where an append costs it the new part.
+    if (this.lines.length > this.#maxLines + Math.ceil(this.#maxLines / 2)) {
       this.lines.splice(0, this.lines.length - this.#maxLines);
       this.#texts = null;
     } else if (this.#texts !== null) {
@@ -118,7 +119,7 @@ export class LogLines {
 
   /**
    * The lines kept as text, without their stamps unless `timestamps`. Between the drops of old
-   * lines (one per tenth of `maxLines` shown) a later text is an earlier one with lines appended,
+   * lines (one per half of `maxLines` shown) a later text is an earlier one with lines appended,
    * which Backstage's LogViewer reads by its new part alone; and it costs nothing to ask again.
    */
   text({ timestamps = false } = {}) {

@@ -19,6 +19,15 @@ const RECHECK_MIN_MS = 1000;
 /** A follow's headers go out at its first line, or after this long without one. */
 const HEADERS_WITHIN_MS = 1000;
 const REASONS = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound' };
+/**
+ * A follow's lines that come in small pieces are gathered this long after each write, so a
+ * caller gets them in a few larger chunks: a container that writes 1 000 lines a second in 100
+ * pieces costs a browser tab (its network and renderer) a third more than in 20. What comes
+ * while the stream is gathered waits in its native queue (bounded; past the bound a larger
+ * piece is written at once).
+ */
+const GATHER_MS = 50;
+const GATHER_BELOW_BYTES = 64 << 10;
 
 /** PodLogOptions as the API server reads them, or null for a value it would refuse. */
 function logOptions(query) {
@@ -144,6 +153,7 @@ async function writeLog(stream, res, follow) {
       // A caller that reads slowly holds its stream's reading here (its native queue, bounded,
       // then skips ahead), never a buffer in this process.
       if (!res.write(text)) await drained(res);
+      else if (follow && text.length < GATHER_BELOW_BYTES) await gather(res);
     }
     return undefined;
   } finally {
@@ -153,6 +163,19 @@ async function writeLog(stream, res, follow) {
       res.end();
     }
   }
+}
+
+/** Resolves after GATHER_MS, or at once when `res` closes. */
+function gather(res) {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, GATHER_MS);
+    res.on('close', done);
+  });
 }
 
 /** Resolves once `res` can take more (or is closed). */
