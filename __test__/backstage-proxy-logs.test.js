@@ -242,6 +242,19 @@ test("a follow's lines written in many small pieces reach a caller in a few larg
   await until(() => sim.logs.follows.size === 0, { what: 'the follow closed', ms: 3000 });
 });
 
+test('a follow pauses after a small piece to gather the next, never while its stream is fast (a large piece in the last second)', () => {
+  const { Gathering, GATHER_MS, FAST_PIECE_BYTES } = require('../packages/backstage/serving/proxy-logs');
+  const gathering = new Gathering();
+  assert.equal(gathering.pauseAfter(100, 0), GATHER_MS, 'a trickle of small pieces is gathered');
+  assert.equal(gathering.pauseAfter(FAST_PIECE_BYTES - 1, 50), GATHER_MS);
+  // 20 MiB a second: what one pause let in is large (the native stream hands on 32 KiB at a
+  // time, the size seen on Node.js 22 in the test below), and so is what a caller that keeps up reads.
+  assert.equal(gathering.pauseAfter(32 << 10, 100), 0, 'a large piece: the stream is fast');
+  assert.equal(gathering.pauseAfter(100, 150), 0, 'caught up with a fast stream: read on at once');
+  assert.equal(gathering.pauseAfter(100, 1099), 0);
+  assert.equal(gathering.pauseAfter(100, 1100), GATHER_MS, 'a second with no large piece: a trickle again');
+});
+
 test('a caller that stops reading holds nothing in the backend: it skips ahead with a marker line, and a caller that reads gets every line', async () => {
   const http = require('node:http');
   const url = new URL(`${native.url}/api/kubernetes/proxy${LOG}?container=main&follow=true&tailLines=0`);
@@ -305,4 +318,32 @@ test("the backend's shutdown ends the follows it answers (an HTTP server waits f
   });
   await Promise.race([backend.stop(), late]).finally(() => clearTimeout(timer));
   assert.match(await body, /\n$/, 'the follow ended, with what it had');
+});
+
+test("the backend's shutdown ends a follow whose caller stopped reading (its writes held by the full socket)", async () => {
+  const http = require('node:http');
+  const backend = await startLiveBackend(sim);
+  const url = new URL(`${backend.url}/api/kubernetes/proxy${LOG}?container=main&follow=true&tailLines=0`);
+  const headers = { authorization: 'Bearer mock-user-token', 'backstage-kubernetes-cluster': 'sim' };
+  const stalled = await new Promise((resolve, reject) => {
+    const req = http.get(url, { headers }, (res) => (res.pause(), resolve({ req, res })));
+    req.once('error', reject);
+  });
+  // 8 MiB: past both sockets' buffers, so the backend's write waits for a drain that never comes.
+  const line = 'z'.repeat(1023);
+  for (let i = 0; i < 8; i++) {
+    sim.writeLog('default', 'web', 'main', Array.from({ length: 1024 }, () => line).join('\n'));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('the backend was still stopping after 5 s')), 5000);
+  });
+  try {
+    await Promise.race([backend.stop(), late]);
+  } finally {
+    clearTimeout(timer);
+    stalled.req.destroy();
+  }
 });

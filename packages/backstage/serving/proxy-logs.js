@@ -13,6 +13,7 @@
 
 const { proxyCredential, auditProxy } = require('./proxy-request');
 const { isViewerChecked } = require('./credential');
+const { now } = require('./clock');
 
 /** A viewer's access to a follow is asked again at most this often (an authorizationTtl of 0). */
 const RECHECK_MIN_MS = 1000;
@@ -23,11 +24,31 @@ const REASONS = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404:
  * A follow's lines that come in small pieces are gathered this long after each write, so a
  * caller gets them in a few larger chunks: a container that writes 1 000 lines a second in 100
  * pieces costs a browser tab (its network and renderer) a third more than in 20. What comes
- * while the stream is gathered waits in its native queue (bounded; past the bound a larger
- * piece is written at once).
+ * while the stream is gathered waits in its native queue (bounded).
  */
 const GATHER_MS = 50;
-const GATHER_BELOW_BYTES = 64 << 10;
+/**
+ * A piece this large says the stream is fast (320 KiB a second or more, if it came in one pause;
+ * the native stream hands on up to 32 or 64 KiB at a time): no gathering for FAST_MS after it.
+ */
+const FAST_PIECE_BYTES = 16 << 10;
+const FAST_MS = 1000;
+
+/**
+ * How long a follow's reading pauses after each write (`pauseAfter(bytes, now)`, ms): GATHER_MS
+ * after a small piece, none while the stream is fast. A pause in a fast stream would only hold a
+ * caller that keeps up behind it (20 MiB a second is 1 MiB a pause), and lag it past what the
+ * follow keeps, to a skip. A slower stream brings less than FAST_PIECE_BYTES in a pause, all of
+ * it read at the next turn: its caller never falls further behind than one pause.
+ */
+class Gathering {
+  #fastUntil = -Infinity;
+
+  pauseAfter(bytes, now) {
+    if (bytes >= FAST_PIECE_BYTES) this.#fastUntil = now + FAST_MS;
+    return now < this.#fastUntil ? 0 : GATHER_MS;
+  }
+}
 
 /** PodLogOptions as the API server reads them, or null for a value it would refuse. */
 function logOptions(query) {
@@ -84,7 +105,7 @@ async function serveLog(context, { cluster }, req, res, match, toStock) {
   const recheck = granted.until === Infinity ? null : keepChecking(granted.until, access, controller);
   let error;
   try {
-    error = await writeLog(stream, res, Boolean(options.follow));
+    error = await writeLog(stream, res, Boolean(options.follow), controller.signal);
   } finally {
     controller.abort();
     context.open.delete(controller);
@@ -125,15 +146,17 @@ function keepChecking(until, access, controller) {
  * Writes the stream out as the API server would: the lines as text/plain (lines a slow caller
  * missed as one marker line that says how many); an ERROR before any
  * line as the API server's Status (a failure below HTTP as the stock proxy's 500); one after the
- * headers ends the body. Resolves to the ERROR's error, if any.
+ * headers ends the body. Resolves to the ERROR's error, if any. `signal` (the backend's shutdown,
+ * the caller's close) ends a wait on the caller's socket.
  */
-async function writeLog(stream, res, follow) {
+async function writeLog(stream, res, follow, signal) {
   const start = () => {
     if (res.headersSent) return;
     res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'no-cache, private' });
     res.flushHeaders();
   };
   const timer = follow ? setTimeout(start, HEADERS_WITHIN_MS) : null;
+  const gathering = follow ? new Gathering() : null;
   try {
     for await (const event of stream) {
       if (event.type === 'ERROR') {
@@ -152,42 +175,41 @@ async function writeLog(stream, res, follow) {
       start();
       // A caller that reads slowly holds its stream's reading here (its native queue, bounded,
       // then skips ahead), never a buffer in this process.
-      if (!res.write(text)) await drained(res);
-      else if (follow && text.length < GATHER_BELOW_BYTES) await gather(res);
+      if (!res.write(text)) await waitOn(res, signal, 'drain');
+      else if (gathering?.pauseAfter(text.length, now())) await waitOn(res, signal, GATHER_MS);
     }
     return undefined;
   } finally {
     clearTimeout(timer);
-    if (!res.writableEnded) {
+    // Ended (the backend's shutdown) while the caller's socket was full: it could take no end
+    // either, and an HTTP server waits for an open response.
+    if (res.writableNeedDrain) res.destroy();
+    else if (!res.writableEnded) {
       start();
       res.end();
     }
   }
 }
 
-/** Resolves after GATHER_MS, or at once when `res` closes. */
-function gather(res) {
+/**
+ * Resolves at `res`'s drain (`wait` 'drain') or after `wait` ms, and at once when `res` closes
+ * or `signal` aborts.
+ */
+function waitOn(res, signal, wait) {
   return new Promise((resolve) => {
-    const done = () => {
+    const timer = wait === 'drain' ? null : setTimeout(done, wait);
+    function done() {
       clearTimeout(timer);
-      res.off('close', done);
-      resolve();
-    };
-    const timer = setTimeout(done, GATHER_MS);
-    res.on('close', done);
-  });
-}
-
-/** Resolves once `res` can take more (or is closed). */
-function drained(res) {
-  return new Promise((resolve) => {
-    const done = () => {
       res.off('drain', done);
       res.off('close', done);
+      signal.removeEventListener('abort', done);
       resolve();
-    };
-    res.on('drain', done);
+    }
+    if (signal.aborted) return done();
+    if (wait === 'drain') res.on('drain', done);
     res.on('close', done);
+    signal.addEventListener('abort', done);
+    return undefined;
   });
 }
 
@@ -211,4 +233,4 @@ function writeStatus(res, error) {
   });
 }
 
-module.exports = { serveLog, logOptions };
+module.exports = { serveLog, logOptions, Gathering, GATHER_MS, FAST_PIECE_BYTES };
