@@ -9,17 +9,11 @@ const { spawn } = require('node:child_process');
 const { createSimulator, certs } = require('kube-watch-native/sim');
 const { TOKEN } = require('../../testbed/live-helpers');
 const { sleep } = require('../../testbed/wait');
+const { threadCpuNs } = require('../../testbed/proc');
 
 const [VIEWERS, PODS, SECONDS] = ['VIEWERS', 'PODS', 'SECONDS'].map((k, i) =>
   Number(process.env[k] ?? [100, 3, 20][i]),
 );
-
-/** Main-thread CPU of process `pid` (ns), from /proc (its first thread is its main thread). */
-function threadCpuNs(pid) {
-  const fields = require('node:fs').readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1];
-  const [utime, stime] = fields.split(' ').slice(11, 13).map(Number);
-  return ((utime + stime) * 1e9) / 100;
-}
 
 async function run(sim, native) {
   const cluster = { name: 'sim', url: sim.url, authProvider: 'serviceAccount', serviceAccountToken: TOKEN };
