@@ -198,3 +198,63 @@ test("a caller's own token: answered from the cache only when the API server let
   assert.equal(nobody.status, 401);
   assert.deepEqual(await nobody.json(), await nobodyStock.json());
 });
+
+test("a page that names its entity is answered live, and a change of the events it was given signals that user on the entity's events channel: not another user, not the objects' channel", async (t) => {
+  const { mockCredentials } = require('@backstage/backend-test-utils');
+  const { connectSignals, sleep } = { ...require('../testbed/live-helpers'), ...require('../testbed/wait') };
+  const { ENTITY_HEADER, LIVE_HEADER, channelOf, eventsViewOf } = require('kube-watch-native-protocol');
+  const ENTITY = 'component:default/live-svc';
+  const BOB_TOKEN = mockCredentials.user.token('user:default/other');
+  const eventsChannel = channelOf(eventsViewOf(ENTITY));
+  const alice = await connectSignals(native.port, 'mock-user-token', eventsChannel);
+  const aliceObjects = await connectSignals(native.port, 'mock-user-token', channelOf(ENTITY));
+  const bob = await connectSignals(native.port, BOB_TOKEN, eventsChannel);
+  t.after(() => [alice, aliceObjects, bob].forEach(({ ws }) => ws.terminate()));
+  const ask = (token, pod, entity = ENTITY) =>
+    fetch(`${native.url}/api/kubernetes/proxy${EVENTS}?fieldSelector=involvedObject.name=${pod}`, {
+      headers: {
+        authorization: `Bearer ${token}`,
+        'backstage-kubernetes-cluster': 'sim',
+        ...(entity && { [ENTITY_HEADER]: entity }),
+      },
+    });
+  // Warm and followed: marked live (the informer's first answers may be the stock proxy's).
+  await until(async () => (await ask('mock-user-token', 'web')).headers.get(LIVE_HEADER) === '1', {
+    what: "alice's events answer marked live",
+    ms: 10_000,
+  });
+  const bobs = await ask(BOB_TOKEN, 'db');
+  assert.equal(bobs.headers.get(LIVE_HEADER), '1', "bob's answer of db's events is live too");
+  const unnamed = await ask('mock-user-token', 'web', null);
+  assert.equal(unnamed.status, 200);
+  assert.equal(unnamed.headers.get(LIVE_HEADER), null, 'an answer to a page that names no entity is polled');
+  const notAnEntity = await ask('mock-user-token', 'web', 'not an entity');
+  assert.equal(notAnEntity.status, 200);
+  assert.equal(notAnEntity.headers.get(LIVE_HEADER), null, 'nor one that names something else');
+  await sleep(300); // the subscribe messages are in
+  for (const one of [alice, aliceObjects, bob]) one.received.length = 0;
+
+  // An event of web: alice, who was given web's events, is told on the events channel.
+  sim.create('events', podEvent('default', 'web', 11, { reason: 'Killing', type: 'Normal' }));
+  await until(() => alice.received.length > 0, { what: "alice's signal within 2 s", ms: 2000 });
+  const [signal] = alice.received;
+  assert.equal(signal.channel, eventsChannel);
+  assert.deepEqual(signal.message.clusters, ['sim']);
+  assert.equal(typeof signal.message.id, 'string');
+  assert.equal(JSON.stringify(signal).includes('Killing'), false, 'a signal carries no event data');
+  await sleep(500);
+  assert.equal(alice.received.length, 1, 'one signal per answer given');
+  assert.equal(bob.received.length, 0, "bob's answer (db's events) did not change: bob hears nothing");
+  assert.equal(aliceObjects.received.length, 0, "the entity's objects channel hears nothing of its events");
+
+  // An event of db: bob is told; alice, signalled once and not answered since, is not.
+  sim.create('events', podEvent('default', 'db', 12));
+  await until(() => bob.received.length > 0, { what: "bob's signal within 2 s", ms: 2000 });
+  assert.equal(bob.received[0].channel, eventsChannel);
+  await sleep(300);
+  assert.equal(alice.received.length, 1, 'alice hears nothing until her page asks again');
+  // Asked again, alice's next change is signalled again.
+  assert.equal((await ask('mock-user-token', 'web')).headers.get(LIVE_HEADER), '1');
+  sim.create('events', podEvent('default', 'web', 13));
+  await until(() => alice.received.length > 1, { what: "alice's second signal within 2 s", ms: 2000 });
+});

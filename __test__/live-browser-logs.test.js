@@ -8,7 +8,8 @@
 // back, after the page's follow is cut, after the backend's is, and after the laptop sleeps, the
 // log goes on with no line repeated and none lost (the LogViewer's whole text compared, each line
 // unique); the picker switches container and
-// shows a previous instance; a crash-looping pod's events show as they happen. Runs on one
+// shows a previous instance; a crash-looping pod's events show as they happen, asked again on
+// the backend's signals (no request while nothing happens). Runs on one
 // Node.js line only (it takes ~30 s).
 
 const test = require('node:test');
@@ -200,7 +201,20 @@ test(
     await page.uncheck('input[aria-label="Previous instance"]');
     await waitForText('new-instance-1', 5000);
 
+    // Once the events' answers are live and the heartbeat proves the signals, they are asked
+    // again only on a signal: nothing while nothing happens (polled, 3 s would be 3 requests).
+    const eventRequests = () => origin.kubernetesRequests.filter((r) => r.url.includes('/events?')).length;
+    for (let last = -1, steps = 0; last !== eventRequests(); steps++) {
+      assert.ok(steps < 10, 'the events were still polled after 20 s');
+      last = eventRequests();
+      await page.waitForTimeout(2000);
+    }
+    const quiet = eventRequests();
+    await page.waitForTimeout(3000);
+    assert.equal(eventRequests() - quiet, 0, 'no events request in 3 s without a change');
+
     const eventLatencies = [];
+    const beforeEvents = eventRequests();
     for (let count = 1; count <= 3; count++) {
       const at = Date.now();
       // The container crashes, the kubelet backs off and records (or counts again) its BackOff.
@@ -217,8 +231,10 @@ test(
       );
       eventLatencies.push(Date.now() - at);
     }
-    t.diagnostic(`event to DOM: ${eventLatencies.join(', ')} ms (polled every 1000 ms)`);
-    for (const ms of eventLatencies) assert.ok(ms < 3000, `an event showed ${ms} ms after it happened`);
+    const asked = eventRequests() - beforeEvents;
+    t.diagnostic(`event to DOM: ${eventLatencies.join(', ')} ms, ${asked} events requests (on signals)`);
+    for (const ms of eventLatencies) assert.ok(ms < 1500, `an event showed ${ms} ms after it happened`);
+    assert.ok(asked <= 6, `${asked} events requests for 3 events: one or two per signal`);
 
     assert.deepEqual(pageErrors, []);
     fs.mkdirSync(OUTPUT, { recursive: true });

@@ -296,7 +296,7 @@ test('events: rows of the pods’ events, newest first, other kinds of the same 
 });
 
 test('events: polled every intervalMs while the page is shown, not while hidden, at once when shown again', async () => {
-  const { pollPodEvents } = await loadEvents();
+  const { followPodEvents } = await loadEvents();
   const listeners = new Set();
   const doc = {
     visibilityState: 'visible',
@@ -305,11 +305,11 @@ test('events: polled every intervalMs while the page is shown, not while hidden,
   };
   let asked = 0;
   const rounds = [];
-  const stop = pollPodEvents({
+  const stop = followPodEvents({
     pods: [{ clusterName: 'c', namespace: 'default', pod: 'web-1' }],
     fetchEvents: async () => {
       asked += 1;
-      return [];
+      return { items: [], live: true }; // live, but no signals API: polled
     },
     onRows: (rows, errors) => rounds.push(errors),
     intervalMs: 20,
@@ -329,4 +329,127 @@ test('events: polled every intervalMs while the page is shown, not while hidden,
   stop();
   assert.equal(listeners.size, 0);
   assert.deepEqual(rounds[0], []);
+});
+
+/**
+ * A signals API as @backstage/plugin-signals-react's: `subscribe(channel, onMessage)`; the test
+ * sends on a channel with `send`, and beats the backend's heartbeat with `beat`.
+ */
+function fakeSignals() {
+  const { HEARTBEAT_CHANNEL } = require('kube-watch-native-protocol');
+  const subscribers = new Map();
+  let seq = 0;
+  const api = {
+    subscribed: [],
+    subscribe(channel, onMessage) {
+      api.subscribed.push(channel);
+      if (!subscribers.has(channel)) subscribers.set(channel, new Set());
+      const entry = { onMessage };
+      subscribers.get(channel).add(entry);
+      return { unsubscribe: () => subscribers.get(channel).delete(entry) };
+    },
+    send(channel, message) {
+      for (const { onMessage } of subscribers.get(channel) ?? []) onMessage(message);
+    },
+    beat() {
+      seq += 1;
+      api.send(HEARTBEAT_CHANNEL, { replica: 'r1', seq, replicas: ['r1'] });
+    },
+    count: (channel) => subscribers.get(channel)?.size ?? 0,
+  };
+  return api;
+}
+
+test('events: kept until a signal while every answer is live and the heartbeat proves the connection; a signal asks again, one during a round asks once more after it; a lapse, a wake or an answer not live polls', async (ctx) => {
+  const { followPodEvents } = await loadEvents();
+  const { channelOf, eventsViewOf } = require('kube-watch-native-protocol');
+  const ENTITY = 'component:default/web';
+  const channel = channelOf(eventsViewOf(ENTITY));
+  const signals = fakeSignals();
+  let clock = 0;
+  let live = true;
+  let asked = 0;
+  let hold = null; // a promise an answer waits for
+  let onWake = null;
+  const stop = followPodEvents({
+    pods: [
+      { clusterName: 'c', namespace: 'default', pod: 'web-1' },
+      { clusterName: 'c', namespace: 'default', pod: 'web-2' },
+    ],
+    fetchEvents: async () => {
+      asked += 1;
+      if (hold) await hold;
+      return { items: [], live };
+    },
+    onRows: () => {},
+    intervalMs: 20,
+    signalApi: signals,
+    entityRef: ENTITY,
+    wakes: (fn) => {
+      onWake = fn;
+      return () => (onWake = null);
+    },
+    now: () => clock,
+    settleMs: 1000,
+    checkMs: 10,
+    doc: null,
+  });
+  ctx.after(stop); // also when an assertion fails: no timer left running
+  assert.ok(signals.subscribed.includes(channel), "the entity's events channel is subscribed");
+  const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  // Not proven yet (no heartbeat): polled, two requests a round.
+  await wait(70);
+  assert.ok(asked >= 6, `polled while unproven: ${asked} requests`);
+  // Proven, and past the subscription's settling: the next round is kept.
+  clock = 2000;
+  signals.beat();
+  await wait(50);
+  const kept = asked;
+  await wait(100);
+  assert.equal(asked, kept, 'nothing asked while kept until a signal');
+  // A signal: asked again at once, then kept.
+  signals.send(channel, { clusters: ['c'], at: 1, id: 'a.1' });
+  await settle();
+  assert.equal(asked, kept + 2, 'one round (both pods) on a signal');
+  signals.send(channel, { clusters: ['c'], at: 1, id: 'a.1' });
+  await settle();
+  assert.equal(asked, kept + 2, 'the same signal twice (two replicas) asks once');
+  // A signal while a round is out: one round more after it.
+  let release;
+  hold = new Promise((resolve) => (release = resolve));
+  signals.send(channel, { clusters: ['c'], at: 2, id: 'b.1' });
+  await settle();
+  signals.send(channel, { clusters: ['c'], at: 3, id: 'c.1' });
+  signals.send(channel, { clusters: ['c'], at: 4, id: 'd.1' });
+  hold = null;
+  release();
+  await wait(30);
+  assert.equal(asked, kept + 6, 'the round out, then one more for the signals during it');
+  await wait(60);
+  assert.equal(asked, kept + 6, 'then kept');
+  // The heartbeat lapses (15 s without a beat): polled again.
+  clock = 20_000;
+  await wait(60);
+  assert.ok(asked >= kept + 8, `polled after a lapse: ${asked - kept - 6} more`);
+  // Beats again, past the settling of the subscription the lapse made anew: kept again; a wake:
+  // asked at once, then polled until proven again.
+  clock = 21_500;
+  signals.beat();
+  await wait(60);
+  const beforeWake = asked;
+  await wait(40);
+  assert.equal(asked, beforeWake, 'kept once proven again');
+  onWake('resume');
+  await wait(60);
+  assert.ok(asked >= beforeWake + 4, 'a wake asks at once and polls until proven again');
+  // An answer not live (the backend could not follow it): polled, whatever the heartbeat says.
+  signals.beat();
+  live = false;
+  await wait(20);
+  const notLive = asked;
+  await wait(60);
+  assert.ok(asked >= notLive + 4, 'an answer not live is polled');
+  stop();
+  assert.equal(signals.count(channel), 0, 'unsubscribed at stop');
+  assert.equal(onWake, null, 'the wakes stopped');
 });

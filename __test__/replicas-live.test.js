@@ -154,3 +154,99 @@ test(
     );
   },
 );
+
+test(
+  "two replicas: an entity's events, asked through the proxy by a page that names it, are signalled once per change to the user who asked, whichever replica answered",
+  { timeout: 120_000 },
+  async (t) => {
+    const { ENTITY_HEADER, LIVE_HEADER, channelOf, eventsViewOf } = require('kube-watch-native-protocol');
+    const sim = await startCluster(t);
+    const cluster = await replicasFor(t, 2, sim, { live: { minInterval: '100ms' } });
+    if (!cluster) return;
+    const { balancer, replicas } = cluster;
+    const ENTITY = 'component:default/live-svc';
+    const channel = channelOf(eventsViewOf(ENTITY));
+    // Both WebSockets on B; the page's requests go round-robin over A and B.
+    const alice = await connectSignals(balancer, 1, ALICE_TOKEN, channel);
+    const bob = await connectSignals(balancer, 1, BOB_TOKEN, channel);
+    t.after(() => {
+      alice.ws.terminate();
+      bob.ws.terminate();
+    });
+    const ask = async (token) => {
+      const res = await fetch(
+        `${balancer.url}/api/kubernetes/proxy/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dlive-svc-1`,
+        {
+          headers: {
+            authorization: `Bearer ${token}`,
+            'backstage-kubernetes-cluster': 'sim',
+            [ENTITY_HEADER]: ENTITY,
+          },
+        },
+      );
+      const { items } = await res.json();
+      return { replica: res.headers.get('x-replica'), live: res.headers.get(LIVE_HEADER) === '1', items };
+    };
+    const event = (n) => ({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: `live-svc-1.${n}`, namespace: 'default' },
+      involvedObject: {
+        kind: 'Pod',
+        namespace: 'default',
+        name: 'live-svc-1',
+        uid: 'uid-1',
+        apiVersion: 'v1',
+      },
+      reason: 'BackOff',
+      message: `Back-off restarting failed container main (${n})`,
+      type: 'Warning',
+      count: n,
+    });
+    // Warm on both replicas: each answers Alice live.
+    const liveFrom = new Set();
+    await until(
+      async () => {
+        const answer = await ask(ALICE_TOKEN);
+        if (answer.live) liveFrom.add(answer.replica);
+        return liveFrom.size === 2;
+      },
+      { ms: 20_000, what: 'both replicas answer the events live' },
+    );
+    // Alice's page asks again on each signal, through the balancer.
+    const asked = [];
+    alice.ws.on('message', () => void ask(ALICE_TOKEN).then((answer) => asked.push(answer)));
+    await ask(ALICE_TOKEN);
+    await ask(BOB_TOKEN); // Bob's page asks once, and not again
+    await subscribed(alice, replicas[1], 'user:default/mock', channel);
+    await subscribed(bob, replicas[1], 'user:default/other', channel);
+    await sleep(500);
+    alice.received.length = 0;
+    bob.received.length = 0;
+    const latencies = [];
+    for (let n = 1; n <= 3; n++) {
+      const before = alice.received.length;
+      const at = Date.now();
+      sim.create('events', event(n));
+      await until(() => alice.received.length > before, {
+        ms: 1000,
+        what: `event ${n} signalled within 1 s`,
+      });
+      latencies.push(alice.received[before].at - at);
+      await sleep(700); // a duplicate from the other replica arrives meanwhile
+      assert.equal(alice.received.length, before + 1, `event ${n}: one signal, not one per replica`);
+      assert.ok(
+        asked.at(-1)?.items.some((e) => e.metadata.name === `live-svc-1.${n}`),
+        `event ${n}: the page's next answer shows it`,
+      );
+    }
+    assert.equal(
+      bob.received.length,
+      1,
+      'Bob, who asked once, is signalled once, then not until he asks again',
+    );
+    t.diagnostic(
+      `event to signal (ms): ${latencies.join(', ')}; answered by ${asked.map((a) => a.replica).join('')}`,
+    );
+  },
+);

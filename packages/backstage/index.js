@@ -115,11 +115,13 @@ const kubernetesModuleNativeInformers = createBackendModule({
         // The proxy's routes for a pod's log and an object's events, from shared native
         // streams and informers (./serving/proxy.js).
         let fetcher;
+        let eventsView;
         const proxy =
           (options.proxyLogs || options.proxyEvents) &&
           proxyRouter({
             watcher,
             fetcher: () => fetcher,
+            eventsView: () => eventsView,
             permissions,
             httpAuth: proxyAuth,
             auditor,
@@ -136,8 +138,9 @@ const kubernetesModuleNativeInformers = createBackendModule({
         }
         // Two wings: serving loads (./serving/), and following them for the live tab
         // (./following/), which meet at the fetcher's `follower` (./serving/fetcher.js).
-        const { publisher, follower } =
-          (await setUpLive({ options: options.live, logger, config, ...live })) ?? {};
+        const following = (await setUpLive({ options: options.live, logger, config, ...live })) ?? {};
+        const { publisher, follower } = following;
+        eventsView = following.eventsView;
         let metrics;
         fetchers.addFetcher(async ({ getDefault }) => {
           fetcher = new NativeInformerFetcher({

@@ -135,7 +135,10 @@ export interface EntityLiveLogsContentProps {
   tailLines?: number;
   /** Lines kept in the browser, at least (up to half as many more); the oldest go first. Default 10 000. */
   maxLines?: number;
-  /** How often the pods' events are asked while the page is shown. Default 1000. */
+  /**
+   * How often the pods' events are asked while the page is shown and they are not live (no
+   * Signals plugin, answers the backend does not follow, signals not proven). Default 1000.
+   */
   eventsIntervalMs?: number;
   /** The log's height in pixels (Backstage's LogViewer fills its container). Default 480. */
   height?: number;

@@ -6,16 +6,19 @@
 // previous instance too. The log is the Kubernetes plugin's own proxy route, which
 // kube-watch-native-backstage answers from one shared native follow per container, read as a
 // stream and resumed without a line repeated or lost (./pod-log.mjs); the events are the pods'
-// own, asked every second while the page is shown (./pod-events.mjs).
+// own, asked again when the backend signals that they changed, else every second while the page
+// is shown (./pod-events.mjs).
 
 import { createElement as h, memo, useEffect, useMemo, useRef, useState } from 'react';
-import { useApi } from '@backstage/core-plugin-api';
+import { useApi, useApiHolder } from '@backstage/core-plugin-api';
+import { signalApiRef } from '@backstage/plugin-signals-react';
 import { InfoCard, LogViewer } from '@backstage/core-components';
 import { useEntity } from '@backstage/plugin-catalog-react';
 import { kubernetesApiRef, useKubernetesObjects } from '@backstage/plugin-kubernetes-react';
 import { browserWakes } from './signal-connection.mjs';
 import { LOG_TAIL_LINES, LogLines, MAX_LOG_LINES, RenderPacer, followLog } from './pod-log.mjs';
-import { EVENTS_INTERVAL_MS, podEventsPath, pollPodEvents } from './pod-events.mjs';
+import { EVENTS_INTERVAL_MS, podEventsPath, followPodEvents } from './pod-events.mjs';
+import { ENTITY_HEADER, LIVE_HEADER, entityRefOf } from 'kube-watch-native-protocol';
 
 /** How often the pods are asked of kubernetesApiRef (answered from memory while live). */
 const PODS_INTERVAL_MS = 1000;
@@ -122,23 +125,30 @@ function usePodLog(kubernetesApi, target, { previous, tailLines, maxLines }) {
   return { lines: lines.current, version, status };
 }
 
-/** The events of `pods`, newest first, polled while the page is shown: `{ rows, errors }`. */
-function usePodEvents(kubernetesApi, pods, intervalMs) {
+/**
+ * The events of `pods` of the entity `entityRef`, newest first, asked again on a signal (with the
+ * Signals plugin's `signalApi`), else polled while the page is shown: `{ rows, errors }`.
+ */
+function usePodEvents(kubernetesApi, signalApi, entityRef, pods, intervalMs) {
   const [events, setEvents] = useState({ rows: [], errors: [] });
   const podsKey = pods.map((p) => p.key).join('\n');
   useEffect(() => {
     if (pods.length === 0) return undefined;
-    return pollPodEvents({
+    return followPodEvents({
       pods,
       intervalMs,
+      signalApi,
+      entityRef,
+      wakes: browserWakes,
       fetchEvents: async ({ clusterName, namespace, pod }, signal) => {
         const response = await kubernetesApi.proxy({
           clusterName,
           path: podEventsPath(namespace, pod),
-          init: { signal },
+          init: { signal, headers: { [ENTITY_HEADER]: entityRef } },
         });
         if (!response.ok) throw new Error(`HTTP ${response.status}`);
-        return (await response.json()).items ?? [];
+        const items = (await response.json()).items ?? [];
+        return { items, live: response.headers.get(LIVE_HEADER) === '1' };
       },
       // A round that found what the last did renders nothing.
       onRows: (rows, errors) =>
@@ -147,7 +157,7 @@ function usePodEvents(kubernetesApi, pods, intervalMs) {
         ),
     });
     // The pods by identity, not the array made at each render.
-  }, [kubernetesApi, podsKey, intervalMs]);
+  }, [kubernetesApi, signalApi, entityRef, podsKey, intervalMs]);
   return events;
 }
 
@@ -240,7 +250,9 @@ export function EntityLiveLogsContent({
     // log.version: the lines changed in place.
     [log.lines, log.version, timestamps],
   );
-  const events = usePodEvents(kubernetesApi, pods, eventsIntervalMs);
+  // Optional: without the Signals plugin the events are polled.
+  const signalApi = useApiHolder().get(signalApiRef) ?? null;
+  const events = usePodEvents(kubernetesApi, signalApi, entityRefOf(entity), pods, eventsIntervalMs);
   const manyClusters = new Set(containers.map((c) => c.clusterName)).size > 1;
 
   const picker = h(

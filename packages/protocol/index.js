@@ -24,6 +24,22 @@ exports.entityRefOf = (entity) => {
 exports.channelOf = (entityRef) => `kubernetes:${entityRef}`;
 
 /**
+ * The request header with which a page names the entity whose pods' events it asks of the
+ * Kubernetes plugin's proxy (`GET …/proxy/api/v1/namespaces/{ns}/events?fieldSelector=
+ * involvedObject.…`, the stock route, unchanged otherwise). The backend then follows that answer
+ * as it follows the entity's objects: marked live (LIVE_HEADER), and a signal on the channel of
+ * `eventsViewOf(entityRef)` when it changes. Without it the answer is polled.
+ */
+exports.ENTITY_HEADER = 'x-kube-watch-entity';
+
+/**
+ * What the backend follows an entity's events as, and whose channel (channelOf) it signals: not
+ * the entity's own, so that a change of its events reloads its events and not its objects. Never
+ * a catalog entity's ref, which has one colon.
+ */
+exports.eventsViewOf = (entityRef) => `events:${entityRef}`;
+
+/**
  * A signal's id: what the signal is about (`about`: a change's identity, a reason), made unique
  * to one publish. The frontend drops an id it has seen, so only a publish delivered twice or
  * sent again on purpose repeats one; a change signalled again (a later load, a cache that went

@@ -6,7 +6,8 @@
 // nothing else of following.
 //
 // A user's load depends on a watch key per informer, selector and namespace it was answered
-// from. An answer changes when an object its selector selects changes, when the informer fails
+// from; a page's answer of the proxy's events (../serving/proxy-events.js, ./events-view.js)
+// is such a load too, its selector one of fields. An answer changes when an object its selector selects changes, when the informer fails
 // or recovers, when the cache stops being served (its watch silent past the liveness bound, its
 // credential refused or not checked in time: the entry's `servable()`), and when the informer is
 // closed (idle, a bound, a refusal): then the viewer's next load is the default fetcher's, which
@@ -34,6 +35,7 @@ function sharedKeyOf(
   { cluster, group, apiVersion, plural, namespace, labelSelector },
   loadNamespace,
   selector,
+  field = false,
 ) {
   const what = [
     cluster,
@@ -44,6 +46,8 @@ function sharedKeyOf(
     labelSelector,
     loadNamespace ?? '',
     selector,
+    // A field selector's keys apart from a label selector's of the same text (older keys unchanged).
+    ...(field ? ['field'] : []),
   ];
   return crypto.createHash('sha256').update(JSON.stringify(what)).digest('base64url').slice(0, 22);
 }
@@ -54,10 +58,17 @@ function sharedKeyOf(
  */
 const LIVE_CHECK_MS = 100;
 
+/**
+ * What a watched key's answer reads of its informer: its namespace and its selector, of labels
+ * or (`field`: the proxy's events answers) of fields.
+ */
+const readOf = ({ namespace, selector, field }) =>
+  field ? { namespace, fieldSelector: selector } : { namespace, labelSelector: selector };
+
 /** What the following keeps of one followed informer (never on the serving wing's entry). */
 function newFollowed() {
   return {
-    /** watch key → { namespace, selector, shared, last } */
+    /** watch key → { namespace, selector, field, shared, last } */
     watched: new Map(),
     unfollow: null,
     checkTimer: null,
@@ -100,7 +111,8 @@ class InformerFollowing {
   }
 
   /**
-   * Before a load's answers are read from these entries for `selector` and `namespace`: the
+   * Before a load's answers are read from these entries for `selector` (of labels, or of fields
+   * with `field`) and `namespace`: the
    * viewers of each key who loaded before a change not yet compared hear of it now, and a key
    * nobody watches yet takes what its answer is now. Returns what viewed() needs after the
    * answers. Read before them, never after: the native cache moves on its own threads, so an
@@ -108,10 +120,10 @@ class InformerFollowing {
    * never hear of the change between. Read in this order, a change taken meanwhile is at worst
    * signalled to a viewer whose answer already shows it (one refetch more), never missed.
    */
-  prepare(entries, { selector, namespace }) {
+  prepare(entries, { selector, namespace, field = false }) {
     return entries.map((entry) => {
       if (!entry || entry.closed) return null;
-      const key = `${entry.key}\0${namespace ?? ''}\0${selector}`;
+      const key = `${entry.key}\0${namespace ?? ''}\0${selector}${field ? '\0field' : ''}`;
       const followed = this.#followed.get(entry);
       const watched = followed?.watched.get(key);
       // Only this key: the others' viewers are not touched by this load, and the check that
@@ -120,12 +132,10 @@ class InformerFollowing {
         if (this.#tag(entry) !== followed.tag) this.#checkKey(entry, followed, key);
         return { key, shared: watched.shared, watched: null };
       }
-      const shared = sharedKeyOf(entry.description, namespace, selector);
-      return {
-        key,
-        shared,
-        watched: { namespace, selector, shared, last: this.#fingerprint(entry, namespace, selector) },
-      };
+      const shared = sharedKeyOf(entry.description, namespace, selector, field);
+      const fresh = { namespace, selector, field, shared, last: '' };
+      fresh.last = this.#fingerprint(entry, fresh);
+      return { key, shared, watched: fresh };
     });
   }
 
@@ -193,16 +203,16 @@ class InformerFollowing {
   }
 
   /**
-   * What a viewer's answer from `entry` is now, as a short string: the default fetcher's while
-   * the cache is not served, else its failure, whether it is synced, and the native cache's
-   * fingerprint of the objects it selects.
+   * What a viewer's answer from `entry` for `watched` (its namespace and selector) is now, as a
+   * short string: the default fetcher's while the cache is not served, else its failure, whether
+   * it is synced, and the native cache's fingerprint of the objects it selects.
    */
-  #fingerprint(entry, namespace, selector, servable = entry.servable().servable, state = entry.state()) {
+  #fingerprint(entry, watched, servable = entry.servable().servable, state = entry.state()) {
     if (!servable) return 'default';
     let digest = '';
     if (state.synced) {
       try {
-        digest = entry.informer.fingerprint({ namespace, labelSelector: selector });
+        digest = entry.informer.fingerprint(readOf(watched));
       } catch {
         // A selector the native cache refuses: its answer is the default's, which never changes here.
       }
@@ -259,7 +269,7 @@ class InformerFollowing {
 
   /** Signals `key` if what its selector selects (`watched`) is not what it was last compared as. */
   #compare(entry, key, watched, servable, state) {
-    const now = this.#fingerprint(entry, watched.namespace, watched.selector, servable, state);
+    const now = this.#fingerprint(entry, watched, servable, state);
     if (now === watched.last) return;
     watched.last = now;
     // The change's identity: where the cache is (its resourceVersion) and what the answer

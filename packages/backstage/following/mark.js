@@ -3,10 +3,12 @@
 // answering, and whether the answer being built may be served from memory until a signal (every
 // part of it followed by signals). The objects provider (./provider.js) runs each user's call
 // inside `liveRequestContext`; the informers' following (./informers.js) and the publisher
-// (./publisher.js) mark it; the router's middleware (./provider.js) reads it as the response's
-// head is written (`x-kube-watch-live`, ../protocol.js).
+// (./publisher.js) mark it; the router's middleware (./provider.js) and the proxy's events
+// answers (./events-view.js) read it as the response's head is written (markLiveResponse:
+// `x-kube-watch-live`, kube-watch-native-protocol).
 
 const { AsyncLocalStorage } = require('node:async_hooks');
+const { LIVE_HEADER } = require('kube-watch-native-protocol');
 
 /**
  * The request being answered: `{ userEntityRef, entityRef }` while the objects provider runs a
@@ -40,4 +42,21 @@ function isLiveAnswer(context) {
   return Boolean(context?.followed) && !context.notLive;
 }
 
-module.exports = { liveRequestContext, markNotLive, markFollowed, markNewViewer, isLiveAnswer };
+/** Marks the response `res`, before its head is written, as an answer followed by signals. */
+function markLiveResponse(res) {
+  res.setHeader(LIVE_HEADER, '1');
+  // An app on another origin (the backend's CORS answered) reads only exposed headers.
+  if (res.getHeader('access-control-allow-origin')) {
+    const exposed = [res.getHeader('access-control-expose-headers') ?? []].flat();
+    res.setHeader('access-control-expose-headers', [...exposed, LIVE_HEADER].join(', '));
+  }
+}
+
+module.exports = {
+  liveRequestContext,
+  markNotLive,
+  markFollowed,
+  markNewViewer,
+  isLiveAnswer,
+  markLiveResponse,
+};

@@ -19,7 +19,8 @@ const crypto = require('node:crypto');
 const os = require('node:os');
 const { createLivePublisher } = require('./publisher');
 const { InformerFollowing } = require('./informers');
-const { liveRequestContext, isLiveAnswer } = require('./mark');
+const { createEventsView } = require('./events-view');
+const { liveRequestContext, isLiveAnswer, markLiveResponse } = require('./mark');
 const { createViewerRegistry } = require('./store-sql');
 const { startHeartbeat } = require('./heartbeat');
 const { LIVE_HEADER, entityRefOf } = require('kube-watch-native-protocol');
@@ -106,12 +107,7 @@ function liveHeaderMiddleware({ refused = () => {} } = {}) {
         refused(req, entityRefOf(req.body.entity));
       }
       if (status === 200 && request.calls.length > 0 && request.calls.every(isLiveAnswer)) {
-        res.setHeader(LIVE_HEADER, '1');
-        // An app on another origin (the backend's CORS answered) reads only exposed headers.
-        if (res.getHeader('access-control-allow-origin')) {
-          const exposed = [res.getHeader('access-control-expose-headers') ?? []].flat();
-          res.setHeader('access-control-expose-headers', [...exposed, LIVE_HEADER].join(', '));
-        }
+        markLiveResponse(res);
       }
       return writeHead.apply(this, args);
     };
@@ -120,8 +116,9 @@ function liveHeaderMiddleware({ refused = () => {} } = {}) {
 }
 
 /**
- * Registers the live objects provider and makes the publisher and the follower of the fetcher's
- * informers (`{ publisher, follower }`), when the Signals backend plugin is installed and
+ * Registers the live objects provider and makes the publisher, the follower of the fetcher's
+ * informers and the following of the proxy's events answers (`{ publisher, follower,
+ * eventsView }`), when the Signals backend plugin is installed and
  * `kubernetes.nativeInformers.live.enabled` is not false; else undefined. Called from the
  * module's init, where extension points still take registrations.
  */
@@ -206,7 +203,11 @@ async function setUpLive({
       .catch(() => {}); // not a user: nobody was followed
   httpRouter.use(liveHeaderMiddleware({ refused }));
   logger.info('kube-watch-native: live Kubernetes tab on (signals on kubernetes:<entityRef>)');
-  return { publisher: live, follower: new InformerFollowing({ publisher: live }) };
+  return {
+    publisher: live,
+    follower: new InformerFollowing({ publisher: live }),
+    eventsView: createEventsView({ publisher: live, heartbeat, logger }),
+  };
 }
 
 module.exports = {

@@ -19,7 +19,8 @@
 // This wing serves loads and imports nothing of the live tab's following (../following/). It
 // tells whoever follows its answers through one interface, the `follower` option:
 //   viewer()                 the viewer of the request being answered (undefined: none)
-//   prepare(entries, { selector, namespace })    before a followed load's answers are read
+//   prepare(entries, { selector, namespace, field })   before a followed load's answers are read
+//                            (`field`: the selector is of fields, an events answer's)
 //   viewed(viewer, entries, prepared, { cluster, provenUntil }) after: the viewer is followed (or
 //                            not); `provenUntil`, when the viewer's own access decisions behind
 //                            the answer expire (undefined: the answer needs none)
@@ -201,8 +202,10 @@ class NativeInformerFetcher {
    * @param {string} namespace
    * @param {string} fieldSelector
    * @param {string | null} owner the user asking (the pool's share of one user)
+   * @param {{ userEntityRef: string, entityRef: string } | null} [viewer] whom the follower (the
+   *   live tab's) follows this answer for, as it follows a load of objects; null: nobody
    */
-  async eventsAnswer(params, namespace, fieldSelector, owner) {
+  async eventsAnswer(params, namespace, fieldSelector, owner, viewer = null) {
     const { viewerChecked, clusterDetails, cacheCredential } = cachedAs(params);
     if (this.#closed || (!viewerChecked && !sharedCredential(clusterDetails, params.credential))) {
       return undefined;
@@ -217,6 +220,7 @@ class NativeInformerFetcher {
       selector: '',
       namespace,
       owner,
+      viewer,
     };
     const opened = [];
     let entry;
@@ -230,7 +234,15 @@ class NativeInformerFetcher {
     const state = entry && this.#serving.usable(entry);
     if (!state) return undefined;
     entry.touch();
+    // As a load of objects is followed (./serving.js answerAll): looked at before it is read.
+    const follower = viewer && this.#follower;
+    const prepared =
+      follower && follower.prepare([entry], { selector: fieldSelector, namespace, field: true });
     const text = entry.informer.listText({ namespace, fieldSelector });
+    if (follower) {
+      const { provenUntil } = request;
+      follower.viewed(viewer, [entry], prepared, { cluster: clusterDetails.name, provenUntil });
+    }
     return {
       kind: 'EventList',
       apiVersion: 'v1',

@@ -6,6 +6,9 @@
 // is refused cluster-wide), within the fetcher's bounds, identity and liveness rules
 // (NativeInformerFetcher.eventsAnswer): once it is warm, no request reaches the API server.
 // The selector is read natively from the cache, on the involved object's fields.
+// With the live tab, an answer to a page that names its entity (ENTITY_HEADER) is followed by
+// signals as the entity's objects are, and marked live (../following/events-view.js, reached
+// through the router's `eventsView()`: this wing imports nothing of following).
 //
 // Only a request whose one query parameter is a fieldSelector on the fields of `involvedObject`
 // the API server indexes events by is answered here; any other (a label selector, a limit, a
@@ -41,12 +44,18 @@ async function serveEvents(context, { cluster }, req, res, match, toStock) {
   const credential = await proxyCredential(context, req, cluster);
   if (!credential) return toStock();
   const caller = await context.httpAuth.credentials(req);
-  const answer = await fetcher.eventsAnswer(
-    { clusterDetails: cluster, credential },
-    decodeURIComponent(match[1]),
-    fieldSelector,
-    caller.principal?.userEntityRef ?? null,
-  );
+  const user = caller.principal?.userEntityRef ?? null;
+  const ask = (viewer) =>
+    fetcher.eventsAnswer(
+      { clusterDetails: cluster, credential },
+      decodeURIComponent(match[1]),
+      fieldSelector,
+      user,
+      viewer,
+    );
+  // With the live tab, followed for the entity the page names (../following/events-view.js).
+  const view = context.eventsView?.();
+  const answer = await (view ? view.answer(req, res, user, ask) : ask(null));
   if (!answer) return toStock();
   const done = await auditProxy(context, req, cluster);
   res.status(200).type('application/json').send(JSON.stringify(answer));

@@ -23,11 +23,22 @@ const HEADER_CLUSTER = 'backstage-kubernetes-cluster';
 
 /**
  * The plugin's custom router factory: the routes `routes` names (`logs`, `events`) in front of
- * `getDefault()` (its `close()` ends the answers being written). `fetcher()` is the module's NativeInformerFetcher once made (the events' informers
- * are its own, within its bounds), or undefined.
- * @param {{ watcher: any, fetcher: () => any, permissions: any, httpAuth: any, auditor?: any, logger: any, routes: { logs: boolean, events: boolean } }} deps
+ * `getDefault()` (its `close()` ends the answers being written). `fetcher()` is the module's
+ * NativeInformerFetcher once made (the events' informers are its own, within its bounds), or
+ * undefined; `eventsView()`, the live tab's following of events answers
+ * (../following/events-view.js), or undefined without the live tab.
+ * @param {{ watcher: any, fetcher: () => any, eventsView?: () => any, permissions: any, httpAuth: any, auditor?: any, logger: any, routes: { logs: boolean, events: boolean } }} deps
  */
-function proxyRouter({ watcher, fetcher, permissions, httpAuth, auditor, logger, routes }) {
+function proxyRouter({
+  watcher,
+  fetcher,
+  eventsView = () => undefined,
+  permissions,
+  httpAuth,
+  auditor,
+  logger,
+  routes,
+}) {
   /** The answers being written (their streams' AbortControllers): `close()` ends them. */
   const open = new Set();
   const factory = ({ getDefault, clusterSupplier, authStrategyMap }) => {
@@ -35,6 +46,7 @@ function proxyRouter({ watcher, fetcher, permissions, httpAuth, auditor, logger,
     const context = {
       watcher,
       fetcher,
+      eventsView,
       permissions,
       httpAuth,
       auditor,
