@@ -250,3 +250,22 @@ test(
     );
   },
 );
+
+test(
+  "a replica started while a dead replica's viewers wait to be claimed starts, and claims them (its registry's first beat comes before its publisher exists)",
+  { timeout: 120_000 },
+  async (t) => {
+    const sim = await startCluster(t);
+    const cluster = await replicasFor(t, 1, sim);
+    if (!cluster) return;
+    const { balancer, replicas } = cluster;
+    // Alice's load: her row armed, on A.
+    assert.equal((await load(balancer, ALICE_TOKEN, LIVE_SVC)).live, true);
+    await replicas[0].stop('SIGKILL');
+    // Past the liveness of A's heartbeat (3 × 2 s): its viewers are orphans, and nobody else is
+    // alive to claim them. A started again is a new replica, whose first beat claims them.
+    await sleep(6500);
+    await replicas[0].start();
+    assert.equal((await load(balancer, ALICE_TOKEN, LIVE_SVC)).live, true, 'the new replica answers live');
+  },
+);

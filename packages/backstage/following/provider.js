@@ -163,6 +163,11 @@ async function setUpLive({
   // the viewers are shared there, however many replicas there are; without it, the registry
   // only counts replicas, and while another is alive answers are not live.
   let live;
+  // Rows the registry claims before the publisher exists (its first beat, within `ready`, claims
+  // the viewers of a replica gone): handed to the publisher once it does, not dropped (claimed,
+  // nobody else would tell them to load again).
+  const early = [];
+  const toPublisher = (hand) => (rows) => (live ? hand(live, rows) : early.push(() => hand(live, rows)));
   let registry = null;
   const replica = `${os.hostname()}-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
   if (databaseClient === 'pg') {
@@ -170,8 +175,8 @@ async function setUpLive({
       registry = createViewerRegistry({
         knex: await database.getClient(),
         replica,
-        orphaned: (rows) => live.orphaned(rows),
-        unheard: (rows) => live.unheard(rows),
+        orphaned: toPublisher((publisher, rows) => publisher.orphaned(rows)),
+        unheard: toPublisher((publisher, rows) => publisher.unheard(rows)),
         logger,
       });
       await registry.ready;
@@ -180,6 +185,7 @@ async function setUpLive({
     }
   }
   live = createLivePublisher({ signals, logger, ...publisherOptions, registry, share: bus });
+  for (const hand of early.splice(0)) hand();
   // The tabs trust their signals only while every replica's heartbeat reaches them.
   const heartbeat = startHeartbeat({
     signals,
